@@ -1,0 +1,103 @@
+"""Admin for capacity: what the system maintains is read-only here."""
+
+from django.contrib import admin
+
+from .models import Allocation, DeviceBooking, PoolCapacityRollup, Quota, QuotaUsage, Reservation
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ["tenant", "resource", "limit"]
+    list_filter = ["resource"]
+    search_fields = ["tenant__slug", "resource"]
+
+
+@admin.register(QuotaUsage)
+class QuotaUsageAdmin(admin.ModelAdmin):
+    list_display = ["tenant", "resource", "used"]
+    list_filter = ["resource"]
+    search_fields = ["tenant__slug", "resource"]
+    readonly_fields = ["tenant", "resource", "used"]
+
+
+class AllocationInline(admin.TabularInline):
+    model = Allocation
+    extra = 0
+    can_delete = False
+    fields = ["node", "starts_at", "ends_at", "resources", "released_at"]
+    readonly_fields = fields
+
+
+@admin.register(Reservation)
+class ReservationAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "tenant",
+        "pool",
+        "status",
+        "priority",
+        "binding",
+        "starts_at",
+        "ends_at",
+        "created_at",
+    ]
+    list_filter = ["status", "priority", "binding", "pool"]
+    search_fields = ["id", "tenant__slug", "idempotency_key"]
+    list_select_related = ["tenant", "pool"]
+    readonly_fields = ["status", "conditions", "created_at", "updated_at", "released_at"]
+    inlines = [AllocationInline]
+
+
+class DeviceBookingInline(admin.TabularInline):
+    model = DeviceBooking
+    extra = 0
+    can_delete = False
+    fields = ["device", "during"]
+    readonly_fields = fields
+
+
+@admin.register(Allocation)
+class AllocationAdmin(admin.ModelAdmin):
+    list_display = ["id", "node", "reservation", "instance_id", "starts_at", "ends_at", "released_at"]
+    list_filter = ["node__pool"]
+    search_fields = ["id", "node__name", "instance_id"]
+    list_select_related = ["node", "reservation"]
+    raw_id_fields = ["node", "reservation"]
+    readonly_fields = ["resources", "released_at", "created_at"]
+    inlines = [DeviceBookingInline]
+
+
+@admin.register(DeviceBooking)
+class DeviceBookingAdmin(admin.ModelAdmin):
+    list_display = ["id", "device", "allocation", "during"]
+    search_fields = ["device__uuid", "device__node__name"]
+    list_select_related = ["device", "allocation"]
+    raw_id_fields = ["device", "allocation"]
+
+
+@admin.register(PoolCapacityRollup)
+class PoolCapacityRollupAdmin(admin.ModelAdmin):
+    list_display = [
+        "pool",
+        "device_class",
+        "total",
+        "allocated",
+        "excluded",
+        "maintenance",
+        "provisioning",
+        "unreachable",
+        "unhealthy",
+    ]
+    list_filter = ["pool", "device_class"]
+    readonly_fields = [
+        "pool",
+        "device_class",
+        "total",
+        "allocated",
+        "excluded",
+        "maintenance",
+        "provisioning",
+        "unreachable",
+        "unhealthy",
+        "updated_at",
+    ]

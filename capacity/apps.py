@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class CapacityConfig(AppConfig):
+    """What is booked: quota, reservations, allocations, device bookings and rollups."""
+
+    name = "capacity"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,79 @@
+from django.contrib.postgres.constraints import ExclusionConstraint
+from django.contrib.postgres.fields import DateTimeRangeField, RangeOperators
+from django.db import models
+from django.db.models import F, Func, Q, Value
+
+from inventory.models import Device, Node
+
+from .reservations import Reservation
+
+
+class Allocation(models.Model):
+    """What one placement took on one node: its window, scalar claims and (through bookings) atoms."""
+
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.PROTECT, null=True, blank=True, related_name="allocations"
+    )
+    instance_id = models.CharField(max_length=200, null=True, blank=True, db_index=True)
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="allocations")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    resources = models.JSONField(default=dict, blank=True, help_text="Scalar claims, e.g. {'vcpu': 16}.")
+    released_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(reservation__isnull=False) & Q(instance_id__isnull=True))
+                | (Q(reservation__isnull=True) & Q(instance_id__isnull=False)),
+                name="allocation_exactly_one_owner",
+                violation_error_message="An allocation belongs to exactly one of a reservation or an instance.",
+            ),
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=F("starts_at")),
+                name="allocation_window_nonempty",
+                violation_error_message="An allocation's window must end after it starts.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        owner = (
+            f"reservation {self.reservation_id}" if self.reservation_id else f"instance {self.instance_id}"
+        )
+        return f"allocation {self.pk} on {self.node_id} for {owner}"
+
+
+class DeviceBooking(models.Model):
+    """One device held by one allocation over `[start, end)`; no two bookings of a device overlap."""
+
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="bookings")
+    allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="bookings")
+    during = DateTimeRangeField()
+
+    class Meta:
+        constraints = [
+            # A one-point int8range stands in for btree_gist's `device_id WITH =`, so the
+            # constraint needs no contrib extension (the embedded Postgres ships none).
+            ExclusionConstraint(
+                name="devicebooking_no_overlap",
+                expressions=[
+                    (
+                        Func(F("device_id"), F("device_id"), Value("[]"), function="int8range"),
+                        RangeOperators.OVERLAPS,
+                    ),
+                    ("during", RangeOperators.OVERLAPS),
+                ],
+                violation_error_message="This device is already booked for part of that window.",
+            ),
+            models.CheckConstraint(
+                condition=Q(during__isempty=False),
+                name="devicebooking_during_nonempty",
+                violation_error_message="A booking's window cannot be empty.",
+            ),
+        ]
+        indexes = [models.Index(fields=["allocation"], name="devicebooking_alloc_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.device_id} {self.during}"

@@ -1,0 +1,65 @@
+from django.db import models
+from django.db.models import Q
+
+from inventory.models import Pool, Tenant
+
+
+class Reservation(models.Model):
+    """A tenant's request for capacity in a pool and its lifecycle (pending, queued, placed, released)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        QUEUED = "queued"
+        PLACED = "placed"
+        RELEASED = "released"
+
+    class Priority(models.TextChoices):
+        REGULAR = "regular"
+        SPOT = "spot"
+
+    class Binding(models.TextChoices):
+        NONE = "none"
+        NODE = "node"
+        KUBERNETES = "kubernetes"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="reservations")
+    pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="reservations")
+    request = models.JSONField(help_text="The validated placement request.")
+    status = models.CharField(max_length=10, choices=Status, default=Status.PENDING)
+    # [{"type": "Unschedulable", "status": "True", "reason": "NoFit", "message": "…"}]
+    conditions = models.JSONField(default=list, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    priority = models.CharField(max_length=10, choices=Priority, default=Priority.REGULAR)
+    binding = models.CharField(max_length=12, choices=Binding, default=Binding.NONE)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "status"], name="reservation_tenant_status_idx"),
+            models.Index(fields=["pool", "status"], name="reservation_pool_status_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="reservation_idempotency_key_unique",
+                violation_error_message="This tenant already used this idempotency key.",
+            ),
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")),
+                name="reservation_window_nonempty",
+                violation_error_message="A reservation's window must end after it starts.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"reservation {self.pk} ({self.status})"
+
+    def condition(self, type_: str) -> dict | None:
+        """Return the condition of this type, if any."""
+        return next((c for c in self.conditions if c.get("type") == type_), None)

@@ -1,0 +1,152 @@
+"""Admin for inventory: devices and labels inline on their node."""
+
+from django.contrib import admin
+
+from .models import (
+    Device,
+    DeviceLink,
+    Node,
+    NodeCondition,
+    NodeImageCache,
+    NodeLabel,
+    NodeResource,
+    NodeTaint,
+    Pool,
+    Site,
+    Tenant,
+)
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name"]
+    search_fields = ["slug", "name"]
+    filter_horizontal = ["users"]
+
+
+@admin.register(Site)
+class SiteAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "site", "archived", "owner_tenant"]
+    list_filter = ["site", "archived"]
+    search_fields = ["slug", "name"]
+    filter_horizontal = ["tenants"]
+
+
+class DeviceInline(admin.TabularInline):
+    model = Device
+    fk_name = "node"
+    fields = ["uuid", "device_class", "index", "parent", "numa_node", "healthy", "bookable", "attributes"]
+    raw_id_fields = ["parent"]
+    extra = 0
+
+
+class NodeLabelInline(admin.TabularInline):
+    model = NodeLabel
+    extra = 0
+
+
+class NodeTaintInline(admin.TabularInline):
+    model = NodeTaint
+    extra = 0
+
+
+class NodeConditionInline(admin.TabularInline):
+    model = NodeCondition
+    extra = 0
+    readonly_fields = ["last_transition_at"]
+
+
+class NodeResourceInline(admin.TabularInline):
+    model = NodeResource
+    extra = 0
+    readonly_fields = ["allocated"]
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "pool",
+        "role",
+        "provision_state",
+        "connectivity",
+        "maintenance",
+        "cordoned",
+        "owner_tenant",
+        "no_schedule_reasons",
+    ]
+    list_filter = ["pool", "role", "provision_state", "connectivity", "trust", "maintenance", "cordoned"]
+    search_fields = ["name", "labels__value"]
+    list_select_related = ["pool", "owner_tenant"]
+    readonly_fields = ["no_schedule_reasons", "created_at", "updated_at"]
+    inlines = [NodeLabelInline, NodeTaintInline, NodeConditionInline, NodeResourceInline, DeviceInline]
+
+
+@admin.register(NodeLabel)
+class NodeLabelAdmin(admin.ModelAdmin):
+    list_display = ["node", "key", "value", "source"]
+    list_filter = ["source"]
+    search_fields = ["node__name", "key", "value"]
+    list_select_related = ["node"]
+    raw_id_fields = ["node"]
+
+
+@admin.register(NodeTaint)
+class NodeTaintAdmin(admin.ModelAdmin):
+    list_display = ["node", "key", "value", "effect"]
+    list_filter = ["effect"]
+    search_fields = ["node__name", "key", "value"]
+    list_select_related = ["node"]
+    raw_id_fields = ["node"]
+
+
+@admin.register(NodeCondition)
+class NodeConditionAdmin(admin.ModelAdmin):
+    list_display = ["node", "type", "status", "reason", "last_transition_at"]
+    list_filter = ["type", "status"]
+    search_fields = ["node__name", "type", "reason"]
+    list_select_related = ["node"]
+    raw_id_fields = ["node"]
+
+
+@admin.register(NodeResource)
+class NodeResourceAdmin(admin.ModelAdmin):
+    list_display = ["node", "resource", "allocatable", "ratio", "allocated"]
+    list_filter = ["resource"]
+    search_fields = ["node__name", "resource"]
+    list_select_related = ["node"]
+    raw_id_fields = ["node"]
+    readonly_fields = ["allocated"]
+
+
+@admin.register(NodeImageCache)
+class NodeImageCacheAdmin(admin.ModelAdmin):
+    list_display = ["node", "image", "state"]
+    list_filter = ["state"]
+    search_fields = ["node__name", "image"]
+    list_select_related = ["node"]
+    raw_id_fields = ["node"]
+
+
+@admin.register(Device)
+class DeviceAdmin(admin.ModelAdmin):
+    list_display = ["uuid", "node", "device_class", "index", "parent", "numa_node", "healthy", "bookable"]
+    list_filter = ["device_class", "healthy", "bookable", "node__pool"]
+    search_fields = ["uuid", "node__name"]
+    list_select_related = ["node", "parent"]
+    raw_id_fields = ["node", "parent"]
+
+
+@admin.register(DeviceLink)
+class DeviceLinkAdmin(admin.ModelAdmin):
+    list_display = ["node", "device_a", "device_b", "rank", "nvlinks"]
+    list_filter = ["rank"]
+    search_fields = ["node__name", "device_a__uuid", "device_b__uuid"]
+    list_select_related = ["node", "device_a", "device_b"]
+    raw_id_fields = ["node", "device_a", "device_b"]

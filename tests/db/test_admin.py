@@ -1,0 +1,56 @@
+"""Every admin changelist, add page and change page renders for a superuser."""
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from capacity.demo import build_demo
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def superuser_client(client):
+    build_demo()
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    return client
+
+
+MODELS = [m for m in admin.site._registry if m._meta.app_label in {"inventory", "capacity", "auth"}]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m._meta.label)
+def test_admin_pages_render(superuser_client, model):
+    opts = model._meta
+    changelist = superuser_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+    assert changelist.status_code == 200
+    search = superuser_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"), {"q": "a"})
+    assert search.status_code == 200
+    obj = model.objects.order_by("pk").first()
+    assert obj is not None, f"the demo holds no {opts.label}"
+    change = superuser_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
+    assert change.status_code == 200
+    if admin.site._registry[model].has_add_permission(change.wsgi_request):
+        add = superuser_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_add"))
+        assert add.status_code == 200
+
+
+def test_maintained_fields_are_read_only(superuser_client):
+    from capacity.models import PoolCapacityRollup
+    from inventory.models import Node, NodeResource
+
+    node = Node.objects.get(name="ams1-dgx-12")
+    page = superuser_client.get(reverse("admin:inventory_node_change", args=[node.pk])).content.decode()
+    assert "dedicated=acme" in page
+    assert 'name="no_schedule_reasons"' not in page
+    resource = NodeResource.objects.first()
+    page = superuser_client.get(
+        reverse("admin:inventory_noderesource_change", args=[resource.pk])
+    ).content.decode()
+    assert 'name="allocated"' not in page
+    rollup = PoolCapacityRollup.objects.first()
+    page = superuser_client.get(
+        reverse("admin:capacity_poolcapacityrollup_change", args=[rollup.pk])
+    ).content.decode()
+    assert 'name="allocated"' not in page
