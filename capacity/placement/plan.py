@@ -1,0 +1,400 @@
+"""plan_placement: the pure pipeline from a request and node views to a ranked plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .eligibility import ineligibility
+from .pick import NV_RANK, default_pick, worst_rank
+from .plugins import PickFn, SchedulerPlugin, ScoreFn, check_plugins, filter_verdict
+from .reasons import ARCHIVED_REASON, format_groups, nodes_phrase, rejection_groups, summarize
+from .scorers import (
+    BINPACK,
+    FRAGMENTATION,
+    IMAGE_CACHED,
+    PLUGIN_DEFAULT_WEIGHT,
+    SPREAD,
+    TOPOLOGY,
+    binpack_score,
+    clamp_score,
+    fragmentation_score,
+    topology_score,
+    weight_for,
+)
+from .selectors import selector_matches
+from .types import (
+    ANY_LABEL_VALUE,
+    Atom,
+    DeviceRequest,
+    Expression,
+    NodeView,
+    PlacementRequest,
+    Pool,
+    Ranked,
+    Rejection,
+)
+
+EXCLUDED_FILTER: Final = "excluded"
+EXCLUDED_REASON: Final = "excluded by the request"
+LABELS_FILTER: Final = "labels"
+FITS_FILTER: Final = "fits"
+TOPOLOGY_FILTER: Final = "topology"
+INVALID_PICK: Final = "picker returned an invalid allocation"
+DEFAULT_TOP_N: Final = 5
+# Totals are sums of float products; rounding makes equal plans tie exactly, so node ids break them.
+SCORE_DIGITS: Final = 12
+
+RandomFn = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The outcome of planning: ranked nodes best first, rejected nodes in input order, the choice.
+
+    For a gang request, gang holds the members (best first) when gang_size nodes fit together, and
+    gang_fitting how many could have been members (the largest group sharing the topology key's value).
+    """
+
+    ranked: tuple[Ranked, ...]
+    rejected: tuple[Rejection, ...]
+    choice: Ranked | None
+    node_count: int
+    gang: tuple[Ranked, ...] = ()
+    gang_size: int | None = None
+    gang_topology_key: str | None = None
+    gang_fitting: int = 0
+    archived: bool = False
+
+    @property
+    def fits(self) -> bool:
+        """Return whether the request can be placed: a node, or a whole gang, fits."""
+        if self.archived:
+            return False
+        if self.gang_size is not None:
+            return len(self.gang) == self.gang_size
+        return bool(self.ranked)
+
+    def pending_reason(self) -> str:
+        """Return why nothing fits ("" when the plan fits)."""
+        if self.archived:
+            return ARCHIVED_REASON
+        if self.fits:
+            return ""
+        if self.gang_size is not None and self.ranked:
+            return gang_reason(self)
+        return summarize(self.rejected, self.node_count)
+
+
+def gang_reason(plan: Plan) -> str:
+    """Return why a gang does not fit although some nodes do.
+
+    Reads "no gang of 3 nodes fits: only 2 nodes fit" ("... fit with the same <key>" for a topology
+    key), followed by the rejection groups when there are any.
+    """
+    fitting = plan.gang_fitting
+    text = (
+        f"no gang of {nodes_phrase(plan.gang_size or 0)} fits: "
+        f"only {nodes_phrase(fitting)} {'fits' if fitting == 1 else 'fit'}"
+    )
+    if plan.gang_topology_key is not None:
+        text += f" with the same {plan.gang_topology_key}"
+    groups = rejection_groups(plan.rejected)
+    return f"{text}; {format_groups(groups)}" if groups else text
+
+
+@dataclass(frozen=True, slots=True)
+class _Device:
+    request: DeviceRequest
+    device_class: str
+    count: int
+    selector: tuple[Expression, ...]
+    nvlink: bool
+    pickers: tuple[tuple[str, PickFn], ...]
+    short: str
+    topology_reason: str
+
+
+def _devices(request: PlacementRequest, plugins: Sequence[SchedulerPlugin]) -> tuple[_Device, ...]:
+    out = []
+    for device in request.devices:
+        cls, count = device.device_class, device.count
+        pickers = tuple((p.id, k.pick) for p in plugins for k in p.prefer_allocation if k.device_class == cls)
+        out.append(
+            _Device(
+                request=device,
+                device_class=cls,
+                count=count,
+                selector=device.selector,
+                nvlink=request.topology_for(device) == "nvlink-all" and count > 1,
+                pickers=pickers,
+                short=f" of {count} {cls} free" + (" matching the selector" if device.selector else ""),
+                topology_reason=f"no {count} {cls} fully connected by NVLink",
+            )
+        )
+    return tuple(out)
+
+
+def _scorers(
+    request: PlacementRequest, plugins: Sequence[SchedulerPlugin], weights: Mapping[str, float] | None
+) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, ScoreFn], ...]]:
+    builtin = [BINPACK, TOPOLOGY, FRAGMENTATION, SPREAD]
+    if request.image_id is not None:
+        builtin.append(IMAGE_CACHED)
+    weighted = {sid: weight_for(sid, weights) for sid in builtin}
+    custom: list[tuple[str, ScoreFn]] = []
+    for plugin in plugins:
+        for scorer in plugin.scorers:
+            # A plugin scorer named like a built-in replaces its score and takes the plugin's weight.
+            own = scorer.weight if scorer.weight is not None else PLUGIN_DEFAULT_WEIGHT
+            weighted[scorer.id] = weight_for(scorer.id, weights, own)
+            custom.append((scorer.id, scorer.score))
+    return tuple(weighted.items()), tuple(custom)
+
+
+def _plugin_pick(answer: object, candidates: Sequence[Atom], device: _Device) -> tuple[Atom, ...] | str:
+    count = device.count
+    if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
+        return f"{INVALID_PICK}: not a list of atoms"
+    if len(answer) != count:
+        return f"{INVALID_PICK}: {len(answer)} atoms for {count} {device.device_class}"
+    by_id = {a.id: a for a in candidates}
+    picked: list[Atom] = []
+    seen: set[str] = set()
+    for atom in answer:
+        if not isinstance(atom, Atom):
+            return f"{INVALID_PICK}: not a list of atoms"
+        if atom.id in seen:
+            return f"{INVALID_PICK}: atom {atom.id} twice"
+        if atom.id not in by_id:
+            return f"{INVALID_PICK}: atom {atom.id} is not a free candidate"
+        seen.add(atom.id)
+        picked.append(by_id[atom.id])
+    return tuple(picked)
+
+
+class _Planner:
+    """Everything plan_placement derives from the request once, and the per-node pipeline."""
+
+    def __init__(
+        self,
+        request: PlacementRequest,
+        pool: Pool,
+        plugins: Sequence[SchedulerPlugin],
+        weights: Mapping[str, float] | None,
+        image_cached: Collection[str],
+    ) -> None:
+        self.request = request
+        self.pool = pool
+        self.tenant_id = request.tenant_id
+        self.excluded = request.exclude_nodes
+        self.labels = tuple(request.node_labels.items())
+        # A zero claim takes nothing, so it needs no resource row either.
+        self.resources = tuple((name, n) for name, n in request.resources.items() if n > 0)
+        self.filters = tuple((f.id, f.filter) for p in plugins for f in p.filters)
+        self.devices = _devices(request, plugins)
+        self.classes = frozenset(d.device_class for d in self.devices)
+        self.single_class = next(iter(self.classes)) if len(self.classes) == 1 else None
+        # With one device request and no selector, its candidates are exactly the free atoms binpack counts.
+        self.simple = len(self.devices) == 1 and not self.devices[0].selector
+        self.picked_total = sum(d.count for d in self.devices)
+        self.weights, self.custom = _scorers(request, plugins, weights)
+        self.image = request.image_id is not None
+        self.image_cached = image_cached
+
+    def evaluate(self, node: NodeView) -> Ranked | Rejection:
+        """Run the filters, the atom pick and the scorers for one node."""
+        node_id = node.id
+        if node_id in self.excluded:
+            return Rejection(node_id, EXCLUDED_FILTER, EXCLUDED_REASON)
+        bad = ineligibility(node, self.pool, self.tenant_id)
+        if bad is not None:
+            return Rejection(node_id, bad.filter, bad.reason)
+        if self.labels:
+            have = node.labels
+            for key, want in self.labels:
+                value = have.get(key)
+                if value is None or (want != ANY_LABEL_VALUE and value != want):
+                    return Rejection(node_id, LABELS_FILTER, f"needs label {key}={want}")
+        if self.resources:
+            rows = node.resources
+            for name, amount in self.resources:
+                row = rows.get(name)
+                if row is None:
+                    return Rejection(node_id, FITS_FILTER, f"no {name}")
+                room = row.room
+                if room < amount:
+                    return Rejection(node_id, FITS_FILTER, f"{name}: {amount} requested, {max(room, 0)} free")
+        request = self.request
+        for filter_id, check in self.filters:
+            reason = filter_verdict(check(request, node))
+            if reason is not None:
+                return Rejection(node_id, filter_id, reason)
+        return self._fit(node)
+
+    def _fit(self, node: NodeView) -> Ranked | Rejection:
+        node_id = node.id
+        free = node.free
+        picks: list[tuple[Atom, ...]] = []
+        taken: set[str] = set()
+        worst = NV_RANK
+        first_candidates = 0
+        for device in self.devices:
+            cls = device.device_class
+            candidates = [a for a in free if a.device_class == cls and a.healthy and a.bookable]
+            if taken:
+                candidates = [a for a in candidates if a.id not in taken]
+            if device.selector:
+                selector = device.selector
+                candidates = [a for a in candidates if selector_matches(selector, a, node)]
+            if not picks:
+                first_candidates = len(candidates)
+            count = device.count
+            if len(candidates) < count:
+                return Rejection(node_id, FITS_FILTER, f"{len(candidates)}{device.short}")
+            chosen: tuple[Atom, ...] | None = None
+            for plugin_id, pick in device.pickers:
+                answer = pick(device.request, list(candidates), node)
+                if answer is None:
+                    continue
+                checked = _plugin_pick(answer, candidates, device)
+                if isinstance(checked, str):
+                    return Rejection(node_id, plugin_id, checked)
+                chosen, worst = checked, worst_rank(node, checked)
+                break
+            if chosen is None:
+                chosen, worst = default_pick(candidates, count, node)
+            if device.nvlink and worst != NV_RANK:
+                return Rejection(node_id, TOPOLOGY_FILTER, device.topology_reason)
+            picks.append(chosen)
+            if len(self.devices) > 1:
+                taken.update(a.id for a in chosen)
+        return self._score(node, picks, worst, first_candidates)
+
+    def _score(
+        self, node: NodeView, picks: list[tuple[Atom, ...]], worst: int, first_candidates: int
+    ) -> Ranked:
+        cls = self.single_class
+        if self.simple:
+            free_count = first_candidates
+        elif cls is not None:
+            free_count = len([a for a in node.free if a.device_class == cls and a.healthy and a.bookable])
+        else:
+            classes = self.classes
+            free_count = len([a for a in node.free if a.device_class in classes and a.healthy and a.bookable])
+        if cls is not None:
+            total = len([a for a in node.devices if a.device_class == cls and a.healthy and a.bookable])
+        else:
+            classes = self.classes
+            total = len([a for a in node.devices if a.device_class in classes and a.healthy and a.bookable])
+        free_after = free_count - self.picked_total
+        if len(picks) > 1 and self.picked_total > 1:
+            worst = worst_rank(node, [a for chosen in picks for a in chosen])
+        binpack = binpack_score(free_after, total)
+        scores: dict[str, float] = {
+            BINPACK: binpack,
+            TOPOLOGY: topology_score(self.picked_total, worst),
+            FRAGMENTATION: fragmentation_score(free_after),
+            SPREAD: 1.0 - binpack,
+        }
+        if self.image:
+            scores[IMAGE_CACHED] = 1.0 if node.id in self.image_cached else 0.0
+        request = self.request
+        for scorer_id, score in self.custom:
+            scores[scorer_id] = clamp_score(score(request, node))
+        total_score = 0.0
+        for scorer_id, weight in self.weights:
+            total_score += weight * scores[scorer_id]
+        return Ranked(
+            node.id,
+            tuple(tuple(a.id for a in chosen) for chosen in picks),
+            scores,
+            round(total_score, SCORE_DIGITS),
+        )
+
+
+def _rank_key(ranked: Ranked) -> tuple[float, str]:
+    return (-ranked.score, ranked.node_id)
+
+
+def _choose(ranked: Sequence[Ranked], top_n: int, random: RandomFn | None) -> Ranked | None:
+    if not ranked:
+        return None
+    if random is None:
+        return ranked[0]
+    span = min(max(top_n, 1), len(ranked))
+    return ranked[min(span - 1, max(0, int(random() * span)))]
+
+
+def _gang(
+    ranked: Sequence[Ranked], nodes: Mapping[str, NodeView], size: int, key: str | None
+) -> tuple[tuple[Ranked, ...], int]:
+    if key is None:
+        return (tuple(ranked[:size]) if len(ranked) >= size else ()), len(ranked)
+    groups: dict[str, list[Ranked]] = {}
+    for member in ranked:
+        value = nodes[member.node_id].labels.get(key)
+        if value is not None:
+            groups.setdefault(value, []).append(member)
+    largest = max((len(g) for g in groups.values()), default=0)
+    best: tuple[float, str] | None = None
+    members: tuple[Ranked, ...] = ()
+    for value, group in groups.items():
+        if len(group) < size:
+            continue
+        # ranked is sorted, so each group's first members are its best; the best total wins, then the value.
+        key_of = (-round(sum(m.score for m in group[:size]), SCORE_DIGITS), value)
+        if best is None or key_of < best:
+            best, members = key_of, tuple(group[:size])
+    return members, largest
+
+
+def plan_placement(
+    request: PlacementRequest,
+    nodes: Iterable[NodeView],
+    pool: Pool,
+    *,
+    plugins: Iterable[SchedulerPlugin] = (),
+    weights: Mapping[str, float] | None = None,
+    top_n: int = DEFAULT_TOP_N,
+    random: RandomFn | None = None,
+    image_cached: Collection[str] = frozenset(),
+) -> Plan:
+    """Filter, pick atoms on and score every node; return the plan, best first.
+
+    random (a callable returning a float in [0, 1), such as random.Random(seed).random) picks the
+    choice among the best top_n; without it the choice is the best node. image_cached holds the ids of
+    the nodes whose image cache holds request.image_id. A gang request's choice is its first member.
+    """
+    views = nodes if isinstance(nodes, Sequence) else tuple(nodes)
+    gang = request.gang
+    gang_size = gang.size if gang is not None else None
+    gang_key = gang.topology_key if gang is not None else None
+    if pool.archived:
+        return Plan((), (), None, len(views), gang_size=gang_size, gang_topology_key=gang_key, archived=True)
+    planner = _Planner(request, pool, check_plugins(plugins), weights, image_cached)
+    evaluate = planner.evaluate
+    ranked: list[Ranked] = []
+    rejected: list[Rejection] = []
+    for node in views:
+        outcome = evaluate(node)
+        if type(outcome) is Ranked:
+            ranked.append(outcome)
+        else:
+            assert isinstance(outcome, Rejection)
+            rejected.append(outcome)
+    ranked.sort(key=_rank_key)
+    if gang is None:
+        return Plan(tuple(ranked), tuple(rejected), _choose(ranked, top_n, random), len(views))
+    members, fitting = _gang(ranked, {n.id: n for n in views}, gang.size, gang.topology_key)
+    return Plan(
+        tuple(ranked),
+        tuple(rejected),
+        members[0] if members else None,
+        len(views),
+        gang=members,
+        gang_size=gang.size,
+        gang_topology_key=gang.topology_key,
+        gang_fitting=fitting,
+    )
