@@ -1,0 +1,3 @@
+"""REST API URLs (filled in by the API work)."""
+
+urlpatterns: list = []

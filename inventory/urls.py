@@ -1,0 +1,3 @@
+"""Browser URLs (filled in by the web work)."""
+
+urlpatterns: list = []
