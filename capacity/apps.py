@@ -6,3 +6,6 @@ class CapacityConfig(AppConfig):
 
     name = "capacity"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (connects the signal receivers)

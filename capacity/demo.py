@@ -3,6 +3,7 @@
 Every row is keyed by a stable name, so building it twice gives the same data.
 """
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -11,7 +12,6 @@ from datetime import timedelta
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
-from psycopg.types.range import Range
 
 from inventory.models import (
     Device,
@@ -27,7 +27,7 @@ from inventory.models import (
     Tenant,
 )
 
-from .models import Allocation, DeviceBooking, Quota, QuotaUsage, Reservation
+from .models import Quota, Reservation
 from .rollups import refresh_rollups
 
 DEMO_NAMESPACE = uuid.UUID("6f1c2a3e-8a41-4c1e-9a53-0d6f5b7e2a10")
@@ -280,68 +280,49 @@ def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict
     return node
 
 
-# (key, tenant, node, gpu indexes, start offset, length) relative to the first seeding.
+# (key, tenant, pool, GPUs, start offset, length) relative to the first seeding.
 BOOKINGS = (
-    ("demo-past-1", "acme", "ams1-dgx-01", range(8), timedelta(days=-10), timedelta(days=3)),
-    ("demo-past-2", "globex", "sfo2-pcie-02", range(4), timedelta(days=-5), timedelta(days=2)),
-    ("demo-now-1", "acme", "ams1-dgx-01", range(8), timedelta(hours=-6), timedelta(days=2)),
-    ("demo-now-2", "acme", "ams1-dgx-02", range(4), timedelta(hours=-2), timedelta(days=1)),
-    ("demo-now-3", "globex", "sfo2-pcie-01", range(2), timedelta(hours=-1), timedelta(hours=12)),
-    ("demo-now-4", "globex", "sfo2-a100-01", range(2, 6), timedelta(hours=-3), timedelta(days=1)),
-    ("demo-future-1", "globex", "ams1-dgx-05", range(8), timedelta(days=2), timedelta(days=3)),
-    ("demo-future-2", "acme", "sfo2-pcie-03", range(8), timedelta(days=1), timedelta(hours=8)),
+    ("demo-past-1", "acme", "h100-prod", 8, timedelta(days=-10), timedelta(days=3)),
+    ("demo-past-2", "globex", "pcie-batch", 4, timedelta(days=-5), timedelta(days=2)),
+    ("demo-now-1", "acme", "h100-prod", 8, timedelta(hours=-6), timedelta(days=2)),
+    ("demo-now-2", "acme", "h100-prod", 4, timedelta(hours=-2), timedelta(days=1)),
+    ("demo-now-3", "globex", "pcie-batch", 2, timedelta(hours=-1), timedelta(hours=12)),
+    ("demo-now-4", "globex", "a100-mig", 4, timedelta(hours=-3), timedelta(days=1)),
+    ("demo-future-1", "globex", "h100-prod", 8, timedelta(days=2), timedelta(days=3)),
+    ("demo-future-2", "acme", "pcie-batch", 8, timedelta(days=1), timedelta(hours=8)),
 )
 
 
-@transaction.atomic
 def build_bookings(tenants: dict[str, Tenant]) -> int:
-    """Create the demo reservations with their allocations and bookings; return how many were new."""
+    """Book the demo reservations through the placer; return how many were new.
+
+    The placer picks the best node (no random top-N pick here, so a fresh demo is reproducible);
+    reservations whose window is over are released at their end.
+    """
+    from . import services
+    from .conf import placer_config
+
+    config = dataclasses.replace(placer_config(), random=None)
     now = timezone.now().replace(minute=0, second=0, microsecond=0)
     created = 0
-    for key, tenant_slug, node_name, indexes, offset, length in BOOKINGS:
-        tenant = tenants[tenant_slug]
-        if Reservation.objects.filter(tenant=tenant, idempotency_key=key).exists():
+    for key, tenant_slug, pool, gpus, offset, length in BOOKINGS:
+        if Reservation.objects.filter(tenant=tenants[tenant_slug], idempotency_key=key).exists():
             continue
-        node = Node.objects.select_related("pool").get(name=node_name)
         start, end = now + offset, now + offset + length
-        devices = list(Device.objects.filter(node=node, device_class="gpu", index__in=list(indexes)))
-        # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees slice conflicts.
-        devices += list(Device.objects.filter(parent__in=devices))
-        request = {
-            "tenantId": tenant.slug,
-            "poolId": node.pool.slug,
-            "devices": [{"class": "gpu", "count": len(indexes)}],
-            "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
-        }
-        reservation = Reservation.objects.create(
-            tenant=tenant,
-            pool=node.pool,
-            request=request,
-            status=Reservation.Status.PLACED,
-            idempotency_key=key,
-            starts_at=start,
-            ends_at=end,
+        result = services.reserve(
+            {
+                "tenantId": tenant_slug,
+                "poolId": pool,
+                "devices": [{"class": "gpu", "count": gpus}],
+                "resources": {"vcpu": 8 * gpus, "memoryGiB": 64 * gpus},
+                "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
+                "idempotencyKey": key,
+            },
+            config=config,
         )
-        ended = end <= now
-        if ended:
-            reservation.status = Reservation.Status.RELEASED
-            reservation.released_at = end
-            reservation.save(update_fields=["status", "released_at"])
-        allocation = Allocation.objects.create(
-            reservation=reservation,
-            node=node,
-            starts_at=start,
-            ends_at=end,
-            released_at=end if ended else None,
-        )
-        DeviceBooking.objects.bulk_create(
-            DeviceBooking(device=d, allocation=allocation, during=Range(start, end, "[)")) for d in devices
-        )
+        if end <= now:
+            services.release(result.reservation.pk, now=end)
         created += 1
-        if not ended:
-            usage, _ = QuotaUsage.objects.select_for_update().get_or_create(tenant=tenant, resource="gpu")
-            usage.used += len(indexes)
-            usage.save(update_fields=["used"])
     return created
 
 
@@ -352,7 +333,7 @@ def build_demo(progress=None) -> dict[str, int]:
     nodes = node_names()
     for plan, name, number in progress(nodes) if progress else nodes:
         build_node(plan, pools[plan.slug], name, number, tenants)
-    new_bookings = build_bookings(tenants)
     with transaction.atomic():
         refresh_rollups([p.pk for p in pools.values()])
+    new_bookings = build_bookings(tenants)
     return {"pools": len(pools), "nodes": len(nodes), "new_bookings": new_bookings}

@@ -31,7 +31,7 @@ END
 
 _COMPUTE_SQL = f"""
 SELECT n.pool_id, d.device_class, count(*) AS total,
-       coalesce(sum(b.booked), 0) AS allocated,
+       coalesce(sum(b.booked), 0)::int AS allocated,
        {", ".join(f"count(*) FILTER (WHERE bucket = '{b}') AS {b}" for b in BUCKETS)}
   FROM inventory_device d
   JOIN inventory_node n ON n.id = d.node_id

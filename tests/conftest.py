@@ -1,34 +1,88 @@
-"""Shared fixtures: small inventories built row by row."""
+"""Shared fixtures: small inventories built row by row, and the capacity audit after every db test."""
 
 import pytest
 
-from inventory.models import Device, Node, Pool, Site, Tenant
+# Django and the models are imported inside fixtures, so tests/placement/ runs without Django too.
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "allow_drift: the test leaves capacity drift on purpose")
+
+
+@pytest.fixture(autouse=True)
+def capacity_audit(request):
+    """Run check_capacity's audit after every test that touched the database: it must find nothing."""
+    used = [f for f in ("transactional_db", "db") if f in request.fixturenames]
+    if not used or request.node.get_closest_marker("allow_drift"):
+        yield
+        return
+    # Asking for the database fixture here makes it outlive this fixture's teardown.
+    request.getfixturevalue(used[0])
+    yield
+    from django.db import connection
+
+    from capacity.audit import audit
+
+    if connection.needs_rollback:
+        return
+    assert audit() == [], "check_capacity found drift after this test"
 
 
 @pytest.fixture
 def site(db):
+    from inventory.models import Site
+
     return Site.objects.create(slug="lab", name="Lab")
 
 
 @pytest.fixture
 def tenant(db):
+    from inventory.models import Tenant
+
     return Tenant.objects.create(slug="acme", name="Acme")
 
 
 @pytest.fixture
+def other_tenant(db):
+    from inventory.models import Tenant
+
+    return Tenant.objects.create(slug="globex", name="Globex")
+
+
+@pytest.fixture
 def pool(site):
+    from inventory.models import Pool
+
     return Pool.objects.create(slug="lab-pool", name="Lab pool", site=site)
 
 
 @pytest.fixture
 def make_node(pool):
-    """Return a factory for hosts with `gpus` whole GPUs named `<node>-gpu<i>`."""
+    """Return a factory for hosts with `gpus` whole GPUs named `GPU-<node>-<i>`.
 
-    def make(name="node-a", gpus=2, **fields):
-        node = Node.objects.create(name=name, pool=fields.pop("pool", pool), **fields)
-        Device.objects.bulk_create(
+    Links: rank "NV" links every pair (a DGX-like board); None leaves links unknown. Scalars: vcpu
+    and memoryGiB when given. Rollups are refreshed, as inventory ingestion would.
+    """
+
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Device, DeviceLink, Node, NodeResource
+
+    def make(name="node-a", gpus=2, links="NV", vcpu=None, memory=None, **fields):
+        node_pool = fields.pop("pool", pool)
+        node = Node.objects.create(name=name, pool=node_pool, **fields)
+        devices = Device.objects.bulk_create(
             Device(node=node, uuid=f"GPU-{name}-{i}", index=i, numa_node=i // 4) for i in range(gpus)
         )
+        if links:
+            DeviceLink.objects.bulk_create(
+                DeviceLink(node=node, device_a=a, device_b=b, rank=links)
+                for i, a in enumerate(devices)
+                for b in devices[i + 1 :]
+            )
+        for resource, amount in (("vcpu", vcpu), ("memoryGiB", memory)):
+            if amount is not None:
+                NodeResource.objects.create(node=node, resource=resource, allocatable=amount)
+        refresh_rollups([node_pool.pk])
         return node
 
     return make

@@ -59,7 +59,9 @@ def test_conditions_block_when_ready_is_not_true_or_another_is_true(make_node):
     NodeTaint.objects.create(node=node, key="dedicated", value="acme")
     assert reasons(node) == ["dedicated=acme", "GpuXidErrors", "NotReady"]
     ready.delete()
-    NodeCondition.objects.filter(type="GpuXidErrors").update(status="False")
+    xid = NodeCondition.objects.get(type="GpuXidErrors")
+    xid.status = "False"
+    xid.save()
     assert reasons(node) == ["dedicated=acme"]
 
 

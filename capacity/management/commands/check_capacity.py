@@ -1,0 +1,17 @@
+"""Audit capacity: recompute rollups, scalar counters and quota usage, and report every drift."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from capacity.audit import audit
+
+
+class Command(BaseCommand):
+    help = "Recompute rollups, node_resources.allocated and quota usage from bookings; exit 1 on drift."
+
+    def handle(self, *args, **options):
+        lines = audit()
+        for line in lines:
+            self.stdout.write(f"drift: {line}")
+        if lines:
+            raise CommandError(f"{len(lines)} drift(s) found", returncode=1)
+        self.stdout.write("check_capacity: no drift")

@@ -1,0 +1,157 @@
+"""The inline placer: plan on plain reads, lock the pool, commit in a savepoint, replan on a lost race."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from capacity.placement import (
+    ARCHIVED_REASON,
+    PlacementRequest,
+    Plan,
+    SchedulerPlugin,
+    count_scores,
+    max_link_dependent_score,
+    plan_placement,
+)
+
+from .commit import Committed, LostRace, Owner, commit_member
+from .loader import NodeIndex, PoolRow, load_node_views, load_pool, shortlist_counts
+
+SHORTLIST_SIZE = 48
+SCORE_EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class PlacerConfig:
+    """What placement reads from settings: plugins, weights, top N, attempts, and the random source."""
+
+    plugins: tuple[SchedulerPlugin, ...] = ()
+    weights: Mapping[str, float] | None = None
+    top_n: int = 5
+    max_attempts: int = 3
+    random: Callable[[], float] | None = None
+
+
+@dataclass
+class Outcome:
+    """A placement's answer: placed with its allocations, or pending with a reason."""
+
+    status: str  # "placed" | "pending"
+    committed: list[Committed] = field(default_factory=list)
+    reason: str = ""
+    plan: Plan | None = None
+    lost: list[str] = field(default_factory=list)
+
+
+def uses_shortlist(request: PlacementRequest, config: PlacerConfig) -> bool:
+    """Return whether SQL can rank this request's candidates: no selector, no gang, no plugin scorer."""
+    return (
+        not any(d.selector for d in request.devices)
+        and request.gang is None
+        and not any(p.scorers for p in config.plugins)
+    )
+
+
+def image_cached_nodes(pool: PoolRow, image_id: str | None) -> frozenset[str]:
+    """Return the names of the pool's nodes whose cache holds `image_id` ready."""
+    if image_id is None:
+        return frozenset()
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT n.name FROM inventory_nodeimagecache c JOIN inventory_node n ON n.id = c.node_id
+                WHERE n.pool_id = %s AND c.image = %s AND c.state = 'ready'""",
+            [pool.pk, image_id],
+        )
+        return frozenset(row[0] for row in cur.fetchall())
+
+
+def plan_request(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, *, shortlist: bool | None = None
+) -> tuple[Plan, NodeIndex]:
+    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool."""
+    cached = image_cached_nodes(pool, request.image_id)
+
+    def plan(index: NodeIndex) -> Plan:
+        return plan_placement(
+            request,
+            index.views,
+            pool.view,
+            plugins=config.plugins,
+            weights=config.weights,
+            top_n=config.top_n,
+            random=config.random,
+            image_cached=cached,
+        )
+
+    if shortlist is None:
+        shortlist = uses_shortlist(request, config)
+    if shortlist and not pool.view.archived:
+        rows = shortlist_counts(pool.pk, request)
+        scored = sorted(
+            ((round(count_scores(request, r.free, r.total, config.weights), 12), r.name) for r in rows),
+            key=lambda s: (-s[0], s[1]),
+        )
+        keep = scored[: max(SHORTLIST_SIZE, 8 * config.top_n)]
+        if keep:
+            index = load_node_views(pool.pk, request.during, names=[name for _, name in keep])
+            result = plan(index)
+            if result.fits and not _outside_could_rank(result, scored[len(keep) :], request, config):
+                return result, index
+    index = load_node_views(pool.pk, request.during)
+    return plan(index), index
+
+
+def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], request, config) -> bool:
+    """Return whether a node left out of the shortlist could still reach the plan's top N."""
+    if not outside:
+        return False
+    if len(plan.ranked) < config.top_n:
+        return True
+    nth = plan.ranked[config.top_n - 1]
+    best_score, best_name = outside[0]
+    reach = best_score + max_link_dependent_score(request, config.weights)
+    return reach > nth.score + SCORE_EPSILON or (
+        abs(reach - nth.score) <= SCORE_EPSILON and best_name < nth.node_id
+    )
+
+
+def place(request: PlacementRequest, pool_slug: str, owner: Owner, config: PlacerConfig) -> Outcome:
+    """Place `request` inside the caller's transaction; lost races replan up to max_attempts times."""
+    pool = load_pool(pool_slug)
+    if pool is None or pool.view.archived:
+        return Outcome("pending", reason=ARCHIVED_REASON)
+    lost: list[str] = []
+    locked = False
+    for attempt in range(1, config.max_attempts + 1):
+        plan, index = plan_request(request, pool, config)
+        if not plan.fits:
+            return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+        if not locked:
+            # The pool row is locked only now, for the commit; an archive since the plan wins.
+            pool = load_pool(pool_slug, lock=True)
+            locked = True
+            if pool is None or pool.view.archived:
+                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
+        members = plan.gang if request.gang is not None else (plan.choice,)
+        savepoint = f"capacity_place_{attempt}"
+        with connection.cursor() as cur:
+            cur.execute(f"SAVEPOINT {savepoint}")
+        try:
+            committed = [commit_member(request, m, pool, index, owner) for m in members if m is not None]
+        except LostRace as race:
+            with connection.cursor() as cur:
+                cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+            lost.append(race.reason)
+            request = request.with_excluded(race.node)
+            continue
+        with connection.cursor() as cur:
+            cur.execute(f"RELEASE SAVEPOINT {savepoint}")
+        return Outcome("placed", committed=committed, plan=plan, lost=lost)
+    return Outcome(
+        "pending",
+        reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
+        lost=lost,
+    )

@@ -1,0 +1,269 @@
+"""Load what the pure planner needs from SQL, in a fixed number of queries whatever the pool size."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connection
+from psycopg.types.range import Range
+
+from capacity.placement import Atom, NodeView, PlacementRequest, Pool, Resource, Window
+from inventory.validators import SYSTEM_LABEL_PREFIX
+
+from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING
+
+
+def window_range(window: Window) -> Range:
+    """Return the half-open tstzrange of an epoch-millisecond window."""
+    return Range(to_datetime(window.start), to_datetime(window.end), "[)")
+
+
+def to_datetime(ms: int) -> datetime:
+    """Return the aware datetime of epoch milliseconds."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """A pool as the placer reads it: the view for the planner and its primary key."""
+
+    pk: int
+    view: Pool
+
+
+def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
+    """Return the pool with this slug (locked FOR UPDATE when asked), or None."""
+    sql = """
+        SELECT p.id, p.slug, s.slug, p.archived, t.slug
+          FROM inventory_pool p JOIN inventory_site s ON s.id = p.site_id
+          LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
+         WHERE p.slug = %s
+    """
+    if lock:
+        sql += " FOR UPDATE OF p"
+    with connection.cursor() as cur:
+        cur.execute(sql, [slug])
+        row = cur.fetchone()
+    if row is None:
+        return None
+    return PoolRow(row[0], Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4]))
+
+
+@dataclass
+class NodeIndex:
+    """The node views of one load and the primary keys the commit needs."""
+
+    views: list[NodeView]
+    node_pk: dict[str, int]  # node name -> pk
+    device_pk: dict[str, int]  # device uuid -> pk
+    children: dict[str, list[str]]  # parent uuid -> slice uuids
+    device_class: dict[str, str]  # device uuid -> class
+
+
+_NODES_SQL = """
+SELECT n.id, n.name, p.slug, s.slug, o.slug, n.role, n.provision_state, n.connectivity, n.trust,
+       n.maintenance, n.cordoned, n.converged, n.no_schedule_reasons
+  FROM inventory_node n
+  JOIN inventory_pool p ON p.id = n.pool_id
+  JOIN inventory_site s ON s.id = p.site_id
+  LEFT JOIN inventory_tenant o ON o.id = n.owner_tenant_id
+ WHERE n.pool_id = %(pool)s {where}
+ ORDER BY n.name
+"""
+
+_DEVICES_SQL = """
+SELECT d.id, d.node_id, d.uuid, d.device_class, d.parent_id, d.index, d.numa_node, d.attributes,
+       d.healthy, d.bookable,
+       EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.id AND b.during && %(during)s)
+  FROM inventory_device d
+ WHERE d.node_id = ANY(%(nodes)s)
+ ORDER BY d.node_id, d.parent_id NULLS FIRST, d.index, d.uuid
+"""
+
+_LINKS_SQL = """
+SELECT l.node_id, a.uuid, b.uuid, l.rank
+  FROM inventory_devicelink l
+  JOIN inventory_device a ON a.id = l.device_a_id
+  JOIN inventory_device b ON b.id = l.device_b_id
+ WHERE l.node_id = ANY(%(nodes)s)
+"""
+
+_LABELS_SQL = """
+SELECT node_id, key, value FROM inventory_nodelabel
+ WHERE node_id = ANY(%(nodes)s) AND (source = 'system' OR key NOT LIKE %(system_prefix)s)
+"""
+
+_RESOURCES_SQL = """
+SELECT node_id, resource, allocatable, ratio, allocated FROM inventory_noderesource
+ WHERE node_id = ANY(%(nodes)s)
+"""
+
+
+def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None) -> NodeIndex:
+    """Return the views of a pool's nodes (or of the named ones) with atoms free for `window`.
+
+    Five queries whatever the pool size: nodes, devices with their booked flag, links, labels,
+    resources. A partitioned GPU is free only when none of its slices is booked, and a slice only
+    when its parent is not.
+    """
+    params = {"pool": pool_pk, "during": window_range(window), "system_prefix": SYSTEM_LABEL_PREFIX + "%"}
+    where = ""
+    if names is not None:
+        where = "AND n.name = ANY(%(names)s)"
+        params["names"] = list(names)
+    with connection.cursor() as cur:
+        cur.execute(_NODES_SQL.format(where=where), params)
+        nodes = cur.fetchall()
+        params["nodes"] = [row[0] for row in nodes]
+        cur.execute(_DEVICES_SQL, params)
+        devices = cur.fetchall()
+        cur.execute(_LINKS_SQL, params)
+        links = cur.fetchall()
+        cur.execute(_LABELS_SQL, params)
+        labels = cur.fetchall()
+        cur.execute(_RESOURCES_SQL, params)
+        resources = cur.fetchall()
+
+    uuid_of = {row[0]: row[2] for row in devices}
+    booked = {row[2] for row in devices if row[10]}
+    children: dict[str, list[str]] = defaultdict(list)
+    for row in devices:
+        if row[4] is not None:
+            children[uuid_of[row[4]]].append(row[2])
+    atoms_by_node: dict[int, list[Atom]] = defaultdict(list)
+    free_by_node: dict[int, list[Atom]] = defaultdict(list)
+    for _pk, node_id, uuid, device_class, parent_pk, index, numa, attributes, healthy, bookable, _ in devices:
+        parent = uuid_of.get(parent_pk) if parent_pk is not None else None
+        atom = Atom(
+            id=uuid,
+            device_class=device_class,
+            parent_id=parent,
+            healthy=healthy,
+            bookable=bookable,
+            numa_node=numa,
+            index=index,
+            attributes=attributes,
+        )
+        atoms_by_node[node_id].append(atom)
+        taken = uuid in booked or (parent is not None and parent in booked)
+        taken = taken or any(child in booked for child in children.get(uuid, ()))
+        if not taken:
+            free_by_node[node_id].append(atom)
+    links_by_node: dict[int, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for node_id, a, b, rank in links:
+        links_by_node[node_id][a][b] = rank
+        links_by_node[node_id][b][a] = rank
+    labels_by_node: dict[int, dict[str, str]] = defaultdict(dict)
+    for node_id, key, value in labels:
+        labels_by_node[node_id][key] = value
+    resources_by_node: dict[int, dict[str, Resource]] = defaultdict(dict)
+    for node_id, name, allocatable, ratio, allocated in resources:
+        resources_by_node[node_id][name] = Resource(allocatable=allocatable, ratio=ratio, allocated=allocated)
+
+    views = []
+    for pk, name, pool, site, owner, role, state, conn, trust, maint, cordoned, converged, reasons in nodes:
+        views.append(
+            NodeView(
+                id=name,
+                pool_id=pool,
+                site_id=site,
+                owner_tenant_id=owner,
+                role=role,
+                provision_state=state,
+                connectivity=conn,
+                trust=trust,
+                maintenance=maint,
+                cordoned=cordoned,
+                converged=converged,
+                labels=labels_by_node.get(pk, {}),
+                no_schedule_reasons=tuple(reasons),
+                devices=tuple(atoms_by_node.get(pk, ())),
+                free=tuple(free_by_node.get(pk, ())),
+                resources=resources_by_node.get(pk, {}),
+                links=links_by_node.get(pk, {}),
+            )
+        )
+    return NodeIndex(
+        views=views,
+        node_pk={row[1]: row[0] for row in nodes},
+        device_pk={row[2]: row[0] for row in devices},
+        children=dict(children),
+        device_class={row[2]: row[3] for row in devices},
+    )
+
+
+@dataclass(frozen=True)
+class ShortlistRow:
+    """One schedulable node with enough room, and its atom counts per requested class."""
+
+    name: str
+    free: dict[str, int]
+    total: dict[str, int]
+
+
+def shortlist_counts(pool_pk: int, request: PlacementRequest) -> list[ShortlistRow]:
+    """Return every schedulable node with enough free atoms and scalar room, with its counts.
+
+    One query. It applies what SQL can check exactly (eligibility, exclusions, labels, scalars,
+    free counts); the planner still runs every filter on the nodes it keeps.
+    """
+    need: dict[str, int] = defaultdict(int)
+    for device in request.devices:
+        need[device.device_class] += device.count
+    params: dict[str, object] = {
+        "pool": pool_pk,
+        "tenant": request.tenant_id,
+        "excluded": sorted(request.exclude_nodes),
+        "classes": sorted(need),
+        "during": window_range(request.during),
+        "system_prefix": SYSTEM_LABEL_PREFIX + "%",
+    }
+    clauses = []
+    for i, (key, value) in enumerate(request.node_labels.items()):
+        params[f"lk{i}"], params[f"lv{i}"] = key, value
+        value_clause = "" if value == "*" else f" AND l.value = %(lv{i})s"
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM inventory_nodelabel l WHERE l.node_id = n.id AND l.key = %(lk{i})s{value_clause}"
+            " AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s))"
+        )
+    for i, (resource, amount) in enumerate(request.resources.items()):
+        params[f"rk{i}"], params[f"rn{i}"] = resource, amount
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM inventory_noderesource r WHERE r.node_id = n.id AND r.resource = %(rk{i})s"
+            f" AND r.allocated + %(rn{i})s <= {SCALAR_CAPACITY})"
+        )
+    extra = "".join(f"\n   AND {c}" for c in clauses)
+    sql = f"""
+WITH cand AS (
+  SELECT n.id, n.name FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
+   WHERE n.pool_id = %(pool)s AND NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
+)
+SELECT c.name, d.device_class, count(*) AS total,
+       count(*) FILTER (WHERE
+            NOT EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.id AND b.during && %(during)s)
+        AND (d.parent_id IS NULL OR NOT EXISTS (
+             SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.parent_id AND b.during && %(during)s))
+        AND NOT EXISTS (
+             SELECT 1 FROM inventory_device k JOIN capacity_devicebooking b ON b.device_id = k.id
+              WHERE k.parent_id = d.id AND b.during && %(during)s)) AS free
+  FROM cand c
+  JOIN inventory_device d ON d.node_id = c.id AND d.healthy AND d.bookable AND d.device_class = ANY(%(classes)s)
+ GROUP BY c.name, d.device_class
+"""
+    if not need:
+        sql = f"""
+SELECT n.name, NULL, 0, 0 FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
+ WHERE n.pool_id = %(pool)s AND NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
+"""
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+    by_node: dict[str, ShortlistRow] = {}
+    for name, device_class, total, free in rows:
+        row = by_node.setdefault(name, ShortlistRow(name, {}, {}))
+        if device_class is not None:
+            row.free[device_class] = free
+            row.total[device_class] = total
+    return [r for r in by_node.values() if all(r.free.get(c, 0) >= n for c, n in need.items())]

@@ -1,0 +1,29 @@
+"""SQL forms of the schedulability check; `capacity.placement.eligibility` is the Python form.
+
+tests/db/test_schedulable_sql.py keeps the two in agreement on random node states.
+Every fragment expects the node as `n` and its pool as `p`.
+"""
+
+# Eligible ignoring NoSchedule reasons: the table's rows from `role` to `connectivity`.
+_ELIGIBLE = """
+    n.role = 'host'
+AND n.trust <> 'tenant-controlled'
+AND (n.owner_tenant_id IS NULL OR n.owner_tenant_id = p.owner_tenant_id)
+AND NOT n.maintenance AND NOT n.cordoned
+AND n.provision_state = 'active' AND n.converged
+AND n.connectivity = 'connected'
+"""
+
+# Schedulable for the tenant whose slug is bound as %(tenant)s: its own dedication is tolerated.
+SCHEDULABLE_TOLERATING = (
+    _ELIGIBLE + "AND cardinality(array_remove(n.no_schedule_reasons, 'dedicated=' || %(tenant)s::text)) = 0"
+)
+
+# Schedulable for some tenant: no reason, or one dedication alone (wakes that tenant's pending work).
+MAY_BE_SCHEDULABLE = (
+    _ELIGIBLE + "AND (cardinality(n.no_schedule_reasons) = 0"
+    " OR (cardinality(n.no_schedule_reasons) = 1 AND n.no_schedule_reasons[1] LIKE 'dedicated=%%'))"
+)
+
+# Scalar room with the epsilon the Python scalar_capacity() uses: 100 × 0.29 is 29, not 28.
+SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"

@@ -1,0 +1,98 @@
+"""The capacity port: how other Django apps book capacity, the way the VPS module books for instances.
+
+    from capacity import port
+    booking = port.reserve_for_instance(
+        instance_id="vm-42", tenant="acme", pool="a100-mig",
+        devices=[{"class": "mig-1g.10gb", "count": 1}], resources={"vcpu": 4},
+        duration="1d", node_labels={"bc.dev/driver.kata": "*"}, admission={"identityKind": "user"},
+    )
+
+Instances always place inline and answer at once. Placement never charges quota: the calling app
+decides what its instances may hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from capacity.placement import CapacityError, run_admit, validate_request
+
+from .conf import placer_config
+from .models import Allocation
+from .placers.commit import Owner
+from .placers.inline import PlacerConfig, place
+from .services import Scope, _tenant_and_pool, end_allocations, normalize
+
+
+@dataclass(frozen=True)
+class InstanceBooking:
+    """The answer for an instance: placed on a node with atoms, or pending with the reason."""
+
+    status: str
+    node: str | None = None
+    atoms: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def reserve_for_instance(
+    *,
+    instance_id: str,
+    tenant: str,
+    pool: str,
+    devices: Sequence[Mapping[str, Any]] = (),
+    resources: Mapping[str, int] | None = None,
+    duration: str | None = None,
+    during: Mapping[str, Any] | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    image_id: str | None = None,
+    admission: Any = None,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+) -> InstanceBooking:
+    """Place capacity for an instance in the caller's transaction (or a new one)."""
+    now = now or timezone.now()
+    config = config or placer_config()
+    data: dict[str, Any] = {
+        "tenantId": tenant,
+        "poolId": pool,
+        "instanceId": instance_id,
+        "devices": list(devices),
+    }
+    if resources:
+        data["resources"] = dict(resources)
+    if image_id:
+        data["imageId"] = image_id
+    if duration is not None:
+        data["duration"] = duration
+    if during is not None:
+        data["during"] = dict(during)
+    core, _ = normalize(data, now=now, node_labels=node_labels)
+    request = validate_request(core)
+    with transaction.atomic():
+        _tenant_and_pool(request, Scope())
+        if admission is not None:
+            run_admit(config.plugins, request, admission)
+        outcome = place(request, pool, Owner(instance_id=instance_id), config)
+    if outcome.status != "placed":
+        return InstanceBooking("pending", reason=outcome.reason)
+    member = outcome.committed[0]
+    return InstanceBooking("placed", node=member.node, atoms=member.atoms)
+
+
+def release_instance(instance_id: str, *, now: datetime | None = None) -> int:
+    """End every live allocation of an instance; return how many."""
+    if not instance_id:
+        raise CapacityError("INVALID_INPUT", "instance_id is required")
+    with transaction.atomic():
+        allocations = Allocation.objects.select_for_update().filter(
+            instance_id=instance_id, released_at__isnull=True
+        )
+        count = allocations.count()
+        end_allocations(allocations, now or timezone.now())
+    return count

@@ -1,0 +1,51 @@
+"""Quota: charged before placement, refunded before release; the usage rows are locked first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.db import connection
+
+from capacity.placement import CapacityError, PlacementRequest
+from capacity.placement.errors import QUOTA_EXCEEDED
+
+
+def demand(request: PlacementRequest) -> dict[str, int]:
+    """Return what a request holds per quota resource: atoms per device class, then scalars."""
+    members = request.gang.size if request.gang else 1
+    amounts: dict[str, int] = {}
+    for device in request.devices:
+        amounts[device.device_class] = amounts.get(device.device_class, 0) + device.count * members
+    for resource, amount in request.resources.items():
+        amounts[resource] = amounts.get(resource, 0) + amount * members
+    return {k: v for k, v in amounts.items() if v}
+
+
+def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None:
+    """Add `amounts` to the tenant's usage, in resource order; refuse past a quota limit."""
+    with connection.cursor() as cur:
+        for resource in sorted(amounts):
+            cur.execute(
+                """INSERT INTO capacity_quotausage (tenant_id, resource, used) VALUES (%s, %s, %s)
+                   ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
+                   RETURNING used, (SELECT q."limit" FROM capacity_quota q
+                                     WHERE q.tenant_id = %s AND q.resource = %s)""",
+                [tenant_pk, resource, amounts[resource], tenant_pk, resource],
+            )
+            used, limit = cur.fetchone()
+            if limit is not None and used > limit:
+                raise CapacityError(
+                    QUOTA_EXCEEDED,
+                    f"quota exceeded for {tenant_slug}: {resource} {used - amounts[resource]} used"
+                    f" + {amounts[resource]} requested > limit {limit}",
+                )
+
+
+def refund(tenant_pk: int, amounts: Mapping[str, int]) -> None:
+    """Subtract `amounts` from the tenant's usage, in resource order."""
+    with connection.cursor() as cur:
+        for resource in sorted(amounts):
+            cur.execute(
+                "UPDATE capacity_quotausage SET used = used - %s WHERE tenant_id = %s AND resource = %s",
+                [amounts[resource], tenant_pk, resource],
+            )

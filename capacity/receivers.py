@@ -1,0 +1,50 @@
+"""Capacity follows inventory: rollups and pending reservations react to node and device changes.
+
+Inventory sends `node_state_changed` from its services; model signals cover the admin and other
+single-row writes. Rollups are rewritten in the sender's transaction (the rollup table is locked
+last, as the lock order wants); pending reservations are retried after it commits.
+"""
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from inventory.models import Device, Node, NodeCondition, NodeTaint
+from inventory.signals import node_state_changed
+
+from .rollups import refresh_rollups
+
+
+def follow(pool_ids, woke: bool) -> None:
+    """Refresh these pools' rollups now and, when capacity may have freed up, retry their pending work."""
+    pool_ids = sorted(set(pool_ids))
+    if not pool_ids:
+        return
+    refresh_rollups(pool_ids)
+    if woke:
+        from .services import retry_pending
+
+        transaction.on_commit(lambda: retry_pending(pool_ids))
+
+
+@receiver(node_state_changed)
+def on_node_state_changed(sender, pool_ids, woke=False, **kwargs):
+    follow(pool_ids, woke)
+
+
+@receiver(post_save, sender=Node)
+@receiver(post_delete, sender=Node)
+def on_node_saved(sender, instance, **kwargs):
+    follow([instance.pool_id], woke=not kwargs.get("created", False))
+
+
+@receiver(post_save, sender=Device)
+@receiver(post_delete, sender=Device)
+@receiver(post_save, sender=NodeTaint)
+@receiver(post_delete, sender=NodeTaint)
+@receiver(post_save, sender=NodeCondition)
+@receiver(post_delete, sender=NodeCondition)
+def on_node_part_saved(sender, instance, **kwargs):
+    pool_id = Node.objects.filter(pk=instance.node_id).values_list("pool_id", flat=True).first()
+    if pool_id is not None:
+        follow([pool_id], woke=True)

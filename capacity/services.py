@@ -1,0 +1,489 @@
+"""The one path into capacity for views, the API, the CLI and the port.
+
+reserve: validate (INVALID_INPUT before any lock) → tenant, pool and idempotency → admit hooks →
+quota charged → the placer → placed, or pending with the reason in an `Unschedulable` condition.
+Lock order in every transaction: reservation → quota_usage → pools → nodes → devices →
+node_resources → pool_capacity_rollup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from capacity.placement import (
+    CONFLICT,
+    FORBIDDEN,
+    INVALID_INPUT,
+    NOT_FOUND,
+    CapacityError,
+    PlacementRequest,
+    Plan,
+    run_admit,
+    validate_request,
+)
+from inventory.models import Pool, Tenant
+
+from . import quota
+from .conf import placer_config
+from .models import Allocation, DeviceBooking, Reservation
+from .placers.commit import Owner, apply_rollup_delta
+from .placers.inline import Outcome, PlacerConfig, place, plan_request
+from .placers.loader import load_pool
+
+DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
+KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
+UNSCHEDULABLE = "Unschedulable"
+NO_FIT = "NoFit"
+MAX_PREVIEW_CANDIDATES = 10
+# Fields that capacity reads itself; everything else goes to the placement core's validator.
+SERVICE_FIELDS = ("idempotencyKey", "binding", "duration", "wait")
+IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+DURATION_RE = re.compile(r"^(\d+)(m|h|d|w)$")
+DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+MAX_DURATION = timedelta(days=366)
+PENDING_RETRY_BATCH = 50
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose reservations a caller may touch: the tenant slugs, or every tenant (operators)."""
+
+    tenants: frozenset[str] | None = None
+
+    def allows(self, tenant_slug: str) -> bool:
+        """Return whether the caller may act for this tenant."""
+        return self.tenants is None or tenant_slug in self.tenants
+
+
+EVERYONE = Scope()
+
+
+@dataclass
+class ReserveResult:
+    """A reservation after reserve: its status, and when it was placed, the plan it came from."""
+
+    reservation: Reservation
+    created: bool
+    outcome: Outcome | None = None
+
+
+def parse_duration(text: object, field: str = "duration") -> timedelta:
+    """Return the timedelta of `30m`, `12h`, `1d` or `2w`."""
+    match = DURATION_RE.match(text) if isinstance(text, str) else None
+    if not match or int(match[1]) == 0:
+        raise CapacityError(INVALID_INPUT, f"{field} must look like 30m, 12h, 3d or 2w")
+    value = timedelta(**{DURATION_UNITS[match[2]]: int(match[1])})
+    if value > MAX_DURATION:
+        raise CapacityError(INVALID_INPUT, f"{field} must be at most 366d")
+    return value
+
+
+def _epoch_ms(value: object, field: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                raise CapacityError(INVALID_INPUT, f"{field} must carry a time zone")
+            return int(parsed.timestamp() * 1000)
+    raise CapacityError(INVALID_INPUT, f"{field} must be epoch milliseconds or an ISO 8601 time")
+
+
+def normalize(data: Mapping[str, Any], *, now: datetime, node_labels: Mapping[str, str] | None = None):
+    """Split caller input into the core's request data and capacity's own fields; fill in the window.
+
+    Callers give `duration` (starting now) or `during` {start, end}; capacity adds the capability
+    labels its own reservations need. Callers may not set nodeLabels themselves.
+    """
+    if not isinstance(data, Mapping):
+        raise CapacityError(INVALID_INPUT, "the request must be an object")
+    core = {k: v for k, v in data.items() if k not in SERVICE_FIELDS}
+    if "nodeLabels" in core:
+        raise CapacityError(INVALID_INPUT, "nodeLabels is not a known field")
+    key = data.get("idempotencyKey")
+    if key is not None and (not isinstance(key, str) or not IDEMPOTENCY_KEY_RE.match(key)):
+        raise CapacityError(
+            INVALID_INPUT, "idempotencyKey must be 1 to 200 letters, digits, '.', '_', ':' or '-'"
+        )
+    binding = data.get("binding", Reservation.Binding.NONE)
+    if binding not in Reservation.Binding.values:
+        raise CapacityError(INVALID_INPUT, "binding must be one of none, node, kubernetes")
+    if binding == Reservation.Binding.NODE:
+        raise CapacityError("UNSUPPORTED", "binding 'node' (whole-node leases) is not supported yet")
+    if "duration" in data and "during" in data:
+        raise CapacityError(INVALID_INPUT, "give either duration or during, not both")
+    if "duration" in data:
+        start = int(now.timestamp() * 1000)
+        core["during"] = {
+            "start": start,
+            "end": start + int(parse_duration(data["duration"]).total_seconds() * 1000),
+        }
+    elif isinstance(data.get("during"), Mapping):
+        during = data["during"]
+        core["during"] = {
+            **during,
+            **{k: _epoch_ms(during[k], f"during.{k}") for k in ("start", "end") if k in during},
+        }
+    elif "during" not in data:
+        raise CapacityError(INVALID_INPUT, "duration or during is required")
+    labels = dict(node_labels or {})
+    if data.get("resources"):
+        labels.setdefault(DEVICES_LIMITS_LABEL, "*")
+    if binding == Reservation.Binding.KUBERNETES:
+        labels.setdefault(KUBERNETES_BINDING_LABEL, "*")
+    if labels:
+        core["nodeLabels"] = labels
+    if "reservationId" not in core and "instanceId" not in core:
+        core["reservationId"] = "new"
+    return core, {"idempotency_key": key, "binding": binding}
+
+
+def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, Pool]:
+    if not scope.allows(request.tenant_id):
+        raise CapacityError(FORBIDDEN, f"you may not book for tenant {request.tenant_id}")
+    tenant = Tenant.objects.filter(slug=request.tenant_id).first()
+    if tenant is None:
+        raise CapacityError(NOT_FOUND, f"no tenant {request.tenant_id}")
+    pool = Pool.objects.filter(slug=request.pool_id).first()
+    if pool is None or not pool_allows(pool, tenant):
+        raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
+    return tenant, pool
+
+
+def pool_allows(pool: Pool, tenant: Tenant) -> bool:
+    """Return whether the tenant may use the pool (a private pool: its owner; else its tenants, or anyone)."""
+    if pool.owner_tenant_id is not None:
+        return pool.owner_tenant_id == tenant.pk
+    allowed = [t.pk for t in pool.tenants.all()]
+    return not allowed or tenant.pk in allowed
+
+
+def pools_for(scope: Scope):
+    """Return the pools a caller may book into or read."""
+    pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants")
+    if scope.tenants is None:
+        return pools
+    tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
+    return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
+
+
+def _set_pending(reservation: Reservation, reason: str) -> None:
+    reservation.status = Reservation.Status.PENDING
+    reservation.conditions = [
+        {"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason},
+    ]
+
+
+def _apply(
+    reservation: Reservation, tenant: Tenant, request: PlacementRequest, config: PlacerConfig
+) -> Outcome:
+    """Charge quota, place, and record the outcome on the reservation (in the caller's transaction)."""
+    amounts = quota.demand(request)
+    quota.charge(tenant.pk, tenant.slug, amounts)
+    outcome = place(request, reservation.pool.slug, Owner(reservation_pk=reservation.pk), config)
+    if outcome.status == "placed":
+        reservation.status = Reservation.Status.PLACED
+        reservation.conditions = []
+    else:
+        # A pending reservation holds no quota; a retry charges it again.
+        quota.refund(tenant.pk, amounts)
+        _set_pending(reservation, outcome.reason)
+    reservation.save(update_fields=["status", "conditions", "updated_at"])
+    return outcome
+
+
+def reserve(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    admission: Any = None,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+    node_labels: Mapping[str, str] | None = None,
+) -> ReserveResult:
+    """Create a reservation and place it inline; the same idempotency key returns the first answer."""
+    now = now or timezone.now()
+    config = config or placer_config()
+    core, extra = normalize(data, now=now, node_labels=node_labels)
+    request = validate_request(core)
+    key = extra["idempotency_key"]
+    with transaction.atomic():
+        tenant, pool = _tenant_and_pool(request, scope)
+        if key is not None:
+            existing = _idempotent(tenant, key, data)
+            if existing is not None:
+                return ReserveResult(existing, created=False)
+        if admission is not None:
+            run_admit(config.plugins, request, admission)
+        try:
+            with transaction.atomic():
+                reservation = Reservation.objects.create(
+                    tenant=tenant,
+                    pool=pool,
+                    request={"input": dict(data), "placement": core},
+                    idempotency_key=key,
+                    priority=request.priority,
+                    binding=extra["binding"],
+                    starts_at=_dt(request.during.start),
+                    ends_at=_dt(request.during.end),
+                )
+        except IntegrityError:
+            # A concurrent request with the same key committed first: answer with its reservation.
+            existing = _idempotent(tenant, key, data) if key is not None else None
+            if existing is None:
+                raise
+            return ReserveResult(existing, created=False)
+        request = dataclasses.replace(request, reservation_id=str(reservation.pk))
+        reservation.request["placement"]["reservationId"] = str(reservation.pk)
+        Reservation.objects.filter(pk=reservation.pk).update(request=reservation.request)
+        outcome = _apply(reservation, tenant, request, config)
+    return ReserveResult(reservation, created=True, outcome=outcome)
+
+
+def _idempotent(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
+    existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
+    if existing is not None and existing.request.get("input") != dict(data):
+        raise CapacityError(CONFLICT, f"idempotency key {key} was already used for a different request")
+    return existing
+
+
+def _dt(ms: int) -> datetime:
+    from .placers.loader import to_datetime
+
+    return to_datetime(ms)
+
+
+def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation:
+    """Return a reservation the caller may see, or raise NOT_FOUND."""
+    try:
+        reservation = Reservation.objects.select_related("tenant", "pool").get(pk=int(reservation_id))
+    except (ValueError, TypeError, Reservation.DoesNotExist):
+        raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}") from None
+    if not scope.allows(reservation.tenant.slug):
+        raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}")
+    return reservation
+
+
+def list_reservations(
+    *, scope: Scope = EVERYONE, status: str | None = None, pool: str | None = None, tenant=None
+):
+    """Return the caller's reservations, newest first, optionally filtered."""
+    qs = Reservation.objects.select_related("tenant", "pool")
+    if scope.tenants is not None:
+        qs = qs.filter(tenant__slug__in=scope.tenants)
+    if status:
+        qs = qs.filter(status=status)
+    if pool:
+        qs = qs.filter(pool__slug=pool)
+    if tenant:
+        qs = qs.filter(tenant__slug=tenant)
+    return qs
+
+
+def allocations_of(reservation: Reservation) -> list[dict]:
+    """Return a reservation's allocations with their node and the atoms it asked for (two queries).
+
+    Slices booked only because their parent GPU was booked whole are left out.
+    """
+    allocations = list(reservation.allocations.select_related("node").order_by("pk"))
+    booked: dict[int, list[tuple[str, str | None]]] = {}
+    rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
+        "allocation_id", "device__uuid", "device__parent__uuid"
+    )
+    for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
+        booked.setdefault(allocation_id, []).append((uuid, parent))
+    result = []
+    for a in allocations:
+        uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
+        atoms = [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids]
+        result.append(
+            {
+                "id": a.pk,
+                "nodeId": a.node.name,
+                "atoms": atoms,
+                "resources": a.resources,
+                "start": a.starts_at,
+                "end": a.ends_at,
+                "releasedAt": a.released_at,
+            }
+        )
+    return result
+
+
+@transaction.atomic
+def release(
+    reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
+) -> Reservation:
+    """Release a reservation: quota refunded first, then its bookings end and the counters follow."""
+    now = now or timezone.now()
+    reservation = get(reservation_id, scope=scope)
+    reservation = (
+        Reservation.objects.select_for_update().select_related("tenant", "pool").get(pk=reservation.pk)
+    )
+    if reservation.status == Reservation.Status.RELEASED:
+        return reservation
+    if reservation.status == Reservation.Status.PLACED:
+        request = validate_request(reservation.request["placement"])
+        quota.refund(reservation.tenant_id, quota.demand(request))
+        end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
+        transaction.on_commit(lambda: retry_pending([reservation.pool_id]))
+    reservation.status = Reservation.Status.RELEASED
+    reservation.released_at = now
+    reservation.conditions = []
+    reservation.save(update_fields=["status", "released_at", "conditions", "updated_at"])
+    return reservation
+
+
+def end_allocations(allocations: Iterable[Allocation], now: datetime) -> None:
+    """End allocations at `now`: future bookings go, running ones are cut short; counters follow.
+
+    Locks node_resources (in node, resource order) before the rollup, as the placer does.
+    """
+    allocations = list(allocations.select_related("node").order_by("node_id", "pk"))
+    if not allocations:
+        return
+    ids = [a.pk for a in allocations]
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT n.pool_id, d.device_class, count(*) FROM capacity_devicebooking b
+                 JOIN inventory_device d ON d.id = b.device_id JOIN inventory_node n ON n.id = d.node_id
+                WHERE b.allocation_id = ANY(%s) GROUP BY n.pool_id, d.device_class""",
+            [ids],
+        )
+        deltas: dict[int, Counter[str]] = {}
+        for pool_id, device_class, count in cur.fetchall():
+            deltas.setdefault(pool_id, Counter())[device_class] = count
+        cur.execute(
+            "DELETE FROM capacity_devicebooking WHERE allocation_id = ANY(%s) AND lower(during) >= %s",
+            [ids, now],
+        )
+        cur.execute(
+            """UPDATE capacity_devicebooking SET during = tstzrange(lower(during), %s, '[)')
+                WHERE allocation_id = ANY(%s) AND upper(during) > %s""",
+            [now, ids, now],
+        )
+        claims = sorted(
+            (a.node_id, resource, amount)
+            for a in allocations
+            for resource, amount in (a.resources or {}).items()
+        )
+        for node_id, resource, amount in claims:
+            cur.execute(
+                "UPDATE inventory_noderesource SET allocated = allocated - %s WHERE node_id = %s AND resource = %s",
+                [amount, node_id, resource],
+            )
+        for pool_id in sorted(deltas):
+            apply_rollup_delta(cur, pool_id, deltas[pool_id], -1)
+        cur.execute("UPDATE capacity_allocation SET released_at = %s WHERE id = ANY(%s)", [now, ids])
+
+
+def expire_ended(*, now: datetime | None = None) -> int:
+    """Release placed reservations whose window has ended; return how many."""
+    now = now or timezone.now()
+    ended = list(
+        Reservation.objects.filter(status=Reservation.Status.PLACED, ends_at__lte=now).values_list(
+            "pk", flat=True
+        )
+    )
+    for pk in ended:
+        release(pk, now=now)
+    return len(ended)
+
+
+def retry_pending(
+    pool_ids: Iterable[int], *, config: PlacerConfig | None = None, now: datetime | None = None
+) -> int:
+    """Try pending reservations of these pools again, oldest first, each in its own transaction.
+
+    These are the system's own re-placements: not admitted again. Rows another transaction holds are
+    skipped; windows that have ended stay pending. Returns how many were placed.
+    """
+    config = config or placer_config()
+    now = now or timezone.now()
+    placed = 0
+    candidates = list(
+        Reservation.objects.filter(
+            pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
+        )
+        .order_by("created_at", "pk")
+        .values_list("pk", flat=True)[:PENDING_RETRY_BATCH]
+    )
+    for pk in candidates:
+        with transaction.atomic():
+            reservation = (
+                Reservation.objects.select_for_update(skip_locked=True)
+                .select_related("tenant", "pool")
+                .filter(pk=pk, status=Reservation.Status.PENDING)
+                .first()
+            )
+            if reservation is None:
+                continue
+            request = validate_request(reservation.request["placement"])
+            try:
+                outcome = _apply(reservation, reservation.tenant, request, config)
+            except CapacityError as err:
+                _set_pending(reservation, err.message)
+                reservation.save(update_fields=["status", "conditions", "updated_at"])
+                continue
+            placed += outcome.status == "placed"
+    return placed
+
+
+@dataclass
+class Preview:
+    """What a placement would do now: up to 10 candidates best first, or why nothing fits."""
+
+    fits: bool
+    candidates: list[dict]
+    reason: str
+    plan: Plan
+
+
+def preview(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    explain: bool = False,
+) -> Preview:
+    """Run the placement pipeline without the commit; checks neither quota nor policy.
+
+    The idempotency key is validated but never stored. With `explain` every node of the pool is
+    planned, so the plan lists every rejected node; otherwise the shortlist may answer.
+    """
+    now = now or timezone.now()
+    config = config or placer_config()
+    core, _extra = normalize(data, now=now, node_labels=node_labels)
+    request = validate_request(core)
+    _tenant, pool = _tenant_and_pool(request, scope)
+    pool_row = load_pool(pool.slug)
+    plan, _index = plan_request(
+        request, pool_row, dataclasses.replace(config, random=None), shortlist=False if explain else None
+    )
+    candidates = [
+        {
+            "nodeId": r.node_id,
+            "atoms": [a for group in r.atoms for a in group],
+            "score": round(r.score, 6),
+            "scores": {k: round(v, 6) for k, v in r.scores.items()},
+        }
+        for r in (plan.gang or plan.ranked)[:MAX_PREVIEW_CANDIDATES]
+    ]
+    return Preview(
+        fits=plan.fits, candidates=candidates if plan.fits else [], reason=plan.pending_reason(), plan=plan
+    )

@@ -1,0 +1,140 @@
+"""Operator actions on nodes: cordon, maintenance, taints, dedication and labels.
+
+Each locks the node row (pools → nodes in the lock order; nothing here locks a pool), changes it,
+and sends `node_state_changed` in the same transaction so capacity's rollups follow; `woke` says
+whether capacity may have freed up (pending reservations are then retried after commit).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .errors import InventoryError
+from .models import Node, NodeLabel, NodeTaint, Tenant
+from .signals import node_state_changed
+from .validators import SYSTEM_LABEL_PREFIX, validate_label_key
+
+DEDICATED = "dedicated"
+
+
+def _locked(node: str | Node) -> Node:
+    name = node.name if isinstance(node, Node) else node
+    found = Node.objects.select_for_update().filter(name=name).first()
+    if found is None:
+        raise InventoryError("NOT_FOUND", f"no node {name}")
+    return found
+
+
+def _changed(node: Node, *, woke: bool) -> None:
+    node_state_changed.send(sender=Node, pool_ids={node.pool_id}, woke=woke)
+
+
+def _set_flag(node: str | Node, field: str, value: bool) -> Node:
+    with transaction.atomic():
+        locked = _locked(node)
+        if getattr(locked, field) != value:
+            # .update() rather than .save(): the model signal would refresh rollups a second time.
+            Node.objects.filter(pk=locked.pk).update(**{field: value})
+            setattr(locked, field, value)
+            _changed(locked, woke=not value)
+        return locked
+
+
+def cordon(node: str | Node) -> Node:
+    """Stop new placements on a node; what it runs stays."""
+    return _set_flag(node, "cordoned", True)
+
+
+def uncordon(node: str | Node) -> Node:
+    """Let the placer use a node again."""
+    return _set_flag(node, "cordoned", False)
+
+
+def set_maintenance(node: str | Node, on: bool) -> Node:
+    """Put a node in maintenance, or take it out."""
+    return _set_flag(node, "maintenance", on)
+
+
+def _check_key(key: str, field: str = "key") -> None:
+    try:
+        validate_label_key(key)
+    except ValidationError as err:
+        raise InventoryError("INVALID_INPUT", f"{field}: {err.messages[0]}") from None
+
+
+def add_taint(
+    node: str | Node, key: str, value: str = "", effect: str = NodeTaint.Effect.NO_SCHEDULE
+) -> NodeTaint:
+    """Add or replace the taint with this key."""
+    _check_key(key)
+    if effect not in NodeTaint.Effect.values:
+        raise InventoryError("INVALID_INPUT", f"effect must be one of {', '.join(NodeTaint.Effect.values)}")
+    if len(value) > 253:
+        raise InventoryError("INVALID_INPUT", "value must be at most 253 characters")
+    with transaction.atomic():
+        locked = _locked(node)
+        taint, _ = NodeTaint.objects.update_or_create(
+            node=locked, key=key, defaults={"value": value, "effect": effect}
+        )
+        _changed(locked, woke=False)
+        return taint
+
+
+def remove_taint(node: str | Node, key: str) -> bool:
+    """Remove the taint with this key; return whether there was one."""
+    with transaction.atomic():
+        locked = _locked(node)
+        removed = bool(NodeTaint.objects.filter(node=locked, key=key).delete()[0])
+        if removed:
+            _changed(locked, woke=True)
+        return removed
+
+
+def dedicate(node: str | Node, tenant: str | None) -> Node:
+    """Dedicate a node to one tenant (taint `dedicated=<tenant>`), or end the dedication with None."""
+    if tenant is not None and not Tenant.objects.filter(slug=tenant).exists():
+        raise InventoryError("NOT_FOUND", f"no tenant {tenant}")
+    with transaction.atomic():
+        locked = _locked(node)
+        if tenant is None:
+            NodeTaint.objects.filter(node=locked, key=DEDICATED).delete()
+        else:
+            NodeTaint.objects.update_or_create(
+                node=locked, key=DEDICATED, defaults={"value": tenant, "effect": NodeTaint.Effect.NO_SCHEDULE}
+            )
+        _changed(locked, woke=True)
+        locked.refresh_from_db(fields=["no_schedule_reasons"])
+        return locked
+
+
+def set_label(node: str | Node, key: str, value: str) -> NodeLabel:
+    """Set an operator label; keys under `bc.dev/` belong to inventory and are refused."""
+    _check_key(key)
+    if key.startswith(SYSTEM_LABEL_PREFIX):
+        raise InventoryError(
+            "INVALID_INPUT", f"key: labels under {SYSTEM_LABEL_PREFIX} are written by inventory only"
+        )
+    if len(value) > 253:
+        raise InventoryError("INVALID_INPUT", "value must be at most 253 characters")
+    with transaction.atomic():
+        locked = _locked(node)
+        label, _ = NodeLabel.objects.update_or_create(
+            node=locked, key=key, defaults={"value": value, "source": NodeLabel.Source.OPERATOR}
+        )
+        _changed(locked, woke=True)
+        return label
+
+
+def remove_label(node: str | Node, key: str) -> bool:
+    """Remove an operator label; system labels are refused."""
+    if key.startswith(SYSTEM_LABEL_PREFIX):
+        raise InventoryError(
+            "INVALID_INPUT", f"key: labels under {SYSTEM_LABEL_PREFIX} are written by inventory only"
+        )
+    with transaction.atomic():
+        locked = _locked(node)
+        removed = bool(NodeLabel.objects.filter(node=locked, key=key).delete()[0])
+        if removed:
+            _changed(locked, woke=True)
+        return removed

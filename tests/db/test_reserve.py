@@ -1,0 +1,260 @@
+"""Reserving through the services: placement, pending reasons, idempotency, quota and release."""
+
+from datetime import timedelta
+
+import pytest
+from booking import MS, NOW, ask, config, reserve  # noqa: F401
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from capacity import services
+from capacity.models import Allocation, DeviceBooking, PoolCapacityRollup, Quota, QuotaUsage, Reservation
+from capacity.placement import CapacityError
+from inventory import services as nodes
+from inventory.models import NodeLabel, NodeResource, Pool
+
+
+def atoms_of(reservation):
+    return [a for alloc in services.allocations_of(reservation) for a in alloc["atoms"]]
+
+
+def test_a_request_lands_on_the_fullest_node_that_fits(tenant, make_node):
+    """
+    node-a: [x][ ][ ][ ]   one GPU booked
+    node-b: [ ][ ][ ][ ]
+    binpack prefers node-a for one more GPU.
+    """
+    make_node("node-a", gpus=4)
+    make_node("node-b", gpus=4)
+    first = reserve(ask(1)).reservation
+    assert services.allocations_of(first)[0]["nodeId"] == "node-a"
+    second = reserve(ask(1)).reservation
+    assert second.status == "placed"
+    assert services.allocations_of(second)[0]["nodeId"] == "node-a"
+    assert set(atoms_of(first)).isdisjoint(atoms_of(second))
+
+
+def test_the_pending_reason_summarises_the_rejections(tenant, make_node):
+    """Two nodes with 1 of 4 GPUs free and one cordoned node."""
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=4)
+    reserve(ask(3))
+    reserve(ask(3))
+    nodes.cordon("node-c")
+    result = reserve(ask(4))
+    assert result.reservation.status == "pending"
+    assert result.outcome.reason == "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned"
+    condition = Reservation.objects.get(pk=result.reservation.pk).condition("Unschedulable")
+    assert condition == {
+        "type": "Unschedulable",
+        "status": "True",
+        "reason": "NoFit",
+        "message": "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned",
+    }
+
+
+def test_an_empty_pool_answers_that_it_has_no_nodes(tenant, pool):
+    result = reserve(ask(1))
+    assert result.reservation.status == "pending"
+    assert result.outcome.reason == "the pool has no nodes"
+
+
+def test_an_archived_pool_answers_pending(tenant, make_node, pool):
+    make_node("node-a")
+    Pool.objects.filter(pk=pool.pk).update(archived=True)
+    result = reserve(ask(1))
+    assert result.reservation.status == "pending"
+    assert result.outcome.reason == "the pool is archived"
+    assert not DeviceBooking.objects.exists()
+
+
+def test_the_same_idempotency_key_returns_the_first_reservation(tenant, make_node):
+    make_node("node-a")
+    first = reserve(ask(1, idempotencyKey="job-1"))
+    again = reserve(ask(1, idempotencyKey="job-1"))
+    assert first.created and not again.created
+    assert again.reservation.pk == first.reservation.pk
+    assert Reservation.objects.count() == 1
+    assert DeviceBooking.objects.count() == 1
+
+
+def test_an_idempotency_key_reused_for_another_request_is_a_conflict(tenant, make_node):
+    make_node("node-a")
+    reserve(ask(1, idempotencyKey="job-1"))
+    with pytest.raises(CapacityError) as err:
+        reserve(ask(2, idempotencyKey="job-1"))
+    assert err.value.code == "CONFLICT"
+    assert Reservation.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"devices": [{"class": "gpu", "count": 65}]}, "devices"),
+        ({"devices": [{"class": "gpu", "count": 1, "topology": "ring"}]}, "topology"),
+        ({"idempotencyKey": "has space"}, "idempotencyKey"),
+        ({"nodeLabels": {"a": "b"}}, "nodeLabels is not a known field"),
+        ({"during": {"start": MS, "end": MS}}, "during"),
+    ],
+)
+def test_invalid_input_is_refused_before_anything_is_written(tenant, make_node, data, message):
+    make_node("node-a")
+    with pytest.raises(CapacityError) as err:
+        reserve({**ask(1), **data})
+    assert err.value.code == "INVALID_INPUT"
+    assert message in err.value.message
+    assert not Reservation.objects.exists()
+
+
+def test_unknown_tenant_pool_and_foreign_scope_are_refused(tenant, other_tenant, make_node):
+    make_node("node-a")
+    with pytest.raises(CapacityError) as err:
+        reserve(ask(1, tenant="initech"))
+    assert err.value.code == "NOT_FOUND"
+    with pytest.raises(CapacityError) as err:
+        reserve(ask(1, pool="nowhere"))
+    assert err.value.code == "NOT_FOUND"
+    with pytest.raises(CapacityError) as err:
+        reserve(ask(1), scope=services.Scope(frozenset({"globex"})))
+    assert err.value.code == "FORBIDDEN"
+    assert not Reservation.objects.exists()
+
+
+def test_quota_is_charged_on_placement_and_refused_past_the_limit(tenant, make_node):
+    make_node("node-a", gpus=4)
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=3)
+    reserve(ask(2))
+    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2
+    with pytest.raises(CapacityError) as err:
+        reserve(ask(2))
+    assert err.value.code == "QUOTA_EXCEEDED"
+    assert err.value.message == "quota exceeded for acme: gpu 2 used + 2 requested > limit 3"
+    assert Reservation.objects.count() == 1
+    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2
+
+
+def test_a_pending_reservation_holds_no_quota(tenant, make_node):
+    make_node("node-a", gpus=1)
+    result = reserve(ask(2))
+    assert result.reservation.status == "pending"
+    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 0
+
+
+def test_release_refunds_quota_ends_bookings_and_frees_scalars(tenant, make_node, pool):
+    make_node("node-a", gpus=4, vcpu=32)
+    NodeLabel.objects.create(
+        node_id=pool.nodes.get().pk, key="bc.dev/cap.devices.limits", value="1", source="system"
+    )
+    running = reserve(ask(2, start=-1, hours=4, resources={"vcpu": 8})).reservation
+    future = reserve(ask(2, start=10, hours=4)).reservation
+    assert NodeResource.objects.get(resource="vcpu").allocated == 8
+    assert PoolCapacityRollup.objects.get(device_class="gpu").allocated == 4
+    services.release(running.pk, now=NOW)
+    services.release(future.pk, now=NOW)
+    assert QuotaUsage.objects.get(resource="gpu").used == 0
+    assert NodeResource.objects.get(resource="vcpu").allocated == 0
+    assert PoolCapacityRollup.objects.get(device_class="gpu").allocated == 0
+    # The running booking is cut at the release; the future one is gone.
+    assert [b.during.upper for b in DeviceBooking.objects.all()] == [NOW, NOW]
+    assert Allocation.objects.filter(released_at=NOW).count() == 2
+    assert services.release(running.pk, now=NOW).status == "released"
+
+
+def test_release_retries_pending_reservations_after_commit(
+    tenant, make_node, django_capture_on_commit_callbacks
+):
+    make_node("node-a", gpus=2)
+    holder = reserve(ask(2)).reservation
+    waiting = reserve(ask(2)).reservation
+    assert waiting.status == "pending"
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release(holder.pk, now=NOW)
+    assert Reservation.objects.get(pk=waiting.pk).status == "placed"
+    assert Reservation.objects.get(pk=waiting.pk).conditions == []
+
+
+def test_an_uncordon_wakes_pending_reservations(tenant, make_node, django_capture_on_commit_callbacks):
+    make_node("node-a", gpus=2)
+    nodes.cordon("node-a")
+    waiting = reserve(ask(1)).reservation
+    assert waiting.status == "pending"
+    with django_capture_on_commit_callbacks(execute=True):
+        nodes.uncordon("node-a")
+    assert Reservation.objects.get(pk=waiting.pk).status == "placed"
+
+
+def test_host_resources_need_the_devices_limits_capability_from_the_system(tenant, make_node):
+    node = make_node("node-a", gpus=2, vcpu=16)
+    NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="operator")
+    result = reserve(ask(1, resources={"vcpu": 4}))
+    assert result.reservation.status == "pending"
+    assert (
+        result.outcome.reason == "no node fits (1 node): 1 × labels: needs label bc.dev/cap.devices.limits=*"
+    )
+    NodeLabel.objects.filter(node=node).update(source="system")
+    assert reserve(ask(1, resources={"vcpu": 4})).reservation.status == "placed"
+
+
+def test_a_kubernetes_binding_needs_its_capability(tenant, make_node):
+    make_node("node-a", gpus=2)
+    result = reserve(ask(1, binding="kubernetes"))
+    assert (
+        result.outcome.reason
+        == "no node fits (1 node): 1 × labels: needs label bc.dev/cap.binding.kubernetes=*"
+    )
+
+
+def test_a_dedicated_node_takes_only_its_tenants_work(tenant, other_tenant, make_node):
+    make_node("node-a", gpus=2)
+    nodes.dedicate("node-a", "acme")
+    theirs = reserve(ask(1, tenant="globex"))
+    assert theirs.outcome.reason == "no node fits (1 node): 1 × NoSchedule: dedicated=acme"
+    assert reserve(ask(1, tenant="acme")).reservation.status == "placed"
+
+
+def test_scalar_room_uses_floor_with_epsilon(tenant, make_node):
+    """100 vcpu at ratio 0.29 offer 29, not 28: the last unit places."""
+    node = make_node("node-a", gpus=1)
+    NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    NodeResource.objects.create(node=node, resource="vcpu", allocatable=100, ratio=0.29)
+    data = {"tenantId": "acme", "poolId": "lab-pool", "resources": {"vcpu": 29}, "during": ask()["during"]}
+    assert reserve(data).reservation.status == "placed"
+    assert NodeResource.objects.get(resource="vcpu").allocated == 29
+
+
+def test_a_whole_partitioned_gpu_books_its_slices_and_a_slice_blocks_the_parent(tenant, make_node):
+    """
+    node-a: GPU0 ── MIG-0, MIG-1 (mig-3g.40gb)
+    """
+    from inventory.models import Device
+
+    node = make_node("node-a", gpus=1)
+    parent = Device.objects.get(node=node)
+    for i in range(2):
+        Device.objects.create(node=node, uuid=f"MIG-{i}", device_class="mig-3g.40gb", parent=parent, index=i)
+    from capacity.rollups import refresh_rollups
+
+    refresh_rollups([node.pool_id])
+    whole = reserve(ask(1)).reservation
+    assert atoms_of(whole) == ["GPU-node-a-0"]
+    assert DeviceBooking.objects.filter(allocation__reservation=whole).count() == 3
+    slice_request = {**ask(1), "devices": [{"class": "mig-3g.40gb", "count": 1}]}
+    assert reserve(slice_request).outcome.reason == "no node fits (1 node): 1 × fits: 0 of 1 mig-3g.40gb free"
+    services.release(whole.pk, now=NOW - timedelta(hours=1))
+    sliced = reserve(slice_request).reservation
+    assert sliced.status == "placed"
+    assert reserve(ask(1)).outcome.reason == "no node fits (1 node): 1 × fits: 0 of 1 gpu free"
+
+
+def test_reserve_runs_a_fixed_number_of_queries_whatever_the_pool_size(tenant, make_node, site):
+    """Queries per placement stay flat from 5 to 60 nodes (the shortlist plans at most 48)."""
+    counts = []
+    for size in (5, 60):
+        pool = Pool.objects.create(slug=f"p{size}", name="p", site=site)
+        for i in range(size):
+            make_node(f"p{size}-n{i:02d}", gpus=8, pool=pool)
+        reserve(ask(1, pool=pool.slug))  # warm-up: the first one creates the quota usage row
+        with CaptureQueriesContext(connection) as queries:
+            assert reserve(ask(1, pool=pool.slug)).reservation.status == "placed"
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1], counts
