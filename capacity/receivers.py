@@ -34,8 +34,9 @@ def on_node_state_changed(sender, pool_ids, woke=False, **kwargs):
 
 @receiver(post_save, sender=Node)
 @receiver(post_delete, sender=Node)
-def on_node_saved(sender, instance, **kwargs):
-    follow([instance.pool_id], woke=not kwargs.get("created", False))
+def on_node_saved(sender, instance, created=False, **kwargs):
+    if not created:  # a new node has no devices yet: nothing to count
+        follow([instance.pool_id], woke=True)
 
 
 @receiver(post_save, sender=Device)

@@ -71,6 +71,8 @@ else:
 
     _database_url = embedded_database_url(Path(os.environ.get("BERTH_PGDATA", BASE_DIR / ".pgdata")))
 DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# One test database per test process, so several runs (or CI and a developer) never collide.
+DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,5 +1,6 @@
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import DateTimeRangeField, RangeOperators
+from django.contrib.postgres.indexes import GistIndex
 from django.db import models
 from django.db.models import F, Func, Q, Value
 
@@ -73,7 +74,11 @@ class DeviceBooking(models.Model):
                 violation_error_message="A booking's window cannot be empty.",
             ),
         ]
-        indexes = [models.Index(fields=["allocation"], name="devicebooking_alloc_idx")]
+        indexes = [
+            models.Index(fields=["allocation"], name="devicebooking_alloc_idx"),
+            # The shortlist reads a window's bookings across a pool: a range index, no extension needed.
+            GistIndex(fields=["during"], name="devicebooking_during_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.device_id} {self.during}"

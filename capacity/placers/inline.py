@@ -90,16 +90,31 @@ def plan_request(
         shortlist = uses_shortlist(request, config)
     if shortlist and not pool.view.archived:
         rows = shortlist_counts(pool.pk, request)
-        scored = sorted(
-            ((round(count_scores(request, r.free, r.total, config.weights), 12), r.name) for r in rows),
-            key=lambda s: (-s[0], s[1]),
-        )
-        keep = scored[: max(SHORTLIST_SIZE, 8 * config.top_n)]
-        if keep:
-            index = load_node_views(pool.pk, request.during, names=[name for _, name in keep])
+        memo: dict[tuple, float] = {}  # most nodes share a handful of (free, total) shapes
+
+        def score(row) -> float:
+            shape = (tuple(sorted(row.free.items())), tuple(sorted(row.total.items())))
+            if shape not in memo:
+                memo[shape] = round(count_scores(request, row.free, row.total, config.weights), 12)
+            return memo[shape]
+
+        scored = sorted(((score(r), r.name) for r in rows), key=lambda s: (-s[0], s[1]))
+        # Plan the best 48 by count; while a node outside could still reach the top N (the link part
+        # of a score is bounded, not known), widen the list by doubling, loading only the new nodes.
+        size, index = max(SHORTLIST_SIZE, 8 * config.top_n), None
+        while scored:
+            keep = scored[:size]
+            more = load_node_views(
+                pool.pk, request.during, names=[name for _, name in keep[len(index.views) if index else 0 :]]
+            )
+            index = more if index is None else index.merge(more)
             result = plan(index)
-            if result.fits and not _outside_could_rank(result, scored[len(keep) :], request, config):
+            outside = scored[len(keep) :]
+            if result.fits and not _outside_could_rank(result, outside, request, config):
                 return result, index
+            if not outside:
+                break  # nothing fits: the pending reason needs every node of the pool
+            size *= 2
     index = load_node_views(pool.pk, request.during)
     return plan(index), index
 

@@ -61,6 +61,16 @@ class NodeIndex:
     children: dict[str, list[str]]  # parent uuid -> slice uuids
     device_class: dict[str, str]  # device uuid -> class
 
+    def merge(self, other: NodeIndex) -> NodeIndex:
+        """Return this index with another load's nodes added (views kept in name order)."""
+        return NodeIndex(
+            views=sorted([*self.views, *other.views], key=lambda v: v.id),
+            node_pk={**self.node_pk, **other.node_pk},
+            device_pk={**self.device_pk, **other.device_pk},
+            children={**self.children, **other.children},
+            device_class={**self.device_class, **other.device_class},
+        )
+
 
 _NODES_SQL = """
 SELECT n.id, n.name, p.slug, s.slug, o.slug, n.role, n.provision_state, n.connectivity, n.trust,
@@ -83,11 +93,7 @@ SELECT d.id, d.node_id, d.uuid, d.device_class, d.parent_id, d.index, d.numa_nod
 """
 
 _LINKS_SQL = """
-SELECT l.node_id, a.uuid, b.uuid, l.rank
-  FROM inventory_devicelink l
-  JOIN inventory_device a ON a.id = l.device_a_id
-  JOIN inventory_device b ON b.id = l.device_b_id
- WHERE l.node_id = ANY(%(nodes)s)
+SELECT node_id, device_a_id, device_b_id, rank FROM inventory_devicelink WHERE node_id = ANY(%(nodes)s)
 """
 
 _LABELS_SQL = """
@@ -152,7 +158,8 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
         if not taken:
             free_by_node[node_id].append(atom)
     links_by_node: dict[int, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    for node_id, a, b, rank in links:
+    for node_id, a_pk, b_pk, rank in links:
+        a, b = uuid_of[a_pk], uuid_of[b_pk]
         links_by_node[node_id][a][b] = rank
         links_by_node[node_id][b][a] = rank
     labels_by_node: dict[int, dict[str, str]] = defaultdict(dict)
@@ -235,22 +242,25 @@ def shortlist_counts(pool_pk: int, request: PlacementRequest) -> list[ShortlistR
             f" AND r.allocated + %(rn{i})s <= {SCALAR_CAPACITY})"
         )
     extra = "".join(f"\n   AND {c}" for c in clauses)
+    # Set-based: the window's bookings are few next to the pool's devices, so take them once and
+    # widen them to partition parents and slices, rather than probing bookings per device.
     sql = f"""
-WITH cand AS (
-  SELECT n.id, n.name FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
-   WHERE n.pool_id = %(pool)s AND NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
+WITH booked AS (
+  SELECT DISTINCT b.device_id AS id FROM capacity_devicebooking b WHERE b.during && %(during)s
+), taken AS (
+  SELECT id FROM booked
+  UNION SELECT k.id FROM inventory_device k JOIN booked ON k.parent_id = booked.id
+  UNION SELECT k.parent_id FROM inventory_device k JOIN booked ON k.id = booked.id WHERE k.parent_id IS NOT NULL
+), counts AS (
+  SELECT d.node_id, d.device_class, count(*) AS total, count(*) FILTER (WHERE t.id IS NULL) AS free
+    FROM inventory_device d LEFT JOIN taken t ON t.id = d.id
+   WHERE d.node_id IN (SELECT id FROM inventory_node WHERE pool_id = %(pool)s)
+     AND d.healthy AND d.bookable AND d.device_class = ANY(%(classes)s)
+   GROUP BY d.node_id, d.device_class
 )
-SELECT c.name, d.device_class, count(*) AS total,
-       count(*) FILTER (WHERE
-            NOT EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.id AND b.during && %(during)s)
-        AND (d.parent_id IS NULL OR NOT EXISTS (
-             SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.parent_id AND b.during && %(during)s))
-        AND NOT EXISTS (
-             SELECT 1 FROM inventory_device k JOIN capacity_devicebooking b ON b.device_id = k.id
-              WHERE k.parent_id = d.id AND b.during && %(during)s)) AS free
-  FROM cand c
-  JOIN inventory_device d ON d.node_id = c.id AND d.healthy AND d.bookable AND d.device_class = ANY(%(classes)s)
- GROUP BY c.name, d.device_class
+SELECT n.name, c.device_class, c.total, c.free
+  FROM counts c JOIN inventory_node n ON n.id = c.node_id JOIN inventory_pool p ON p.id = n.pool_id
+ WHERE NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
 """
     if not need:
         sql = f"""

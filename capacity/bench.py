@@ -1,0 +1,203 @@
+"""Build a benchmark pool and place a seeded stream of requests into it (for bench_placements)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
+
+from . import services
+from .audit import audit, booking_drift
+from .conf import placer_config
+from .models import Allocation, DeviceBooking, QuotaUsage, Reservation
+from .rollups import refresh_rollups
+
+SIZES = (1, 2, 4, 8)
+SIZE_WEIGHTS = (0.4, 0.3, 0.2, 0.1)
+
+
+def _pcie_rank(a: int, b: int) -> str:
+    if a // 4 != b // 4:
+        return "SYS"
+    return "PIX" if a // 2 == b // 2 else "PXB"
+
+
+def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
+    """Create (or reset) pool `bench-<nodes>`: two thirds NVLink boards, one third PCIe boxes."""
+    slug = f"bench-{nodes}"
+    site, _ = Site.objects.get_or_create(slug="bench", defaults={"name": "Benchmark"})
+    pool, _ = Pool.objects.get_or_create(
+        slug=slug, defaults={"name": f"Benchmark {nodes}", "site": site}
+    )
+    for i in range(max(clients, 1)):
+        Tenant.objects.get_or_create(slug=f"bench-{i}", defaults={"name": f"Bench tenant {i}"})
+    with transaction.atomic():
+        reservations = Reservation.objects.filter(pool=pool)
+        DeviceBooking.objects.filter(allocation__node__pool=pool).delete()
+        Allocation.objects.filter(node__pool=pool).delete()
+        Allocation.objects.filter(reservation__in=reservations).delete()
+        reservations.delete()
+        NodeResource.objects.filter(node__pool=pool).update(allocated=0)
+        QuotaUsage.objects.filter(tenant__slug__startswith="bench-").delete()
+    existing = Node.objects.filter(pool=pool).count()
+    batch = range(existing, nodes)
+    for i in progress(batch) if progress else batch:
+        with transaction.atomic():
+            node = Node.objects.create(name=f"{slug}-{i:05d}", pool=pool)
+            nv = i % 3 != 2
+            gpus = Device.objects.bulk_create(
+                Device(
+                    node=node,
+                    uuid=f"GPU-{slug}-{i:05d}-{g}",
+                    index=g,
+                    numa_node=g // 4,
+                    attributes={
+                        "gpuProduct": "H100-SXM5-80GB" if nv else "L40S-48GB",
+                        "vramGiB": 80 if nv else 48,
+                    },
+                )
+                for g in range(8)
+            )
+            DeviceLink.objects.bulk_create(
+                DeviceLink(
+                    node=node, device_a=gpus[a], device_b=gpus[b], rank="NV" if nv else _pcie_rank(a, b)
+                )
+                for a in range(8)
+                for b in range(a + 1, 8)
+            )
+            NodeResource.objects.bulk_create(
+                [
+                    NodeResource(node=node, resource="vcpu", allocatable=224, ratio=1.0),
+                    NodeResource(node=node, resource="memoryGiB", allocatable=2048, ratio=1.0),
+                ]
+            )
+            NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    with transaction.atomic():
+        refresh_rollups([pool.pk])
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")  # fresh statistics, as autovacuum would give a long-lived pool
+    return pool
+
+
+@dataclass
+class Stream:
+    """What one client placed: latencies in ms and outcomes."""
+
+    latencies: list[float] = field(default_factory=list)
+    placed: int = 0
+    pending: int = 0
+    lost: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def requests_for(seed: int, count: int, pool: str, clients: int) -> list[list[dict]]:
+    """Return per-client request lists: sizes weighted 0.4/0.3/0.2/0.1, windows within two weeks."""
+    rng = random.Random(seed)
+    now = timezone.now().replace(microsecond=0)
+    per_client: list[list[dict]] = [[] for _ in range(clients)]
+    for n in range(count):
+        gpus = rng.choices(SIZES, SIZE_WEIGHTS)[0]
+        start = now + timedelta(hours=rng.randrange(0, 14 * 24))
+        end = start + timedelta(hours=rng.choice((4, 12, 24, 48, 72)))
+        per_client[n % clients].append(
+            {
+                "tenantId": f"bench-{n % clients}",
+                "poolId": pool,
+                "devices": [{"class": "gpu", "count": gpus}],
+                "resources": {"vcpu": 16 * gpus, "memoryGiB": 128 * gpus},
+                "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
+            }
+        )
+    return per_client
+
+
+def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress=None) -> dict:
+    """Build the pool, place the stream, and return the figures."""
+    pool = build_pool(nodes, clients, progress=progress)
+    config = placer_config()
+    streams = [Stream() for _ in range(clients)]
+    plans = requests_for(seed, count, pool.slug, clients)
+
+    # Queries per placement, counted on a separate warm-up sample so the timed run is not slowed.
+    sample = requests_for(seed + 1, 20, pool.slug, 1)[0]
+    query_counts = []
+    for data in sample:
+        with CaptureQueriesContext(connection) as queries:
+            services.reserve(data, config=config)
+        query_counts.append(len(queries.captured_queries))
+
+    barrier = threading.Barrier(clients)
+
+    def client(i: int) -> None:
+        stream = streams[i]
+        try:
+            barrier.wait()
+            for data in plans[i]:
+                t0 = time.perf_counter()
+                result = services.reserve(data, config=config)
+                stream.latencies.append((time.perf_counter() - t0) * 1000)
+                if result.reservation.status == "placed":
+                    stream.placed += 1
+                    stream.lost += len(result.outcome.lost)
+                else:
+                    stream.pending += 1
+        except Exception as err:  # reported in the figures, never swallowed
+            stream.errors.append(repr(err))
+        finally:
+            connection.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+
+    preview_ms = []
+    for data in requests_for(seed + 2, previews, pool.slug, 1)[0]:
+        t0 = time.perf_counter()
+        services.preview(data)
+        preview_ms.append((time.perf_counter() - t0) * 1000)
+    explain_ms = []
+    for data in requests_for(seed + 3, max(previews // 4, 1), pool.slug, 1)[0]:
+        t0 = time.perf_counter()
+        services.preview(data, explain=True)
+        explain_ms.append((time.perf_counter() - t0) * 1000)
+
+    latencies = sorted(x for s in streams for x in s.latencies)
+    double = [line for line in booking_drift() if "overlap" in line]
+    drift = audit()
+    return {
+        "nodes": nodes,
+        "clients": clients,
+        "requests": count,
+        "placed": sum(s.placed for s in streams),
+        "pending": sum(s.pending for s in streams),
+        "lost_races": sum(s.lost for s in streams),
+        "errors": [e for s in streams for e in s.errors],
+        "seconds": round(elapsed, 3),
+        "placements_per_s": round(count / elapsed, 1),
+        "p50_ms": round(_pct(latencies, 50), 2),
+        "p95_ms": round(_pct(latencies, 95), 2),
+        "queries_per_placement": round(statistics.mean(query_counts), 1),
+        "preview_p50_ms": round(_pct(sorted(preview_ms), 50), 2),
+        "preview_explain_p50_ms": round(_pct(sorted(explain_ms), 50), 2),
+        "double_booked": len(double),
+        "drift": len(drift),
+    }
+
+
+def _pct(values: list[float], p: int) -> float:
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]

@@ -1,0 +1,40 @@
+"""Benchmark inline placements on a pool of 8-GPU nodes and verify nothing was double-booked."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from capacity.bench import run
+
+
+class Command(BaseCommand):
+    help = (
+        "Build pool bench-<nodes> (8 GPUs, vcpu and memoryGiB per node), place --count seeded requests of "
+        "1/2/4/8 GPUs from --clients connections, and print throughput, latency, queries per placement."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nodes", type=int, default=1000)
+        parser.add_argument("--count", type=int, default=2000)
+        parser.add_argument("--clients", type=int, default=1)
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--previews", type=int, default=100)
+
+    def handle(self, *args, nodes, count, clients, seed, previews, **options):
+        def bar(items):
+            return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
+
+        figures = run(nodes, count, clients, seed, previews, progress=bar)
+        self.stdout.write(
+            f"{figures['placements_per_s']} placements/s over {figures['requests']} requests "
+            f"({figures['placed']} placed, {figures['pending']} pending, {figures['lost_races']} lost races) "
+            f"on {figures['nodes']} nodes with {figures['clients']} client(s)\n"
+            f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
+            f"{figures['queries_per_placement']} queries per placement\n"
+            f"preview p50 {figures['preview_p50_ms']} ms (explain: {figures['preview_explain_p50_ms']} ms)\n"
+            f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
+        )
+        self.stdout.write(json.dumps(figures))
+        if figures["double_booked"] or figures["drift"] or figures["errors"]:
+            raise CommandError("the benchmark found double bookings, drift or errors", returncode=1)

@@ -1,0 +1,65 @@
+"""Eight clients, each on its own connection, race to fill one small pool."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from booking import ask
+from capacity import services
+from capacity.audit import audit
+from capacity.conf import placer_config
+from capacity.models import DeviceBooking, Reservation
+from inventory.models import NodeLabel, NodeResource, Tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CLIENTS = 8
+
+
+def test_racing_clients_fill_the_pool_without_double_booking(pool, make_node):
+    """
+    4 nodes × 4 GPUs, 12 vcpu each; every request takes 1 GPU and 3 vcpu, so GPUs and vcpu run out
+    together: 16 placements in all, whoever wins each race.
+    """
+    for i in range(4):
+        node = make_node(f"node-{i}", gpus=4, vcpu=12)
+        NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    for i in range(CLIENTS):
+        Tenant.objects.create(slug=f"t{i}", name=f"Tenant {i}")
+    start = threading.Barrier(CLIENTS)
+    placed, lost, errors = [], [], []
+
+    def client(i):
+        try:
+            start.wait()
+            # The settings' random top-N pick, so clients spread as in production and still collide.
+            cfg = placer_config()
+            pendings = 0
+            while pendings < 2:
+                result = services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 3}), config=cfg, now=None)
+                if result.reservation.status == "placed":
+                    placed.append(result.reservation.pk)
+                    lost.extend(result.outcome.lost)
+                else:
+                    pendings += 1
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert len(placed) == 16
+    assert DeviceBooking.objects.count() == 16
+    assert DeviceBooking.objects.values("device").distinct().count() == 16
+    for resource in NodeResource.objects.all():
+        assert resource.allocated == 12
+    assert Reservation.objects.filter(status="placed").count() == 16
+    assert audit() == []
+    print(f"racing clients: 16 placed, {len(lost)} lost races replanned")
