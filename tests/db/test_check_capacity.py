@@ -3,13 +3,14 @@
 import io
 
 import pytest
-from booking import ask, reserve
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from capacity.audit import audit
 from capacity.models import PoolCapacityRollup, QuotaUsage
 from inventory.models import NodeResource
+
+from booking import ask, reserve
 
 
 def test_a_consistent_database_has_no_drift(tenant, make_node):

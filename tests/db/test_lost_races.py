@@ -10,15 +10,15 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from booking import ask, config, reserve
 from capacity import services
-from capacity.placement import define_scheduler_plugin
+from capacity.placement import define_scheduler_plugin, validate_request
 from capacity.placers.commit import LostRace, Owner, commit_member
 from capacity.placers.inline import plan_request
 from capacity.placers.loader import load_pool
-from capacity.placement import validate_request
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel, NodeResource
+
+from booking import ask, config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +70,9 @@ def racing_config(actions):
     return dataclasses.replace(config(), plugins=(racer(actions),), top_n=1)
 
 
-def test_a_node_booked_meanwhile_is_excluded_and_the_next_best_takes_the_request(tenant, other_tenant, make_node):
+def test_a_node_booked_meanwhile_is_excluded_and_the_next_best_takes_the_request(
+    tenant, other_tenant, make_node
+):
     """
     node-a: [ ][ ]  ← globex books both GPUs while acme's plan is made
     node-b: [ ][ ]
@@ -109,7 +111,13 @@ def test_three_lost_races_leave_the_request_pending_with_every_reason(tenant, ot
 def test_a_label_that_went_away_since_the_plan_loses_the_race(tenant, make_node):
     node = make_node("node-a", gpus=2, vcpu=8)
     NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
-    request = validate_request({**ask(1, resources={"vcpu": 2}), "nodeLabels": {"bc.dev/cap.devices.limits": "*"}, "reservationId": "r"})
+    request = validate_request(
+        {
+            **ask(1, resources={"vcpu": 2}),
+            "nodeLabels": {"bc.dev/cap.devices.limits": "*"},
+            "reservationId": "r",
+        }
+    )
     pool = load_pool("lab-pool")
     plan, index = plan_request(request, pool, config())
     NodeLabel.objects.filter(node=node).delete()

@@ -5,12 +5,13 @@ import threading
 import pytest
 from django.db import connection
 
-from booking import ask
 from capacity import services
 from capacity.audit import audit
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
 from inventory.models import NodeLabel, NodeResource, Tenant
+
+from booking import ask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

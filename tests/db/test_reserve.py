@@ -3,7 +3,6 @@
 from datetime import timedelta
 
 import pytest
-from booking import MS, NOW, ask, config, reserve  # noqa: F401
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -12,6 +11,8 @@ from capacity.models import Allocation, DeviceBooking, PoolCapacityRollup, Quota
 from capacity.placement import CapacityError
 from inventory import services as nodes
 from inventory.models import NodeLabel, NodeResource, Pool
+
+from booking import MS, NOW, ask, config, reserve  # noqa: F401
 
 
 def atoms_of(reservation):

@@ -6,8 +6,9 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 
-from booking import ask, reserve
 from capacity.models import Reservation
+
+from booking import ask, reserve
 
 
 def test_one_round_releases_the_ended_and_places_the_waiting(tenant, make_node):

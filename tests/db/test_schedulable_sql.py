@@ -54,7 +54,9 @@ def test_sql_and_python_agree_on_schedulability(make_node, pool, tenants, state)
     node = Node.objects.filter(name="prop").first() or make_node("prop", gpus=0)
     pool.owner_tenant = tenants.get(state["pool_owner"])
     pool.save()
-    fields = {k: state[k] for k in ("role", "provision_state", "connectivity", "trust", "maintenance", "cordoned")}
+    fields = {
+        k: state[k] for k in ("role", "provision_state", "connectivity", "trust", "maintenance", "cordoned")
+    }
     Node.objects.filter(pk=node.pk).update(
         **fields,
         converged=state["converged"],

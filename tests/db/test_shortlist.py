@@ -4,11 +4,12 @@ import random
 
 import pytest
 
-from booking import ask, config, reserve
 from capacity.placement import validate_request
 from capacity.placers.inline import plan_request
 from capacity.placers.loader import load_pool, shortlist_counts
 from inventory import services as nodes
+
+from booking import ask, config, reserve
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
