@@ -33,6 +33,8 @@ run: seed
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: venv
+	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
+	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv

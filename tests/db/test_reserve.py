@@ -259,3 +259,20 @@ def test_reserve_runs_a_fixed_number_of_queries_whatever_the_pool_size(tenant, m
             assert reserve(ask(1, pool=pool.slug)).reservation.status == "placed"
         counts.append(len(queries.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+def test_a_gang_books_every_member_or_nothing(tenant, make_node):
+    """
+    node-a [ ][ ]   node-b [ ][ ]   node-c [x][x]  (full)
+    A gang of two 2-GPU members lands on a and b; a gang of three does not fit at all.
+    """
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=2)
+    reserve({**ask(2), "devices": [{"class": "gpu", "count": 2}], "excludeNodes": ["node-a", "node-b"]})
+    three = reserve({**ask(2), "gang": {"size": 3}})
+    assert three.reservation.status == "pending"
+    assert three.outcome.reason.startswith("no gang of 3 nodes fits: only 2 nodes fit")
+    two = reserve({**ask(2), "gang": {"size": 2}})
+    assert two.reservation.status == "placed"
+    assert sorted(a["nodeId"] for a in services.allocations_of(two.reservation)) == ["node-a", "node-b"]
+    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2 + 4
