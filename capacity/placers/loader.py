@@ -213,8 +213,10 @@ class ShortlistRow:
 def shortlist_counts(pool_pk: int, request: PlacementRequest) -> list[ShortlistRow]:
     """Return every schedulable node with enough free atoms and scalar room, with its counts.
 
-    One query. It applies what SQL can check exactly (eligibility, exclusions, labels, scalars,
-    free counts); the planner still runs every filter on the nodes it keeps.
+    One query over the whole pool. Each check (schedulable, labels, scalars) comes back as a column
+    and Python keeps the rows that pass: filtering in SQL made the planner misjudge how many nodes
+    survive and pick nested loops that cost more than the whole query does now. The planner still
+    runs every filter on the nodes it keeps.
     """
     need: dict[str, int] = defaultdict(int)
     for device in request.devices:
@@ -222,28 +224,28 @@ def shortlist_counts(pool_pk: int, request: PlacementRequest) -> list[ShortlistR
     params: dict[str, object] = {
         "pool": pool_pk,
         "tenant": request.tenant_id,
-        "excluded": sorted(request.exclude_nodes),
         "classes": sorted(need),
         "during": window_range(request.during),
         "system_prefix": SYSTEM_LABEL_PREFIX + "%",
     }
-    clauses = []
+    ctes, joins, checks = [], [], []
     for i, (key, value) in enumerate(request.node_labels.items()):
         params[f"lk{i}"], params[f"lv{i}"] = key, value
         value_clause = "" if value == "*" else f" AND l.value = %(lv{i})s"
-        clauses.append(
-            f"EXISTS (SELECT 1 FROM inventory_nodelabel l WHERE l.node_id = n.id AND l.key = %(lk{i})s{value_clause}"
+        ctes.append(
+            f"label{i} AS (SELECT l.node_id FROM inventory_nodelabel l WHERE l.key = %(lk{i})s{value_clause}"
             " AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s))"
         )
+        joins.append(f"LEFT JOIN label{i} ON label{i}.node_id = n.id")
+        checks.append(f"label{i}.node_id IS NOT NULL")
     for i, (resource, amount) in enumerate(request.resources.items()):
         params[f"rk{i}"], params[f"rn{i}"] = resource, amount
-        clauses.append(
-            f"EXISTS (SELECT 1 FROM inventory_noderesource r WHERE r.node_id = n.id AND r.resource = %(rk{i})s"
+        ctes.append(
+            f"room{i} AS (SELECT r.node_id FROM inventory_noderesource r WHERE r.resource = %(rk{i})s"
             f" AND r.allocated + %(rn{i})s <= {SCALAR_CAPACITY})"
         )
-    extra = "".join(f"\n   AND {c}" for c in clauses)
-    # Set-based: the window's bookings are few next to the pool's devices, so take them once and
-    # widen them to partition parents and slices, rather than probing bookings per device.
+        joins.append(f"LEFT JOIN room{i} ON room{i}.node_id = n.id")
+        checks.append(f"room{i}.node_id IS NOT NULL")
     sql = f"""
 WITH booked AS (
   SELECT DISTINCT b.device_id AS id FROM capacity_devicebooking b WHERE b.during && %(during)s
@@ -257,23 +259,29 @@ WITH booked AS (
    WHERE d.node_id IN (SELECT id FROM inventory_node WHERE pool_id = %(pool)s)
      AND d.healthy AND d.bookable AND d.device_class = ANY(%(classes)s)
    GROUP BY d.node_id, d.device_class
-)
-SELECT n.name, c.device_class, c.total, c.free
-  FROM counts c JOIN inventory_node n ON n.id = c.node_id JOIN inventory_pool p ON p.id = n.pool_id
- WHERE NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
-"""
-    if not need:
-        sql = f"""
-SELECT n.name, NULL, 0, 0 FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
- WHERE n.pool_id = %(pool)s AND NOT (n.name = ANY(%(excluded)s)) AND {SCHEDULABLE_TOLERATING}{extra}
+){"".join(", " + c for c in ctes)}
+SELECT n.name, c.device_class, coalesce(c.total, 0), coalesce(c.free, 0),
+       ({SCHEDULABLE_TOLERATING}) AND {" AND ".join(checks) or "true"} AS ok
+  FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
+  LEFT JOIN counts c ON c.node_id = n.id
+  {" ".join(joins)}
+ WHERE n.pool_id = %(pool)s
 """
     with connection.cursor() as cur:
         cur.execute(sql, params)
         rows = cur.fetchall()
     by_node: dict[str, ShortlistRow] = {}
-    for name, device_class, total, free in rows:
+    refused: set[str] = set(request.exclude_nodes)
+    for name, device_class, total, free, ok in rows:
+        if not ok:
+            refused.add(name)
+            continue
         row = by_node.setdefault(name, ShortlistRow(name, {}, {}))
         if device_class is not None:
             row.free[device_class] = free
             row.total[device_class] = total
-    return [r for r in by_node.values() if all(r.free.get(c, 0) >= n for c, n in need.items())]
+    return [
+        r
+        for r in by_node.values()
+        if r.name not in refused and all(r.free.get(c, 0) >= n for c, n in need.items())
+    ]
