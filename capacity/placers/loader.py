@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -150,7 +151,8 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
             bookable=bookable,
             numa_node=numa,
             index=index,
-            attributes=attributes,
+            # Raw SQL hands jsonb back as text (Django registers no jsonb loader on psycopg 3).
+            attributes=json.loads(attributes) if isinstance(attributes, str) else attributes,
         )
         atoms_by_node[node_id].append(atom)
         taken = uuid in booked or (parent is not None and parent in booked)

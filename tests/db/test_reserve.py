@@ -276,3 +276,22 @@ def test_a_gang_books_every_member_or_nothing(tenant, make_node):
     assert two.reservation.status == "placed"
     assert sorted(a["nodeId"] for a in services.allocations_of(two.reservation)) == ["node-a", "node-b"]
     assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2 + 4
+
+
+def test_a_selector_reads_device_attributes_then_node_labels(tenant, make_node):
+    """
+    node-a: 2 × H100 (vramGiB 80)   node-b: 2 × L40S (vramGiB 48), label fabric.domain=nvl-a
+    """
+    from inventory.models import Device
+
+    make_node("node-a", gpus=2)
+    b = make_node("node-b", gpus=2)
+    Device.objects.filter(node__name="node-a").update(attributes={"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80})
+    Device.objects.filter(node=b).update(attributes={"gpuProduct": "L40S-48GB", "vramGiB": 48})
+    NodeLabel.objects.create(node=b, key="fabric.domain", value="nvl-a")
+    big = reserve({**ask(1), "devices": [{"class": "gpu", "count": 1, "selector": "vramGiB >= 80"}]})
+    assert services.allocations_of(big.reservation)[0]["nodeId"] == "node-a"
+    fabric = reserve({**ask(1), "devices": [{"class": "gpu", "count": 2, "selector": "fabric.domain = nvl-a"}]})
+    assert services.allocations_of(fabric.reservation)[0]["nodeId"] == "node-b"
+    none = reserve({**ask(1), "devices": [{"class": "gpu", "count": 1, "selector": "gpuProduct in (A100)"}]})
+    assert none.outcome.reason == "no node fits (2 nodes): 2 × fits: 0 of 1 gpu free matching the selector"
