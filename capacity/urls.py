@@ -1,3 +1,19 @@
-"""Browser URLs (filled in by the web work)."""
+"""Browser URLs: pools and nodes with their bookings, preview, booking and reservations."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.pools, name="pools"),
+    path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
+    path("nodes/<str:name>/", views.node_detail, name="node-detail"),
+    path("nodes/<str:name>/actions/<slug:action>/", views.node_action, name="node-action"),
+    path("nodes/<str:name>/row/<slug:action>/", views.node_row_action, name="node-row-action"),
+    path("preview/", views.preview, name="preview"),
+    path("preview/selector/", views.selector_check, name="selector-check"),
+    path("book/", views.book, name="book"),
+    path("reservations/", views.reservations, name="reservations"),
+    path("reservations/<int:pk>/", views.reservation_detail, name="reservation-detail"),
+    path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
+]

@@ -1,3 +1,7 @@
-"""Browser URLs (filled in by the web work)."""
+"""Browser URLs of inventory: sign-in and sign-out (the node pages are capacity's, as they show bookings)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns = [
+    path("accounts/", include("django.contrib.auth.urls")),
+]

@@ -1,0 +1,179 @@
+"""Forms that turn browser input into the services' request data, and their errors back into fields."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django import forms
+from django.urls import reverse
+from django.utils import timezone
+
+from inventory.models import Pool, Tenant
+
+from .models import Reservation
+from .placement import CapacityError
+
+# Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
+# First match wins, so longer prefixes come first.
+FIELD_OF_MESSAGE = (
+    (re.compile(r"^devices\[0\]\.count\b|^devices: at most"), "count"),
+    (re.compile(r"^devices\[0\]\.class\b"), "device_class"),
+    (re.compile(r"^devices\[0\]\.selector\b|^selector\b"), "selector"),
+    (re.compile(r"^devices\[0\]\.topology\b|^topology\b"), "nvlink"),
+    (re.compile(r"^resources\.vcpu\b"), "vcpu"),
+    (re.compile(r"^resources\.memoryGiB\b"), "memory"),
+    (re.compile(r"^during\.start\b"), "start"),
+    (re.compile(r"^during\.end\b|^during must be a non-empty window"), "end"),
+    (re.compile(r"^duration\b|^give either duration or during"), "duration"),
+    (re.compile(r"^tenantId\b|^no tenant |^you may not book for tenant "), "tenant"),
+    (re.compile(r"^poolId\b|^no pool "), "pool"),
+)
+
+
+def field_for_message(message: str) -> str | None:
+    """Return the form field a service message names, or None for a form-level error."""
+    for pattern, name in FIELD_OF_MESSAGE:
+        if pattern.search(message):
+            return name
+    return None
+
+
+class RequestForm(forms.Form):
+    """What a placement request asks for; the services validate it, this form only shapes it.
+
+    Numbers are parsed here, but their rules (count ≥ 1, …) are the services', so that the browser,
+    the API and the CLI answer with the same messages.
+    """
+
+    tenant = forms.ChoiceField()
+    pool = forms.ChoiceField()
+    count = forms.IntegerField(
+        required=False, initial=1, label="GPUs", widget=forms.NumberInput(attrs={"min": 0, "class": "narrow"})
+    )
+    device_class = forms.CharField(
+        initial="gpu",
+        label="Class",
+        widget=forms.TextInput(attrs={"list": "device-classes", "class": "medium"}),
+    )
+    selector = forms.CharField(
+        required=False,
+        widget=forms.TextInput(
+            attrs={"placeholder": "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80", "autocomplete": "off"}
+        ),
+    )
+    nvlink = forms.BooleanField(required=False, label="All GPUs linked by NVLink")
+    vcpu = forms.IntegerField(
+        required=False, label="vCPU", widget=forms.NumberInput(attrs={"class": "narrow"})
+    )
+    memory = forms.IntegerField(
+        required=False, label="Memory GiB", widget=forms.NumberInput(attrs={"class": "narrow"})
+    )
+    duration = forms.CharField(
+        required=False,
+        initial="1d",
+        help_text="30m, 12h, 3d or 2w from now; or clear it and give start and end.",
+        widget=forms.TextInput(attrs={"class": "narrow"}),
+    )
+    start = forms.DateTimeField(
+        required=False, label="Start (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+    end = forms.DateTimeField(
+        required=False, label="End (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+
+    def __init__(self, *args: Any, tenants: list[Tenant], pools: list[Pool], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].choices = [(t.slug, f"{t.slug} — {t.name}") for t in tenants]
+        self.fields["pool"].choices = [(p.slug, f"{p.slug} ({p.site.slug})") for p in pools]
+        if len(tenants) == 1:
+            self.fields["tenant"].initial = tenants[0].slug
+        # Live validation as the user types; the full submit validates again on the server.
+        self.fields["selector"].widget.attrs.update(
+            {
+                "hx-post": reverse("selector-check"),
+                "hx-trigger": "input changed delay:300ms",
+                "hx-target": "#selector-check",
+                "hx-swap": "outerHTML",
+                "aria-describedby": "selector-check",
+            }
+        )
+
+    def request_data(self) -> dict[str, Any]:
+        """Return the cleaned input as the services' request data (camelCase, as the API takes it)."""
+        data = self.cleaned_data
+        out: dict[str, Any] = {"tenantId": data["tenant"], "poolId": data["pool"]}
+        if data.get("count") is not None:
+            device: dict[str, Any] = {"class": data.get("device_class") or "gpu", "count": data["count"]}
+            if data.get("selector"):
+                device["selector"] = data["selector"]
+            out["devices"] = [device]
+        if data.get("nvlink"):
+            out["topology"] = "nvlink-all"
+        resources = {
+            name: data[field]
+            for name, field in (("vcpu", "vcpu"), ("memoryGiB", "memory"))
+            if data.get(field)
+        }
+        if resources:
+            out["resources"] = resources
+        if data.get("duration"):
+            out["duration"] = data["duration"].strip()
+        if data.get("start") or data.get("end"):
+            out["during"] = {
+                name: _iso(data[name]) for name in ("start", "end") if data.get(name) is not None
+            }
+        return out
+
+    def add_capacity_error(self, err: CapacityError) -> None:
+        """Show a service refusal next to the field its message names, else above the form."""
+        self.add_error(field_for_message(err.message), err.message)
+
+
+def _iso(value) -> str:
+    # datetime-local carries no zone: read it in the current one (UTC), as the label says.
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    return value.isoformat()
+
+
+class BookForm(RequestForm):
+    """A booking: a request plus an idempotency key, so a double submit books once."""
+
+    idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial.setdefault("idempotency_key", f"web-{uuid.uuid4().hex}")
+
+    def request_data(self) -> dict[str, Any]:
+        out = super().request_data()
+        if self.cleaned_data.get("idempotency_key"):
+            out["idempotencyKey"] = self.cleaned_data["idempotency_key"]
+        return out
+
+
+class SelectorForm(forms.Form):
+    """The selector field alone, for live validation."""
+
+    selector = forms.CharField(required=False)
+
+
+class ReservationFilterForm(forms.Form):
+    """Filters of the reservations list; tenant only for operators."""
+
+    STATUS_CHOICES = [
+        ("", "any status"),
+        ("pending", "pending"),
+        ("placed", "placed"),
+        ("released", "released"),
+    ]
+
+    tenant = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Reservation.Status.choices])
+
+    def __init__(self, *args: Any, tenants: list[Tenant], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].choices = [("", "all tenants"), *((t.slug, t.slug) for t in tenants)]

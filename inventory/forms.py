@@ -1,0 +1,145 @@
+"""Forms for the node pages: the shared node filters and the operator actions on one node."""
+
+from __future__ import annotations
+
+from django import forms
+
+from . import services
+from .errors import InventoryError
+from .filtersets import STATES
+from .models import Node, NodeTaint, Tenant
+
+
+class NodeFilterForm(forms.Form):
+    """The GET form in front of `filter_nodes`; the filterset itself validates the values."""
+
+    q = forms.CharField(required=False, label="Name")
+    state = forms.ChoiceField(required=False, choices=[("", "any state"), *((s, s) for s in STATES)])
+    label = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "key or key=value"}))
+    # A text field, so that the filterset's message is the one the operator sees.
+    free_gpus = forms.CharField(
+        required=False,
+        label="Free GPUs ≥",
+        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 3, "placeholder": "0"}),
+    )
+
+
+class ActionForm(forms.Form):
+    """An operator action on one node; `apply` runs the service and maps its refusal to a field."""
+
+    def apply(self, node: Node) -> bool:
+        """Run the action; return False with the service's message attached to a field on refusal."""
+        if not self.is_valid():
+            return False
+        try:
+            self.run(node)
+        except InventoryError as err:
+            self.add_service_error(err)
+            return False
+        return True
+
+    def run(self, node: Node) -> None:
+        raise NotImplementedError
+
+    def add_service_error(self, err: InventoryError) -> None:
+        """Attach the message to the field it names ("key: …", "value must …"), else to the form."""
+        head, sep, rest = err.message.partition(": ")
+        if sep and head in self.fields:
+            self.add_error(head, rest)
+            return
+        first = err.message.split(" ", 1)[0]
+        self.add_error(first if first in self.fields else None, err.message)
+
+
+class CordonForm(ActionForm):
+    def run(self, node: Node) -> None:
+        services.cordon(node)
+
+
+class UncordonForm(ActionForm):
+    def run(self, node: Node) -> None:
+        services.uncordon(node)
+
+
+class MaintenanceOnForm(ActionForm):
+    def run(self, node: Node) -> None:
+        services.set_maintenance(node, True)
+
+
+class MaintenanceOffForm(ActionForm):
+    def run(self, node: Node) -> None:
+        services.set_maintenance(node, False)
+
+
+class TaintForm(ActionForm):
+    key = forms.CharField(max_length=253)
+    value = forms.CharField(max_length=253, required=False)
+    effect = forms.ChoiceField(choices=NodeTaint.Effect.choices, initial=NodeTaint.Effect.NO_SCHEDULE)
+
+    def run(self, node: Node) -> None:
+        data = self.cleaned_data
+        services.add_taint(node, data["key"], data["value"], data["effect"])
+
+
+class UntaintForm(ActionForm):
+    key = forms.CharField(max_length=253)
+
+    def run(self, node: Node) -> None:
+        if not services.remove_taint(node, self.cleaned_data["key"]):
+            raise InventoryError("NOT_FOUND", f"the node has no taint {self.cleaned_data['key']}")
+
+
+class DedicateForm(ActionForm):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.all(), to_field_name="slug", empty_label=None)
+
+    def run(self, node: Node) -> None:
+        services.dedicate(node, self.cleaned_data["tenant"].slug)
+
+
+class UndedicateForm(ActionForm):
+    def run(self, node: Node) -> None:
+        services.dedicate(node, None)
+
+
+class LabelForm(ActionForm):
+    # The service owns key rules, so that its message (e.g. the bc.dev/ refusal) is what shows.
+    key = forms.CharField(max_length=253)
+    value = forms.CharField(max_length=253, required=False)
+
+    def run(self, node: Node) -> None:
+        services.set_label(node, self.cleaned_data["key"].strip(), self.cleaned_data["value"])
+
+
+class UnlabelForm(ActionForm):
+    key = forms.CharField(max_length=253)
+
+    def run(self, node: Node) -> None:
+        if not services.remove_label(node, self.cleaned_data["key"]):
+            raise InventoryError("NOT_FOUND", f"the node has no label {self.cleaned_data['key']}")
+
+
+# URL action name -> form; the row actions on the pool page are the first four.
+ACTIONS: dict[str, type[ActionForm]] = {
+    "cordon": CordonForm,
+    "uncordon": UncordonForm,
+    "maintenance-on": MaintenanceOnForm,
+    "maintenance-off": MaintenanceOffForm,
+    "taint": TaintForm,
+    "untaint": UntaintForm,
+    "dedicate": DedicateForm,
+    "undedicate": UndedicateForm,
+    "label": LabelForm,
+    "unlabel": UnlabelForm,
+}
+ROW_ACTIONS = ("cordon", "uncordon")
+
+
+# Actions whose fields the panel shows; the others are buttons, so their errors show above them.
+PANEL_FORMS = ("taint", "dedicate", "label")
+
+
+def panel_forms(bound: dict[str, ActionForm] | None = None) -> dict[str, ActionForm]:
+    """Return a fresh form for every action with parameters, keeping any bound (failed) one."""
+    forms_ = {name: ACTIONS[name](prefix=name) for name in PANEL_FORMS}
+    forms_.update(bound or {})
+    return forms_

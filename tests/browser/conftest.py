@@ -1,0 +1,58 @@
+"""Playwright against the system Chromium (it cannot download its own here), and the demo data set."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SKIP_REASON = f"browser tests need Chromium at {CHROMIUM} (apt-get install -y chromium)"
+VIEWPORT = {"width": 1366, "height": 900}
+
+# Playwright's event loop is running when live_server creates the test database; Django would refuse.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": VIEWPORT}
+
+
+@pytest.fixture
+def demo(transactional_db, live_server):
+    """Build the demo (tenants acme and globex, user operator, three pools) where live_server sees it."""
+    from capacity.demo import build_demo
+
+    build_demo()
+    return live_server.url
+
+
+@pytest.fixture
+def login(page, demo):
+    """Return a function that signs in as a demo user and returns the page."""
+    from capacity.demo import demo_password
+
+    def sign_in(username, target_page=None):
+        p = target_page or page
+        p.goto(f"{demo}/accounts/login/")
+        p.fill("#id_username", username)
+        p.fill("#id_password", demo_password())
+        p.click("button[type=submit]")
+        p.wait_for_url(f"{demo}/")
+        return p
+
+    return sign_in

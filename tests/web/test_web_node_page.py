@@ -1,0 +1,175 @@
+"""The node page: devices, topology matrix, booking timeline, and the operator action panel."""
+
+import re
+
+import pytest
+from web_helpers import HX, error_next_to
+
+from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeTaint
+
+
+@pytest.fixture
+def lab(make_node, tenant, other_tenant):
+    return make_node("node-a", gpus=4, vcpu=64, memory=512)
+
+
+def test_the_topology_matrix_reads_like_nvidia_smi(op, make_node):
+    node = make_node("node-a", gpus=3, links=None)
+    gpus = list(Device.objects.filter(node=node).order_by("index"))
+    gpus[1].numa_node = 1
+    gpus[1].save()
+    DeviceLink.objects.create(node=node, device_a=gpus[0], device_b=gpus[1], rank="NV", nvlinks=18)
+    DeviceLink.objects.create(node=node, device_a=gpus[0], device_b=gpus[2], rank="PIX")
+    DeviceLink.objects.create(node=node, device_a=gpus[1], device_b=gpus[2], rank="SYS")
+    html = op.get("/nodes/node-a/").text
+    table = re.search(r'<table class="topo">.*?</table>', html, re.S).group(0)
+    rows = re.findall(r"<tr><th scope=\"row\">(GPU\d)</th>(.*?)</tr>", table, re.S)
+    matrix = {name: re.findall(r'<td class="([\w-]+)">([^<]*)</td>', cells) for name, cells in rows}
+    assert matrix == {
+        "GPU0": [("rank-self", "X"), ("rank-nv", "NV18"), ("rank-pix", "PIX"), ("numa", "0")],
+        "GPU1": [("rank-nv", "NV18"), ("rank-self", "X"), ("rank-sys", "SYS"), ("numa", "1")],
+        "GPU2": [("rank-pix", "PIX"), ("rank-sys", "SYS"), ("rank-self", "X"), ("numa", "0")],
+    }
+    assert "NUMA Affinity" in table
+
+
+def test_unknown_links_are_marked_and_explained(op, make_node):
+    make_node("node-a", gpus=2, links=None)
+    html = op.get("/nodes/node-a/").text
+    assert '<td class="rank-unknown">?</td>' in html
+    assert "No links reported" in html
+
+
+def test_devices_are_listed_with_their_attributes(op, lab):
+    device = Device.objects.get(uuid="GPU-node-a-0")
+    device.attributes = {"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}
+    device.save()
+    html = op.get("/nodes/node-a/").text
+    assert "GPU-node-a-0" in html
+    assert "gpuProduct=H100-SXM5-80GB" in html and "vramGiB=80" in html
+
+
+def test_the_timeline_draws_each_booking_with_its_reservation_on_hover(op, lab, book):
+    reservation = book("acme", gpus=2)
+    html = op.get("/nodes/node-a/").text
+    bars = re.findall(
+        r'<span class="tl-bar tl-(\w+)" style="left: ([\d.]+)%; width: ([\d.]+)%" title="([^"]+)"', html
+    )
+    assert len(bars) == 2
+    for when, left, width, title in bars:
+        assert when == "now"
+        # Two days back out of nine in all: the booking starts at the now marker.
+        assert abs(float(left) - 100 * 2 / 9) < 0.5
+        assert abs(float(width) - 100 * 1 / 9) < 0.5
+        assert title.startswith(f"reservation {reservation.pk} (acme): ")
+    assert 'class="now-line"' in html
+
+
+def test_labels_show_their_source_and_conditions_their_status(op, lab):
+    from inventory.models import NodeCondition
+
+    NodeLabel.objects.create(node=lab, key="bc.dev/driver.nvidia", value="550", source="system")
+    NodeLabel.objects.create(node=lab, key="rack", value="a01")
+    NodeCondition.objects.create(node=lab, type="Ready", status="False", reason="KubeletDown")
+    html = op.get("/nodes/node-a/").text
+    assert re.search(
+        r"<code>bc.dev/driver.nvidia</code></td><td>550</td><td><span class=\"badge info\">system</span>",
+        html,
+    )
+    assert re.search(
+        r"<code>rack</code></td><td>a01</td><td><span class=\"badge muted\">operator</span>", html
+    )
+    assert "KubeletDown" in html
+    assert "<code>NotReady</code>" in html  # the NoSchedule reason
+
+
+def test_a_bc_dev_label_is_refused_next_to_the_key_field(op, lab):
+    data = {"label-key": "bc.dev/cap.devices.limits", "label-value": "true"}
+    partial = op.post("/nodes/node-a/actions/label/", data, **HX).text
+    assert partial.lstrip().startswith('<section id="node-panel"')
+    assert error_next_to(partial, "label-key") == "labels under bc.dev/ are written by inventory only"
+    # Without JavaScript: the whole page, the same message at the same field.
+    full = op.post("/nodes/node-a/actions/label/", data)
+    assert full.status_code == 200 and "<html" in full.text
+    assert error_next_to(full.text, "label-key") == "labels under bc.dev/ are written by inventory only"
+    assert 'value="bc.dev/cap.devices.limits"' in full.text  # the input is kept for correcting
+    assert not NodeLabel.objects.exists()
+
+
+def test_a_bad_taint_key_is_refused_next_to_the_key_field(op, lab):
+    partial = op.post(
+        "/nodes/node-a/actions/taint/", {"taint-key": "9lives", "taint-effect": "NoSchedule"}, **HX
+    )
+    assert "Label keys start with a letter" in error_next_to(partial.text, "taint-key")
+    assert not NodeTaint.objects.exists()
+
+
+def test_set_and_remove_an_operator_label(op, lab):
+    op.post("/nodes/node-a/actions/label/", {"label-key": "rack", "label-value": "a01"}, **HX)
+    label = NodeLabel.objects.get(node=lab)
+    assert (label.key, label.value, label.source) == ("rack", "a01", "operator")
+    panel = op.post("/nodes/node-a/actions/unlabel/", {"unlabel-key": "rack"}, **HX).text
+    assert not NodeLabel.objects.exists()
+    assert "No labels." in panel
+
+
+def test_add_and_remove_a_taint(op, lab):
+    data = {"taint-key": "gpu-burn", "taint-value": "true", "taint-effect": "NoSchedule"}
+    panel = op.post("/nodes/node-a/actions/taint/", data, **HX).text
+    assert "gpu-burn" in panel
+    assert Node.objects.get(name="node-a").no_schedule_reasons == ["gpu-burn=true"]
+    op.post("/nodes/node-a/actions/untaint/", {"untaint-key": "gpu-burn"}, **HX)
+    assert Node.objects.get(name="node-a").no_schedule_reasons == []
+
+
+def test_removing_a_missing_taint_says_so(op, lab):
+    panel = op.post("/nodes/node-a/actions/untaint/", {"untaint-key": "nope"}, **HX).text
+    assert "the node has no taint nope" in panel
+
+
+def test_dedicate_and_end_the_dedication(op, lab):
+    panel = op.post("/nodes/node-a/actions/dedicate/", {"dedicate-tenant": "globex"}, **HX).text
+    assert "Dedicated to <strong>globex</strong>" in panel
+    assert "dedicated to globex" in panel  # the state badge
+    assert NodeTaint.objects.get(node=lab).value == "globex"
+    panel = op.post("/nodes/node-a/actions/undedicate/", **HX).text
+    assert "Not dedicated." in panel
+    assert not NodeTaint.objects.exists()
+
+
+def test_dedicating_to_an_unknown_tenant_is_refused_at_the_field(op, lab):
+    panel = op.post("/nodes/node-a/actions/dedicate/", {"dedicate-tenant": "initech"}, **HX).text
+    assert "Select a valid choice" in error_next_to(panel, "dedicate-tenant")
+
+
+def test_cordon_uncordon_and_maintenance_from_the_panel(op, lab):
+    panel = op.post("/nodes/node-a/actions/cordon/", **HX).text
+    assert "⊘ cordoned" in panel and "/actions/uncordon/" in panel
+    panel = op.post("/nodes/node-a/actions/uncordon/", **HX).text
+    assert "/actions/cordon/" in panel
+    op.post("/nodes/node-a/actions/maintenance-on/", **HX)
+    assert Node.objects.get(name="node-a").maintenance
+    panel = op.post("/nodes/node-a/actions/maintenance-off/", **HX).text
+    assert not Node.objects.get(name="node-a").maintenance
+    assert "Start maintenance" in panel
+
+
+def test_an_unknown_action_or_node_is_not_found(op, lab):
+    assert op.post("/nodes/node-a/actions/explode/").status_code == 404
+    assert op.post("/nodes/node-z/actions/cordon/").status_code == 404
+    assert op.post("/nodes/node-a/row/taint/").status_code == 404
+    assert op.get("/nodes/node-z/").status_code == 404
+
+
+def test_actions_take_only_posts(op, lab):
+    assert op.get("/nodes/node-a/actions/cordon/").status_code == 405
+    assert op.get("/nodes/node-a/row/cordon/").status_code == 405
+    assert not Node.objects.get(name="node-a").cordoned
+
+
+def test_every_form_carries_the_csrf_token(op, lab):
+    html = op.get("/nodes/node-a/").text
+    forms = re.findall(r'<form method="post".*?</form>', html, re.S)
+    assert len(forms) >= 5
+    assert all("csrfmiddlewaretoken" in form for form in forms)
+    assert 'hx-headers=\'{"X-CSRFToken":' in html
