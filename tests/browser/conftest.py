@@ -1,21 +1,11 @@
 """Playwright against the system Chromium (it cannot download its own here), and the demo data set."""
 
 import os
-from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SKIP_REASON = f"browser tests need Chromium at {CHROMIUM} (apt-get install -y chromium)"
+from chromium import CHROMIUM, CHROMIUM_ARGS
+
 VIEWPORT = {"width": 1366, "height": 900}
 
 # Playwright's event loop is running when live_server creates the test database; Django would refuse.

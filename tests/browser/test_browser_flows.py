@@ -1,8 +1,9 @@
 """The main flows in a real browser: an operator cordons and previews, a tenant books and releases."""
 
 import pytest
-from conftest import CHROMIUM, SKIP_REASON
 from playwright.sync_api import expect
+
+from chromium import CHROMIUM, SKIP_REASON
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)]
 

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, SKIP_REASON
 from playwright.sync_api import expect
+
+from chromium import CHROMIUM, SKIP_REASON
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)]
 
