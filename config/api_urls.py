@@ -1,3 +1,13 @@
-"""REST API URLs (filled in by the API work)."""
+"""REST API URLs, mounted at /api/: version 1, the OpenAPI schema and the interactive docs."""
 
-urlpatterns: list = []
+from django.urls import include, path, re_path
+
+from capacity.api.docs import SchemaView, SwaggerDocsView, api_not_found
+
+urlpatterns = [
+    path("v1/", include("capacity.api.urls")),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
+    path("docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
+    # Anything else under /api/ answers JSON, not the site's HTML 404 page.
+    re_path(r"^.*$", api_not_found),
+]

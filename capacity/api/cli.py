@@ -1,0 +1,147 @@
+"""What the reserve, preview, release, cordon and uncordon commands share.
+
+The commands act as an operator (every tenant's scope) and call the same services as the API; with
+--json they print what the API answers. Exit codes: 0 done (a pending reservation is not a
+failure), 2 refused (`error: <CODE>: <message>` on stderr, for every service error code),
+3 pending or no fit with --fail-on-pending / --fail-if-no-fit, 1 anything unexpected.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from capacity import services
+from capacity.placement import INVALID_INPUT, CapacityError
+from inventory.errors import InventoryError
+
+from .inputs import reservation_input
+
+REFUSED = 2
+PENDING = 3
+T = TypeVar("T")
+
+
+def refused(code: str, message: str) -> CommandError:
+    return CommandError(f"{code}: {message}", returncode=REFUSED)
+
+
+class BerthCommand(BaseCommand):
+    """A command that reports refusals as `error: CODE: message` and exits with its code."""
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        self._from_argv = True
+        super().run_from_argv(argv)
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        try:
+            return super().execute(*args, **options)
+        except CommandError as exc:
+            # From the shell, `error: CODE: message` rather than Django's `CommandError: ...`;
+            # call_command callers get the exception with its returncode.
+            if not getattr(self, "_from_argv", False) or options.get("traceback"):
+                raise
+            self.stderr.write(f"error: {exc}")
+            sys.exit(exc.returncode)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call a service; its refusal becomes the command's error."""
+        try:
+            return fn(*args, **kwargs)
+        except (CapacityError, InventoryError) as err:
+            raise refused(err.code, err.message) from None
+
+    def print_json(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def add_request_arguments(parser: CommandParser) -> None:
+    """Add the options that describe a request, as the spec's CLI takes them."""
+    parser.add_argument("--tenant", required=True, help="Tenant slug, such as acme.")
+    parser.add_argument("--pool", required=True, help="Pool slug, such as h100-prod.")
+    parser.add_argument("--gpus", type=int, help="How many atoms of --class (whole GPUs by default).")
+    parser.add_argument("--class", dest="device_class", default="gpu", help="Device class (default gpu).")
+    parser.add_argument("--for", dest="duration", help="How long: 30m, 12h, 3d or 2w.")
+    parser.add_argument("--start", help="ISO 8601 start with a time zone (default now, with --for).")
+    parser.add_argument("--end", help="ISO 8601 end with a time zone (instead of --for).")
+    parser.add_argument("--selector", help='Shorthand, e.g. "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80".')
+    parser.add_argument("--nvlink", action="store_true", help="Every GPU picked fully connected by NVLink.")
+    parser.add_argument("--vcpu", type=int, help="vCPUs to claim on the node.")
+    parser.add_argument("--memory", type=int, help="Memory to claim on the node, in GiB (memoryGiB).")
+    parser.add_argument("--gang", type=int, help="Book this many nodes at once, each taking the devices.")
+    parser.add_argument("--priority", choices=("regular", "spot"), help="regular (default) or spot.")
+    parser.add_argument("--idempotency-key", help="Replaying the same key answers the first reservation.")
+    parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
+
+
+def _epoch_ms(text: str, option: str) -> int:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise refused(
+            INVALID_INPUT, f"{option} must be an ISO 8601 time, such as 2026-12-03T09:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise refused(INVALID_INPUT, f"{option} must carry a time zone, such as 2026-12-03T09:00Z")
+    return int(parsed.timestamp() * 1000)
+
+
+def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Return the request body the options describe, in the API's shape."""
+    data: dict[str, Any] = {"tenantId": options["tenant"], "poolId": options["pool"]}
+    if options.get("gpus"):
+        device: dict[str, Any] = {"class": options["device_class"], "count": options["gpus"]}
+        if options.get("selector"):
+            device["selector"] = options["selector"]
+        data["devices"] = [device]
+    elif options.get("selector"):
+        raise refused(INVALID_INPUT, "--selector needs --gpus")
+    if options.get("nvlink"):
+        data["topology"] = "nvlink-all"
+    resources = {
+        name: options[option]
+        for option, name in (("vcpu", "vcpu"), ("memory", "memoryGiB"))
+        if options.get(option) is not None
+    }
+    if resources:
+        data["resources"] = resources
+    start, end, duration = options.get("start"), options.get("end"), options.get("duration")
+    if end and duration:
+        raise refused(INVALID_INPUT, "give --for or --end, not both")
+    if end and not start:
+        raise refused(INVALID_INPUT, "--end needs --start")
+    if start:
+        begin = _epoch_ms(start, "--start")
+        if end:
+            finish = _epoch_ms(end, "--end")
+        elif duration:
+            reservation_input({"duration": duration})  # a duration too long to represent
+            length = services.parse_duration(duration, "--for")
+            finish = begin + int(length.total_seconds() * 1000)
+        else:
+            raise refused(INVALID_INPUT, "--start needs --for or --end")
+        data["during"] = {"start": begin, "end": finish}
+    elif duration is not None:
+        data["duration"] = duration
+    if options.get("gang"):
+        data["gang"] = {"size": options["gang"]}
+    if options.get("priority"):
+        data["priority"] = options["priority"]
+    if options.get("idempotency_key"):
+        data["idempotencyKey"] = options["idempotency_key"]
+    return dict(reservation_input(data))
+
+
+def admission(tenant: str) -> dict[str, str]:
+    """The admission context of a booking made from the command line."""
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):
+        who = "unknown"
+    return {"tenant": tenant, "identity": who, "identityKind": "cli", "action": "reservations.create"}

@@ -1,0 +1,47 @@
+"""Interactive API docs (Swagger UI) from the vendored swagger-ui-dist files, and the API's JSON 404."""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+from django.templatetags.static import static
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from capacity.errors import error_body
+
+from .auth import AUTHENTICATION_CLASSES
+
+# static/vendor/swagger-ui-dist@<version>/ holds swagger-ui.css, swagger-ui-bundle.js,
+# swagger-ui-standalone-preset.js, favicon-32x32.png (and the CSS source map the CSS names, so a
+# manifest static storage can collect it) from the npm package, unchanged, with LICENSE and NOTICE.
+SWAGGER_UI_VERSION = "5.35.0"
+SWAGGER_UI_DIR = f"vendor/swagger-ui-dist@{SWAGGER_UI_VERSION}"
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI schema (YAML; JSON with ?format=json), left out of itself."""
+
+    authentication_classes = AUTHENTICATION_CLASSES
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class SwaggerDocsView(SpectacularSwaggerView):
+    """drf-spectacular's Swagger UI page, served from our static files instead of a CDN."""
+
+    authentication_classes = AUTHENTICATION_CLASSES
+
+    @staticmethod
+    def _swagger_ui_resource(filename: str) -> str:
+        return static(f"{SWAGGER_UI_DIR}/{filename}")
+
+    @staticmethod
+    def _swagger_ui_favicon() -> str:
+        return static(f"{SWAGGER_UI_DIR}/favicon-32x32.png")
+
+
+def api_not_found(request, *args, **kwargs) -> JsonResponse:
+    """Answer an unknown /api/ path as the API answers everything: JSON with a code."""
+    return JsonResponse(error_body("NOT_FOUND", f"no API endpoint {request.path}"), status=404)

@@ -1,0 +1,337 @@
+"""Nodes: list and detail, operator actions (cordon, maintenance, taints, dedication, labels), ingestion.
+
+Who sees which nodes: operators see every node; a tenant user sees the nodes of the pools its
+tenants may use (services.pools_for), read-only. Actions and ingestion need an operator (403).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from capacity import services
+from capacity.placement import scalar_capacity
+from inventory import services as inventory
+from inventory.api.serializers import (
+    DedicateInputSerializer,
+    LabelInputSerializer,
+    MaintenanceInputSerializer,
+    NodeDetailSerializer,
+    NodeReportInputSerializer,
+    NodeSummarySerializer,
+    ReportResultSerializer,
+    TaintInputSerializer,
+    TopologyInputSerializer,
+    TopologyResultSerializer,
+    condition_items,
+    device_items,
+    link_items,
+    node_summary,
+)
+from inventory.errors import InventoryError
+from inventory.filtersets import STATES, filter_nodes, free_gpus_now
+from inventory.ingest import apply_node_report
+from inventory.models import Device, Node, NodeTaint
+
+from .auth import IsOperator
+from .base import BerthAPIView
+from .parsers import PlainTextParser, StrictJSONParser
+from .views import errors, text_param
+
+NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
+
+
+def visible_nodes(scope: services.Scope):
+    """Return the nodes the caller may read."""
+    nodes = Node.objects.all()
+    if scope.tenants is not None:
+        nodes = nodes.filter(pool__in=[p.pk for p in services.pools_for(scope)])
+    return nodes
+
+
+def with_summary_rows(nodes):
+    """Load what a summary shows in a fixed number of queries, whatever the number of nodes."""
+    if "free_now" not in nodes.query.annotations:
+        nodes = free_gpus_now(nodes)
+    return nodes.select_related("pool__site", "owner_tenant").prefetch_related("labels", "taints")
+
+
+def device_counts(nodes: list[Node]) -> dict[int, dict[str, int]]:
+    """Return atoms per device class of each node, in one query."""
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    rows = (
+        Device.objects.filter(node__in=nodes)
+        .values_list("node_id", "device_class")
+        .order_by("node_id", "device_class")
+    )
+    for node_id, device_class in rows:
+        counts[node_id][device_class] = counts[node_id].get(device_class, 0) + 1
+    return counts
+
+
+def render_summaries(nodes: list[Node]) -> list[dict]:
+    counts = device_counts(nodes)
+    return NodeSummarySerializer(
+        [node_summary(n, device_counts=counts[n.pk], free_gpus_now=n.free_now) for n in nodes], many=True
+    ).data
+
+
+def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> dict:
+    """Return the detail dict of a node the caller may read, or raise NOT_FOUND."""
+    node = (
+        with_summary_rows(visible_nodes(scope).filter(name=node_name))
+        .prefetch_related(
+            Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
+            "links",
+            "conditions",
+            "resources",
+        )
+        .first()
+    )
+    if node is None:
+        raise InventoryError("NOT_FOUND", f"no node {node_name}")
+    devices = list(node.devices.all())
+    uuids = {d.pk: d.uuid for d in devices}
+    counts: dict[str, int] = {}
+    for d in devices:
+        counts[d.device_class] = counts.get(d.device_class, 0) + 1
+    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now)
+    data["devices"] = device_items(devices, uuids)
+    data["links"] = link_items(node.links.all(), uuids)
+    data["conditions"] = condition_items(node.conditions.all())
+    data["resources"] = [
+        {
+            "resource": r.resource,
+            "allocatable": r.allocatable,
+            "ratio": r.ratio,
+            "allocated": r.allocated,
+            "capacity": scalar_capacity(r.allocatable, r.ratio),
+        }
+        for r in node.resources.all()
+    ]
+    return NodeDetailSerializer(data).data
+
+
+def existing_node(node_name: str) -> Node:
+    node = Node.objects.filter(name=node_name).first()
+    if node is None:
+        raise InventoryError("NOT_FOUND", f"no node {node_name}")
+    return node
+
+
+def body_object(data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise InventoryError("INVALID_INPUT", "the request must be a JSON object")
+    return data
+
+
+def body_text(data: dict, name: str, *, required: bool = True, default: str = "") -> str:
+    if name not in data:
+        if required:
+            raise InventoryError("INVALID_INPUT", f"{name} is required")
+        return default
+    value = data[name]
+    if not isinstance(value, str):
+        raise InventoryError("INVALID_INPUT", f"{name} must be a string")
+    return value
+
+
+NODE_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="Node name.")
+KEY = OpenApiParameter("key", str, OpenApiParameter.PATH, description="Taint or label key (may contain '/').")
+
+
+class NodesView(BerthAPIView):
+    """The nodes the caller may read, filtered."""
+
+    @extend_schema(
+        operation_id="nodes_list",
+        tags=["nodes"],
+        summary="List nodes",
+        description=(
+            "Operators see every node; tenants the nodes of the pools they may use. Filters: pool "
+            "(slug), state, label (key or key=value), free_gpus (at least n GPUs free now), q (name)."
+        ),
+        parameters=[
+            OpenApiParameter("pool", str, description="Pool slug."),
+            OpenApiParameter("state", str, enum=STATES),
+            OpenApiParameter("label", str, description="key, or key=value."),
+            OpenApiParameter("free_gpus", int, description="At least this many GPUs free now."),
+            OpenApiParameter("q", str, description="Part of the node name."),
+        ],
+        responses={200: NodeSummarySerializer(many=True), **errors(400, 401, 404)},
+    )
+    def get(self, request):
+        nodes = visible_nodes(self.scope)
+        pool = text_param(request, "pool")
+        if pool is not None:
+            nodes = nodes.filter(pool__slug=pool)
+        nodes = filter_nodes(nodes, {k: request.query_params.get(k, "") for k in NODE_FILTERS})
+        return self.paginated(with_summary_rows(nodes).order_by("name"), render_summaries)
+
+
+class NodeView(BerthAPIView):
+    """One node with its devices, links, labels, taints, conditions and resources."""
+
+    @extend_schema(
+        operation_id="nodes_get",
+        tags=["nodes"],
+        summary="Get a node",
+        parameters=[NODE_NAME],
+        responses={200: NodeDetailSerializer, **errors(401, 404)},
+    )
+    def get(self, request, name):
+        return Response(node_detail(name, self.scope))
+
+
+class OperatorView(BerthAPIView):
+    """A node action: operators only; answers the node as it is afterwards."""
+
+    permission_classes = [IsAuthenticated, IsOperator]
+
+
+def action_schema(operation_id: str, summary: str, request: Any = None, **kw: Any):
+    return extend_schema(
+        operation_id=operation_id,
+        tags=["nodes"],
+        summary=summary,
+        description=f"{summary}. Operators only.",
+        parameters=[NODE_NAME, *kw.pop("parameters", [])],
+        request=request,
+        responses={
+            200: kw.pop("response", NodeDetailSerializer),
+            **errors(*kw.pop("codes", (400, 401, 403, 404))),
+        },
+        **kw,
+    )
+
+
+class CordonView(OperatorView):
+    @action_schema("nodes_cordon", "Cordon a node: no new placements; what runs stays", codes=(401, 403, 404))
+    def post(self, request, name):
+        inventory.cordon(name)
+        return Response(node_detail(name))
+
+
+class UncordonView(OperatorView):
+    @action_schema("nodes_uncordon", "Uncordon a node", codes=(401, 403, 404))
+    def post(self, request, name):
+        inventory.uncordon(name)
+        return Response(node_detail(name))
+
+
+class MaintenanceView(OperatorView):
+    @action_schema(
+        "nodes_maintenance",
+        "Put a node in maintenance ({on: true}) or take it out",
+        MaintenanceInputSerializer,
+    )
+    def post(self, request, name):
+        data = body_object(request.data)
+        if not isinstance(data.get("on"), bool):
+            raise InventoryError("INVALID_INPUT", "on must be true or false")
+        inventory.set_maintenance(name, data["on"])
+        return Response(node_detail(name))
+
+
+class TaintsView(OperatorView):
+    @action_schema("nodes_taint", "Add or replace a taint", TaintInputSerializer)
+    def post(self, request, name):
+        data = body_object(request.data)
+        inventory.add_taint(
+            name,
+            body_text(data, "key"),
+            body_text(data, "value", required=False),
+            body_text(data, "effect", required=False, default=NodeTaint.Effect.NO_SCHEDULE),
+        )
+        return Response(node_detail(name))
+
+
+class TaintView(OperatorView):
+    @action_schema("nodes_untaint", "Remove a taint", parameters=[KEY])
+    def delete(self, request, name, key):
+        if not inventory.remove_taint(name, key):
+            raise InventoryError("NOT_FOUND", f"node {name} has no taint {key}")
+        return Response(node_detail(name))
+
+
+class DedicateView(OperatorView):
+    @action_schema(
+        "nodes_dedicate", "Dedicate a node to a tenant, or end the dedication", DedicateInputSerializer
+    )
+    def post(self, request, name):
+        data = body_object(request.data)
+        if "tenant" not in data:
+            raise InventoryError("INVALID_INPUT", "tenant is required: a tenant slug, or null")
+        tenant = data["tenant"]
+        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+            raise InventoryError("INVALID_INPUT", "tenant must be a tenant slug or null")
+        existing_node(name)
+        inventory.dedicate(name, tenant)
+        return Response(node_detail(name))
+
+
+class LabelsView(OperatorView):
+    @action_schema(
+        "nodes_label", "Set an operator label (bc.dev/ keys are inventory's)", LabelInputSerializer
+    )
+    def post(self, request, name):
+        data = body_object(request.data)
+        inventory.set_label(name, body_text(data, "key"), body_text(data, "value", required=False))
+        return Response(node_detail(name))
+
+
+class LabelView(OperatorView):
+    @action_schema("nodes_unlabel", "Remove an operator label", parameters=[KEY])
+    def delete(self, request, name, key):
+        if not inventory.remove_label(name, key):
+            raise InventoryError("NOT_FOUND", f"node {name} has no label {key}")
+        return Response(node_detail(name))
+
+
+class ReportView(OperatorView):
+    @action_schema(
+        "nodes_report",
+        "Apply a node report: devices, system labels and topology, each section the whole truth",
+        NodeReportInputSerializer,
+        response=ReportResultSerializer,
+        codes=(400, 401, 403, 404, 409),
+    )
+    def post(self, request, name):
+        result = apply_node_report(existing_node(name), request.data)
+        return Response(
+            ReportResultSerializer(
+                {
+                    "devices": result.devices,
+                    "created": result.created,
+                    "markedUnhealthy": result.marked_unhealthy,
+                    "becameHealthy": result.became_healthy,
+                    "labelsSet": result.labels_set,
+                    "labelsRemoved": result.labels_removed,
+                    "links": result.links,
+                }
+            ).data
+        )
+
+
+class TopologyView(OperatorView):
+    parser_classes = [PlainTextParser, StrictJSONParser]
+
+    @action_schema(
+        "nodes_topology",
+        "Import the GPU links of `nvidia-smi topo -m` (text/plain, or JSON {text})",
+        {"text/plain": {"type": "string", "minLength": 1}, "application/json": TopologyInputSerializer},
+        response=TopologyResultSerializer,
+    )
+    def post(self, request, name):
+        data = request.data
+        if isinstance(data, dict):
+            data = body_text(data, "text")
+        if not isinstance(data, str):
+            raise InventoryError("INVALID_INPUT", 'send the matrix as text/plain, or as JSON {"text": ...}')
+        result = apply_node_report(existing_node(name), {"topology": data})
+        return Response(TopologyResultSerializer({"links": result.links}).data)

@@ -1,0 +1,350 @@
+"""JSON shapes of reservations, previews and pools, for rendering and for the OpenAPI schema.
+
+Requests are validated by the services, which name the field at fault; the input serializers here
+only describe the input for the schema. Output serializers render plain dicts built by the views.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, extend_schema_field
+from rest_framework import serializers
+
+from capacity.models import Reservation
+from capacity.placement.selectors import MAX_EXPRESSIONS
+from capacity.placement.types import PRIORITIES, TOPOLOGIES
+from capacity.placement.validate import MAX_DEVICES, MAX_GANG_SIZE
+from capacity.services import DURATION_RE, IDEMPOTENCY_KEY_RE
+from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
+EXPRESSION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "pattern": KEY_PATTERN},
+        "op": {"type": "string", "enum": list(OPERATORS)},
+        "values": {
+            "type": "array",
+            "maxItems": 64,
+            "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+        },
+    },
+    "required": ["key", "op"],
+}
+SELECTOR_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "string",
+            "description": "Shorthand, e.g. `gpuProduct in (H100-SXM5-80GB), vramGiB >= 80, fabric.domain`.",
+        },
+        {"type": "array", "maxItems": MAX_EXPRESSIONS, "items": EXPRESSION_SCHEMA},
+        {
+            "type": "object",
+            "properties": {
+                "matchExpressions": {"type": "array", "maxItems": MAX_EXPRESSIONS, "items": EXPRESSION_SCHEMA}
+            },
+        },
+    ],
+    "description": "Every expression must hold; each reads a device attribute, then a node label with that key.",
+}
+TIME_SCHEMA = {
+    "oneOf": [
+        {"type": "integer", "minimum": 0, "description": "Epoch milliseconds."},
+        {"type": "string", "format": "date-time", "description": "ISO 8601 with a time zone."},
+    ]
+}
+
+
+@extend_schema_field(SELECTOR_SCHEMA)
+class SelectorField(serializers.JSONField):
+    """A device selector: shorthand string, list of expressions, or {matchExpressions}."""
+
+
+@extend_schema_field(TIME_SCHEMA)
+class TimeField(serializers.JSONField):
+    """A point in time: epoch milliseconds or ISO 8601."""
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error the API answers."""
+
+    code = serializers.CharField(
+        help_text="INVALID_INPUT, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, …"
+    )
+    message = serializers.CharField()
+
+
+class DeviceRequestSerializer(KeywordFieldsMixin, serializers.Serializer):
+    """A number of atoms of one class, optionally filtered by a selector."""
+
+    class_ = serializers.RegexField(KEY_PATTERN, required=False, help_text="Device class; gpu by default.")
+    count = serializers.IntegerField(min_value=1, max_value=MAX_DEVICES, required=False)
+    selector = SelectorField(required=False)
+    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False)
+
+
+class WindowSerializer(serializers.Serializer):
+    """A half-open window [start, end)."""
+
+    start = TimeField()
+    end = TimeField()
+
+
+class GangSerializer(serializers.Serializer):
+    """Book size nodes at once, each taking the devices."""
+
+    size = serializers.IntegerField(min_value=1, max_value=MAX_GANG_SIZE)
+    topologyKey = serializers.RegexField(KEY_PATTERN, required=False)
+
+
+class ReservationInputSerializer(serializers.Serializer):
+    """The input of reservations.create and capacity.preview."""
+
+    tenantId = serializers.CharField(help_text="The tenant slug, such as acme.")
+    poolId = serializers.CharField(help_text="The pool slug, such as h100-prod.")
+    devices = DeviceRequestSerializer(many=True, required=False, help_text=f"At most {MAX_DEVICES} in all.")
+    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False)
+    resources = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        help_text="Scalars such as vcpu, memoryGiB.",
+    )
+    duration = serializers.RegexField(
+        DURATION_RE.pattern, required=False, help_text="From now: 30m, 12h, 3d or 2w (at most 366d)."
+    )
+    during = WindowSerializer(required=False, help_text="The window [start, end); give this or duration.")
+    idempotencyKey = serializers.RegexField(IDEMPOTENCY_KEY_RE.pattern, required=False)
+    binding = serializers.ChoiceField(choices=Reservation.Binding.values, required=False)
+    priority = serializers.ChoiceField(choices=PRIORITIES, required=False)
+    gang = GangSerializer(required=False)
+    imageId = serializers.CharField(
+        required=False, allow_null=True, help_text="The image the workload runs (image-cached scorer)."
+    )
+
+
+class ConditionSerializer(serializers.Serializer):
+    """A reservation condition, such as Unschedulable with the pending reason."""
+
+    type = serializers.CharField()
+    status = serializers.CharField()
+    reason = serializers.CharField()
+    message = serializers.CharField()
+
+
+class AllocationSerializer(serializers.Serializer):
+    """What the reservation holds on one node."""
+
+    nodeId = serializers.CharField()
+    atoms = serializers.ListField(child=serializers.CharField())
+    resources = serializers.DictField(child=serializers.IntegerField())
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    releasedAt = serializers.DateTimeField(allow_null=True)
+
+
+class ReservationSerializer(serializers.Serializer):
+    """A reservation and what it holds."""
+
+    id = serializers.IntegerField()
+    tenantId = serializers.CharField()
+    poolId = serializers.CharField()
+    status = serializers.ChoiceField(choices=Reservation.Status.choices)
+    priority = serializers.ChoiceField(choices=Reservation.Priority.choices)
+    binding = serializers.ChoiceField(choices=Reservation.Binding.choices)
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    createdAt = serializers.DateTimeField()
+    releasedAt = serializers.DateTimeField(allow_null=True)
+    conditions = ConditionSerializer(many=True)
+    allocations = AllocationSerializer(many=True)
+    request = serializers.DictField(help_text="The input as the caller sent it.")
+
+
+class CandidateSerializer(serializers.Serializer):
+    """A node the request would fit on, with its atoms and scores."""
+
+    nodeId = serializers.CharField()
+    atoms = serializers.ListField(child=serializers.CharField())
+    score = serializers.FloatField()
+    scores = serializers.DictField(child=serializers.FloatField(), help_text="Per scorer, before weights.")
+
+
+class RejectionSerializer(KeywordFieldsMixin, serializers.Serializer):
+    """A node turned down, with the filter and the reason."""
+
+    nodeId = serializers.CharField()
+    filter_ = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class PreviewSerializer(serializers.Serializer):
+    """Where a request would land now, or why nothing fits."""
+
+    fits = serializers.BooleanField()
+    candidates = CandidateSerializer(many=True, help_text="Up to 10, best first.")
+    reason = serializers.CharField(required=False, help_text="Why nothing fits; only when fits is false.")
+    rejected = RejectionSerializer(
+        many=True,
+        required=False,
+        help_text="With ?explain=true: every node turned down, with filter and reason.",
+    )
+
+
+class PoolCapacitySerializer(KeywordFieldsMixin, serializers.Serializer):
+    """Atom counts of one device class in a pool."""
+
+    class_ = serializers.CharField(help_text="Device class.")
+    total = serializers.IntegerField()
+    allocated = serializers.IntegerField()
+    free = serializers.IntegerField(help_text="total − allocated − the buckets below, not below 0.")
+    excluded = serializers.IntegerField()
+    maintenance = serializers.IntegerField()
+    provisioning = serializers.IntegerField()
+    unreachable = serializers.IntegerField()
+    unhealthy = serializers.IntegerField()
+
+
+class PoolSerializer(serializers.Serializer):
+    """A pool with its capacity per device class."""
+
+    id = serializers.CharField(help_text="The pool slug.")
+    name = serializers.CharField()
+    site = serializers.CharField()
+    archived = serializers.BooleanField()
+    ownerTenant = serializers.CharField(allow_null=True, help_text="Set for a tenant's private pool.")
+    nodeCount = serializers.IntegerField()
+    capacity = PoolCapacitySerializer(many=True)
+
+
+RESERVE_EXAMPLE = {
+    "tenantId": "acme",
+    "poolId": "h100-prod",
+    "devices": [
+        {"class": "gpu", "count": 8, "selector": "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80"},
+    ],
+    "topology": "nvlink-all",
+    "resources": {"vcpu": 64, "memoryGiB": 512},
+    "duration": "3d",
+    "idempotencyKey": "train-run-42",
+}
+REQUEST_EXAMPLES = [
+    OpenApiExample("Eight NVLinked H100s for three days", value=RESERVE_EXAMPLE, request_only=True),
+    OpenApiExample(
+        "Two GPUs in a window with a selector as expressions",
+        value={
+            "tenantId": "acme",
+            "poolId": "h100-prod",
+            "devices": [
+                {
+                    "class": "gpu",
+                    "count": 2,
+                    "selector": {
+                        "matchExpressions": [
+                            {"key": "gpuProduct", "op": "In", "values": ["H100-SXM5-80GB"]},
+                            {"key": "vramGiB", "op": "Gte", "values": [80]},
+                        ]
+                    },
+                }
+            ],
+            "during": {"start": "2026-12-03T09:00:00Z", "end": "2026-12-04T09:00:00Z"},
+        },
+        request_only=True,
+    ),
+]
+_ATOMS = [f"GPU-5b0c1d2e-0000-4000-8000-00000000000{i}" for i in range(8)]
+RESERVATION_EXAMPLES = [
+    OpenApiExample(
+        "Placed",
+        value={
+            "id": 42,
+            "tenantId": "acme",
+            "poolId": "h100-prod",
+            "status": "placed",
+            "priority": "regular",
+            "binding": "none",
+            "start": "2026-12-02T12:00:00Z",
+            "end": "2026-12-05T12:00:00Z",
+            "createdAt": "2026-12-02T12:00:00.120000Z",
+            "releasedAt": None,
+            "conditions": [],
+            "allocations": [
+                {
+                    "nodeId": "ams1-dgx-05",
+                    "atoms": _ATOMS,
+                    "resources": {"vcpu": 64, "memoryGiB": 512},
+                    "start": "2026-12-02T12:00:00Z",
+                    "end": "2026-12-05T12:00:00Z",
+                    "releasedAt": None,
+                }
+            ],
+            "request": RESERVE_EXAMPLE,
+        },
+        response_only=True,
+        status_codes=["201"],
+    ),
+    OpenApiExample(
+        "Pending",
+        value={
+            "id": 43,
+            "tenantId": "acme",
+            "poolId": "h100-prod",
+            "status": "pending",
+            "priority": "regular",
+            "binding": "none",
+            "start": "2026-12-02T12:00:00Z",
+            "end": "2026-12-05T12:00:00Z",
+            "createdAt": "2026-12-02T12:00:00.120000Z",
+            "releasedAt": None,
+            "conditions": [
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "reason": "NoFit",
+                    "message": "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned",
+                }
+            ],
+            "allocations": [],
+            "request": {**RESERVE_EXAMPLE, "idempotencyKey": "train-run-43"},
+        },
+        response_only=True,
+        status_codes=["201"],
+    ),
+]
+PREVIEW_EXAMPLES = [
+    OpenApiExample(
+        "Eight NVLinked GPUs for a day",
+        value={
+            "tenantId": "acme",
+            "poolId": "h100-prod",
+            "devices": [{"class": "gpu", "count": 8, "topology": "nvlink-all"}],
+            "duration": "1d",
+            "idempotencyKey": "preview",
+        },
+        request_only=True,
+    ),
+    OpenApiExample(
+        "Fits",
+        value={
+            "fits": True,
+            "candidates": [
+                {
+                    "nodeId": "ams1-dgx-05",
+                    "atoms": _ATOMS,
+                    "score": 2.25,
+                    "scores": {"binpack": 1.0, "topology": 1.0, "fragmentation": 1.0, "spread": 0.0},
+                }
+            ],
+        },
+        response_only=True,
+        status_codes=["200"],
+    ),
+    OpenApiExample(
+        "Does not fit",
+        value={
+            "fits": False,
+            "candidates": [],
+            "reason": "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned",
+        },
+        response_only=True,
+        status_codes=["200"],
+    ),
+]

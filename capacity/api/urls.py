@@ -1,0 +1,30 @@
+"""URLs of the REST API's version 1, mounted at /api/v1/ by config/api_urls.py."""
+
+from django.urls import path
+
+from . import nodes, views
+
+urlpatterns = [
+    path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
+    path("reservations/<str:reservation_id>", views.ReservationView.as_view(), name="api-reservation"),
+    path(
+        "reservations/<str:reservation_id>/release",
+        views.ReleaseView.as_view(),
+        name="api-reservation-release",
+    ),
+    path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
+    path("pools", views.PoolsView.as_view(), name="api-pools"),
+    path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
+    path("nodes", nodes.NodesView.as_view(), name="api-nodes"),
+    path("nodes/<str:name>", nodes.NodeView.as_view(), name="api-node"),
+    path("nodes/<str:name>/cordon", nodes.CordonView.as_view(), name="api-node-cordon"),
+    path("nodes/<str:name>/uncordon", nodes.UncordonView.as_view(), name="api-node-uncordon"),
+    path("nodes/<str:name>/maintenance", nodes.MaintenanceView.as_view(), name="api-node-maintenance"),
+    path("nodes/<str:name>/taints", nodes.TaintsView.as_view(), name="api-node-taints"),
+    path("nodes/<str:name>/taints/<path:key>", nodes.TaintView.as_view(), name="api-node-taint"),
+    path("nodes/<str:name>/dedicate", nodes.DedicateView.as_view(), name="api-node-dedicate"),
+    path("nodes/<str:name>/labels", nodes.LabelsView.as_view(), name="api-node-labels"),
+    path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
+    path("nodes/<str:name>/report", nodes.ReportView.as_view(), name="api-node-report"),
+    path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
+]

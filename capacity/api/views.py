@@ -1,0 +1,315 @@
+"""Reservations, the placement preview and pools: thin views over capacity.services."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from django.db.models import Count, prefetch_related_objects
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status as http
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from capacity import services
+from capacity.models import Allocation, DeviceBooking, Reservation
+from capacity.placement import NOT_FOUND, CapacityError
+from capacity.rollups import BUCKETS
+from inventory.models import Node, Pool
+
+from .base import BerthAPIView
+from .inputs import reservation_input
+from .serializers import (
+    PREVIEW_EXAMPLES,
+    REQUEST_EXAMPLES,
+    RESERVATION_EXAMPLES,
+    ErrorSerializer,
+    PoolSerializer,
+    PreviewSerializer,
+    ReservationInputSerializer,
+    ReservationSerializer,
+)
+
+ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
+TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
+
+
+def errors(*codes: int) -> dict[int, type[ErrorSerializer]]:
+    """Return OpenAPI responses for these error statuses."""
+    return {code: ErrorSerializer for code in codes}
+
+
+def text_param(request, name: str) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    return value or None
+
+
+def bool_param(request, name: str) -> bool:
+    value = request.query_params.get(name, "").strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise ValidationError({name: "must be true or false"})
+
+
+def reservation_data(reservation: Reservation, allocations: Iterable[Mapping]) -> dict:
+    """Return the API dict of a reservation whose tenant and pool are loaded."""
+    return {
+        "id": reservation.pk,
+        "tenantId": reservation.tenant.slug,
+        "poolId": reservation.pool.slug,
+        "status": reservation.status,
+        "priority": reservation.priority,
+        "binding": reservation.binding,
+        "start": reservation.starts_at,
+        "end": reservation.ends_at,
+        "createdAt": reservation.created_at,
+        "releasedAt": reservation.released_at,
+        "conditions": reservation.conditions,
+        "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
+        "request": reservation.request.get("input", {}),
+    }
+
+
+def allocations_by_reservation(reservations: list[Reservation]) -> dict[int, list[dict]]:
+    """Return services.allocations_of for many reservations at once, in two queries.
+
+    Slices booked only because their parent GPU was booked whole are left out, as there.
+    """
+    allocations = list(
+        Allocation.objects.filter(reservation__in=[r.pk for r in reservations])
+        .select_related("node")
+        .order_by("pk")
+    )
+    booked: dict[int, list[tuple[str, str | None]]] = {}
+    rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
+        "allocation_id", "device__uuid", "device__parent__uuid"
+    )
+    for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
+        booked.setdefault(allocation_id, []).append((uuid, parent))
+    result: dict[int, list[dict]] = {r.pk: [] for r in reservations}
+    for a in allocations:
+        uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
+        result[a.reservation_id].append(
+            {
+                "nodeId": a.node.name,
+                "atoms": [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids],
+                "resources": a.resources,
+                "start": a.starts_at,
+                "end": a.ends_at,
+                "releasedAt": a.released_at,
+            }
+        )
+    return result
+
+
+def render_reservation(reservation: Reservation) -> dict:
+    return ReservationSerializer(reservation_data(reservation, services.allocations_of(reservation))).data
+
+
+def render_reservations(reservations: list[Reservation]) -> list[dict]:
+    allocations = allocations_by_reservation(reservations)
+    return ReservationSerializer(
+        [reservation_data(r, allocations[r.pk]) for r in reservations], many=True
+    ).data
+
+
+RESERVATION_ID = OpenApiParameter("reservation_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+class ReservationsView(BerthAPIView):
+    """List the caller's reservations, or create one."""
+
+    @extend_schema(
+        operation_id="reservations_list",
+        tags=["reservations"],
+        summary="List reservations",
+        description="The caller's reservations (operators: everyone's), newest first.",
+        parameters=[
+            OpenApiParameter("status", str, enum=Reservation.Status.values),
+            OpenApiParameter("pool", str, description="Pool slug."),
+            OpenApiParameter("tenant", str, description="Tenant slug."),
+        ],
+        responses={200: ReservationSerializer(many=True), **errors(400, 401, 404)},
+    )
+    def get(self, request):
+        status = text_param(request, "status")
+        if status is not None and status not in Reservation.Status.values:
+            raise ValidationError({"status": f"must be one of {', '.join(Reservation.Status.values)}"})
+        reservations = services.list_reservations(
+            scope=self.scope,
+            status=status,
+            pool=text_param(request, "pool"),
+            tenant=text_param(request, "tenant"),
+        )
+        return self.paginated(reservations, render_reservations)
+
+    @extend_schema(
+        operation_id="reservations_create",
+        tags=["reservations"],
+        summary="Create a reservation",
+        description=(
+            "Validates, charges quota and places the request inline. Answers 201 with the reservation, "
+            "placed or pending (the reason is in its Unschedulable condition); the same idempotencyKey "
+            "with the same input answers 200 with the first reservation, with other input 409 CONFLICT."
+        ),
+        request=ReservationInputSerializer,
+        responses={
+            201: ReservationSerializer,
+            200: ReservationSerializer,
+            **errors(400, 401, 403, 404, 409, 422),
+        },
+        examples=[*REQUEST_EXAMPLES, *RESERVATION_EXAMPLES],
+    )
+    def post(self, request):
+        data = reservation_input(request.data)
+        admission = {
+            "tenant": data.get("tenantId"),
+            "identity": request.user.get_username(),
+            "identityKind": "user",
+            "action": "reservations.create",
+        }
+        result = services.reserve(data, scope=self.scope, admission=admission)
+        return Response(
+            render_reservation(result.reservation),
+            status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK,
+        )
+
+
+class ReservationView(BerthAPIView):
+    """One reservation."""
+
+    @extend_schema(
+        operation_id="reservations_get",
+        tags=["reservations"],
+        summary="Get a reservation",
+        description="Another tenant's reservation answers 404, as one that does not exist.",
+        parameters=[RESERVATION_ID],
+        responses={200: ReservationSerializer, **errors(401, 404)},
+    )
+    def get(self, request, reservation_id):
+        return Response(render_reservation(services.get(reservation_id, scope=self.scope)))
+
+
+class ReleaseView(BerthAPIView):
+    """Release a reservation."""
+
+    @extend_schema(
+        operation_id="reservations_release",
+        tags=["reservations"],
+        summary="Release a reservation",
+        description="Ends its bookings now and refunds quota; releasing twice answers the released reservation.",
+        parameters=[RESERVATION_ID],
+        request=None,
+        responses={200: ReservationSerializer, **errors(401, 404)},
+    )
+    def post(self, request, reservation_id):
+        return Response(render_reservation(services.release(reservation_id, scope=self.scope)))
+
+
+class PreviewView(BerthAPIView):
+    """Run the placement pipeline without the commit."""
+
+    @extend_schema(
+        operation_id="capacity_preview",
+        tags=["capacity"],
+        summary="Preview a placement",
+        description=(
+            "Takes the input of reservations.create (the idempotencyKey is checked, never stored) and "
+            "answers where it would land now, or why nothing fits. Needs read access to the pool only: "
+            "no quota, no admission. With explain=true every node of the pool is planned and each "
+            "rejected node is listed with its filter and reason."
+        ),
+        parameters=[OpenApiParameter("explain", bool, description="List every rejected node.")],
+        request=ReservationInputSerializer,
+        responses={200: PreviewSerializer, **errors(400, 401, 403, 404, 422)},
+        examples=PREVIEW_EXAMPLES,
+    )
+    def post(self, request):
+        explain = bool_param(request, "explain")
+        preview = services.preview(reservation_input(request.data), scope=self.scope, explain=explain)
+        body: dict = {"fits": preview.fits, "candidates": preview.candidates}
+        if not preview.fits:
+            body["reason"] = preview.reason
+        if explain:
+            body["rejected"] = [
+                {"nodeId": r.node_id, "filter": r.filter, "reason": r.reason} for r in preview.plan.rejected
+            ]
+        return Response(PreviewSerializer(body).data)
+
+
+def pool_data(pool: Pool, node_count: int) -> dict:
+    """Return the API dict of a pool whose site, owner and rollups are loaded."""
+    capacity = []
+    for rollup in pool.rollups.all():
+        counts = {name: getattr(rollup, name) for name in BUCKETS}
+        free = rollup.total - rollup.allocated - sum(counts.values())
+        capacity.append(
+            {
+                "class": rollup.device_class,
+                "total": rollup.total,
+                "allocated": rollup.allocated,
+                "free": max(free, 0),
+            }
+            | counts
+        )
+    return {
+        "id": pool.slug,
+        "name": pool.name,
+        "site": pool.site.slug,
+        "archived": pool.archived,
+        "ownerTenant": pool.owner_tenant.slug if pool.owner_tenant_id else None,
+        "nodeCount": node_count,
+        "capacity": capacity,
+    }
+
+
+def render_pools(pools: list[Pool]) -> list[dict]:
+    prefetch_related_objects(pools, "rollups")
+    counts = Counter(
+        dict(
+            Node.objects.filter(pool__in=pools)
+            .values("pool")
+            .annotate(n=Count("pk"))
+            .values_list("pool", "n")
+            .order_by()
+        )
+    )
+    return PoolSerializer([pool_data(p, counts[p.pk]) for p in pools], many=True).data
+
+
+def visible_pool(scope: services.Scope, slug: str) -> Pool:
+    pool = next((p for p in services.pools_for(scope) if p.slug == slug), None)
+    if pool is None:
+        raise CapacityError(NOT_FOUND, f"no pool {slug}")
+    return pool
+
+
+class PoolsView(BerthAPIView):
+    """The pools the caller may use, with capacity per device class."""
+
+    @extend_schema(
+        operation_id="pools_list",
+        tags=["pools"],
+        summary="List pools",
+        description="Operators see every pool; tenants the pools they may book into.",
+        responses={200: PoolSerializer(many=True), **errors(400, 401, 404)},
+    )
+    def get(self, request):
+        return self.paginated(list(services.pools_for(self.scope)), render_pools)
+
+
+class PoolView(BerthAPIView):
+    """One pool."""
+
+    @extend_schema(
+        operation_id="pools_get",
+        tags=["pools"],
+        summary="Get a pool",
+        description="A pool the caller may not use answers 404, as one that does not exist.",
+        responses={200: PoolSerializer, **errors(401, 404)},
+    )
+    def get(self, request, slug):
+        return Response(render_pools([visible_pool(self.scope, slug)])[0])

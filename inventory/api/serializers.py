@@ -1,0 +1,282 @@
+"""JSON shapes of nodes and of what operators and node reports send, for rendering and for OpenAPI.
+
+The serializers render plain dicts (camelCase keys, as the API speaks); the `*_items` helpers build
+those dicts from rows the view has already fetched, so rendering runs no queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rest_framework import serializers
+
+from inventory.filtersets import STATES
+from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
+
+# What a node's state reads as: the first row of the eligibility table that applies, or schedulable.
+NODE_STATES = ("excluded", *STATES)
+
+
+class KeywordFieldsMixin:
+    """Let a serializer render keys that are Python keywords: `class_` renders as `class`."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        return {name.removesuffix("_"): field for name, field in fields.items()}
+
+
+class LabelSerializer(serializers.Serializer):
+    """A node label; `bc.dev/` keys count only with source system."""
+
+    key = serializers.CharField()
+    value = serializers.CharField(allow_blank=True)
+    source = serializers.ChoiceField(choices=NodeLabel.Source.choices)
+
+
+class TaintSerializer(serializers.Serializer):
+    """A node taint."""
+
+    key = serializers.CharField()
+    value = serializers.CharField(allow_blank=True)
+    effect = serializers.ChoiceField(choices=NodeTaint.Effect.choices)
+
+
+class DeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
+    """A device: a whole GPU, a MIG slice (with its parent GPU), or another atom."""
+
+    uuid = serializers.CharField()
+    class_ = serializers.CharField(help_text="Device class: gpu, or a MIG profile such as mig-1g.10gb.")
+    index = serializers.IntegerField()
+    parent = serializers.CharField(allow_null=True, help_text="The uuid of the GPU a MIG slice belongs to.")
+    numaNode = serializers.IntegerField(allow_null=True)
+    attributes = serializers.DictField()
+    healthy = serializers.BooleanField()
+    bookable = serializers.BooleanField()
+
+
+class LinkSerializer(serializers.Serializer):
+    """The link between two GPUs, as `nvidia-smi topo -m` ranks it."""
+
+    a = serializers.CharField(help_text="Device uuid.")
+    b = serializers.CharField(help_text="Device uuid.")
+    rank = serializers.ChoiceField(choices=DeviceLink.Rank.choices)
+    nvlinks = serializers.IntegerField()
+
+
+class NodeConditionSerializer(serializers.Serializer):
+    """An observed condition of the node."""
+
+    type = serializers.CharField()
+    status = serializers.ChoiceField(choices=NodeCondition.Status.choices)
+    reason = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    lastTransitionAt = serializers.DateTimeField()
+
+
+class NodeResourceSerializer(serializers.Serializer):
+    """A scalar resource of the node, such as vcpu."""
+
+    resource = serializers.CharField()
+    allocatable = serializers.FloatField()
+    ratio = serializers.FloatField()
+    allocated = serializers.IntegerField()
+    capacity = serializers.IntegerField(help_text="floor(allocatable × ratio).")
+
+
+class NodeSummarySerializer(serializers.Serializer):
+    """A node as the node list shows it."""
+
+    name = serializers.CharField()
+    pool = serializers.CharField()
+    site = serializers.CharField()
+    state = serializers.ChoiceField(choices=NODE_STATES)
+    role = serializers.ChoiceField(choices=Node.Role.choices)
+    provisionState = serializers.ChoiceField(choices=Node.ProvisionState.choices)
+    connectivity = serializers.ChoiceField(choices=Node.Connectivity.choices)
+    trust = serializers.ChoiceField(choices=Node.Trust.choices)
+    cordoned = serializers.BooleanField()
+    maintenance = serializers.BooleanField()
+    converged = serializers.BooleanField()
+    ownerTenant = serializers.CharField(allow_null=True)
+    noScheduleReasons = serializers.ListField(child=serializers.CharField())
+    labels = LabelSerializer(many=True)
+    taints = TaintSerializer(many=True)
+    deviceCounts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Atoms per device class."
+    )
+    freeGpusNow = serializers.IntegerField(help_text="Healthy, bookable GPUs with no booking now.")
+
+
+class NodeDetailSerializer(NodeSummarySerializer):
+    """A node with its devices, links, conditions and resources."""
+
+    devices = DeviceSerializer(many=True)
+    links = LinkSerializer(many=True)
+    conditions = NodeConditionSerializer(many=True)
+    resources = NodeResourceSerializer(many=True)
+
+
+class MaintenanceInputSerializer(serializers.Serializer):
+    """Maintenance on (true) or off (false)."""
+
+    on = serializers.BooleanField()
+
+
+# Label and taint keys: the selector key syntax.
+KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9._/-]*$"
+
+
+class TaintInputSerializer(serializers.Serializer):
+    """A taint to add or replace (effect NoSchedule by default)."""
+
+    key = serializers.RegexField(KEY_PATTERN, max_length=253)
+    value = serializers.CharField(max_length=253, allow_blank=True, required=False)
+    effect = serializers.ChoiceField(choices=NodeTaint.Effect.choices, required=False)
+
+
+class DedicateInputSerializer(serializers.Serializer):
+    """The tenant to dedicate the node to, or null."""
+
+    tenant = serializers.CharField(allow_null=True, help_text="A tenant slug, or null to end the dedication.")
+
+
+class LabelInputSerializer(serializers.Serializer):
+    """An operator label to set."""
+
+    key = serializers.RegexField(KEY_PATTERN, max_length=253, help_text="Not under bc.dev/ (inventory's).")
+    value = serializers.CharField(max_length=253, allow_blank=True, required=False)
+
+
+class ReportedDeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
+    """A device as a node reports it."""
+
+    uuid = serializers.CharField(max_length=100)
+    class_ = serializers.CharField(max_length=50, required=False)
+    index = serializers.IntegerField(min_value=0, required=False)
+    numaNode = serializers.IntegerField(min_value=0, allow_null=True, required=False)
+    parent = serializers.CharField(allow_null=True, required=False)
+    healthy = serializers.BooleanField(required=False)
+    attributes = serializers.DictField(required=False)
+
+
+class NodeReportInputSerializer(serializers.Serializer):
+    """A node report: each section present is the whole truth for it."""
+
+    devices = ReportedDeviceSerializer(many=True, required=False)
+    labels = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
+    topology = serializers.CharField(required=False, help_text="The text of `nvidia-smi topo -m`.")
+
+
+class TopologyInputSerializer(serializers.Serializer):
+    """The topology matrix as JSON."""
+
+    text = serializers.CharField(help_text="The text of `nvidia-smi topo -m`.")
+
+
+class ReportResultSerializer(serializers.Serializer):
+    """What a node report changed."""
+
+    devices = serializers.IntegerField()
+    created = serializers.IntegerField()
+    markedUnhealthy = serializers.IntegerField()
+    becameHealthy = serializers.IntegerField()
+    labelsSet = serializers.IntegerField()
+    labelsRemoved = serializers.IntegerField()
+    links = serializers.IntegerField(allow_null=True, help_text="null when the report had no topology.")
+
+
+class TopologyResultSerializer(serializers.Serializer):
+    """How many GPU links the matrix gave."""
+
+    links = serializers.IntegerField()
+
+
+def node_state(node: Node) -> str:
+    """Return the one word for a node's state, in the order of the placer's eligibility table."""
+    if node.role != Node.Role.HOST or node.trust == Node.Trust.TENANT_CONTROLLED:
+        return "excluded"
+    if node.maintenance:
+        return "maintenance"
+    if node.cordoned:
+        return "cordoned"
+    if node.provision_state != Node.ProvisionState.ACTIVE or not node.converged:
+        return "provisioning"
+    if node.connectivity != Node.Connectivity.CONNECTED:
+        return "unreachable"
+    reasons = list(node.no_schedule_reasons)
+    if len(reasons) == 1 and reasons[0].startswith("dedicated="):
+        return "dedicated"
+    return "unhealthy" if reasons else "schedulable"
+
+
+def label_items(labels: Iterable[NodeLabel]) -> list[dict]:
+    return [{"key": x.key, "value": x.value, "source": x.source} for x in labels]
+
+
+def taint_items(taints: Iterable[NodeTaint]) -> list[dict]:
+    return [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+
+
+def device_items(devices: Iterable[Device], uuids: Mapping[int, str]) -> list[dict]:
+    """Return device dicts; `uuids` maps device pk to uuid (for parents)."""
+    return [
+        {
+            "uuid": d.uuid,
+            "class": d.device_class,
+            "index": d.index,
+            "parent": uuids.get(d.parent_id) if d.parent_id else None,
+            "numaNode": d.numa_node,
+            "attributes": d.attributes,
+            "healthy": d.healthy,
+            "bookable": d.bookable,
+        }
+        for d in devices
+    ]
+
+
+def link_items(links: Iterable[DeviceLink], uuids: Mapping[int, str]) -> list[dict]:
+    return [
+        {
+            "a": uuids.get(x.device_a_id, ""),
+            "b": uuids.get(x.device_b_id, ""),
+            "rank": x.rank,
+            "nvlinks": x.nvlinks,
+        }
+        for x in links
+    ]
+
+
+def condition_items(conditions: Iterable[NodeCondition]) -> list[dict]:
+    return [
+        {
+            "type": c.type,
+            "status": c.status,
+            "reason": c.reason,
+            "message": c.message,
+            "lastTransitionAt": c.last_transition_at,
+        }
+        for c in conditions
+    ]
+
+
+def node_summary(node: Node, *, device_counts: Mapping[str, int], free_gpus_now: int) -> dict:
+    """Return the summary dict of a node whose pool, site, owner, labels and taints are loaded."""
+    return {
+        "name": node.name,
+        "pool": node.pool.slug,
+        "site": node.pool.site.slug,
+        "state": node_state(node),
+        "role": node.role,
+        "provisionState": node.provision_state,
+        "connectivity": node.connectivity,
+        "trust": node.trust,
+        "cordoned": node.cordoned,
+        "maintenance": node.maintenance,
+        "converged": node.converged,
+        "ownerTenant": node.owner_tenant.slug if node.owner_tenant_id else None,
+        "noScheduleReasons": list(node.no_schedule_reasons),
+        "labels": label_items(node.labels.all()),
+        "taints": taint_items(node.taints.all()),
+        "deviceCounts": dict(device_counts),
+        "freeGpusNow": free_gpus_now,
+    }

@@ -1,0 +1,444 @@
+"""Nodes over HTTP: list with filters, detail, operator actions, ingestion, and who may do what."""
+
+import pytest
+
+from inventory.models import Device, DeviceLink, NodeCondition, NodeLabel, NodeTaint
+
+TOPO = (
+    "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+    "GPU0\t X \tNV18\t0-55\t0\n"
+    "GPU1\tNV18\t X \t0-55\t0\n"
+    "\nLegend:\n\n  X    = Self\n"
+)
+
+
+def names(response):
+    assert response.status_code == 200, response.json()
+    return [n["name"] for n in response.json()["results"]]
+
+
+def test_the_node_list_summarises_each_node(as_operator, lab, as_acme, ask):
+    as_acme.post("/api/v1/reservations", ask(1), format="json")
+    data = as_operator.get("/api/v1/nodes").json()
+    assert data["count"] == 2
+    assert data["results"][0] == {
+        "name": "node-a",
+        "pool": "lab-pool",
+        "site": "lab",
+        "state": "schedulable",
+        "role": "host",
+        "provisionState": "active",
+        "connectivity": "connected",
+        "trust": "operator",
+        "cordoned": False,
+        "maintenance": False,
+        "converged": True,
+        "ownerTenant": None,
+        "noScheduleReasons": [],
+        "labels": [{"key": "bc.dev/cap.devices.limits", "value": "true", "source": "system"}],
+        "taints": [],
+        "deviceCounts": {"gpu": 4},
+        "freeGpusNow": 3,
+    }
+
+
+def test_the_node_list_filters_by_state_label_free_gpus_name_and_pool(
+    as_operator, lab, as_acme, ask, globex_node
+):
+    nodes_ = as_operator
+    assert names(nodes_.get("/api/v1/nodes")) == ["globex-node", "node-a", "node-b"]
+    as_acme.post("/api/v1/reservations", ask(3), format="json")
+    nodes_.post("/api/v1/nodes/node-b/cordon")
+    nodes_.post("/api/v1/nodes/node-a/labels", {"key": "rack", "value": "a01"}, format="json")
+    assert names(nodes_.get("/api/v1/nodes?state=cordoned")) == ["node-b"]
+    assert names(nodes_.get("/api/v1/nodes?state=schedulable")) == ["globex-node", "node-a"]
+    assert names(nodes_.get("/api/v1/nodes?label=rack=a01")) == ["node-a"]
+    assert names(nodes_.get("/api/v1/nodes?label=rack")) == ["node-a"]
+    assert names(nodes_.get("/api/v1/nodes?free_gpus=2")) == ["globex-node", "node-b"]
+    assert names(nodes_.get("/api/v1/nodes?q=NODE")) == ["globex-node", "node-a", "node-b"]
+    assert names(nodes_.get("/api/v1/nodes?pool=globex-pool")) == ["globex-node"]
+    assert names(nodes_.get("/api/v1/nodes?pool=nowhere")) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("state=asleep", "state must be one of schedulable, cordoned, maintenance, tainted, dedicated, "
+         "unreachable, provisioning, unhealthy"),
+        ("free_gpus=two", "free_gpus must be a whole number"),
+    ],
+)  # fmt: skip
+def test_a_bad_node_filter_is_invalid_input(as_operator, lab, query, message):
+    response = as_operator.get(f"/api/v1/nodes?{query}")
+    assert (response.status_code, response.json()) == (400, {"code": "INVALID_INPUT", "message": message})
+
+
+def test_a_tenant_sees_only_the_nodes_of_pools_it_may_use(as_acme, as_globex, lab, globex_node):
+    assert names(as_acme.get("/api/v1/nodes")) == ["node-a", "node-b"]
+    assert names(as_globex.get("/api/v1/nodes")) == ["globex-node", "node-a", "node-b"]
+    assert names(as_acme.get("/api/v1/nodes?pool=globex-pool")) == []
+    response = as_acme.get("/api/v1/nodes/globex-node")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no node globex-node"},
+    )
+    assert as_globex.get("/api/v1/nodes/globex-node").status_code == 200
+
+
+def test_the_node_detail_shows_devices_links_labels_taints_conditions_and_resources(
+    as_operator, lab, make_node
+):
+    node = make_node("node-mig", gpus=2, vcpu=100)
+    node.resources.filter(resource="vcpu").update(ratio=0.29)
+    gpu = Device.objects.get(node=node, index=0)
+    Device.objects.create(
+        node=node, uuid="MIG-0", device_class="mig-1g.10gb", parent=gpu, index=0, numa_node=0
+    )
+    Device.objects.filter(uuid="GPU-node-mig-1").update(healthy=False, attributes={"gpuProduct": "A100"})
+    NodeTaint.objects.create(node=node, key="gpu.flaky", value="yes")
+    NodeCondition.objects.create(
+        node=node, type="Ready", status="False", reason="KubeletDown", message="down"
+    )
+    data = as_operator.get("/api/v1/nodes/node-mig").json()
+    assert data["devices"] == [
+        {"uuid": "GPU-node-mig-0", "class": "gpu", "index": 0, "parent": None, "numaNode": 0,
+         "attributes": {}, "healthy": True, "bookable": True},
+        {"uuid": "MIG-0", "class": "mig-1g.10gb", "index": 0, "parent": "GPU-node-mig-0", "numaNode": 0,
+         "attributes": {}, "healthy": True, "bookable": True},
+        {"uuid": "GPU-node-mig-1", "class": "gpu", "index": 1, "parent": None, "numaNode": 0,
+         "attributes": {"gpuProduct": "A100"}, "healthy": False, "bookable": True},
+    ]  # fmt: skip
+    assert data["deviceCounts"] == {"gpu": 2, "mig-1g.10gb": 1}
+    assert data["links"] == [{"a": "GPU-node-mig-0", "b": "GPU-node-mig-1", "rank": "NV", "nvlinks": 0}]
+    assert data["taints"] == [{"key": "gpu.flaky", "value": "yes", "effect": "NoSchedule"}]
+    [condition] = data["conditions"]
+    assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletDown",
+        "message": "down",
+    }
+    # 100 × 0.29 is 29 whole vCPUs, not 28.
+    assert data["resources"] == [
+        {"resource": "vcpu", "allocatable": 100.0, "ratio": 0.29, "allocated": 0, "capacity": 29}
+    ]
+    assert data["state"] == "unhealthy"
+    assert sorted(data["noScheduleReasons"]) == sorted(
+        NodeTaint.objects.get(node=node).node.no_schedule_reasons
+    )
+    assert data["noScheduleReasons"]
+
+
+def test_an_unknown_node_is_not_found(as_operator, lab):
+    response = as_operator.get("/api/v1/nodes/nowhere")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no node nowhere"},
+    )
+
+
+def test_listing_nodes_runs_the_same_queries_for_many_as_for_two(
+    as_operator, lab, make_node, django_assert_max_num_queries
+):
+    as_operator.get("/api/v1/nodes")
+    with django_assert_max_num_queries(10) as two:
+        as_operator.get("/api/v1/nodes")
+    queries_for_two = len(two)
+    for i in range(10):
+        node = make_node(f"more-{i:02d}", gpus=8)
+        NodeLabel.objects.create(node=node, key="rack", value=f"r{i}")
+        NodeTaint.objects.create(node=node, key="gpu.flaky", value="yes")
+    with django_assert_max_num_queries(queries_for_two):
+        data = as_operator.get("/api/v1/nodes").json()
+    assert data["count"] == 12
+
+
+def test_a_node_detail_takes_a_fixed_number_of_queries(as_operator, lab, django_assert_max_num_queries):
+    as_operator.get("/api/v1/nodes/node-a")
+    with django_assert_max_num_queries(12):
+        as_operator.get("/api/v1/nodes/node-a")
+
+
+def test_cordon_and_uncordon_answer_the_node_as_it_is_afterwards(as_operator, lab):
+    response = as_operator.post("/api/v1/nodes/node-a/cordon")
+    assert response.status_code == 200
+    assert (response.json()["cordoned"], response.json()["state"]) == (True, "cordoned")
+    response = as_operator.post("/api/v1/nodes/node-a/uncordon")
+    assert (response.json()["cordoned"], response.json()["state"]) == (False, "schedulable")
+
+
+def test_uncordoning_places_a_pending_reservation(
+    as_operator, as_acme, lab, ask, django_capture_on_commit_callbacks
+):
+    as_operator.post("/api/v1/nodes/node-a/cordon")
+    as_operator.post("/api/v1/nodes/node-b/cordon")
+    pending = as_acme.post("/api/v1/reservations", ask(1), format="json").json()
+    assert pending["status"] == "pending"
+    with django_capture_on_commit_callbacks(execute=True):
+        as_operator.post("/api/v1/nodes/node-a/uncordon")
+    assert as_acme.get(f"/api/v1/reservations/{pending['id']}").json()["status"] == "placed"
+
+
+def test_maintenance_goes_on_and_off(as_operator, lab):
+    assert as_operator.post("/api/v1/nodes/node-a/maintenance", {"on": True}, format="json").json()[
+        "state"
+    ] == ("maintenance")
+    assert (
+        as_operator.post("/api/v1/nodes/node-a/maintenance", {"on": False}, format="json").json()[
+            "maintenance"
+        ]
+        is False
+    )
+
+
+@pytest.mark.parametrize("body", [{}, {"on": "yes"}, {"on": 1}, [True]])
+def test_maintenance_needs_a_boolean(as_operator, lab, body):
+    response = as_operator.post("/api/v1/nodes/node-a/maintenance", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+
+
+def test_taints_are_added_and_removed(as_operator, lab):
+    data = as_operator.post(
+        "/api/v1/nodes/node-a/taints",
+        {"key": "example.com/gpu-burn", "value": "1", "effect": "NoExecute"},
+        format="json",
+    ).json()
+    assert data["taints"] == [{"key": "example.com/gpu-burn", "value": "1", "effect": "NoExecute"}]
+    assert data["state"] == "unhealthy"
+    # Keys may hold '/': the path takes the rest of the URL.
+    data = as_operator.delete("/api/v1/nodes/node-a/taints/example.com/gpu-burn").json()
+    assert (data["taints"], data["state"]) == ([], "schedulable")
+
+
+def test_removing_a_taint_the_node_lacks_is_not_found(as_operator, lab):
+    response = as_operator.delete("/api/v1/nodes/node-a/taints/nothing")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "node node-a has no taint nothing"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"key": "1bad"}, "key: Label keys start with a letter"),
+        (
+            {"key": "ok", "effect": "Sometimes"},
+            "effect must be one of NoSchedule, PreferNoSchedule, NoExecute",
+        ),
+        ({"value": "x"}, "key is required"),
+        ({"key": 5}, "key must be a string"),
+        ({"key": "ok", "value": "x" * 254}, "value must be at most 253 characters"),
+    ],
+)
+def test_a_bad_taint_is_invalid_input(as_operator, lab, body, message):
+    response = as_operator.post("/api/v1/nodes/node-a/taints", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert response.json()["message"].startswith(message)
+
+
+def test_dedicating_a_node_and_ending_it(as_operator, lab, tenant):
+    data = as_operator.post("/api/v1/nodes/node-a/dedicate", {"tenant": "acme"}, format="json").json()
+    assert data["taints"] == [{"key": "dedicated", "value": "acme", "effect": "NoSchedule"}]
+    assert (data["state"], data["noScheduleReasons"]) == ("dedicated", ["dedicated=acme"])
+    data = as_operator.post("/api/v1/nodes/node-a/dedicate", {"tenant": None}, format="json").json()
+    assert (data["taints"], data["state"]) == ([], "schedulable")
+
+
+def test_dedicating_to_an_unknown_tenant_is_not_found(as_operator, lab):
+    response = as_operator.post("/api/v1/nodes/node-a/dedicate", {"tenant": "initech"}, format="json")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no tenant initech"},
+    )
+
+
+@pytest.mark.parametrize("body", [{}, {"tenant": 3}, {"tenant": ""}])
+def test_dedicating_needs_a_tenant_or_null(as_operator, lab, body):
+    response = as_operator.post("/api/v1/nodes/node-a/dedicate", body, format="json")
+    assert (response.status_code, response.json()["code"]) == (400, "INVALID_INPUT")
+
+
+def test_labels_are_set_and_removed(as_operator, lab):
+    data = as_operator.post(
+        "/api/v1/nodes/node-a/labels", {"key": "rack", "value": "b02"}, format="json"
+    ).json()
+    assert {"key": "rack", "value": "b02", "source": "operator"} in data["labels"]
+    data = as_operator.delete("/api/v1/nodes/node-a/labels/rack").json()
+    assert [label["key"] for label in data["labels"]] == ["bc.dev/cap.devices.limits"]
+
+
+@pytest.mark.parametrize("method", ["post", "delete"])
+def test_a_system_label_key_is_refused(as_operator, lab, method):
+    if method == "post":
+        response = as_operator.post(
+            "/api/v1/nodes/node-a/labels", {"key": "bc.dev/cap.devices.limits", "value": "x"}, format="json"
+        )
+    else:
+        response = as_operator.delete("/api/v1/nodes/node-a/labels/bc.dev/cap.devices.limits")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "INVALID_INPUT",
+        "message": "key: labels under bc.dev/ are written by inventory only",
+    }
+    assert NodeLabel.objects.get(node__name="node-a", key="bc.dev/cap.devices.limits").value == "true"
+
+
+def test_removing_a_label_the_node_lacks_is_not_found(as_operator, lab):
+    response = as_operator.delete("/api/v1/nodes/node-a/labels/rack")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "node node-a has no label rack"},
+    )
+
+
+ACTIONS = [
+    ("post", "/api/v1/nodes/node-a/cordon", None),
+    ("post", "/api/v1/nodes/node-a/uncordon", None),
+    ("post", "/api/v1/nodes/node-a/maintenance", {"on": True}),
+    ("post", "/api/v1/nodes/node-a/taints", {"key": "k", "value": "v"}),
+    ("delete", "/api/v1/nodes/node-a/taints/k", None),
+    ("post", "/api/v1/nodes/node-a/dedicate", {"tenant": "acme"}),
+    ("post", "/api/v1/nodes/node-a/labels", {"key": "rack", "value": "x"}),
+    ("delete", "/api/v1/nodes/node-a/labels/rack", None),
+    ("post", "/api/v1/nodes/node-a/report", {"labels": {}}),
+    ("post", "/api/v1/nodes/node-a/topology", {"text": TOPO}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ACTIONS)
+def test_a_tenant_may_not_act_on_nodes(as_acme, lab, method, path, body):
+    response = getattr(as_acme, method)(path, body, format="json")
+    assert (response.status_code, response.json()) == (
+        403,
+        {"code": "FORBIDDEN", "message": "only operators may do this"},
+    )
+    assert not NodeTaint.objects.exists() and not NodeLabel.objects.filter(key="rack").exists()
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ACTIONS)
+def test_an_anonymous_caller_may_not_act_on_nodes(anonymous, lab, method, path, body):
+    response = getattr(anonymous, method)(path, body, format="json")
+    assert response.status_code == 401
+    assert response.json() == {
+        "code": "UNAUTHENTICATED",
+        "message": "Authentication credentials were not provided.",
+    }
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ACTIONS)
+def test_an_action_on_an_unknown_node_is_not_found(as_operator, lab, tenant, method, path, body):
+    response = getattr(as_operator, method)(path.replace("node-a", "ghost"), body, format="json")
+    assert (response.status_code, response.json()) == (404, {"code": "NOT_FOUND", "message": "no node ghost"})
+
+
+def test_staff_users_are_operators_too(make_user, client_for, lab):
+    client = client_for(make_user("root", staff=True))
+    assert client.post("/api/v1/nodes/node-a/cordon").status_code == 200
+
+
+def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
+    report = {
+        "devices": [
+            {"uuid": "GPU-node-a-0", "index": 0, "attributes": {"gpuProduct": "H100-SXM5-80GB"}},
+            {"uuid": "GPU-node-a-1", "index": 1, "healthy": False},
+            {"uuid": "GPU-new", "index": 4, "numaNode": 1},
+        ],
+        "labels": {"bc.dev/driver.nvidia": "550.54.15"},
+    }
+    response = as_operator.post("/api/v1/nodes/node-a/report", report, format="json")
+    assert response.status_code == 200
+    assert response.json() == {
+        "devices": 3,
+        "created": 1,
+        "markedUnhealthy": 3,
+        "becameHealthy": 0,
+        "labelsSet": 1,
+        "labelsRemoved": 1,
+        "links": None,
+    }
+    node = as_operator.get("/api/v1/nodes/node-a").json()
+    assert {d["uuid"]: d["healthy"] for d in node["devices"]} == {
+        "GPU-node-a-0": True,
+        "GPU-node-a-1": False,
+        "GPU-node-a-2": False,
+        "GPU-node-a-3": False,
+        "GPU-new": True,
+    }
+    assert node["labels"] == [{"key": "bc.dev/driver.nvidia", "value": "550.54.15", "source": "system"}]
+
+
+@pytest.mark.parametrize(
+    ("report", "message"),
+    [
+        ([], "report: must be a JSON object"),
+        ({"gpus": []}, "report: unknown field 'gpus' (expected devices, labels, topology)"),
+        (
+            {"devices": [{"uuid": ""}]},
+            "devices[0].uuid: must be a non-empty string of at most 100 characters",
+        ),
+        ({"devices": [{"uuid": "x", "index": -1}]}, "devices[0].index: must be a non-negative integer"),
+        ({"labels": {"1x": "y"}}, "labels['1x']: Label keys start with a letter"),
+        ({"topology": "nonsense"}, "topology: "),
+    ],
+)
+def test_a_malformed_report_is_invalid_input_and_changes_nothing(as_operator, lab, report, message):
+    response = as_operator.post("/api/v1/nodes/node-a/report", report, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert response.json()["message"].startswith(message)
+    assert Device.objects.filter(node__name="node-a", healthy=True).count() == 4
+
+
+def test_reporting_another_nodes_device_is_a_conflict(as_operator, lab):
+    response = as_operator.post(
+        "/api/v1/nodes/node-a/report", {"devices": [{"uuid": "GPU-node-b-0"}]}, format="json"
+    )
+    assert (response.status_code, response.json()) == (
+        409,
+        {"code": "CONFLICT", "message": "devices: GPU-node-b-0 belongs to node node-b, not node-a"},
+    )
+
+
+@pytest.mark.parametrize("as_text", [True, False])
+def test_topology_is_imported_from_text_or_json(as_operator, make_node, as_text):
+    make_node("node-t", gpus=2, links=None)
+    if as_text:
+        response = as_operator.post("/api/v1/nodes/node-t/topology", TOPO, content_type="text/plain")
+    else:
+        response = as_operator.post("/api/v1/nodes/node-t/topology", {"text": TOPO}, format="json")
+    assert (response.status_code, response.json()) == (200, {"links": 1})
+    assert list(DeviceLink.objects.values_list("rank", "nvlinks")) == [("NV", 18)]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "message"),
+    [
+        ("GPU0 nonsense", "text/plain", "topology: "),
+        ({"text": 7}, None, "text must be a string"),
+        ({}, None, "text is required"),
+        (["x"], None, "send the matrix as text/plain"),
+        (b"\xff\xfe", "text/plain", "the body is not utf-8 text"),
+        ("a\x00b", "text/plain", "body: text must not contain NUL characters"),
+    ],
+)
+def test_a_bad_topology_is_invalid_input(as_operator, make_node, body, content_type, message):
+    make_node("node-t", gpus=2, links=None)
+    if content_type:
+        response = as_operator.post("/api/v1/nodes/node-t/topology", body, content_type=content_type)
+    else:
+        response = as_operator.post("/api/v1/nodes/node-t/topology", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert response.json()["message"].startswith(message)
+
+
+def test_a_topology_naming_a_gpu_the_node_lacks_is_invalid_input(as_operator, make_node):
+    make_node("node-t", gpus=1, links=None)
+    response = as_operator.post("/api/v1/nodes/node-t/topology", TOPO, content_type="text/plain")
+    assert response.json() == {
+        "code": "INVALID_INPUT",
+        "message": "topology: GPU1: node node-t has no gpu device at index 1",
+    }

@@ -1,0 +1,166 @@
+"""The placement preview and the pools with their capacity, over HTTP, with tenant isolation."""
+
+from capacity.models import Quota, QuotaUsage, Reservation
+from inventory import services as nodes
+from inventory.models import Node, Pool
+
+
+def test_a_preview_that_fits_lists_ranked_candidates_and_books_nothing(as_acme, lab, ask):
+    as_acme.post("/api/v1/reservations", ask(1), format="json")
+    response = as_acme.post("/api/v1/capacity/preview", ask(2, idempotencyKey="preview"), format="json")
+    assert response.status_code == 200
+    data = response.json()
+    assert set(data) == {"fits", "candidates"}
+    assert data["fits"] is True
+    assert [c["nodeId"] for c in data["candidates"]] == ["node-a", "node-b"]
+    best = data["candidates"][0]
+    assert best["atoms"] == ["GPU-node-a-1", "GPU-node-a-2"]
+    assert set(best["scores"]) == {"binpack", "topology", "fragmentation", "spread"}
+    assert best["score"] > data["candidates"][1]["score"]
+    # The idempotency key is checked, never stored; nothing else is written either.
+    assert Reservation.objects.count() == 1
+    assert not Reservation.objects.filter(idempotency_key="preview").exists()
+
+
+def test_a_preview_that_does_not_fit_says_why(as_acme, lab, ask):
+    nodes.cordon("node-b")
+    response = as_acme.post("/api/v1/capacity/preview", ask(5), format="json")
+    assert response.status_code == 200
+    assert response.json() == {
+        "fits": False,
+        "candidates": [],
+        "reason": "no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned",
+    }
+
+
+def test_a_preview_into_an_empty_pool_says_it_has_no_nodes(as_acme, pool, tenant, ask):
+    assert as_acme.post("/api/v1/capacity/preview", ask(1), format="json").json() == {
+        "fits": False,
+        "candidates": [],
+        "reason": "the pool has no nodes",
+    }
+
+
+def test_explain_lists_every_rejected_node_with_filter_and_reason(as_acme, lab, ask):
+    nodes.cordon("node-b")
+    data = as_acme.post("/api/v1/capacity/preview?explain=true", ask(2), format="json").json()
+    assert data["fits"] is True
+    assert data["rejected"] == [{"nodeId": "node-b", "filter": "eligible", "reason": "cordoned"}]
+
+
+def test_an_explain_flag_that_is_not_a_boolean_is_invalid_input(as_acme, lab, ask):
+    response = as_acme.post("/api/v1/capacity/preview?explain=maybe", ask(2), format="json")
+    assert response.status_code == 400
+    assert response.json() == {"code": "INVALID_INPUT", "message": "explain: must be true or false"}
+
+
+def test_a_preview_checks_no_quota(as_acme, lab, ask, tenant):
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=0)
+    assert as_acme.post("/api/v1/capacity/preview", ask(2), format="json").json()["fits"] is True
+    assert not QuotaUsage.objects.exists()
+
+
+def test_a_tenant_may_preview_only_for_itself(as_acme, lab, ask, other_tenant):
+    response = as_acme.post("/api/v1/capacity/preview", ask(1, tenant="globex"), format="json")
+    assert response.status_code == 403
+    assert response.json() == {"code": "FORBIDDEN", "message": "you may not book for tenant globex"}
+
+
+def test_a_tenant_may_not_preview_into_a_pool_it_may_not_use(as_acme, as_globex, lab, ask, globex_node):
+    response = as_acme.post("/api/v1/capacity/preview", ask(1, pool="globex-pool"), format="json")
+    assert response.status_code == 404
+    assert response.json() == {"code": "NOT_FOUND", "message": "no pool globex-pool"}
+    mine = as_globex.post(
+        "/api/v1/capacity/preview", ask(1, tenant="globex", pool="globex-pool"), format="json"
+    )
+    assert mine.json()["candidates"][0]["nodeId"] == "globex-node"
+
+
+def test_a_preview_takes_the_same_input_checks_as_create(as_acme, lab, ask):
+    response = as_acme.post("/api/v1/capacity/preview", ask(1, binding="node"), format="json")
+    assert (response.status_code, response.json()["code"]) == (422, "UNSUPPORTED")
+    response = as_acme.post("/api/v1/capacity/preview", {**ask(1), "nodeLabels": {}}, format="json")
+    assert response.json() == {"code": "INVALID_INPUT", "message": "nodeLabels is not a known field"}
+
+
+def test_pools_show_capacity_per_device_class(as_operator, as_acme, lab, ask):
+    as_acme.post("/api/v1/reservations", ask(3), format="json")
+    nodes.set_maintenance("node-b", True)
+    response = as_operator.get("/api/v1/pools")
+    assert response.status_code == 200
+    assert response.json()["results"] == [
+        {
+            "id": "lab-pool",
+            "name": "Lab pool",
+            "site": "lab",
+            "archived": False,
+            "ownerTenant": None,
+            "nodeCount": 2,
+            "capacity": [
+                {
+                    "class": "gpu",
+                    "total": 8,
+                    "allocated": 3,
+                    "free": 1,
+                    "excluded": 0,
+                    "maintenance": 4,
+                    "provisioning": 0,
+                    "unreachable": 0,
+                    "unhealthy": 0,
+                }
+            ],
+        }
+    ]
+
+
+def test_free_capacity_never_goes_below_zero(as_operator, as_acme, lab, ask):
+    """Book, then put both nodes in maintenance: the booked atoms count as allocated and in the bucket."""
+    as_acme.post("/api/v1/reservations", ask(4), format="json")
+    nodes.set_maintenance("node-a", True)
+    nodes.set_maintenance("node-b", True)
+    [gpu] = as_operator.get("/api/v1/pools/lab-pool").json()["capacity"]
+    assert (gpu["total"], gpu["allocated"], gpu["maintenance"], gpu["free"]) == (8, 4, 8, 0)
+
+
+def test_a_tenant_sees_only_the_pools_it_may_use(
+    as_acme, as_globex, as_operator, lab, globex_node, site, other_tenant
+):
+    restricted = Pool.objects.create(slug="restricted", name="Restricted", site=site)
+    restricted.tenants.add(other_tenant)
+    assert [p["id"] for p in as_acme.get("/api/v1/pools").json()["results"]] == ["lab-pool"]
+    assert [p["id"] for p in as_globex.get("/api/v1/pools").json()["results"]] == [
+        "globex-pool",
+        "lab-pool",
+        "restricted",
+    ]
+    assert as_operator.get("/api/v1/pools").json()["count"] == 3
+    response = as_acme.get("/api/v1/pools/globex-pool")
+    assert response.status_code == 404
+    assert response.json() == {"code": "NOT_FOUND", "message": "no pool globex-pool"}
+    assert as_acme.get("/api/v1/pools/restricted").status_code == 404
+    private = as_globex.get("/api/v1/pools/globex-pool").json()
+    assert (private["ownerTenant"], private["nodeCount"], private["capacity"][0]["total"]) == ("globex", 1, 2)
+
+
+def test_an_unknown_pool_is_not_found(as_operator, pool):
+    response = as_operator.get("/api/v1/pools/nowhere")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no pool nowhere"},
+    )
+
+
+def test_listing_pools_runs_the_same_queries_for_many_as_for_one(
+    as_operator, lab, site, make_node, django_assert_max_num_queries
+):
+    as_operator.get("/api/v1/pools")
+    with django_assert_max_num_queries(10) as one:
+        as_operator.get("/api/v1/pools")
+    queries_for_one = len(one)
+    for i in range(5):
+        extra = Pool.objects.create(slug=f"extra-{i}", name=f"Extra {i}", site=site)
+        make_node(f"extra-node-{i}", gpus=2, pool=extra)
+    with django_assert_max_num_queries(queries_for_one):
+        data = as_operator.get("/api/v1/pools").json()
+    assert data["count"] == 6
+    assert Node.objects.count() == 7

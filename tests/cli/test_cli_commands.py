@@ -1,0 +1,221 @@
+"""The reserve, preview, release, cordon and uncordon commands: output, --json, and exit codes."""
+
+import json
+
+import pytest
+from django.core.management.base import CommandError
+
+from capacity.models import Reservation
+from inventory import services as inventory
+from inventory.models import Node
+
+BOOK = ("--tenant", "acme", "--pool", "lab-pool")
+
+
+def test_reserve_books_and_prints_where(run, hosts):
+    out = run("reserve", *BOOK, "--gpus", "2", "--for", "3d")
+    reservation = Reservation.objects.get()
+    first, second = out.splitlines()
+    assert first.startswith(f"reservation {reservation.pk} placed: acme in lab-pool, ")
+    assert " → " in first
+    assert second == "  node-a: GPU-node-a-0, GPU-node-a-1"
+    assert (reservation.ends_at - reservation.starts_at).days == 3
+
+
+def test_reserve_json_is_what_the_api_answers(run, hosts, client):
+    data = json.loads(
+        run("reserve", *BOOK, "--gpus", "1", "--for", "1d", "--vcpu", "8", "--memory", "64", "--json")
+    )
+    assert data["status"] == "placed"
+    assert data["allocations"][0]["resources"] == {"vcpu": 8, "memoryGiB": 64}
+    assert data["request"] == {
+        "tenantId": "acme",
+        "poolId": "lab-pool",
+        "devices": [{"class": "gpu", "count": 1}],
+        "resources": {"vcpu": 8, "memoryGiB": 64},
+        "duration": "1d",
+    }
+
+
+def test_reserve_takes_the_specs_options(run, hosts):
+    inventory.cordon("node-a")
+    inventory.cordon("node-b")
+    # Both nodes cordoned: eligibility turns them down before any selector is read.
+    run(
+        "reserve", *BOOK, "--gpus", "8", "--class", "gpu", "--for", "3d", "--nvlink",
+        "--selector", "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80", "--priority", "spot",
+        "--idempotency-key", "train-1",
+    )  # fmt: skip
+    reservation = Reservation.objects.get()
+    assert reservation.request["input"] == {
+        "tenantId": "acme",
+        "poolId": "lab-pool",
+        "devices": [
+            {"class": "gpu", "count": 8, "selector": "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80"}
+        ],
+        "topology": "nvlink-all",
+        "duration": "3d",
+        "priority": "spot",
+        "idempotencyKey": "train-1",
+    }
+    assert (reservation.priority, reservation.idempotency_key) == ("spot", "train-1")
+
+
+def test_reserve_places_by_selector(run, hosts):
+    from inventory.models import Device
+
+    Device.objects.filter(node__name="node-b").update(
+        attributes={"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}
+    )
+    out = run(
+        "reserve",
+        *BOOK,
+        "--gpus",
+        "2",
+        "--for",
+        "1d",
+        "--selector",
+        "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80",
+    )
+    assert out.splitlines()[1] == "  node-b: GPU-node-b-0, GPU-node-b-1"
+
+
+def test_reserve_books_a_window_from_start_and_for_or_end(run, hosts):
+    run("reserve", *BOOK, "--gpus", "1", "--start", "2030-01-01T00:00Z", "--for", "12h")
+    run("reserve", *BOOK, "--gpus", "1", "--start", "2030-01-01T00:00+00:00", "--end", "2030-01-03T00:00Z")
+    windows = sorted((r.starts_at.isoformat(), r.ends_at.isoformat()) for r in Reservation.objects.all())
+    assert windows == [
+        ("2030-01-01T00:00:00+00:00", "2030-01-01T12:00:00+00:00"),
+        ("2030-01-01T00:00:00+00:00", "2030-01-03T00:00:00+00:00"),
+    ]
+
+
+def test_reserve_with_the_same_key_answers_the_first_reservation(run, hosts):
+    run("reserve", *BOOK, "--gpus", "1", "--for", "1d", "--idempotency-key", "k1")
+    out = run("reserve", *BOOK, "--gpus", "1", "--for", "1d", "--idempotency-key", "k1")
+    reservation = Reservation.objects.get()
+    assert out.startswith(f"reservation {reservation.pk} (existing, idempotency key k1) placed: ")
+
+
+def test_a_pending_reservation_is_not_an_error(run, hosts):
+    inventory.cordon("node-b")
+    out = run("reserve", *BOOK, "--gpus", "5", "--for", "1d")
+    assert " pending: acme in lab-pool" in out.splitlines()[0]
+    assert out.splitlines()[1] == "  reason: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned"
+
+
+def test_fail_on_pending_exits_3(run, hosts):
+    inventory.cordon("node-b")
+    with pytest.raises(CommandError) as failed:
+        run("reserve", *BOOK, "--gpus", "5", "--for", "1d", "--fail-on-pending")
+    assert failed.value.returncode == 3
+    assert str(failed.value) == "PENDING: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned"
+    assert Reservation.objects.get().status == "pending"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--gpus", "1", "--for", "3days"), "INVALID_INPUT: duration must look like 30m, 12h, 3d or 2w"),
+        (("--gpus", "1", "--for", "99999999999d"), "INVALID_INPUT: duration must be at most 366d"),
+        (("--gpus", "1", "--start", "2030-01-01T00:00Z", "--for", "1y"), "INVALID_INPUT: --for must look like"),
+        (("--gpus", "1", "--start", "2030-01-01T00:00", "--for", "1d"), "INVALID_INPUT: --start must carry a time zone"),
+        (("--gpus", "1", "--start", "soon", "--for", "1d"), "INVALID_INPUT: --start must be an ISO 8601 time"),
+        (("--gpus", "1", "--end", "2030-01-01T00:00Z"), "INVALID_INPUT: --end needs --start"),
+        (("--gpus", "1", "--for", "1d", "--selector", "gpuProduct in ("), "INVALID_INPUT: devices[0].selector"),
+        (("--for", "1d",), "INVALID_INPUT: devices or resources: a request must claim at least one device"),
+        (("--gpus", "1", "--for", "1d", "--gang", "99"), "INVALID_INPUT: gang.size must be an integer from 1 to 64"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_with_its_code_and_exit_code_2(run, hosts, argv, message):
+    with pytest.raises(CommandError) as failed:
+        run("reserve", *BOOK, *argv)
+    assert failed.value.returncode == 2
+    assert str(failed.value).startswith(message)
+    assert not Reservation.objects.exists()
+
+
+def test_an_unknown_pool_is_not_found(run, hosts):
+    with pytest.raises(CommandError) as failed:
+        run("reserve", "--tenant", "acme", "--pool", "nowhere", "--gpus", "1", "--for", "1d")
+    assert (failed.value.returncode, str(failed.value)) == (2, "NOT_FOUND: no pool nowhere")
+
+
+def test_from_a_shell_a_refusal_prints_error_code_and_message_on_stderr(shell, hosts):
+    code, out, err = shell("reserve", *BOOK, "--gpus", "1", "--for", "3days")
+    assert (code, out) == (2, "")
+    assert err == "error: INVALID_INPUT: duration must look like 30m, 12h, 3d or 2w\n"
+
+
+def test_from_a_shell_a_booking_exits_0(shell, hosts):
+    code, out, err = shell("reserve", *BOOK, "--gpus", "1", "--for", "1d", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["status"] == "placed"
+
+
+def test_preview_prints_ranked_candidates_and_books_nothing(run, hosts):
+    run("reserve", *BOOK, "--gpus", "1", "--for", "1d")
+    lines = run("preview", *BOOK, "--gpus", "2", "--for", "1d").splitlines()
+    assert lines[0] == "fits: 2 candidates, best first"
+    assert lines[1].startswith("  1. node-a  score ")
+    assert "binpack " in lines[1] and "topology 1.000" in lines[1]
+    assert lines[2] == "     atoms: GPU-node-a-1, GPU-node-a-2"
+    assert lines[3].startswith("  2. node-b  score ")
+    assert Reservation.objects.count() == 1
+
+
+def test_preview_explain_lists_every_rejected_node(run, hosts):
+    inventory.cordon("node-b")
+    lines = run("preview", *BOOK, "--gpus", "2", "--for", "1d", "--explain").splitlines()
+    assert lines[-2:] == ["rejected (1):", "  node-b  eligible: cordoned"]
+
+
+def test_preview_says_why_nothing_fits_and_exits_0(run, hosts):
+    inventory.cordon("node-b")
+    out = run("preview", *BOOK, "--gpus", "5", "--for", "1d")
+    assert out == "does not fit: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned\n"
+
+
+def test_preview_fail_if_no_fit_exits_3(run, hosts):
+    with pytest.raises(CommandError) as failed:
+        run("preview", *BOOK, "--gpus", "5", "--for", "1d", "--fail-if-no-fit")
+    assert failed.value.returncode == 3
+
+
+def test_preview_json_is_what_the_api_answers(run, hosts):
+    inventory.cordon("node-b")
+    data = json.loads(run("preview", *BOOK, "--gpus", "4", "--for", "1d", "--explain", "--json"))
+    assert data["fits"] is True
+    assert [c["nodeId"] for c in data["candidates"]] == ["node-a"]
+    assert data["rejected"] == [{"nodeId": "node-b", "filter": "eligible", "reason": "cordoned"}]
+    assert "reason" not in data
+
+
+def test_release_ends_a_reservation(run, hosts):
+    data = json.loads(run("reserve", *BOOK, "--gpus", "1", "--for", "1d", "--json"))
+    out = run("release", str(data["id"]))
+    assert out.startswith(f"reservation {data['id']} released at ")
+    released = json.loads(run("release", str(data["id"]), "--json"))
+    assert (released["status"], released["allocations"][0]["releasedAt"]) == (
+        "released",
+        released["releasedAt"],
+    )
+
+
+@pytest.mark.parametrize("rid", ["999", "abc"])
+def test_releasing_an_unknown_reservation_is_not_found(run, tenant, rid):
+    with pytest.raises(CommandError) as failed:
+        run("release", rid)
+    assert (failed.value.returncode, str(failed.value)) == (2, f"NOT_FOUND: no reservation {rid}")
+
+
+def test_cordon_and_uncordon(run, hosts):
+    assert run("cordon", "node-a") == "node node-a cordoned\n"
+    assert Node.objects.get(name="node-a").cordoned
+    data = json.loads(run("uncordon", "node-a", "--json"))
+    assert (data["name"], data["cordoned"], data["state"]) == ("node-a", False, "schedulable")
+
+
+@pytest.mark.parametrize("command", ["cordon", "uncordon"])
+def test_cordoning_an_unknown_node_is_not_found(shell, db, command):
+    assert shell(command, "ghost") == (2, "", "error: NOT_FOUND: no node ghost\n")
