@@ -35,9 +35,7 @@ def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
     """Create (or reset) pool `bench-<nodes>`: two thirds NVLink boards, one third PCIe boxes."""
     slug = f"bench-{nodes}"
     site, _ = Site.objects.get_or_create(slug="bench", defaults={"name": "Benchmark"})
-    pool, _ = Pool.objects.get_or_create(
-        slug=slug, defaults={"name": f"Benchmark {nodes}", "site": site}
-    )
+    pool, _ = Pool.objects.get_or_create(slug=slug, defaults={"name": f"Benchmark {nodes}", "site": site})
     for i in range(max(clients, 1)):
         Tenant.objects.get_or_create(slug=f"bench-{i}", defaults={"name": f"Bench tenant {i}"})
     with transaction.atomic():

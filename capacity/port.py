@@ -72,7 +72,7 @@ def reserve_for_instance(
         data["duration"] = duration
     if during is not None:
         data["during"] = dict(during)
-    core, _ = normalize(data, now=now, node_labels=node_labels)
+    core, _ = normalize(data, now=now, node_labels=node_labels, owner_allowed=True)
     request = validate_request(core)
     with transaction.atomic():
         _tenant_and_pool(request, Scope())

@@ -46,8 +46,13 @@ NO_FIT = "NoFit"
 MAX_PREVIEW_CANDIDATES = 10
 # Fields that capacity reads itself; everything else goes to the placement core's validator.
 SERVICE_FIELDS = ("idempotencyKey", "binding", "duration", "wait")
+OWNER_FIELDS = ("reservationId", "instanceId")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 DURATION_RE = re.compile(r"^(\d+)(m|h|d|w)$")
+# Six digits hold every duration up to the limit (366 days is 527,040 minutes).
+MAX_DURATION_DIGITS = 6
+# Windows must stay between 1970 and 9999, the range Postgres and Python datetimes share here.
+MAX_EPOCH_MS = 253_402_300_799_999
 DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 MAX_DURATION = timedelta(days=366)
 PENDING_RETRY_BATCH = 50
@@ -79,6 +84,8 @@ class ReserveResult:
 def parse_duration(text: object, field: str = "duration") -> timedelta:
     """Return the timedelta of `30m`, `12h`, `1d` or `2w`."""
     match = DURATION_RE.match(text) if isinstance(text, str) else None
+    if match and len(match[1]) > MAX_DURATION_DIGITS:
+        raise CapacityError(INVALID_INPUT, f"{field} must be at most 366d")
     if not match or int(match[1]) == 0:
         raise CapacityError(INVALID_INPUT, f"{field} must look like 30m, 12h, 3d or 2w")
     value = timedelta(**{DURATION_UNITS[match[2]]: int(match[1])})
@@ -89,6 +96,8 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
 
 def _epoch_ms(value: object, field: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value <= MAX_EPOCH_MS:
+            raise CapacityError(INVALID_INPUT, f"{field} must lie between 1970-01-01 and 9999-12-31 (UTC)")
         return value
     if isinstance(value, str):
         try:
@@ -98,11 +107,17 @@ def _epoch_ms(value: object, field: str) -> int:
         else:
             if parsed.tzinfo is None:
                 raise CapacityError(INVALID_INPUT, f"{field} must carry a time zone")
-            return int(parsed.timestamp() * 1000)
+            return _epoch_ms(int(parsed.timestamp() * 1000), field)
     raise CapacityError(INVALID_INPUT, f"{field} must be epoch milliseconds or an ISO 8601 time")
 
 
-def normalize(data: Mapping[str, Any], *, now: datetime, node_labels: Mapping[str, str] | None = None):
+def normalize(
+    data: Mapping[str, Any],
+    *,
+    now: datetime,
+    node_labels: Mapping[str, str] | None = None,
+    owner_allowed: bool = False,
+):
     """Split caller input into the core's request data and capacity's own fields; fill in the window.
 
     Callers give `duration` (starting now) or `during` {start, end}; capacity adds the capability
@@ -111,8 +126,10 @@ def normalize(data: Mapping[str, Any], *, now: datetime, node_labels: Mapping[st
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
     core = {k: v for k, v in data.items() if k not in SERVICE_FIELDS}
-    if "nodeLabels" in core:
-        raise CapacityError(INVALID_INPUT, "nodeLabels is not a known field")
+    for name in ("nodeLabels", *(() if owner_allowed else OWNER_FIELDS)):
+        if name in core:
+            # Capacity sets these itself: the owner is the reservation it creates, labels its own.
+            raise CapacityError(INVALID_INPUT, f"{name} is not a known field")
     key = data.get("idempotencyKey")
     if key is not None and (not isinstance(key, str) or not IDEMPOTENCY_KEY_RE.match(key)):
         raise CapacityError(
@@ -294,26 +311,32 @@ def list_reservations(
 
 
 def allocations_of(reservation: Reservation) -> list[dict]:
-    """Return a reservation's allocations with their node and the atoms it asked for (two queries).
+    """Return a reservation's allocations with their node and the atoms it asked for."""
+    return allocations_for([reservation])[reservation.pk]
 
-    Slices booked only because their parent GPU was booked whole are left out.
+
+def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]]:
+    """Return the allocations of many reservations, by reservation pk, in two queries.
+
+    Each has its node, the atoms the request asked for (slices booked only because their parent
+    GPU was booked whole are left out), scalar claims, window and release time.
     """
-    allocations = list(reservation.allocations.select_related("node").order_by("pk"))
+    pks = [r.pk for r in reservations]
+    allocations = list(Allocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk"))
     booked: dict[int, list[tuple[str, str | None]]] = {}
     rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
         "allocation_id", "device__uuid", "device__parent__uuid"
     )
     for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
         booked.setdefault(allocation_id, []).append((uuid, parent))
-    result = []
+    result: dict[int, list[dict]] = {pk: [] for pk in pks}
     for a in allocations:
         uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
-        atoms = [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids]
-        result.append(
+        result[a.reservation_id].append(
             {
                 "id": a.pk,
                 "nodeId": a.node.name,
-                "atoms": atoms,
+                "atoms": [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids],
                 "resources": a.resources,
                 "start": a.starts_at,
                 "end": a.ends_at,

@@ -18,14 +18,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from config.web import login_required, operator_required, page, safe_next, scope_for, wants_partial
+from capacity.access import scope_for
+from config.web import login_required, operator_required, page, safe_next, wants_partial
 from inventory.filtersets import FilterError, filter_nodes
 from inventory.forms import ACTIONS, PANEL_FORMS, ROW_ACTIONS, NodeFilterForm, panel_forms
 from inventory.models import Device, DeviceLink, Node, NodeLabel, Pool, Tenant
 
 from . import services
 from .forms import BookForm, RequestForm, ReservationFilterForm, SelectorForm
-from .models import Allocation, DeviceBooking, PoolCapacityRollup, Reservation
+from .models import DeviceBooking, PoolCapacityRollup, Reservation
 from .placement import (
     NOT_FOUND,
     CapacityError,
@@ -832,32 +833,21 @@ class ReservationRow:
 
 
 def reservation_rows(reservations: list[Reservation]) -> list[ReservationRow]:
-    """Return rows for these reservations in two queries, whatever their number.
-
-    Like services.allocations_of, for many reservations at once: slices booked only because
-    their parent GPU was booked whole are left out.
-    """
-    allocations = list(
-        Allocation.objects.filter(reservation__in=reservations).select_related("node").order_by("pk")
-    )
-    booked: dict[int, list[tuple[str, str | None, str]]] = defaultdict(list)
-    rows = (
-        DeviceBooking.objects.filter(allocation__in=allocations)
-        .select_related("device__parent")
-        .order_by("device__index", "device__uuid")
-    )
-    for b in rows:
-        parent = b.device.parent
-        booked[b.allocation_id].append(
-            (b.device.uuid, parent.uuid if parent else None, device_label(b.device, parent))
-        )
-    by_reservation: dict[int, list[dict]] = defaultdict(list)
-    for a in allocations:
-        uuids = {uuid for uuid, _, _ in booked[a.pk]}
-        atoms = [(label, uuid) for uuid, parent, label in booked[a.pk] if parent not in uuids]
-        by_reservation[a.reservation_id].append(
-            {"node": a.node.name, "atoms": atoms, "resources": a.resources, "released_at": a.released_at}
-        )
+    """Return rows for these reservations in three queries, whatever their number."""
+    allocations = services.allocations_for(reservations)
+    labels = _atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
+    by_reservation = {
+        pk: [
+            {
+                "node": a["nodeId"],
+                "atoms": [(labels.get(uuid, uuid), uuid) for uuid in a["atoms"]],
+                "resources": a["resources"],
+                "released_at": a["releasedAt"],
+            }
+            for a in rows
+        ]
+        for pk, rows in allocations.items()
+    }
     out = []
     for r in reservations:
         condition = r.condition(services.UNSCHEDULABLE) if r.status == Reservation.Status.PENDING else None

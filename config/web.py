@@ -15,35 +15,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
-from capacity.services import EVERYONE, Scope
-
-OPERATORS_GROUP = "operators"
-
-
-def is_operator(user) -> bool:
-    """Return whether the user runs the fleet: staff, or a member of the "operators" group."""
-    if not user.is_authenticated:
-        return False
-    if user.is_staff:
-        return True
-    # Cached on the user object: templates and views ask several times per request.
-    if not hasattr(user, "_berth_operator"):
-        user._berth_operator = user.groups.filter(name=OPERATORS_GROUP).exists()
-    return user._berth_operator
-
-
-def tenant_slugs(user) -> frozenset[str]:
-    """Return the slugs of the tenants the user belongs to."""
-    if not user.is_authenticated:
-        return frozenset()
-    if not hasattr(user, "_berth_tenants"):
-        user._berth_tenants = frozenset(user.tenants.values_list("slug", flat=True))
-    return user._berth_tenants
-
-
-def scope_for(user) -> Scope:
-    """Return whose reservations the user may touch: every tenant for operators, else their own."""
-    return EVERYONE if is_operator(user) else Scope(tenant_slugs(user))
+from capacity.access import is_operator
 
 
 def _to_login(request: HttpRequest) -> HttpResponse:

@@ -7,9 +7,10 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
+from capacity.access import scope_for
 from capacity.errors import api_exception_handler
 
-from .auth import AUTHENTICATION_CLASSES, scope_for
+from .auth import AUTHENTICATION_CLASSES
 from .parsers import StrictJSONParser, bad_text
 
 

@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from capacity import services
-from capacity.models import Allocation, DeviceBooking, Reservation
+from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.rollups import BUCKETS
 from inventory.models import Node, Pool
@@ -73,44 +73,12 @@ def reservation_data(reservation: Reservation, allocations: Iterable[Mapping]) -
     }
 
 
-def allocations_by_reservation(reservations: list[Reservation]) -> dict[int, list[dict]]:
-    """Return services.allocations_of for many reservations at once, in two queries.
-
-    Slices booked only because their parent GPU was booked whole are left out, as there.
-    """
-    allocations = list(
-        Allocation.objects.filter(reservation__in=[r.pk for r in reservations])
-        .select_related("node")
-        .order_by("pk")
-    )
-    booked: dict[int, list[tuple[str, str | None]]] = {}
-    rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
-        "allocation_id", "device__uuid", "device__parent__uuid"
-    )
-    for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
-        booked.setdefault(allocation_id, []).append((uuid, parent))
-    result: dict[int, list[dict]] = {r.pk: [] for r in reservations}
-    for a in allocations:
-        uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
-        result[a.reservation_id].append(
-            {
-                "nodeId": a.node.name,
-                "atoms": [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids],
-                "resources": a.resources,
-                "start": a.starts_at,
-                "end": a.ends_at,
-                "releasedAt": a.released_at,
-            }
-        )
-    return result
-
-
 def render_reservation(reservation: Reservation) -> dict:
     return ReservationSerializer(reservation_data(reservation, services.allocations_of(reservation))).data
 
 
 def render_reservations(reservations: list[Reservation]) -> list[dict]:
-    allocations = allocations_by_reservation(reservations)
+    allocations = services.allocations_for(reservations)
     return ReservationSerializer(
         [reservation_data(r, allocations[r.pk]) for r in reservations], many=True
     ).data
