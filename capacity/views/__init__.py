@@ -1,0 +1,24 @@
+"""Browser pages: pools and their nodes with what is booked on them, previews, bookings, reservations.
+
+Pages that show inventory together with its bookings live here, not in inventory: capacity may read
+inventory, inventory never reads capacity. Every view checks the user's role on the server.
+"""
+
+from .booking import book, preview, selector_check
+from .nodes import node_action, node_detail
+from .pools import node_row_action, pool_detail, pools
+from .reservations import release, reservation_detail, reservations
+
+__all__ = [
+    "book",
+    "node_action",
+    "node_detail",
+    "node_row_action",
+    "pool_detail",
+    "pools",
+    "preview",
+    "release",
+    "reservation_detail",
+    "reservations",
+    "selector_check",
+]

@@ -1,0 +1,168 @@
+"""Previewing and booking: the request form and the ranked and rejected nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods, require_POST
+
+from capacity import services
+from capacity.access import scope_for
+from capacity.forms import BookForm, RequestForm, SelectorForm
+from capacity.placement import (
+    CapacityError,
+    format_selector,
+    parse_selector,
+)
+from capacity.placement.reasons import rejection_label
+from config.web import login_required, page, wants_partial
+from inventory.models import Device
+
+from .common import (
+    atom_labels,
+    visible_pools,
+    visible_tenants,
+)
+from .reservations import reservation_rows
+
+# --- preview and booking ---------------------------------------------------------------------------
+
+
+def _request_form(request: HttpRequest, form_class=RequestForm, data=None, initial=None):
+    """Return the request form with the tenants and pools this user may choose."""
+    return form_class(
+        data,
+        initial=initial,
+        tenants=visible_tenants(request.user),
+        pools=visible_pools(request.user),
+    )
+
+
+@dataclass
+class RejectedGroup:
+    """Rejections that read the same, as the pending summary groups them."""
+
+    count: int
+    label: str
+    nodes: list[tuple[str, str, str]]  # (node, filter, reason)
+
+
+def explain(result: services.Preview) -> dict:
+    """Return a preview as the page shows it: ranked candidates and every rejection, grouped."""
+    plan = result.plan
+    ranked = list(plan.gang or plan.ranked)
+    shown = ranked[: services.MAX_PREVIEW_CANDIDATES]
+    labels = atom_labels([a for r in shown for group in r.atoms for a in group])
+    scorers: list[str] = []
+    for r in shown:
+        scorers.extend(s for s in r.scores if s not in scorers)
+    candidates = [
+        {
+            "node": r.node_id,
+            "atoms": [(labels.get(a, a), a) for group in r.atoms for a in group],
+            "scores": [r.scores.get(s) for s in scorers],
+            "score": r.score,
+        }
+        for r in shown
+    ]
+    groups: dict[str, RejectedGroup] = {}
+    for rejection in plan.rejected:
+        label = rejection_label(rejection)
+        group = groups.setdefault(label, RejectedGroup(0, label, []))
+        group.count += 1
+        group.nodes.append((rejection.node_id, rejection.filter, rejection.reason))
+    # Most common first, ties in first-seen order, as the pending summary orders them.
+    ordered = sorted(groups.values(), key=lambda g: -g.count)
+    return {
+        "fits": result.fits,
+        "reason": result.reason,
+        "candidates": candidates,
+        "more": len(ranked) - len(shown),
+        "fitting": len(ranked),
+        "scorers": scorers,
+        "rejected": ordered,
+        "rejected_count": len(plan.rejected),
+        "node_count": plan.node_count,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def preview(request: HttpRequest) -> HttpResponse:
+    """Ask where a request would land now, and why every other node would not take it."""
+    answer = None
+    if request.method == "POST":
+        form = _request_form(request, data=request.POST)
+        if form.is_valid():
+            try:
+                result = services.preview(form.request_data(), scope=scope_for(request.user), explain=True)
+            except CapacityError as err:
+                form.add_capacity_error(err)
+            else:
+                answer = explain(result)
+    else:
+        form = _request_form(
+            request, initial={k: v for k, v in request.GET.items() if k in ("pool", "tenant")}
+        )
+    return page(
+        request,
+        "capacity/preview.html",
+        {"nav": "preview", "form": form, "answer": answer, "device_classes": _device_classes()},
+        partial="preview-body",
+    )
+
+
+def _device_classes() -> list[str]:
+    return list(Device.objects.order_by().values_list("device_class", flat=True).distinct())
+
+
+@require_POST
+@login_required
+def selector_check(request: HttpRequest) -> HttpResponse:
+    """Parse a selector as the user types: the error, or the selector as the services read it."""
+    form = SelectorForm(request.POST)
+    form.is_valid()
+    text = form.cleaned_data.get("selector", "").strip()
+    error = formatted = None
+    if text:
+        try:
+            formatted = format_selector(parse_selector(text))
+        except CapacityError as err:
+            error = err.message
+    return page(
+        request,
+        "capacity/request_fields.html",
+        {"selector_error": error, "selector_formatted": formatted},
+        partial="selector-check",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def book(request: HttpRequest) -> HttpResponse:
+    """Book capacity; answers placed with the node and atoms, or pending with the reason."""
+    booked = None
+    if request.method == "POST":
+        form = _request_form(request, BookForm, data=request.POST)
+        if form.is_valid():
+            try:
+                result = services.reserve(form.request_data(), scope=scope_for(request.user))
+            except CapacityError as err:
+                form.add_capacity_error(err)
+            else:
+                if not wants_partial(request):
+                    return redirect("reservation-detail", pk=result.reservation.pk)
+                booked = reservation_rows([result.reservation])[0]
+                # A fresh key, so the next booking from this page is a new one.
+                again = {k: v for k, v in form.cleaned_data.items() if k != "idempotency_key"}
+                form = _request_form(request, BookForm, initial=again)
+    else:
+        form = _request_form(request, BookForm, initial={k: v for k, v in request.GET.items() if k == "pool"})
+    return page(
+        request,
+        "capacity/book.html",
+        {"nav": "book", "form": form, "booked": booked, "device_classes": _device_classes()},
+        partial="book-body",
+    )

@@ -1,0 +1,118 @@
+"""Who may see what, and how the pages name devices and draw bookings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from capacity import services
+from capacity.access import scope_for
+from capacity.models import DeviceBooking
+from inventory.models import Device, Node, Pool, Tenant
+
+NODES_PER_PAGE = 50
+RESERVATIONS_PER_PAGE = 50
+GRID_AHEAD = timedelta(days=7)
+TIMELINE_BEHIND = timedelta(days=2)
+TIMELINE_AHEAD = timedelta(days=7)
+TIME_FORMAT = "%b %d %H:%M"
+
+
+# --- who may see what ------------------------------------------------------------------------------
+
+
+def visible_pools(user) -> list[Pool]:
+    """Return the pools the user may read: all for operators, else those its tenants may book."""
+    return list(services.pools_for(scope_for(user)))
+
+
+def visible_pool(user, slug: str) -> Pool:
+    """Return the pool with this slug if the user may read it, else raise 404."""
+    for pool in visible_pools(user):
+        if pool.slug == slug:
+            return pool
+    raise Http404(f"no pool {slug}")
+
+
+def visible_tenants(user) -> list[Tenant]:
+    """Return the tenants the user may book or preview for."""
+    scope = scope_for(user)
+    tenants = Tenant.objects.order_by("slug")
+    return list(tenants if scope.tenants is None else tenants.filter(slug__in=scope.tenants))
+
+
+def visible_node(user, name: str) -> Node:
+    """Return the node if the user may read its pool, else raise 404."""
+    node = get_object_or_404(Node.objects.select_related("pool", "owner_tenant"), name=name)
+    # The visible pool comes with its site and owner loaded, which the rows read.
+    node.pool = visible_pool(user, node.pool.slug)
+    return node
+
+
+# --- bookings as the pages draw them ---------------------------------------------------------------
+
+
+@dataclass
+class Booking:
+    """One device booking, with the owner text this viewer may see."""
+
+    device_id: int
+    start: datetime
+    end: datetime
+    owner: str
+    mine: bool
+    short: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.owner}: {self.start:{TIME_FORMAT}} – {self.end:{TIME_FORMAT}} UTC"
+
+
+def bookings_by_device(
+    device_ids: list[int], start: datetime, end: datetime, user
+) -> dict[int, list[Booking]]:
+    """Return the bookings of these devices that overlap [start, end), in one query.
+
+    Tenants see who holds a booking only when it is their own tenant's.
+    """
+    scope = scope_for(user)
+    rows = (
+        DeviceBooking.objects.filter(device_id__in=device_ids, during__overlap=(start, end))
+        .values_list(
+            "device_id",
+            "during",
+            "allocation__reservation_id",
+            "allocation__reservation__tenant__slug",
+            "allocation__instance_id",
+        )
+        .order_by("device_id", "during")
+    )
+    out: dict[int, list[Booking]] = defaultdict(list)
+    for device_id, during, reservation_id, tenant, instance in rows:
+        mine = reservation_id is not None and (scope.tenants is None or tenant in scope.tenants)
+        if mine:
+            owner, short = f"reservation {reservation_id} ({tenant})", f"#{reservation_id} {tenant}"
+        elif scope.tenants is None:
+            owner, short = f"instance {instance}", f"instance {instance}"
+        else:
+            owner, short = "booked by another tenant", "booked"
+        out[device_id].append(Booking(device_id, during.lower, during.upper, owner, mine, short))
+    return out
+
+
+def device_label(device: Device, parent: Device | None = None) -> str:
+    """Return how the pages name a device: GPU3, or GPU0 mig-1g.10gb #2 for a slice."""
+    if parent is not None:
+        return f"{device_label(parent)} {device.device_class} #{device.index}"
+    prefix = "GPU" if device.device_class == "gpu" else device.device_class
+    return f"{prefix}{device.index}"
+
+
+def atom_labels(uuids: list[str]) -> dict[str, str]:
+    """Return GPU3-style names for device uuids (one query)."""
+    devices = Device.objects.filter(uuid__in=uuids).select_related("parent")
+    return {d.uuid: device_label(d, d.parent) for d in devices}

@@ -1,0 +1,191 @@
+"""One node: devices, topology matrix, booking timeline and the operator panel."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import prefetch_related_objects
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from config.web import login_required, operator_required, page, wants_partial
+from inventory.forms import ACTIONS, PANEL_FORMS, panel_forms
+from inventory.models import Device, DeviceLink, Node
+
+from .common import (
+    TIMELINE_AHEAD,
+    TIMELINE_BEHIND,
+    bookings_by_device,
+    device_label,
+    visible_node,
+)
+from .pools import badges, node_rows
+
+# --- one node ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Lane:
+    """A device's line in the booking timeline."""
+
+    label: str
+    uuid: str
+    slice: bool
+    bars: list[dict]
+
+
+def timeline(devices: list[Device], user, now: datetime) -> dict:
+    """Return timeline lanes for the devices over two days back to a week ahead (one query)."""
+    start, end = now - TIMELINE_BEHIND, now + TIMELINE_AHEAD
+    span = (end - start).total_seconds()
+    bookings = bookings_by_device([d.pk for d in devices], start, end, user)
+    by_pk = {d.pk: d for d in devices}
+
+    def pos(moment: datetime) -> float:
+        return round(100 * (min(max(moment, start), end) - start).total_seconds() / span, 3)
+
+    lanes = []
+    for device in _parents_first(devices):
+        parent = by_pk.get(device.parent_id) if device.parent_id else None
+        bars = []
+        for b in bookings.get(device.pk, []):
+            left = pos(b.start)
+            when = "past" if b.end <= now else "now" if b.start <= now else "later"
+            bars.append(
+                {
+                    "left": left,
+                    "width": max(0.4, pos(b.end) - left),
+                    "title": b.text,
+                    "text": b.short,
+                    "when": when,
+                }
+            )
+        lanes.append(Lane(device_label(device, parent), device.uuid, parent is not None, bars))
+    midnight = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    ticks = []
+    while midnight < end:
+        # The last label would run past the track's end.
+        text = f"{midnight:%a %b %d}" if midnight < end - timedelta(hours=18) else ""
+        ticks.append({"left": pos(midnight), "text": text})
+        midnight += timedelta(days=1)
+    return {"lanes": lanes, "ticks": ticks, "now": pos(now), "start": start, "end": end}
+
+
+def _parents_first(devices: list[Device]) -> list[Device]:
+    """Order devices as GPU, its slices, next GPU, … ."""
+    children = defaultdict(list)
+    for d in devices:
+        if d.parent_id:
+            children[d.parent_id].append(d)
+    out = []
+    for d in devices:
+        if not d.parent_id:
+            out.append(d)
+            out.extend(sorted(children.get(d.pk, []), key=lambda c: (c.index, c.uuid)))
+    return out
+
+
+RANK_SHADE = {"NV": "nv", "PIX": "pix", "PXB": "pxb", "PHB": "phb", "NODE": "node", "SYS": "sys"}
+
+
+def topology(devices: list[Device], links: list[DeviceLink]) -> dict:
+    """Return the GPU × GPU link matrix as `nvidia-smi topo -m` prints it, with NUMA affinity."""
+    gpus = sorted(
+        (d for d in devices if d.parent_id is None and d.device_class == "gpu"), key=lambda d: d.index
+    )
+    pair = {}
+    for link in links:
+        text = f"NV{link.nvlinks}" if link.rank == DeviceLink.Rank.NV and link.nvlinks else link.rank
+        pair[(link.device_a_id, link.device_b_id)] = pair[(link.device_b_id, link.device_a_id)] = (
+            text,
+            RANK_SHADE[link.rank],
+        )
+    rows = []
+    for a in gpus:
+        cells = []
+        for b in gpus:
+            if a.pk == b.pk:
+                cells.append({"text": "X", "shade": "self"})
+            else:
+                text, shade = pair.get((a.pk, b.pk), ("?", "unknown"))
+                cells.append({"text": text, "shade": shade})
+        rows.append({"name": f"GPU{a.index}", "cells": cells, "numa": a.numa_node})
+    return {"columns": [f"GPU{g.index}" for g in gpus], "rows": rows, "known": bool(links)}
+
+
+def _node_context(node: Node, bound: dict | None = None) -> dict:
+    """Return what the node panel (state, labels, taints, conditions, actions) needs."""
+    prefetch_related_objects([node], "taints", "conditions", "labels")
+    return {
+        "node": node,
+        "badges": badges(node, node.pool),
+        "labels": list(node.labels.all()),
+        "taints": list(node.taints.all()),
+        "conditions": list(node.conditions.all()),
+        "forms": panel_forms(bound),
+        "dedicated": next((t.value for t in node.taints.all() if t.key == "dedicated"), None),
+    }
+
+
+def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = None) -> dict:
+    """Return everything the node page shows."""
+    now = timezone.now()
+    row = node_rows([node], node.pool, request.user, now)[0]
+    devices = list(node.devices.all())
+    by_pk = {d.pk: d for d in devices}
+    device_rows = [
+        {
+            "device": d,
+            "label": device_label(d, by_pk.get(d.parent_id)),
+            "attributes": sorted(d.attributes.items()),
+        }
+        for d in _parents_first(devices)
+    ]
+    return {
+        "nav": "pools",
+        "row": row,
+        "devices": device_rows,
+        "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
+        "timeline": timeline(devices, request.user, now),
+        **_node_context(node, bound),
+    }
+
+
+@login_required
+def node_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """Show one node: devices, topology matrix, booking timeline, state and (operators) actions."""
+    node = visible_node(request.user, name)
+    return page(request, "capacity/node_detail.html", _node_page_context(request, node), partial="panel")
+
+
+@require_POST
+@operator_required
+def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
+    """Run an operator action from the node page; htmx gets the panel back, others a redirect."""
+    if action not in ACTIONS:
+        raise Http404(f"no node action {action}")
+    node = visible_node(request.user, name)
+    form = ACTIONS[action](request.POST, prefix=action)
+    ok = form.apply(node)
+    if ok and not wants_partial(request):
+        return redirect("node-detail", name=node.name)
+    node = visible_node(request.user, name)
+    bound = {} if ok else {action: form}
+    errors = None
+    if not ok:
+        # A button has no field to show its error by: every message goes above the panel's buttons.
+        errors = (
+            form.non_field_errors()
+            if action in PANEL_FORMS
+            else [m for ms in form.errors.values() for m in ms]
+        )
+    if wants_partial(request):
+        context = {**_node_context(node, bound), "action_errors": errors}
+    else:
+        # Without JavaScript a refused action shows the whole page, the error next to its field.
+        context = {**_node_page_context(request, node, bound), "action_errors": errors}
+    return page(request, "capacity/node_detail.html", context, partial="panel")

@@ -1,0 +1,399 @@
+"""The pools page and a pool's nodes, each with its GPU grid."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch, prefetch_related_objects
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from capacity.models import PoolCapacityRollup
+from capacity.placement import (
+    NodeView,
+    may_be_schedulable,
+    scalar_capacity,
+)
+from capacity.placement import Pool as PoolView
+from capacity.rollups import BUCKETS
+from config.web import login_required, operator_required, page, safe_next, wants_partial
+from inventory.filtersets import FilterError, filter_nodes
+from inventory.forms import ACTIONS, ROW_ACTIONS, NodeFilterForm
+from inventory.models import Device, Node, NodeLabel, Pool
+
+from .common import (
+    GRID_AHEAD,
+    NODES_PER_PAGE,
+    Booking,
+    bookings_by_device,
+    device_label,
+    visible_node,
+    visible_pool,
+    visible_pools,
+)
+
+# --- the pool page: one row per node with its GPU grid ----------------------------------------------
+
+CELL_TEXT = {
+    "free": "free",
+    "now": "booked now",
+    "later": "booked later this week",
+    "unhealthy": "unhealthy",
+    "unbookable": "unbookable",
+}
+
+
+@dataclass
+class Cell:
+    """One atom in the GPU grid; a partitioned GPU holds its MIG slices."""
+
+    label: str
+    state: str
+    title: str
+    slices: list[Cell] = field(default_factory=list)
+
+
+@dataclass
+class Badge:
+    """A state the node is in, as text (never colour alone); kind picks the style."""
+
+    text: str
+    kind: str
+    title: str = ""
+
+
+@dataclass
+class Scalar:
+    name: str
+    free: int
+    total: int
+
+
+@dataclass
+class NodeRow:
+    """A node as the pool page and the node page draw it."""
+
+    node: Node
+    cells: list[Cell]
+    badges: list[Badge]
+    labels: list[NodeLabel]
+    system_labels: list[NodeLabel]
+    scalars: list[Scalar]
+    schedulable: bool
+    free_gpus: int
+    total_gpus: int
+    actions: list[str] = field(default_factory=list)
+    own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
+
+    @property
+    def scalar_map(self) -> dict[str, Scalar]:
+        return {s.name: s for s in self.scalars}
+
+    @property
+    def system_labels_text(self) -> str:
+        return "\n".join(f"{label.key}={label.value}" for label in self.system_labels)
+
+    @property
+    def labels_text(self) -> str:
+        return "\n".join(f"{label.key}={label.value}" for label in self.labels)
+
+
+def split_common_labels(rows: list[NodeRow]) -> list[tuple[str, str]]:
+    """Return the operator labels every row shares, and leave each row only its own.
+
+    Operators scan for what differs; labels every node of the page carries are shown once.
+    """
+    if len(rows) < 2:
+        for row in rows:
+            row.own_labels = row.labels
+        return []
+    common = set.intersection(*({(lb.key, lb.value) for lb in row.labels} for row in rows))
+    for row in rows:
+        row.own_labels = [lb for lb in row.labels if (lb.key, lb.value) not in common]
+    return sorted(common)
+
+
+def _cell_state(device: Device, bookings: list[Booking], now: datetime) -> str:
+    if not device.healthy:
+        return "unhealthy"
+    if not device.bookable:
+        return "unbookable"
+    if any(b.start <= now < b.end for b in bookings):
+        return "now"
+    return "later" if bookings else "free"
+
+
+def _cell(device: Device, bookings: dict[int, list[Booking]], now: datetime, parent: Device | None = None):
+    own = bookings.get(device.pk, [])
+    state = _cell_state(device, own, now)
+    label = device_label(device, parent)
+    lines = [f"{label} · {CELL_TEXT[state]}", device.uuid, *(b.text for b in own)]
+    return Cell(label=str(device.index), state=state, title="\n".join(lines))
+
+
+def badges(node: Node, pool: Pool) -> list[Badge]:
+    badges = []
+    if node.role != Node.Role.HOST:
+        badges.append(Badge(f"role {node.role}", "muted", "not a host: adds no capacity"))
+    if node.trust == Node.Trust.TENANT_CONTROLLED:
+        badges.append(Badge("tenant-controlled", "muted", "tenant-controlled nodes add no capacity"))
+    if node.owner_tenant_id is not None and node.owner_tenant_id != pool.owner_tenant_id:
+        badges.append(
+            Badge(
+                f"✕ excluded: owned by {node.owner_tenant.slug}",
+                "muted",
+                "tenant-owned node outside its owner's pool",
+            )
+        )
+    elif node.owner_tenant_id is not None:
+        badges.append(
+            Badge(f"owned by {node.owner_tenant.slug}", "info", "tenant-owned node in its owner's pool")
+        )
+    if node.maintenance:
+        badges.append(Badge("⚙ maintenance", "warn", "in maintenance"))
+    if node.cordoned:
+        badges.append(Badge("⊘ cordoned", "warn", "no new placements"))
+    if node.provision_state != Node.ProvisionState.ACTIVE:
+        text = (
+            "provisioning"
+            if node.provision_state == Node.ProvisionState.PROVISIONING
+            else node.provision_state
+        )
+        badges.append(Badge(f"◌ {text}", "muted", f"provision state {node.provision_state}"))
+    elif not node.converged:
+        badges.append(Badge("◌ provisioning: awaiting spec", "muted", "awaiting its first converged spec"))
+    if node.connectivity != Node.Connectivity.CONNECTED:
+        badges.append(Badge(f"✕ unreachable: {node.connectivity}", "bad", "connectivity"))
+    taint_reasons = set()
+    for taint in node.taints.all():
+        reason = f"{taint.key}={taint.value}" if taint.value else taint.key
+        taint_reasons.add(reason)
+        if taint.key == "dedicated":
+            badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
+        else:
+            badges.append(Badge(f"▲ tainted {taint}", "warn", "taint"))
+    others = [r for r in node.no_schedule_reasons if r not in taint_reasons]
+    if others:
+        badges.append(Badge(f"✕ NoSchedule: {', '.join(others)}", "bad", "from node conditions"))
+    return badges
+
+
+def _node_view(node: Node, pool: Pool) -> tuple[NodeView, PoolView]:
+    # The placement core's own check decides "schedulable", so the page and the placer agree.
+    view = NodeView(
+        id=node.name,
+        pool_id=pool.slug,
+        owner_tenant_id=node.owner_tenant.slug if node.owner_tenant_id else None,
+        role=node.role,
+        provision_state=node.provision_state,
+        connectivity=node.connectivity,
+        trust=node.trust,
+        maintenance=node.maintenance,
+        cordoned=node.cordoned,
+        converged=node.converged,
+        no_schedule_reasons=tuple(node.no_schedule_reasons),
+    )
+    owner = pool.owner_tenant.slug if pool.owner_tenant_id else None
+    return view, PoolView(id=pool.slug, archived=pool.archived, owner_tenant_id=owner)
+
+
+def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRow]:
+    """Build the rows of these nodes in five queries whatever their number.
+
+    Devices, labels, taints and resources are prefetched; one query reads the bookings of all their
+    devices within the grid's window (now to a week ahead).
+    """
+    prefetch_related_objects(
+        nodes,
+        Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
+        "labels",
+        "taints",
+        "resources",
+    )
+    device_ids = [d.pk for n in nodes for d in n.devices.all()]
+    bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
+    rows = []
+    for node in nodes:
+        devices = list(node.devices.all())
+        by_pk = {d.pk: d for d in devices}
+        cells: dict[int, Cell] = {}
+        # Whole devices first, so that every slice finds its parent's cell.
+        for device in sorted(devices, key=lambda d: d.parent_id is not None):
+            parent = by_pk.get(device.parent_id) if device.parent_id else None
+            cell = _cell(device, bookings, now, parent)
+            if parent is not None and parent.pk in cells:
+                cells[parent.pk].slices.append(cell)
+            else:
+                cells[device.pk] = cell
+        gpus = [cells[d.pk] for d in devices if d.parent_id is None and d.device_class == "gpu"]
+        labels = list(node.labels.all())
+        view, pool_view = _node_view(node, pool)
+        rows.append(
+            NodeRow(
+                node=node,
+                cells=list(cells.values()),
+                badges=badges(node, pool),
+                labels=[label for label in labels if label.source != NodeLabel.Source.SYSTEM],
+                system_labels=[label for label in labels if label.source == NodeLabel.Source.SYSTEM],
+                scalars=[
+                    Scalar(
+                        r.resource,
+                        scalar_capacity(r.allocatable, r.ratio) - r.allocated,
+                        scalar_capacity(r.allocatable, r.ratio),
+                    )
+                    for r in node.resources.all()
+                ],
+                schedulable=may_be_schedulable(view, pool_view),
+                free_gpus=sum(1 for c in gpus if _free_now(c)),
+                total_gpus=len(gpus),
+                actions=["uncordon" if node.cordoned else "cordon"],
+            )
+        )
+    return rows
+
+
+def _free_now(cell: Cell) -> bool:
+    """Return whether a GPU is free now (as the free_gpus filter counts), with all its slices."""
+    # A booking later this week leaves it free now; a partitioned GPU needs every slice free too.
+    return all(c.state in ("free", "later") for c in (cell, *cell.slices))
+
+
+# --- pools -----------------------------------------------------------------------------------------
+
+SEGMENTS = ("allocated", "free", *BUCKETS)
+SEGMENT_TEXT = {
+    "allocated": "atoms held by bookings now or later",
+    "free": "on schedulable nodes and not booked",
+    "excluded": "nodes that add no capacity to this pool",
+    "maintenance": "nodes cordoned or in maintenance",
+    "provisioning": "nodes still provisioning",
+    "unreachable": "nodes not connected",
+    "unhealthy": "NoSchedule nodes, unhealthy or unbookable devices",
+}
+
+
+@dataclass
+class Segment:
+    name: str
+    count: int
+    percent: float
+    title: str
+
+
+@dataclass
+class ClassBar:
+    """One device class of a pool: its rollup as a stacked bar."""
+
+    device_class: str
+    total: int
+    segments: list[Segment]
+
+
+def class_bar(rollup: PoolCapacityRollup) -> ClassBar:
+    """Return a rollup's buckets as bar segments; free is what no bucket and no booking holds."""
+    counts = {b: getattr(rollup, b) for b in BUCKETS}
+    counts["allocated"] = rollup.allocated
+    counts["free"] = max(0, rollup.total - rollup.allocated - sum(getattr(rollup, b) for b in BUCKETS))
+    # Bookings on a node that was cordoned later count twice; widths share the sum so they never overflow.
+    width = max(1, sum(counts.values()))
+    segments = [
+        Segment(name, counts[name], round(100 * counts[name] / width, 2), SEGMENT_TEXT[name])
+        for name in SEGMENTS
+    ]
+    return ClassBar(rollup.device_class, rollup.total, segments)
+
+
+@login_required
+def pools(request: HttpRequest) -> HttpResponse:
+    """List the pools the user may see with their capacity at a glance."""
+    pool_list = visible_pools(request.user)
+    ids = [p.pk for p in pool_list]
+    nodes = dict(Node.objects.filter(pool_id__in=ids).values_list("pool_id").annotate(n=Count("id")))
+    bars = defaultdict(list)
+    for rollup in PoolCapacityRollup.objects.filter(pool_id__in=ids).order_by("pool_id", "device_class"):
+        bars[rollup.pool_id].append(class_bar(rollup))
+    for bar_list in bars.values():
+        # Whole GPUs first, then the MIG slice classes.
+        bar_list.sort(key=lambda b: (b.device_class != "gpu", b.device_class))
+    rows = [{"pool": p, "nodes": nodes.get(p.pk, 0), "bars": bars.get(p.pk, [])} for p in pool_list]
+    return page(
+        request,
+        "capacity/pools.html",
+        {"nav": "pools", "rows": rows, "legend": [(name, SEGMENT_TEXT[name]) for name in SEGMENTS]},
+    )
+
+
+@login_required
+def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show a pool's nodes with their GPU grid, filtered and 50 to a page."""
+    pool = visible_pool(request.user, slug)
+    form = NodeFilterForm(request.GET)
+    form.is_valid()
+    queryset = Node.objects.filter(pool=pool).select_related("owner_tenant").order_by("name")
+    filter_error = None
+    try:
+        queryset = filter_nodes(queryset, request.GET)
+    except FilterError as err:
+        filter_error = err
+        form.add_error(err.field if err.field in form.fields else None, err.message)
+        queryset = queryset.none()
+    paginator = Paginator(queryset, NODES_PER_PAGE)
+    page_obj = paginator.get_page(request.GET.get("page"))
+    now = timezone.now()
+    rows = node_rows(list(page_obj.object_list), pool, request.user, now)
+    common_labels = split_common_labels(rows)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return page(
+        request,
+        "capacity/pool_detail.html",
+        {
+            "nav": "pools",
+            "pool": pool,
+            "form": form,
+            "filter_error": filter_error,
+            "rows": rows,
+            "common_labels": common_labels,
+            "page_obj": page_obj,
+            "query": query.urlencode(),
+            "next": request.get_full_path(),
+            "cell_text": CELL_TEXT,
+        },
+        partial="nodes",
+    )
+
+
+@require_POST
+@operator_required
+def node_row_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
+    """Cordon or uncordon a node from the pool page; htmx gets the row back, others a redirect."""
+    if action not in ROW_ACTIONS:
+        raise Http404(f"no row action {action}")
+    node = visible_node(request.user, name)
+    form = ACTIONS[action](request.POST, prefix=action)
+    form.apply(node)
+    if not wants_partial(request):
+        return redirect(safe_next(request, reverse("pool-detail", args=[node.pool.slug])))
+    node = visible_node(request.user, name)
+    row = node_rows([node], node.pool, request.user, timezone.now())[0]
+    # The page shows labels every row shares once; the form echoes them so the row stays alike.
+    common = sorted(tuple(item.partition("=")[::2]) for item in request.POST.getlist("common"))
+    row.own_labels = [lb for lb in row.labels if (lb.key, lb.value) not in set(common)]
+    return page(
+        request,
+        "capacity/pool_detail.html",
+        {
+            "pool": node.pool,
+            "row": row,
+            "row_errors": form.errors,
+            "common_labels": common,
+            "next": safe_next(request, ""),
+        },
+        partial="node-row",
+    )

@@ -1,0 +1,147 @@
+"""A user's reservations, one reservation, and releasing it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from capacity import services
+from capacity.access import scope_for
+from capacity.forms import ReservationFilterForm
+from capacity.models import Reservation
+from capacity.placement import (
+    NOT_FOUND,
+    CapacityError,
+)
+from config.web import login_required, page, safe_next, wants_partial
+
+from .common import (
+    RESERVATIONS_PER_PAGE,
+    atom_labels,
+    visible_tenants,
+)
+
+# --- reservations ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ReservationRow:
+    """A reservation with where it landed: nodes and atoms, or why it is pending."""
+
+    reservation: Reservation
+    allocations: list[dict]
+    message: str
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(dict.fromkeys(a["node"] for a in self.allocations))
+
+    @property
+    def releasable(self) -> bool:
+        return self.reservation.status != Reservation.Status.RELEASED
+
+
+def reservation_rows(reservations: list[Reservation]) -> list[ReservationRow]:
+    """Return rows for these reservations in three queries, whatever their number."""
+    allocations = services.allocations_for(reservations)
+    labels = atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
+    by_reservation = {
+        pk: [
+            {
+                "node": a["nodeId"],
+                "atoms": [(labels.get(uuid, uuid), uuid) for uuid in a["atoms"]],
+                "resources": a["resources"],
+                "released_at": a["releasedAt"],
+            }
+            for a in rows
+        ]
+        for pk, rows in allocations.items()
+    }
+    out = []
+    for r in reservations:
+        condition = r.condition(services.UNSCHEDULABLE) if r.status == Reservation.Status.PENDING else None
+        out.append(ReservationRow(r, by_reservation.get(r.pk, []), (condition or {}).get("message", "")))
+    return out
+
+
+@login_required
+def reservations(request: HttpRequest) -> HttpResponse:
+    """List the user's reservations (operators: everyone's, with a tenant filter)."""
+    scope = scope_for(request.user)
+    tenants = visible_tenants(request.user)
+    form = ReservationFilterForm(request.GET, tenants=tenants)
+    form.is_valid()
+    filters = getattr(form, "cleaned_data", {})
+    queryset = services.list_reservations(
+        scope=scope,
+        status=filters.get("status") or None,
+        tenant=filters.get("tenant") or None,
+    ).order_by("-created_at", "-id")
+    page_obj = Paginator(queryset, RESERVATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return page(
+        request,
+        "capacity/reservations.html",
+        {
+            "nav": "reservations",
+            "form": form,
+            "rows": reservation_rows(list(page_obj.object_list)),
+            "page_obj": page_obj,
+            "query": query.urlencode(),
+            "show_tenant_filter": scope.tenants is None or len(tenants) > 1,
+            "next": request.get_full_path(),
+        },
+        partial="reservation-list",
+    )
+
+
+def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:
+    try:
+        return services.get(pk, scope=scope_for(request.user))
+    except CapacityError as err:
+        if err.code == NOT_FOUND:
+            raise Http404(err.message) from None
+        raise
+
+
+@login_required
+def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Show one reservation: status, window, where it landed or why it waits."""
+    reservation = _reservation_or_404(request, pk)
+    return page(
+        request,
+        "capacity/reservation_detail.html",
+        {"nav": "reservations", "row": reservation_rows([reservation])[0]},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def release(request: HttpRequest, pk: int) -> HttpResponse:
+    """Release a reservation: GET asks to confirm (no JavaScript), POST releases."""
+    reservation = _reservation_or_404(request, pk)
+    if request.method == "GET":
+        return page(
+            request,
+            "capacity/release_confirm.html",
+            {
+                "nav": "reservations",
+                "row": reservation_rows([reservation])[0],
+                "next": safe_next(request, reverse("reservations")),
+            },
+        )
+    reservation = services.release(reservation.pk, scope=scope_for(request.user))
+    if not wants_partial(request):
+        return redirect(safe_next(request, reverse("reservations")))
+    return page(
+        request,
+        "capacity/reservations.html",
+        {"row": reservation_rows([reservation])[0], "next": safe_next(request, reverse("reservations"))},
+        partial="reservation-row",
+    )
