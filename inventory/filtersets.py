@@ -54,11 +54,16 @@ def free_gpus_now(queryset: QuerySet[Node], device_class: str = "gpu") -> QueryS
     booking = apps.get_model("capacity", "DeviceBooking")
     now = timezone.now()
     busy = booking.objects.filter(device=OuterRef("devices__pk"), during__contains=now)
+    # A partitioned GPU with a booked slice is not free either (nor a slice of a booked GPU).
+    slice_busy = booking.objects.filter(device__parent=OuterRef("devices__pk"), during__contains=now)
+    parent_busy = booking.objects.filter(device=OuterRef("devices__parent"), during__contains=now)
     return queryset.annotate(
         free_now=Count(
             "devices",
             filter=Q(devices__device_class=device_class, devices__healthy=True, devices__bookable=True)
-            & ~Q(Exists(busy)),
+            & ~Q(Exists(busy))
+            & ~Q(Exists(slice_busy))
+            & ~Q(Exists(parent_busy)),
             distinct=True,
         )
     )

@@ -286,12 +286,42 @@ def test_a_selector_reads_device_attributes_then_node_labels(tenant, make_node):
 
     make_node("node-a", gpus=2)
     b = make_node("node-b", gpus=2)
-    Device.objects.filter(node__name="node-a").update(attributes={"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80})
+    Device.objects.filter(node__name="node-a").update(
+        attributes={"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}
+    )
     Device.objects.filter(node=b).update(attributes={"gpuProduct": "L40S-48GB", "vramGiB": 48})
     NodeLabel.objects.create(node=b, key="fabric.domain", value="nvl-a")
     big = reserve({**ask(1), "devices": [{"class": "gpu", "count": 1, "selector": "vramGiB >= 80"}]})
     assert services.allocations_of(big.reservation)[0]["nodeId"] == "node-a"
-    fabric = reserve({**ask(1), "devices": [{"class": "gpu", "count": 2, "selector": "fabric.domain = nvl-a"}]})
+    fabric = reserve(
+        {**ask(1), "devices": [{"class": "gpu", "count": 2, "selector": "fabric.domain = nvl-a"}]}
+    )
     assert services.allocations_of(fabric.reservation)[0]["nodeId"] == "node-b"
     none = reserve({**ask(1), "devices": [{"class": "gpu", "count": 1, "selector": "gpuProduct in (A100)"}]})
     assert none.outcome.reason == "no node fits (2 nodes): 2 × fits: 0 of 1 gpu free matching the selector"
+
+
+def test_the_free_gpus_filter_counts_a_gpu_with_a_booked_slice_as_taken(tenant, make_node):
+    """
+    node-a: GPU0 ── MIG-a (booked now)   GPU1 free
+    """
+    from django.utils import timezone
+
+    from capacity.rollups import refresh_rollups
+    from inventory.filtersets import filter_nodes
+    from inventory.models import Device, Node
+
+    node = make_node("node-a", gpus=2)
+    parent = Device.objects.get(uuid="GPU-node-a-0")
+    Device.objects.create(node=node, uuid="MIG-a", device_class="mig-3g.40gb", parent=parent)
+    refresh_rollups([node.pool_id])
+    # The filter reads the real clock, so the booking covers the real now.
+    start = int(timezone.now().timestamp() * 1000) - 3_600_000
+    data = {
+        **ask(1),
+        "devices": [{"class": "mig-3g.40gb", "count": 1}],
+        "during": {"start": start, "end": start + 7_200_000},
+    }
+    assert reserve(data).reservation.status == "placed"
+    assert filter_nodes(Node.objects.all(), {"free_gpus": "2"}).count() == 0
+    assert filter_nodes(Node.objects.all(), {"free_gpus": "1"}).count() == 1
