@@ -18,7 +18,8 @@ from capacity.placement import (
 )
 
 from .commit import Committed, LostRace, Owner, commit_member
-from .loader import NodeIndex, PoolRow, load_node_views, load_pool, shortlist_counts
+from .index import Candidate, candidates, pool_index, scalar_room, taken_devices, views_for
+from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
 SHORTLIST_SIZE = 48
 SCORE_EPSILON = 1e-9
@@ -89,10 +90,13 @@ def plan_request(
     if shortlist is None:
         shortlist = uses_shortlist(request, config)
     if shortlist and not pool.view.archived:
-        rows = shortlist_counts(pool.pk, request)
+        static = pool_index(pool)
+        taken = taken_devices(pool, static, request.during)
+        room = scalar_room(pool, static, sorted(request.resources))
+        rows = candidates(request, pool, static, taken, room)
         memo: dict[tuple, float] = {}  # most nodes share a handful of (free, total) shapes
 
-        def score(row) -> float:
+        def score(row: Candidate) -> float:
             shape = (tuple(sorted(row.free.items())), tuple(sorted(row.total.items())))
             if shape not in memo:
                 memo[shape] = round(count_scores(request, row.free, row.total, config.weights), 12)
@@ -100,14 +104,11 @@ def plan_request(
 
         scored = sorted(((score(r), r.name) for r in rows), key=lambda s: (-s[0], s[1]))
         # Plan the best 48 by count; while a node outside could still reach the top N (the link part
-        # of a score is bounded, not known), widen the list by doubling, loading only the new nodes.
-        size, index = max(SHORTLIST_SIZE, 8 * config.top_n), None
+        # of a score is bounded, not known), widen the list by doubling.
+        size = max(SHORTLIST_SIZE, 8 * config.top_n)
         while scored:
             keep = scored[:size]
-            more = load_node_views(
-                pool.pk, request.during, names=[name for _, name in keep[len(index.views) if index else 0 :]]
-            )
-            index = more if index is None else index.merge(more)
+            index = views_for(static, [name for _, name in keep], taken)
             result = plan(index)
             outside = scored[len(keep) :]
             if result.fits and not _outside_could_rank(result, outside, request, config):

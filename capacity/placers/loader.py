@@ -10,10 +10,8 @@ from datetime import UTC, datetime
 from django.db import connection
 from psycopg.types.range import Range
 
-from capacity.placement import Atom, NodeView, PlacementRequest, Pool, Resource, Window
+from capacity.placement import Atom, NodeView, Pool, Resource, Window
 from inventory.validators import SYSTEM_LABEL_PREFIX
-
-from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING
 
 
 def window_range(window: Window) -> Range:
@@ -32,14 +30,16 @@ class PoolRow:
 
     pk: int
     view: Pool
+    generation: int | None = None  # of the pool's inventory; see inventory.PoolGeneration
 
 
 def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
     """Return the pool with this slug (locked FOR UPDATE when asked), or None."""
     sql = """
-        SELECT p.id, p.slug, s.slug, p.archived, t.slug
+        SELECT p.id, p.slug, s.slug, p.archived, t.slug, g.generation
           FROM inventory_pool p JOIN inventory_site s ON s.id = p.site_id
           LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
+          LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
          WHERE p.slug = %s
     """
     if lock:
@@ -49,7 +49,7 @@ def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
         row = cur.fetchone()
     if row is None:
         return None
-    return PoolRow(row[0], Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4]))
+    return PoolRow(row[0], Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4]), row[5])
 
 
 @dataclass
@@ -201,89 +201,3 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
         children=dict(children),
         device_class={row[2]: row[3] for row in devices},
     )
-
-
-@dataclass(frozen=True)
-class ShortlistRow:
-    """One schedulable node with enough room, and its atom counts per requested class."""
-
-    name: str
-    free: dict[str, int]
-    total: dict[str, int]
-
-
-def shortlist_counts(pool_pk: int, request: PlacementRequest) -> list[ShortlistRow]:
-    """Return every schedulable node with enough free atoms and scalar room, with its counts.
-
-    One query over the whole pool. Each check (schedulable, labels, scalars) comes back as a column
-    and Python keeps the rows that pass: filtering in SQL made the planner misjudge how many nodes
-    survive and pick nested loops that cost more than the whole query does now. The planner still
-    runs every filter on the nodes it keeps.
-    """
-    need: dict[str, int] = defaultdict(int)
-    for device in request.devices:
-        need[device.device_class] += device.count
-    params: dict[str, object] = {
-        "pool": pool_pk,
-        "tenant": request.tenant_id,
-        "classes": sorted(need),
-        "during": window_range(request.during),
-        "system_prefix": SYSTEM_LABEL_PREFIX + "%",
-    }
-    ctes, joins, checks = [], [], []
-    for i, (key, value) in enumerate(request.node_labels.items()):
-        params[f"lk{i}"], params[f"lv{i}"] = key, value
-        value_clause = "" if value == "*" else f" AND l.value = %(lv{i})s"
-        ctes.append(
-            f"label{i} AS (SELECT l.node_id FROM inventory_nodelabel l WHERE l.key = %(lk{i})s{value_clause}"
-            " AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s))"
-        )
-        joins.append(f"LEFT JOIN label{i} ON label{i}.node_id = n.id")
-        checks.append(f"label{i}.node_id IS NOT NULL")
-    for i, (resource, amount) in enumerate(request.resources.items()):
-        params[f"rk{i}"], params[f"rn{i}"] = resource, amount
-        ctes.append(
-            f"room{i} AS (SELECT r.node_id FROM inventory_noderesource r WHERE r.resource = %(rk{i})s"
-            f" AND r.allocated + %(rn{i})s <= {SCALAR_CAPACITY})"
-        )
-        joins.append(f"LEFT JOIN room{i} ON room{i}.node_id = n.id")
-        checks.append(f"room{i}.node_id IS NOT NULL")
-    sql = f"""
-WITH booked AS (
-  SELECT DISTINCT b.device_id AS id FROM capacity_devicebooking b WHERE b.during && %(during)s
-), taken AS (
-  SELECT id FROM booked
-  UNION SELECT k.id FROM inventory_device k JOIN booked ON k.parent_id = booked.id
-  UNION SELECT k.parent_id FROM inventory_device k JOIN booked ON k.id = booked.id WHERE k.parent_id IS NOT NULL
-), counts AS (
-  SELECT d.node_id, d.device_class, count(*) AS total, count(*) FILTER (WHERE t.id IS NULL) AS free
-    FROM inventory_device d LEFT JOIN taken t ON t.id = d.id
-   WHERE d.node_id IN (SELECT id FROM inventory_node WHERE pool_id = %(pool)s)
-     AND d.healthy AND d.bookable AND d.device_class = ANY(%(classes)s)
-   GROUP BY d.node_id, d.device_class
-){"".join(", " + c for c in ctes)}
-SELECT n.name, c.device_class, coalesce(c.total, 0), coalesce(c.free, 0),
-       ({SCHEDULABLE_TOLERATING}) AND {" AND ".join(checks) or "true"} AS ok
-  FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
-  LEFT JOIN counts c ON c.node_id = n.id
-  {" ".join(joins)}
- WHERE n.pool_id = %(pool)s
-"""
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        rows = cur.fetchall()
-    by_node: dict[str, ShortlistRow] = {}
-    refused: set[str] = set(request.exclude_nodes)
-    for name, device_class, total, free, ok in rows:
-        if not ok:
-            refused.add(name)
-            continue
-        row = by_node.setdefault(name, ShortlistRow(name, {}, {}))
-        if device_class is not None:
-            row.free[device_class] = free
-            row.total[device_class] = total
-    return [
-        r
-        for r in by_node.values()
-        if r.name not in refused and all(r.free.get(c, 0) >= n for c, n in need.items())
-    ]

@@ -2,7 +2,7 @@
 
 from .devices import Device, DeviceLink
 from .nodes import Node, NodeCondition, NodeImageCache, NodeLabel, NodeResource, NodeTaint
-from .tenancy import Pool, Site, Tenant
+from .tenancy import Pool, PoolGeneration, Site, Tenant
 
 __all__ = [
     "Device",
@@ -14,6 +14,7 @@ __all__ = [
     "NodeResource",
     "NodeTaint",
     "Pool",
+    "PoolGeneration",
     "Site",
     "Tenant",
 ]

@@ -53,3 +53,17 @@ class Pool(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+class PoolGeneration(models.Model):
+    """A number that changes whenever a pool's inventory does (nodes, devices, links, labels).
+
+    Triggers set it from a sequence, so a value never repeats, not even after a rollback; the
+    placer keeps a pool's static index in memory for as long as the generation it read holds.
+    """
+
+    pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="generation")
+    generation = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.pool_id}@{self.generation}"

@@ -5,8 +5,9 @@ import random
 import pytest
 
 from capacity.placement import validate_request
+from capacity.placers.index import candidates, pool_index, scalar_room, taken_devices
 from capacity.placers.inline import plan_request
-from capacity.placers.loader import load_pool, shortlist_counts
+from capacity.placers.loader import load_pool
 from inventory import services as nodes
 
 from booking import ask, config, reserve
@@ -61,12 +62,63 @@ def test_the_whole_pool_is_planned_when_a_node_outside_the_shortlist_could_rank(
     assert short.ranked[:5] == full.ranked[:5]
 
 
-def test_the_shortlist_counts_only_schedulable_nodes_with_room(tenant, make_node):
+def shortlist(request_data):
+    pool = load_pool("lab-pool")
+    request = validate_request({**request_data, "reservationId": "r"})
+    index = pool_index(pool)
+    taken = taken_devices(pool, index, request.during)
+    found = candidates(request, pool, index, taken, scalar_room(pool, index, sorted(request.resources)))
+    return {(c.name, c.free["gpu"], c.total["gpu"]) for c in found}
+
+
+def test_the_shortlist_counts_only_eligible_nodes_with_enough_free_atoms(tenant, make_node):
     make_node("a", gpus=4)
     make_node("b", gpus=4)
     make_node("c", gpus=2)
     nodes.cordon("b")
     reserve(ask(3))
-    pool = load_pool("lab-pool")
-    rows = shortlist_counts(pool.pk, validate_request({**ask(2), "reservationId": "r"}))
-    assert {(r.name, r.free["gpu"], r.total["gpu"]) for r in rows} == {("c", 2, 2)}
+    assert shortlist(ask(2)) == {("c", 2, 2)}
+
+
+def test_the_pool_index_follows_every_inventory_change(tenant, make_node):
+    """Cordon, a device's health, a label and a new node each move the generation."""
+    from inventory.models import Device
+
+    make_node("a", gpus=2)
+    make_node("b", gpus=2)
+    generations = [load_pool("lab-pool").generation]
+    assert shortlist(ask(2)) == {("a", 2, 2), ("b", 2, 2)}
+    nodes.cordon("a")
+    generations.append(load_pool("lab-pool").generation)
+    assert shortlist(ask(2)) == {("b", 2, 2)}
+    gpu = Device.objects.get(uuid="GPU-b-1")
+    gpu.healthy = False
+    gpu.save()
+    generations.append(load_pool("lab-pool").generation)
+    assert shortlist(ask(1)) == {("b", 1, 1)}
+    nodes.uncordon("a")
+    nodes.set_label("a", "rack", "r1")
+    generations.append(load_pool("lab-pool").generation)
+    assert shortlist({**ask(1), "nodeLabels": {"rack": "r1"}}) == {("a", 2, 2)}
+    make_node("c", gpus=1)
+    generations.append(load_pool("lab-pool").generation)
+    assert shortlist(ask(1)) == {("a", 2, 2), ("b", 1, 1), ("c", 1, 1)}
+    assert len(set(generations)) == len(generations), generations
+
+
+def test_a_rolled_back_change_never_reuses_a_generation(tenant, make_node):
+    from django.db import transaction
+
+    make_node("a", gpus=2)
+    before = load_pool("lab-pool").generation
+
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort), transaction.atomic():
+        nodes.cordon("a")
+        inside = load_pool("lab-pool").generation
+        raise Abort
+    assert load_pool("lab-pool").generation == before
+    nodes.set_maintenance("a", True)
+    assert load_pool("lab-pool").generation not in {before, inside}
