@@ -6,12 +6,12 @@ from collections import defaultdict
 
 from django.db import connection
 
-from capacity.placement import validate_request
 from inventory.models import NodeResource, Pool
 
 from . import quota
 from .models import Allocation, QuotaUsage, Reservation
 from .rollups import compute_rollups, stored_rollups
+from .services import stored_request
 
 
 def audit() -> list[str]:
@@ -60,9 +60,10 @@ def scalar_drift() -> list[str]:
 def quota_drift() -> list[str]:
     """Compare quota usage with what placed reservations hold."""
     held: dict[tuple[int, str], int] = defaultdict(int)
-    placed = Reservation.objects.filter(status=Reservation.Status.PLACED).values_list("tenant_id", "request")
-    for tenant_id, request in placed:
-        for resource, amount in quota.demand(validate_request(request["placement"])).items():
+    placed = Reservation.objects.filter(status=Reservation.Status.PLACED).only("pk", "tenant_id", "request")
+    for reservation in placed:
+        tenant_id = reservation.tenant_id
+        for resource, amount in quota.demand(stored_request(reservation)).items():
             held[(tenant_id, resource)] += amount
     lines = []
     used = {(t, r): u for t, r, u in QuotaUsage.objects.values_list("tenant_id", "resource", "used")}

@@ -75,10 +75,10 @@ def reserve_for_instance(
     core, _ = normalize(data, now=now, node_labels=node_labels, owner_allowed=True)
     request = validate_request(core)
     with transaction.atomic():
-        _tenant_and_pool(request, Scope())
+        _tenant, pool_row = _tenant_and_pool(request, Scope())
         if admission is not None:
             run_admit(config.plugins, request, admission)
-        outcome = place(request, pool, Owner(instance_id=instance_id), config)
+        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=pool_row)
     if outcome.status != "placed":
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]

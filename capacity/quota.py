@@ -22,23 +22,31 @@ def demand(request: PlacementRequest) -> dict[str, int]:
 
 
 def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None:
-    """Add `amounts` to the tenant's usage, in resource order; refuse past a quota limit."""
+    """Add `amounts` to the tenant's usage in one statement (rows locked in resource order).
+
+    Refuse, naming the first resource past its limit, when a quota limit is exceeded.
+    """
+    if not amounts:
+        return
+    names = sorted(amounts)
     with connection.cursor() as cur:
-        for resource in sorted(amounts):
-            cur.execute(
-                """INSERT INTO capacity_quotausage (tenant_id, resource, used) VALUES (%s, %s, %s)
-                   ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
-                   RETURNING used, (SELECT q."limit" FROM capacity_quota q
-                                     WHERE q.tenant_id = %s AND q.resource = %s)""",
-                [tenant_pk, resource, amounts[resource], tenant_pk, resource],
+        cur.execute(
+            """INSERT INTO capacity_quotausage (tenant_id, resource, used)
+               SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS d(r, n) ORDER BY r
+               ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
+               RETURNING resource, used,
+                         (SELECT q."limit" FROM capacity_quota q
+                           WHERE q.tenant_id = capacity_quotausage.tenant_id AND q.resource = capacity_quotausage.resource)""",
+            [tenant_pk, names, [amounts[r] for r in names]],
+        )
+        rows = sorted(cur.fetchall())
+    for resource, used, limit in rows:
+        if limit is not None and used > limit:
+            raise CapacityError(
+                QUOTA_EXCEEDED,
+                f"quota exceeded for {tenant_slug}: {resource} {used - amounts[resource]} used"
+                f" + {amounts[resource]} requested > limit {limit}",
             )
-            used, limit = cur.fetchone()
-            if limit is not None and used > limit:
-                raise CapacityError(
-                    QUOTA_EXCEEDED,
-                    f"quota exceeded for {tenant_slug}: {resource} {used - amounts[resource]} used"
-                    f" + {amounts[resource]} requested > limit {limit}",
-                )
 
 
 def refund(tenant_pk: int, amounts: Mapping[str, int]) -> None:

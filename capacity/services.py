@@ -37,7 +37,7 @@ from .conf import placer_config
 from .models import Allocation, DeviceBooking, Reservation
 from .placers.commit import Owner, apply_rollup_delta
 from .placers.inline import Outcome, PlacerConfig, place, plan_request
-from .placers.loader import load_pool
+from .placers.loader import PoolRow, load_pool
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -168,14 +168,14 @@ def normalize(
     return core, {"idempotency_key": key, "binding": binding}
 
 
-def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, Pool]:
+def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, PoolRow]:
     if not scope.allows(request.tenant_id):
         raise CapacityError(FORBIDDEN, f"you may not book for tenant {request.tenant_id}")
     tenant = Tenant.objects.filter(slug=request.tenant_id).first()
     if tenant is None:
         raise CapacityError(NOT_FOUND, f"no tenant {request.tenant_id}")
-    pool = Pool.objects.filter(slug=request.pool_id).first()
-    if pool is None or not pool_allows(pool, tenant):
+    pool = load_pool(request.pool_id)
+    if pool is None or not pool.allows(tenant.pk):
         raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
     return tenant, pool
 
@@ -205,12 +205,16 @@ def _set_pending(reservation: Reservation, reason: str) -> None:
 
 
 def _apply(
-    reservation: Reservation, tenant: Tenant, request: PlacementRequest, config: PlacerConfig
+    reservation: Reservation,
+    tenant: Tenant,
+    request: PlacementRequest,
+    config: PlacerConfig,
+    pool: PoolRow | None = None,
 ) -> Outcome:
     """Charge quota, place, and record the outcome on the reservation (in the caller's transaction)."""
     amounts = quota.demand(request)
     quota.charge(tenant.pk, tenant.slug, amounts)
-    outcome = place(request, reservation.pool.slug, Owner(reservation_pk=reservation.pk), config)
+    outcome = place(request, request.pool_id, Owner(reservation_pk=reservation.pk), config, pool=pool)
     if outcome.status == "placed":
         reservation.status = Reservation.Status.PLACED
         reservation.conditions = []
@@ -245,29 +249,40 @@ def reserve(
                 return ReserveResult(existing, created=False)
         if admission is not None:
             run_admit(config.plugins, request, admission)
-        try:
-            with transaction.atomic():
-                reservation = Reservation.objects.create(
-                    tenant=tenant,
-                    pool=pool,
-                    request={"input": dict(data), "placement": core},
-                    idempotency_key=key,
-                    priority=request.priority,
-                    binding=extra["binding"],
-                    starts_at=_dt(request.during.start),
-                    ends_at=_dt(request.during.end),
-                )
-        except IntegrityError:
-            # A concurrent request with the same key committed first: answer with its reservation.
-            existing = _idempotent(tenant, key, data) if key is not None else None
-            if existing is None:
-                raise
-            return ReserveResult(existing, created=False)
+        fields = {
+            "tenant": tenant,
+            "pool_id": pool.pk,
+            # The owner is the reservation itself: stored_request() puts its id back.
+            "request": {
+                "input": dict(data),
+                "placement": {k: v for k, v in core.items() if k != "reservationId"},
+            },
+            "idempotency_key": key,
+            "priority": request.priority,
+            "binding": extra["binding"],
+            "starts_at": _dt(request.during.start),
+            "ends_at": _dt(request.during.end),
+        }
+        if key is None:
+            reservation = Reservation.objects.create(**fields)
+        else:
+            try:
+                with transaction.atomic():
+                    reservation = Reservation.objects.create(**fields)
+            except IntegrityError:
+                # A concurrent request with the same key committed first: answer with its reservation.
+                existing = _idempotent(tenant, key, data)
+                if existing is None:
+                    raise
+                return ReserveResult(existing, created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
-        reservation.request["placement"]["reservationId"] = str(reservation.pk)
-        Reservation.objects.filter(pk=reservation.pk).update(request=reservation.request)
-        outcome = _apply(reservation, tenant, request, config)
+        outcome = _apply(reservation, tenant, request, config, pool)
     return ReserveResult(reservation, created=True, outcome=outcome)
+
+
+def stored_request(reservation: Reservation) -> PlacementRequest:
+    """Return the validated placement request a reservation was created with."""
+    return validate_request({**reservation.request["placement"], "reservationId": str(reservation.pk)})
 
 
 def _idempotent(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
@@ -359,7 +374,7 @@ def release(
     if reservation.status == Reservation.Status.RELEASED:
         return reservation
     if reservation.status == Reservation.Status.PLACED:
-        request = validate_request(reservation.request["placement"])
+        request = stored_request(reservation)
         quota.refund(reservation.tenant_id, quota.demand(request))
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
         transaction.on_commit(lambda: retry_pending([reservation.pool_id]))
@@ -454,7 +469,7 @@ def retry_pending(
             )
             if reservation is None:
                 continue
-            request = validate_request(reservation.request["placement"])
+            request = stored_request(reservation)
             try:
                 outcome = _apply(reservation, reservation.tenant, request, config)
             except CapacityError as err:
@@ -493,8 +508,7 @@ def preview(
     config = config or placer_config()
     core, _extra = normalize(data, now=now, node_labels=node_labels)
     request = validate_request(core)
-    _tenant, pool = _tenant_and_pool(request, scope)
-    pool_row = load_pool(pool.slug)
+    _tenant, pool_row = _tenant_and_pool(request, scope)
     plan, _index = plan_request(
         request, pool_row, dataclasses.replace(config, random=None), shortlist=False if explain else None
     )

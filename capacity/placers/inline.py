@@ -134,9 +134,14 @@ def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], reques
     )
 
 
-def place(request: PlacementRequest, pool_slug: str, owner: Owner, config: PlacerConfig) -> Outcome:
-    """Place `request` inside the caller's transaction; lost races replan up to max_attempts times."""
-    pool = load_pool(pool_slug)
+def place(
+    request: PlacementRequest, pool_slug: str, owner: Owner, config: PlacerConfig, pool: PoolRow | None = None
+) -> Outcome:
+    """Place `request` inside the caller's transaction; lost races replan up to max_attempts times.
+
+    `pool` is the pool as the caller already read it (unlocked), to save reading it again.
+    """
+    pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
         return Outcome("pending", reason=ARCHIVED_REASON)
     lost: list[str] = []

@@ -31,12 +31,21 @@ class PoolRow:
     pk: int
     view: Pool
     generation: int | None = None  # of the pool's inventory; see inventory.PoolGeneration
+    owner_pk: int | None = None
+    tenant_pks: tuple[int, ...] = ()  # the tenants that may book here; none means any
+
+    def allows(self, tenant_pk: int) -> bool:
+        """Return whether the tenant may use the pool (a private pool: its owner; else its tenants, or anyone)."""
+        if self.owner_pk is not None:
+            return self.owner_pk == tenant_pk
+        return not self.tenant_pks or tenant_pk in self.tenant_pks
 
 
 def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
     """Return the pool with this slug (locked FOR UPDATE when asked), or None."""
     sql = """
-        SELECT p.id, p.slug, s.slug, p.archived, t.slug, g.generation
+        SELECT p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
+               ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id)
           FROM inventory_pool p JOIN inventory_site s ON s.id = p.site_id
           LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
           LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
@@ -49,7 +58,8 @@ def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
         row = cur.fetchone()
     if row is None:
         return None
-    return PoolRow(row[0], Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4]), row[5])
+    view = Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4])
+    return PoolRow(row[0], view, generation=row[5], owner_pk=row[6], tenant_pks=tuple(row[7]))
 
 
 @dataclass
