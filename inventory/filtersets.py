@@ -9,7 +9,16 @@ from django.utils import timezone
 
 from .models import Node, NodeLabel, NodeTaint
 
-STATES = ("schedulable", "cordoned", "maintenance", "tainted", "dedicated", "unreachable", "provisioning", "unhealthy")
+STATES = (
+    "schedulable",
+    "cordoned",
+    "maintenance",
+    "tainted",
+    "dedicated",
+    "unreachable",
+    "provisioning",
+    "unhealthy",
+)
 
 
 class FilterError(ValueError):
@@ -44,7 +53,10 @@ def _state_q(state: str) -> Q:
         connectivity=Node.Connectivity.CONNECTED,
         provision_state=Node.ProvisionState.ACTIVE,
         converged=True,
-    ) & (Q(no_schedule_reasons=[]) | Q(no_schedule_reasons__len=1, no_schedule_reasons__0__startswith="dedicated="))
+    ) & (
+        Q(no_schedule_reasons=[])
+        | Q(no_schedule_reasons__len=1, no_schedule_reasons__0__startswith="dedicated=")
+    )
 
 
 def free_gpus_now(queryset: QuerySet[Node], device_class: str = "gpu") -> QuerySet[Node]:

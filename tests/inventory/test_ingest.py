@@ -9,7 +9,6 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
-from topo_samples import DGX_H100, PCIE_TWO_SOCKETS
 
 from inventory.ingest import (
     IngestError,
@@ -21,6 +20,8 @@ from inventory.management.commands.import_topology import Command as ImportTopol
 from inventory.models import Device, DeviceLink, Node, NodeLabel, Pool, Site, Tenant
 from inventory.signals import node_state_changed
 from inventory.topology import parse_topo_matrix
+
+from topo_samples import DGX_H100, PCIE_TWO_SOCKETS
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,10 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from topo_samples import A100_WITH_NICS, DGX_H100, PCIE_TWO_SOCKETS
 
 from inventory.topology import RANKS, TopologyParseError, parse_topo_matrix
+
+from topo_samples import A100_WITH_NICS, DGX_H100, PCIE_TWO_SOCKETS
 
 ALL_PAIRS_8 = list(itertools.combinations(range(8), 2))
 

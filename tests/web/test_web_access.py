@@ -2,11 +2,12 @@
 
 import pytest
 from django.test import Client
-from web_helpers import HX
 
 from capacity.models import Reservation
 from inventory.forms import ACTIONS
 from inventory.models import Node, NodeLabel, NodeTaint, Pool
+
+from web_helpers import HX
 
 PAGES = ["/", "/pools/lab-pool/", "/nodes/node-a/", "/preview/", "/book/", "/reservations/"]
 

@@ -3,10 +3,11 @@
 import re
 
 import pytest
-from web_helpers import HX, error_next_to
 
 from capacity.models import Allocation, DeviceBooking, Quota, Reservation
 from inventory import services as nodes
+
+from web_helpers import HX, error_next_to
 
 BASE = {"tenant": "acme", "pool": "lab-pool", "count": "1", "device_class": "gpu", "duration": "1d"}
 

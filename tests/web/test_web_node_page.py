@@ -3,9 +3,10 @@
 import re
 
 import pytest
-from web_helpers import HX, error_next_to
 
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeTaint
+
+from web_helpers import HX, error_next_to
 
 
 @pytest.fixture

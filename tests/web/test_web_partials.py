@@ -1,10 +1,11 @@
 """Each page answers htmx with its partial, the same URL without htmx with the whole page; both vary."""
 
 import pytest
-from web_helpers import HX, is_full_page
 
 from capacity.models import Reservation
 from inventory.models import Node
+
+from web_helpers import HX, is_full_page
 
 REQUEST = {"tenant": "acme", "pool": "lab-pool", "count": "1", "device_class": "gpu", "duration": "1d"}
 

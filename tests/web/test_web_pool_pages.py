@@ -5,10 +5,11 @@ import re
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from web_helpers import HX, error_next_to
 
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel
+
+from web_helpers import HX, error_next_to
 
 
 def cells(html: str, node: str) -> list[str]:
