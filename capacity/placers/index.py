@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from capacity.placement import NodeView, PlacementRequest, Resource, Window, ineligibility
+from capacity.placement import NodeView, PlacementRequest, Resource, Window, ineligibility, link_rank
+from capacity.placement.pick import WORST_KNOWN_RANK
 
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
 from .sql import SCALAR_CAPACITY
@@ -39,6 +40,8 @@ class PoolIndex:
     parent: dict[int, int]  # slice pk -> parent pk
     children: dict[int, list[int]]  # parent pk -> slice pks
     totals: dict[str, dict[str, int]]  # node -> class -> healthy, bookable devices
+    # node -> the best topology score any pick of two or more atoms could get there (static).
+    topology_ceiling: dict[str, float]
     # (tenant, required labels) -> names of the nodes eligible for it and carrying the labels;
     # both depend only on what the generation covers.
     allowed_cache: dict[tuple, list[str]] = dataclasses.field(default_factory=dict)
@@ -88,6 +91,7 @@ def _build(pool: PoolRow) -> PoolIndex:
                 counts[atom.device_class] += 1
         totals[view.id] = dict(counts)
     return PoolIndex(
+        topology_ceiling={v.id: topology_ceiling(v) for v in nodes.views},
         generation=pool.generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
@@ -97,6 +101,23 @@ def _build(pool: PoolRow) -> PoolIndex:
         children=dict(children),
         totals=totals,
     )
+
+
+def topology_ceiling(view: NodeView) -> float:
+    """Return the most the topology scorer can give a multi-atom pick on this node.
+
+    No pick's worst link beats the node's best link; a pair without a known link scores 0.5; slices
+    of one GPU link as NV, so a partitioned node keeps the full 1.
+    """
+    if any(a.parent_id is not None for a in view.devices):
+        return 1.0
+    gpus = [a.id for a in view.devices]
+    known = [view.links.get(a, {}).get(b) for i, a in enumerate(gpus) for b in gpus[i + 1 :]]
+    ranks = [link_rank(link) for link in known if link is not None]
+    ceiling = 1.0 - min(ranks) / WORST_KNOWN_RANK if ranks else 0.0
+    if len(ranks) < len(known):
+        ceiling = max(ceiling, 0.5)
+    return ceiling
 
 
 def taken_devices(pool: PoolRow, index: PoolIndex, window: Window) -> set[int]:

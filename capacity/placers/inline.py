@@ -15,10 +15,11 @@ from capacity.placement import (
     count_scores,
     max_link_dependent_score,
     plan_placement,
+    weight_for,
 )
 
 from .commit import Committed, LostRace, Owner, commit_member
-from .index import Candidate, candidates, pool_index, scalar_room, taken_devices, views_for
+from .index import Candidate, PoolIndex, candidates, pool_index, scalar_room, taken_devices, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
 SHORTLIST_SIZE = 48
@@ -102,9 +103,13 @@ def plan_request(
                 memo[shape] = round(count_scores(request, row.free, row.total, config.weights), 12)
             return memo[shape]
 
-        scored = sorted(((score(r), r.name) for r in rows), key=lambda s: (-s[0], s[1]))
-        # Plan the best 48 by count; while a node outside could still reach the top N (the link part
-        # of a score is bounded, not known), widen the list by doubling.
+        bound = link_bound(request, config)
+        # Each node's best possible total: its exact count-only score plus the most its links allow.
+        scored = sorted(
+            ((round(score(r) + bound(r.name, static), 12), r.name) for r in rows), key=lambda s: (-s[0], s[1])
+        )
+        # Plan the 48 best by that bound; while a node outside could still reach the top N, widen
+        # the list by doubling.
         size = max(SHORTLIST_SIZE, 8 * config.top_n)
         while scored:
             keep = scored[:size]
@@ -120,15 +125,31 @@ def plan_request(
     return plan(index), index
 
 
+def link_bound(request: PlacementRequest, config: PlacerConfig) -> Callable[[str, PoolIndex], float]:
+    """Return, for a node, the most the scorers that read links or outside state can add there."""
+    full = max_link_dependent_score(request, config.weights)
+    if sum(d.count for d in request.devices) <= 1:
+        return lambda name, index: full  # one atom: the topology score is 1 everywhere
+    topology = max(0.0, weight_for("topology", config.weights))
+    rest = full - topology  # image-cached, when the request has an image
+
+    def bound(name: str, index: PoolIndex) -> float:
+        return topology * index.topology_ceiling[name] + rest
+
+    return bound
+
+
 def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], request, config) -> bool:
-    """Return whether a node left out of the shortlist could still reach the plan's top N."""
+    """Return whether a node left out of the shortlist could still reach the plan's top N.
+
+    `outside` holds each node's best possible total (count-only score plus its link bound), best first.
+    """
     if not outside:
         return False
     if len(plan.ranked) < config.top_n:
         return True
     nth = plan.ranked[config.top_n - 1]
-    best_score, best_name = outside[0]
-    reach = best_score + max_link_dependent_score(request, config.weights)
+    reach, best_name = outside[0]
     return reach > nth.score + SCORE_EPSILON or (
         abs(reach - nth.score) <= SCORE_EPSILON and best_name < nth.node_id
     )

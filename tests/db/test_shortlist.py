@@ -39,10 +39,37 @@ def test_the_shortlist_ranks_like_the_whole_pool(tenant, make_node, seed):
     assert 48 in loaded, "the shortlist answered alone at least once"
 
 
-def test_the_whole_pool_is_planned_when_a_node_outside_the_shortlist_could_rank(tenant, make_node):
+def test_the_shortlist_widens_while_a_node_outside_it_could_still_rank(tenant, make_node):
     """
-    s00…s49: 8 GPUs on SYS links, GPU7 unbookable  → fuller by count, so they fill the shortlist
-    v00…v09: 8 GPUs all NV                          → emptier, but topology 1 puts them on top
+    s00…s49: GPU0 ══NV══ GPU1, every other pair SYS; GPU0 unbookable
+             → fuller by count and NV at best, so they fill the shortlist, but any pick is SYS
+    v00…v09: 8 GPUs all NV → emptier, and topology 1 puts them on top
+    """
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Device, DeviceLink
+
+    for i in range(50):
+        make_node(f"s{i:02d}", gpus=8, links="SYS")
+    for i in range(10):
+        make_node(f"v{i:02d}", gpus=8, links="NV")
+    DeviceLink.objects.filter(node__name__startswith="s", device_a__index=0, device_b__index=1).update(
+        rank="NV"
+    )
+    Device.objects.filter(uuid__startswith="GPU-s", index=0).update(bookable=False)
+    pool = load_pool("lab-pool")
+    refresh_rollups([pool.pk])
+    request = validate_request({**ask(2), "reservationId": "r"})
+    short, index = plan_request(request, pool, config(), shortlist=True)
+    full, _ = plan_request(request, pool, config(), shortlist=False)
+    assert len(index.views) == 60
+    assert [r.node_id for r in short.ranked[:5]] == ["v00", "v01", "v02", "v03", "v04"]
+    assert short.ranked[:5] == full.ranked[:5]
+
+
+def test_a_nodes_links_bound_its_place_in_the_shortlist(tenant, make_node):
+    """
+    s00…s49: 8 GPUs on SYS links, GPU7 unbookable → fuller by count, but topology 0 at best
+    v00…v09: 8 GPUs all NV → their link bound ranks them first: no widening
     """
     from capacity.rollups import refresh_rollups
     from inventory.models import Device
@@ -57,9 +84,9 @@ def test_the_whole_pool_is_planned_when_a_node_outside_the_shortlist_could_rank(
     request = validate_request({**ask(2), "reservationId": "r"})
     short, index = plan_request(request, pool, config(), shortlist=True)
     full, _ = plan_request(request, pool, config(), shortlist=False)
-    assert len(index.views) == 60
-    assert [r.node_id for r in short.ranked[:5]] == ["v00", "v01", "v02", "v03", "v04"]
+    assert len(index.views) == 48
     assert short.ranked[:5] == full.ranked[:5]
+    assert [r.node_id for r in short.ranked[:5]] == ["v00", "v01", "v02", "v03", "v04"]
 
 
 def shortlist(request_data):
