@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import getpass
 import json
-import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.errors import InventoryError
+from inventory.management.base import CodedErrorCommand
 
 from .inputs import reservation_input
 
@@ -32,23 +32,8 @@ def refused(code: str, message: str) -> CommandError:
     return CommandError(f"{code}: {message}", returncode=REFUSED)
 
 
-class BerthCommand(BaseCommand):
+class BerthCommand(CodedErrorCommand):
     """A command that reports refusals as `error: CODE: message` and exits with its code."""
-
-    def run_from_argv(self, argv: list[str]) -> None:
-        self._from_argv = True
-        super().run_from_argv(argv)
-
-    def execute(self, *args: Any, **options: Any) -> str | None:
-        try:
-            return super().execute(*args, **options)
-        except CommandError as exc:
-            # From the shell, `error: CODE: message` rather than Django's `CommandError: ...`;
-            # call_command callers get the exception with its returncode.
-            if not getattr(self, "_from_argv", False) or options.get("traceback"):
-                raise
-            self.stderr.write(f"error: {exc}")
-            sys.exit(exc.returncode)
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call a service; its refusal becomes the command's error."""

@@ -5,9 +5,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from inventory.ingest import IngestError, apply_node_report, sync_device_links
+from inventory.management.base import CodedErrorCommand
 from inventory.models import Node
 from inventory.topology import RANKS, TopologyParseError, parse_topo_matrix
 
@@ -19,7 +20,7 @@ def _fail(code: str, message: str) -> CommandError:
     return CommandError(f"{code}: {message}", returncode=BAD_INPUT)
 
 
-class Command(BaseCommand):
+class Command(CodedErrorCommand):
     help = (
         "Import FILE for node NODE: a JSON node report (devices, labels, topology) or the text of "
         "`nvidia-smi topo -m`. FILE '-' reads standard input."
@@ -29,21 +30,6 @@ class Command(BaseCommand):
         parser.add_argument("node", help="Node name.")
         parser.add_argument("file", help="Path of the report or matrix; '-' for standard input.")
         parser.add_argument("--json", action="store_true", help="Print a JSON summary.")
-
-    def run_from_argv(self, argv: list[str]) -> None:
-        self._from_argv = True
-        super().run_from_argv(argv)
-
-    def execute(self, *args: Any, **options: Any) -> str | None:
-        try:
-            return super().execute(*args, **options)
-        except CommandError as exc:
-            # From the shell, print `error: CODE: message` instead of Django's `CommandError: ...`;
-            # call_command callers get the exception.
-            if not getattr(self, "_from_argv", False) or options.get("traceback"):
-                raise
-            self.stderr.write(f"error: {exc}")
-            sys.exit(exc.returncode)
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["node"]
