@@ -20,7 +20,7 @@ class Device(models.Model):
     bookable = models.BooleanField(default=True)
 
     class Meta:
-        ordering = ["node_id", "index", "uuid"]  # by key: sorting by node would join its table
+        ordering = ["node", "index", "uuid"]
         indexes = [models.Index(fields=["node", "device_class"], name="device_node_class_idx")]
 
     def __str__(self) -> str:
@@ -45,7 +45,7 @@ class DeviceLink(models.Model):
     nvlinks = models.PositiveSmallIntegerField(default=0, help_text="NV# bond count, when NV.")
 
     class Meta:
-        ordering = ["node_id", "device_a_id", "device_b_id"]
+        ordering = ["node", "device_a", "device_b"]
         constraints = [
             models.UniqueConstraint(
                 fields=["device_a", "device_b"],
