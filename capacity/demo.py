@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.contrib.auth.models import Group, User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from inventory.models import (
@@ -336,4 +336,8 @@ def build_demo(progress=None) -> dict[str, int]:
     with transaction.atomic():
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
+    with connection.cursor() as cur:
+        # Fresh statistics after a bulk load: with stale ones (a test database just flushed),
+        # Postgres plans joins over the new rows as if the tables were empty.
+        cur.execute("ANALYZE")
     return {"pools": len(pools), "nodes": len(nodes), "new_bookings": new_bookings}
