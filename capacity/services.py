@@ -37,7 +37,7 @@ from .conf import placer_config
 from .models import Allocation, DeviceBooking, Reservation
 from .placers.commit import Owner, apply_rollup_delta
 from .placers.inline import Outcome, PlacerConfig, place, plan_request
-from .placers.loader import PoolRow, load_pool
+from .placers.loader import PoolRow, load_pool, may_use, to_datetime
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -181,11 +181,8 @@ def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, P
 
 
 def pool_allows(pool: Pool, tenant: Tenant) -> bool:
-    """Return whether the tenant may use the pool (a private pool: its owner; else its tenants, or anyone)."""
-    if pool.owner_tenant_id is not None:
-        return pool.owner_tenant_id == tenant.pk
-    allowed = [t.pk for t in pool.tenants.all()]
-    return not allowed or tenant.pk in allowed
+    """Return whether the tenant may use the pool (the same rule the placer's PoolRow applies)."""
+    return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
 
 
 def pools_for(scope: Scope):
@@ -260,8 +257,8 @@ def reserve(
             "idempotency_key": key,
             "priority": request.priority,
             "binding": extra["binding"],
-            "starts_at": _dt(request.during.start),
-            "ends_at": _dt(request.during.end),
+            "starts_at": to_datetime(request.during.start),
+            "ends_at": to_datetime(request.during.end),
         }
         if key is None:
             reservation = Reservation.objects.create(**fields)
@@ -290,12 +287,6 @@ def _idempotent(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservatio
     if existing is not None and existing.request.get("input") != dict(data):
         raise CapacityError(CONFLICT, f"idempotency key {key} was already used for a different request")
     return existing
-
-
-def _dt(ms: int) -> datetime:
-    from .placers.loader import to_datetime
-
-    return to_datetime(ms)
 
 
 def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation:

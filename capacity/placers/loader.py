@@ -35,10 +35,15 @@ class PoolRow:
     tenant_pks: tuple[int, ...] = ()  # the tenants that may book here; none means any
 
     def allows(self, tenant_pk: int) -> bool:
-        """Return whether the tenant may use the pool (a private pool: its owner; else its tenants, or anyone)."""
-        if self.owner_pk is not None:
-            return self.owner_pk == tenant_pk
-        return not self.tenant_pks or tenant_pk in self.tenant_pks
+        """Return whether the tenant may use the pool."""
+        return may_use(self.owner_pk, self.tenant_pks, tenant_pk)
+
+
+def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
+    """Return whether a tenant may use a pool: a private pool its owner only; else its tenants, or anyone."""
+    if owner_pk is not None:
+        return owner_pk == tenant_pk
+    return not tenant_pks or tenant_pk in tenant_pks
 
 
 def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
@@ -71,16 +76,6 @@ class NodeIndex:
     device_pk: dict[str, int]  # device uuid -> pk
     children: dict[str, list[str]]  # parent uuid -> slice uuids
     device_class: dict[str, str]  # device uuid -> class
-
-    def merge(self, other: NodeIndex) -> NodeIndex:
-        """Return this index with another load's nodes added (views kept in name order)."""
-        return NodeIndex(
-            views=sorted([*self.views, *other.views], key=lambda v: v.id),
-            node_pk={**self.node_pk, **other.node_pk},
-            device_pk={**self.device_pk, **other.device_pk},
-            children={**self.children, **other.children},
-            device_class={**self.device_class, **other.device_class},
-        )
 
 
 _NODES_SQL = """
