@@ -45,79 +45,132 @@ class Committed:
     atoms: tuple[str, ...]
 
 
+# The locks, in the spec's order: the pool row, then the node. The pool CTE is read first, so its
+# row is locked before the node's.
+_LOCK_SQL = f"""
+WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s FOR UPDATE)
+SELECT p.archived, n.id IS NOT NULL
+  FROM p LEFT JOIN LATERAL (
+       SELECT n.id FROM inventory_node n
+        WHERE n.id = %(node)s AND n.pool_id = p.id AND {SCHEDULABLE_TOLERATING}
+          FOR SHARE OF n) n ON true
+"""
+
+# Everything else in one statement, in lock order: labels (read again now that the node is
+# locked: this statement's snapshot is newer than the lock), devices, the bookings under the
+# EXCLUDE constraint, scalars (rows locked in resource order, as releases lock them), the rollup.
+# Each guard that comes up short leaves the statements after it with nothing to do; the caller
+# reads which one and rolls back to the savepoint.
+_WRITE_SQL = f"""
+WITH labels AS (
+  SELECT count(*) = cardinality(%(label_keys)s::text[]) AS ok
+    FROM inventory_nodelabel l
+    JOIN unnest(%(label_keys)s::text[], %(label_values)s::text[]) AS w(key, value)
+      ON l.key = w.key AND (w.value = '*' OR l.value = w.value)
+   WHERE l.node_id = %(node)s AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
+), devices AS (
+  SELECT d.id FROM inventory_device d
+   WHERE (SELECT ok FROM labels) AND d.id = ANY(%(picked)s::bigint[]) AND d.node_id = %(node)s
+     AND d.healthy AND d.bookable
+   ORDER BY d.id FOR SHARE
+), allocation AS (
+  INSERT INTO capacity_allocation (reservation_id, instance_id, node_id, starts_at, ends_at, resources, created_at)
+  SELECT %(reservation)s::bigint, %(instance)s::text, %(node)s, %(start)s, %(end)s, %(resources)s::jsonb, now()
+   WHERE (SELECT count(*) FROM devices) = cardinality(%(picked)s::bigint[])
+  RETURNING id
+), booked AS (
+  INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
+  SELECT b.id, allocation.id, %(during)s FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
+  ON CONFLICT DO NOTHING RETURNING device_id
+), claimable AS (
+  SELECT r.id FROM inventory_noderesource r
+   WHERE (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[])
+     AND r.node_id = %(node)s AND r.resource = ANY(%(claim_names)s::text[])
+   ORDER BY r.resource FOR UPDATE
+), claimed AS (
+  UPDATE inventory_noderesource r SET allocated = r.allocated + c.amount
+    FROM unnest(%(claim_names)s::text[], %(claim_amounts)s::bigint[]) AS c(resource, amount)
+   WHERE r.id IN (SELECT id FROM claimable) AND r.resource = c.resource
+     AND r.allocated + c.amount <= {SCALAR_CAPACITY}
+  RETURNING r.resource
+), rollup AS (
+  INSERT INTO capacity_poolcapacityrollup
+         (pool_id, device_class, total, allocated, excluded, maintenance, provisioning, unreachable,
+          unhealthy, updated_at)
+  SELECT %(pool)s, c.device_class, 0, c.n, 0, 0, 0, 0, 0, now()
+    FROM unnest(%(classes)s::text[], %(class_counts)s::bigint[]) AS c(device_class, n)
+   WHERE (SELECT count(*) FROM claimed) = cardinality(%(claim_names)s::text[])
+   ORDER BY c.device_class
+  ON CONFLICT (pool_id, device_class)
+  DO UPDATE SET allocated = capacity_poolcapacityrollup.allocated + EXCLUDED.allocated, updated_at = now()
+  RETURNING 1
+)
+SELECT (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
+       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM rollup)
+"""
+
+
+class ArchivedMeanwhile(Exception):
+    """The pool was archived between the plan and the commit."""
+
+
 def commit_member(
     request: PlacementRequest, ranked: Ranked, pool: PoolRow, index: NodeIndex, owner: Owner
 ) -> Committed:
-    """Write one node's share of a plan, or raise LostRace leaving the caller to roll back."""
+    """Write one node's share of a plan in two statements, or raise LostRace for the caller to roll back.
+
+    Raises ArchivedMeanwhile when the locked pool row says archived.
+    """
     node = ranked.node_id
     node_pk = index.node_pk[node]
     atoms = tuple(a for group in ranked.atoms for a in group)
-    picked = [index.device_pk[a] for a in atoms]
+    picked = sorted(index.device_pk[a] for a in atoms)
     # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees slice conflicts.
     booked_uuids = list(atoms) + [c for a in atoms for c in index.children.get(a, ())]
     booked = [index.device_pk[a] for a in booked_uuids]
+    classes = Counter(index.device_class[a] for a in booked_uuids)
+    class_names = sorted(classes)
+    claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
+    labels = sorted(request.node_labels.items())
     with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT n.id FROM inventory_node n JOIN inventory_pool p ON p.id = n.pool_id
-                 WHERE n.id = %(node)s AND n.pool_id = %(pool)s AND {SCHEDULABLE_TOLERATING}
-                   FOR SHARE OF n""",
-            {"node": node_pk, "pool": pool.pk, "tenant": request.tenant_id},
-        )
-        if cur.fetchone() is None:
+        cur.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
+        archived, schedulable = cur.fetchone()
+        if archived:
+            raise ArchivedMeanwhile
+        if not schedulable:
             raise LostRace(node, f"{node} is no longer schedulable")
-        if request.node_labels:
-            # Labels are read again under the node lock: one that went away since the plan loses the race.
-            cur.execute(
-                "SELECT key, value FROM inventory_nodelabel WHERE node_id = %s"
-                " AND (source = 'system' OR key NOT LIKE %s)",
-                [node_pk, SYSTEM_LABEL_PREFIX + "%"],
-            )
-            labels = dict(cur.fetchall())
-            for key, value in request.node_labels.items():
-                if key not in labels or (value != "*" and labels[key] != value):
-                    raise LostRace(node, f"{node} is no longer schedulable")
-        if picked:
-            cur.execute(
-                "SELECT id FROM inventory_device WHERE id = ANY(%s) AND node_id = %s AND healthy AND bookable"
-                " ORDER BY id FOR SHARE",
-                [sorted(picked), node_pk],
-            )
-            if len(cur.fetchall()) != len(picked):
-                raise LostRace(node, f"an atom on {node} turned unhealthy or unbookable")
         cur.execute(
-            """INSERT INTO capacity_allocation
-                   (reservation_id, instance_id, node_id, starts_at, ends_at, resources, created_at)
-               VALUES (%s, %s, %s, %s, %s, %s::jsonb, now()) RETURNING id""",
-            [
-                owner.reservation_pk,
-                owner.instance_id,
-                node_pk,
-                to_datetime(request.during.start),
-                to_datetime(request.during.end),
-                _json(dict(request.resources)),
-            ],
+            _WRITE_SQL,
+            {
+                "pool": pool.pk,
+                "node": node_pk,
+                "label_keys": [k for k, _ in labels],
+                "label_values": [v for _, v in labels],
+                "system_prefix": SYSTEM_LABEL_PREFIX + "%",
+                "picked": picked,
+                "booked": booked,
+                "reservation": owner.reservation_pk,
+                "instance": owner.instance_id,
+                "start": to_datetime(request.during.start),
+                "end": to_datetime(request.during.end),
+                "during": window_range(request.during),
+                "resources": _json(dict(request.resources)),
+                "claim_names": [r for r, _ in claims],
+                "claim_amounts": [n for _, n in claims],
+                "classes": class_names,
+                "class_counts": [classes[c] for c in class_names],
+            },
         )
-        allocation_pk = cur.fetchone()[0]
-        if booked:
-            cur.execute(
-                """INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
-                   SELECT unnest(%s::bigint[]), %s, %s ON CONFLICT DO NOTHING RETURNING device_id""",
-                [booked, allocation_pk, window_range(request.during)],
-            )
-            if len(cur.fetchall()) != len(booked):
-                raise LostRace(node, f"an atom on {node} was booked concurrently")
-        for resource in sorted(request.resources):
-            amount = request.resources[resource]
-            cur.execute(
-                f"""UPDATE inventory_noderesource r SET allocated = allocated + %s
-                     WHERE node_id = %s AND resource = %s AND allocated + %s <= {SCALAR_CAPACITY}
-                 RETURNING allocated""",
-                [amount, node_pk, resource, amount],
-            )
-            if cur.fetchone() is None:
-                raise LostRace(node, f"{resource} on {node} ran out")
-        classes = Counter(_device_class(index, a) for a in booked_uuids)
-        apply_rollup_delta(cur, pool.pk, classes, +1)
+        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups = cur.fetchone()
+    if not labels_ok:
+        raise LostRace(node, f"{node} is no longer schedulable")
+    if devices_ok != len(picked):
+        raise LostRace(node, f"an atom on {node} turned unhealthy or unbookable")
+    if booked_count != len(booked):
+        raise LostRace(node, f"an atom on {node} was booked concurrently")
+    for resource, _amount in claims:
+        if resource not in claimed:
+            raise LostRace(node, f"{resource} on {node} ran out")
     return Committed(allocation_pk=allocation_pk, node=node, atoms=atoms)
 
 
@@ -134,10 +187,6 @@ def apply_rollup_delta(cur, pool_pk: int, classes: Counter[str], sign: int) -> N
                              updated_at = now()""",
             [pool_pk, device_class, sign * classes[device_class]],
         )
-
-
-def _device_class(index: NodeIndex, uuid: str) -> str:
-    return index.device_class[uuid]
 
 
 def _json(value: object) -> str:

@@ -10,8 +10,10 @@ guarded commit decides, as for any plan made on plain reads.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from django.db import connection
@@ -20,12 +22,24 @@ from capacity.placement import NodeView, PlacementRequest, Resource, Window, ine
 from capacity.placement.pick import WORST_KNOWN_RANK
 
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
-from .sql import SCALAR_CAPACITY
+from .sql import SCALAR_ROOM
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
 _CACHE: dict[int, PoolIndex] = {}
 _LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The nodes eligible for one tenant and label set, and the same names grouped for the shortlist.
+
+    Each group holds, in name order, the nodes with equal atom totals per class and equal link
+    ceiling: with every atom free they all reach the same score.
+    """
+
+    names: frozenset[str]
+    groups: list[tuple[tuple[tuple[tuple[str, int], ...], float], list[str]]]
 
 
 @dataclass
@@ -35,6 +49,7 @@ class PoolIndex:
     generation: int | None
     nodes: NodeIndex  # views with free = every device; resources as of the build (replaced per plan)
     by_name: dict[str, NodeView]
+    node_name: dict[int, str]  # node pk -> name
     device_node: dict[int, str]  # device pk -> node name
     device_class: dict[int, str]  # device pk -> class, for healthy and bookable devices only
     parent: dict[int, int]  # slice pk -> parent pk
@@ -43,22 +58,35 @@ class PoolIndex:
     # node -> the best topology score any pick of two or more atoms could get there (static).
     topology_ceiling: dict[str, float]
     device_range: tuple[int, int]  # lowest and highest device pk of the pool
-    # (tenant, required labels) -> names of the nodes eligible for it and carrying the labels;
-    # both depend only on what the generation covers.
-    allowed_cache: dict[tuple, list[str]] = dataclasses.field(default_factory=dict)
+    # (tenant, required labels) -> the nodes eligible for it and carrying the labels; both depend
+    # only on what the generation covers. Resource rows come and go with the generation too.
+    allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
+    lacking_cache: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
-    def allowed(self, pool: PoolRow, tenant: str, labels: dict[str, str]) -> list[str]:
+    def allowed(self, pool: PoolRow, tenant: str, labels: dict[str, str]) -> Allowed:
         """Return the nodes eligible for the tenant that carry the labels (cached per generation)."""
         key = (tenant, tuple(sorted(labels.items())))
         found = self.allowed_cache.get(key)
         if found is None:
-            found = [
+            names = [
                 v.id
                 for v in self.nodes.views
                 if ineligibility(v, pool.view, tenant) is None
                 and all(k in v.labels and (want == "*" or v.labels[k] == want) for k, want in labels.items())
             ]
-            self.allowed_cache[key] = found
+            groups: dict[tuple, list[str]] = defaultdict(list)
+            for name in sorted(names):
+                groups[(tuple(sorted(self.totals[name].items())), self.topology_ceiling[name])].append(name)
+            found = self.allowed_cache[key] = Allowed(frozenset(names), list(groups.items()))
+        return found
+
+    def lacking(self, resource: str) -> frozenset[str]:
+        """Return the nodes with no row for a scalar resource."""
+        found = self.lacking_cache.get(resource)
+        if found is None:
+            found = self.lacking_cache[resource] = frozenset(
+                v.id for v in self.nodes.views if resource not in v.resources
+            )
         return found
 
 
@@ -97,6 +125,7 @@ def _build(pool: PoolRow) -> PoolIndex:
         generation=pool.generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
+        node_name={pk: name for name, pk in nodes.node_pk.items()},
         device_node=device_node,
         device_class=device_class,
         parent=parent,
@@ -122,66 +151,68 @@ def topology_ceiling(view: NodeView) -> float:
     return ceiling
 
 
-def taken_devices(pool: PoolRow, index: PoolIndex, window: Window) -> set[int]:
-    """Return the pool's devices that are not free for the window (one query).
+def plan_reads(
+    pool: PoolRow, index: PoolIndex, window: Window, claims: Mapping[str, int]
+) -> tuple[set[int], set[str]]:
+    """Return the devices not free for the window and the nodes short of a claimed scalar (one query).
 
-    A booked GPU takes its slices, and a booked slice takes its GPU.
+    A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when its room
+    in a claimed resource is below the claim, or it has no such resource at all.
     """
+    claimed = sorted(r for r, n in claims.items() if n > 0)
     # The window's bookings by the GiST index on `during`, narrowed to the pool's range of device
     # keys and then to its devices here: cheaper than joining devices and nodes to find the pool.
+    # Short rows come from the index on (resource, room), so they cost what they return.
     low, high = index.device_range
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT device_id FROM capacity_devicebooking WHERE during && %s AND device_id BETWEEN %s AND %s",
-            [window_range(window), low, high],
+            f"""SELECT false, device_id FROM capacity_devicebooking
+                 WHERE during && %(during)s AND device_id BETWEEN %(low)s AND %(high)s
+                UNION ALL
+                SELECT true, r.node_id FROM inventory_noderesource r
+                  JOIN unnest(%(names)s::text[], %(amounts)s::bigint[]) AS c(resource, amount)
+                    ON r.resource = c.resource
+                 WHERE {SCALAR_ROOM} < c.amount""",
+            {
+                "during": window_range(window),
+                "low": low,
+                "high": high,
+                "names": claimed,
+                "amounts": [claims[r] for r in claimed],
+            },
         )
-        booked = {row[0] for row in cur.fetchall() if row[0] in index.device_node}
+        rows = cur.fetchall()
+    device_node, node_name = index.device_node, index.node_name
+    booked = {pk for is_short, pk in rows if not is_short and pk in device_node}
+    short = {node_name[pk] for is_short, pk in rows if is_short and pk in node_name}
+    for resource in claimed:
+        short |= index.lacking(resource)
     taken = set(booked)
     for pk in booked:
         if pk in index.parent:
             taken.add(index.parent[pk])
         taken.update(index.children.get(pk, ()))
-    return taken
+    return taken, short
 
 
-def scalar_room(pool: PoolRow, index: PoolIndex, names: list[str]) -> dict[str, dict[str, int]]:
-    """Return each node's room in the named scalar resources, by node name (one query)."""
-    if not names:
-        return {}
-    room: dict[str, dict[str, int]] = defaultdict(dict)
-    node_name = {pk: name for name, pk in index.nodes.node_pk.items()}
-    with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT r.node_id, r.resource, {SCALAR_CAPACITY} - r.allocated FROM inventory_noderesource r
-                  JOIN inventory_node n ON n.id = r.node_id WHERE n.pool_id = %s AND r.resource = ANY(%s)""",
-            [pool.pk, names],
-        )
-        for node_id, resource, free in cur.fetchall():
-            if node_id in node_name:
-                room[node_name[node_id]][resource] = free
-    return room
+Reach = Callable[[int, int, str], float]
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A node that may fit: eligible for the tenant, carrying the labels, with enough free atoms."""
-
-    name: str
-    free: dict[str, int]
-    total: dict[str, int]
-
-
-def candidates(
+def shortlist_order(
     request: PlacementRequest,
     pool: PoolRow,
     index: PoolIndex,
     taken: set[int],
-    room: dict[str, dict[str, int]],
-) -> list[Candidate]:
-    """Return every node that passes what the count-only ranking can check, with its atom counts.
+    short: set[str],
+    reach: Reach,
+) -> Iterator[tuple[float, str]]:
+    """Yield (reach, name) for every node that passes what the count-only ranking can check, best first.
 
     Eligibility, labels and scalar room are checked exactly as the planner checks them; plugin
-    filters, selectors and links are left to the planner.
+    filters, selectors and links are left to the planner. `reach(free, total, name)` is a node's best
+    possible total from its free and total atoms of the requested classes. Only nodes with an atom
+    taken in the window are counted one by one; the others have every atom free, so each group of
+    equal totals and link ceiling shares one reach and keeps its names in order.
     """
     need: dict[str, int] = defaultdict(int)
     for device in request.devices:
@@ -191,21 +222,34 @@ def candidates(
         device_class = index.device_class.get(pk)
         if device_class in need:
             booked[index.device_node[pk]][device_class] += 1
-    claims = [(r, n) for r, n in request.resources.items() if n > 0]
-    out = []
-    for name in index.allowed(pool, request.tenant_id, dict(request.node_labels)):
-        if name in request.exclude_nodes:
+    allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
+    excluded = request.exclude_nodes
+    touched = []
+    for name, used in booked.items():
+        if name not in allowed.names or name in excluded or name in short:
             continue
-        totals, used = index.totals[name], booked.get(name, {})
-        free = {c: totals.get(c, 0) - used.get(c, 0) for c in need}
-        if any(free[c] < n for c, n in need.items()):
+        counts = index.totals[name]
+        if any(counts.get(c, 0) - used.get(c, 0) < n for c, n in need.items()):
             continue
-        if claims:
-            node_room = room.get(name, {})
-            if any(node_room.get(r, -1) < n for r, n in claims):
-                continue
-        out.append(Candidate(name, free, {c: totals.get(c, 0) for c in need}))
-    return out
+        total = sum(counts.get(c, 0) for c in need)
+        touched.append((-reach(total - sum(used.values()), total, name), name))
+    touched.sort()
+    streams: list[Iterable[tuple[float, str]]] = [touched]
+    for (counts, _ceiling), names in allowed.groups:
+        if any(dict(counts).get(c, 0) < n for c, n in need.items()):
+            continue
+        total = sum(dict(counts).get(c, 0) for c in need)
+        streams.append(_untouched(-reach(total, total, names[0]), names, booked, excluded, short))
+    for value, name in heapq.merge(*streams):
+        yield -value, name
+
+
+def _untouched(
+    value: float, names: list[str], booked: Mapping[str, object], excluded: frozenset[str], short: set[str]
+) -> Iterator[tuple[float, str]]:
+    for name in names:
+        if name not in booked and name not in excluded and name not in short:
+            yield value, name
 
 
 def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:

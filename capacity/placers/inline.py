@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from django.db import connection
 
@@ -18,8 +19,8 @@ from capacity.placement import (
     weight_for,
 )
 
-from .commit import Committed, LostRace, Owner, commit_member
-from .index import Candidate, PoolIndex, candidates, pool_index, scalar_room, taken_devices, views_for
+from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
+from .index import PoolIndex, Reach, plan_reads, pool_index, shortlist_order, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
 SHORTLIST_SIZE = 48
@@ -92,51 +93,48 @@ def plan_request(
         shortlist = uses_shortlist(request, config)
     if shortlist and not pool.view.archived:
         static = pool_index(pool)
-        taken = taken_devices(pool, static, request.during)
-        room = scalar_room(pool, static, sorted(request.resources))
-        rows = candidates(request, pool, static, taken, room)
-        memo: dict[tuple, float] = {}  # most nodes share a handful of (free, total) shapes
-
-        def score(row: Candidate) -> float:
-            shape = (tuple(sorted(row.free.items())), tuple(sorted(row.total.items())))
-            if shape not in memo:
-                memo[shape] = round(count_scores(request, row.free, row.total, config.weights), 12)
-            return memo[shape]
-
-        bound = link_bound(request, config)
-        # Each node's best possible total: its exact count-only score plus the most its links allow.
-        scored = sorted(
-            ((round(score(r) + bound(r.name, static), 12), r.name) for r in rows), key=lambda s: (-s[0], s[1])
-        )
-        # Plan the 48 best by that bound; while a node outside could still reach the top N, widen
+        taken, short = plan_reads(pool, static, request.during, request.resources)
+        ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
+        # Plan the 48 best by their reach; while a node outside could still reach the top N, widen
         # the list by doubling.
         size = max(SHORTLIST_SIZE, 8 * config.top_n)
+        scored = list(islice(ordered, size + 1))
         while scored:
             keep = scored[:size]
             index = views_for(static, [name for _, name in keep], taken)
             result = plan(index)
-            outside = scored[len(keep) :]
+            outside = scored[size:]
             if result.fits and not _outside_could_rank(result, outside, request, config):
                 return result, index
             if not outside:
                 break  # nothing fits: the pending reason needs every node of the pool
             size *= 2
+            scored.extend(islice(ordered, size + 1 - len(scored)))
     index = load_node_views(pool.pk, request.during)
     return plan(index), index
 
 
-def link_bound(request: PlacementRequest, config: PlacerConfig) -> Callable[[str, PoolIndex], float]:
-    """Return, for a node, the most the scorers that read links or outside state can add there."""
+def reach(request: PlacementRequest, config: PlacerConfig, index: PoolIndex) -> Reach:
+    """Return a node's best possible total: its exact count-only score plus the most its links allow."""
     full = max_link_dependent_score(request, config.weights)
-    if sum(d.count for d in request.devices) <= 1:
-        return lambda name, index: full  # one atom: the topology score is 1 everywhere
+    single = sum(d.count for d in request.devices) <= 1  # one atom: the topology score is 1 everywhere
     topology = max(0.0, weight_for("topology", config.weights))
     rest = full - topology  # image-cached, when the request has an image
+    ceiling = index.topology_ceiling
+    memo: dict[tuple[int, int], float] = {}  # most nodes share a handful of (free, total) counts
+    # count_scores sums the requested classes, so one of them can carry the sums.
+    some_class = request.devices[0].device_class if request.devices else ""
 
-    def bound(name: str, index: PoolIndex) -> float:
-        return topology * index.topology_ceiling[name] + rest
+    def value(free: int, total: int, name: str) -> float:
+        counts = memo.get((free, total))
+        if counts is None:
+            counts = memo[(free, total)] = round(
+                count_scores(request, {some_class: free}, {some_class: total}, config.weights), 12
+            )
+        bound = full if single else topology * ceiling[name] + rest
+        return round(counts + bound, 12)
 
-    return bound
+    return value
 
 
 def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], request, config) -> bool:
@@ -166,31 +164,26 @@ def place(
     if pool is None or pool.view.archived:
         return Outcome("pending", reason=ARCHIVED_REASON)
     lost: list[str] = []
-    locked = False
     for attempt in range(1, config.max_attempts + 1):
         plan, index = plan_request(request, pool, config)
         if not plan.fits:
             return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
-        if not locked:
-            # The pool row is locked only now, for the commit; an archive since the plan wins.
-            pool = load_pool(pool_slug, lock=True)
-            locked = True
-            if pool is None or pool.view.archived:
-                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
         members = plan.gang if request.gang is not None else (plan.choice,)
+        # The commit locks the pool row first (only now, for the commit), then the node.
         savepoint = f"capacity_place_{attempt}"
         with connection.cursor() as cur:
             cur.execute(f"SAVEPOINT {savepoint}")
         try:
             committed = [commit_member(request, m, pool, index, owner) for m in members if m is not None]
-        except LostRace as race:
+        except (LostRace, ArchivedMeanwhile) as stop:
             with connection.cursor() as cur:
                 cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
-            lost.append(race.reason)
-            request = request.with_excluded(race.node)
+            if isinstance(stop, ArchivedMeanwhile):
+                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
+            lost.append(stop.reason)
+            request = request.with_excluded(stop.node)
             continue
-        with connection.cursor() as cur:
-            cur.execute(f"RELEASE SAVEPOINT {savepoint}")
+        # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
         return Outcome("placed", committed=committed, plan=plan, lost=lost)
     return Outcome(
         "pending",

@@ -27,3 +27,7 @@ MAY_BE_SCHEDULABLE = (
 
 # Scalar room with the epsilon the Python scalar_capacity() uses: 100 × 0.29 is 29, not 28.
 SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
+
+# What is left of it; inventory's index `noderesource_room` holds this expression, so a filter on
+# it reads only the rows it returns.
+SCALAR_ROOM = f"({SCALAR_CAPACITY} - r.allocated)"

@@ -5,8 +5,8 @@ import random
 import pytest
 
 from capacity.placement import validate_request
-from capacity.placers.index import candidates, pool_index, scalar_room, taken_devices
-from capacity.placers.inline import plan_request
+from capacity.placers.index import plan_reads, pool_index, shortlist_order
+from capacity.placers.inline import plan_request, reach
 from capacity.placers.loader import load_pool
 from inventory import services as nodes
 
@@ -90,12 +90,21 @@ def test_a_nodes_links_bound_its_place_in_the_shortlist(tenant, make_node):
 
 
 def shortlist(request_data):
+    """Return the shortlist's (name, free, total) for the request, best first."""
     pool = load_pool("lab-pool")
     request = validate_request({**request_data, "reservationId": "r"})
     index = pool_index(pool)
-    taken = taken_devices(pool, index, request.during)
-    found = candidates(request, pool, index, taken, scalar_room(pool, index, sorted(request.resources)))
-    return {(c.name, c.free["gpu"], c.total["gpu"]) for c in found}
+    taken, short = plan_reads(pool, index, request.during, request.resources)
+    counts = []
+
+    def counting(free, total, name):
+        counts.append((name, free, total))
+        return reach(request, config(), index)(free, total, name)
+
+    names = [name for _, name in shortlist_order(request, pool, index, taken, short, counting)]
+    # Groups of untouched nodes are scored once, by their first member.
+    seen = {name: (free, total) for name, free, total in counts}
+    return {(name, *seen.get(name, next((f, t) for n, f, t in counts if n <= name))) for name in names}
 
 
 def test_the_shortlist_counts_only_eligible_nodes_with_enough_free_atoms(tenant, make_node):
