@@ -71,6 +71,12 @@ else:
 
     _database_url = embedded_database_url(Path(os.environ.get("BERTH_PGDATA", BASE_DIR / ".pgdata")))
 DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# Prepared statements for the placer's server-bound cursors (capacity/placers/db.py): planned once
+# per connection. Django's own cursors bind on the client and are never prepared, so this changes
+# nothing for the ORM. A transaction-pooling proxy such as PgBouncer needs both turned off.
+_options = DATABASES["default"].setdefault("OPTIONS", {})
+_options["prepare_threshold"] = 0
+_options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
 # One test database per test process, so several runs (or CI and a developer) never collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 

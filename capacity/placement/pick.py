@@ -187,3 +187,55 @@ def default_pick(candidates: Sequence[Atom], count: int, node: NodeView) -> tupl
 def _worst_floor(matrix: list[list[int]], count: int) -> int:
     # A set of count atoms holding atom i has a link from i no better than the (count-1)-th best in row i.
     return min(sorted(row)[count - 1] for row in matrix)
+
+
+Shape = tuple[object, ...]
+# (shape, count, positions of the candidates) -> (positions picked, worst link rank)
+PickMemo = dict[tuple[Shape, int, tuple[int, ...]], tuple[tuple[int, ...], int]]
+
+
+def node_shape(node: NodeView) -> Shape:
+    """Return a key that is equal for nodes whose atoms and links match position by position.
+
+    Each device's class, parent (by position), health, bookability, NUMA node and index, the order
+    seed_order() puts them in, and the links between positions: everything default_pick() reads. Two
+    nodes of one shape get the same pick from the same free positions, so a memo can share it.
+    """
+    devices = node.devices
+    position = {a.id: i for i, a in enumerate(devices)}
+    atoms = tuple(
+        (
+            a.device_class,
+            None if a.parent_id is None else position.get(a.parent_id, -1),
+            a.healthy,
+            a.bookable,
+            a.numa_node,
+            a.index,
+        )
+        for a in devices
+    )
+    order = tuple(sorted(range(len(devices)), key=lambda i: seed_order(devices[i])))
+    links = tuple(
+        sorted(
+            (position[a], position[b], str(link))
+            for a, row in node.links.items()
+            for b, link in row.items()
+            if a in position and b in position
+        )
+    )
+    return (atoms, order, links)
+
+
+def memo_pick(
+    candidates: Sequence[Atom], count: int, node: NodeView, shape: Shape, memo: PickMemo
+) -> tuple[tuple[Atom, ...], int]:
+    """Return default_pick(candidates, count, node), reusing the pick of an earlier node of this shape."""
+    devices = node.devices
+    position = {a.id: i for i, a in enumerate(devices)}
+    key = (shape, count, tuple(sorted(position[a.id] for a in candidates)))
+    found = memo.get(key)
+    if found is None:
+        chosen, worst = default_pick(candidates, count, node)
+        memo[key] = (tuple(position[a.id] for a in chosen), worst)
+        return chosen, worst
+    return tuple(devices[i] for i in found[0]), found[1]

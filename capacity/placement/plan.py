@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .eligibility import ineligibility
-from .pick import NV_RANK, default_pick, worst_rank
+from .pick import NV_RANK, PickMemo, default_pick, memo_pick, worst_rank
 from .plugins import PickFn, SchedulerPlugin, ScoreFn, check_plugins, filter_verdict
 from .reasons import ARCHIVED_REASON, format_groups, nodes_phrase, rejection_groups, summarize
 from .scorers import (
@@ -184,7 +184,9 @@ class _Planner:
         plugins: Sequence[SchedulerPlugin],
         weights: Mapping[str, float] | None,
         image_cached: Collection[str],
+        memo: PickMemo | None = None,
     ) -> None:
+        self.memo = memo
         self.request = request
         self.pool = pool
         self.tenant_id = request.tenant_id
@@ -264,7 +266,11 @@ class _Planner:
                 chosen, worst = checked, worst_rank(node, checked)
                 break
             if chosen is None:
-                chosen, worst = default_pick(candidates, count, node)
+                shape, memo = node.shape, self.memo
+                if shape is not None and memo is not None:
+                    chosen, worst = memo_pick(candidates, count, node, shape, memo)
+                else:
+                    chosen, worst = default_pick(candidates, count, node)
             if device.nvlink and worst != NV_RANK:
                 return Rejection(node_id, TOPOLOGY_FILTER, device.topology_reason)
             picks.append(chosen)
@@ -360,12 +366,14 @@ def plan_placement(
     top_n: int = DEFAULT_TOP_N,
     random: RandomFn | None = None,
     image_cached: Collection[str] = frozenset(),
+    memo: PickMemo | None = None,
 ) -> Plan:
     """Filter, pick atoms on and score every node; return the plan, best first.
 
     random (a callable returning a float in [0, 1), such as random.Random(seed).random) picks the
     choice among the best top_n; without it the choice is the best node. image_cached holds the ids of
     the nodes whose image cache holds request.image_id. A gang request's choice is its first member.
+    memo, a dict the caller keeps, lets nodes that carry an equal `shape` share their default pick.
     """
     views = nodes if isinstance(nodes, Sequence) else tuple(nodes)
     gang = request.gang
@@ -373,7 +381,7 @@ def plan_placement(
     gang_key = gang.topology_key if gang is not None else None
     if pool.archived:
         return Plan((), (), None, len(views), gang_size=gang_size, gang_topology_key=gang_key, archived=True)
-    planner = _Planner(request, pool, check_plugins(plugins), weights, image_cached)
+    planner = _Planner(request, pool, check_plugins(plugins), weights, image_cached, memo)
     evaluate = planner.evaluate
     ranked: list[Ranked] = []
     rejected: list[Rejection] = []

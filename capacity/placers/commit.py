@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-
-from django.db import connection
+from datetime import UTC, datetime
 
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
+from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime, window_range
 from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING
 
@@ -48,11 +48,11 @@ class Committed:
 # The locks, in the spec's order: the pool row, then the node. The pool CTE is read first, so its
 # row is locked before the node's.
 _LOCK_SQL = f"""
-WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s FOR UPDATE)
+WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE)
 SELECT p.archived, n.id IS NOT NULL
   FROM p LEFT JOIN LATERAL (
        SELECT n.id FROM inventory_node n
-        WHERE n.id = %(node)s AND n.pool_id = p.id AND {SCHEDULABLE_TOLERATING}
+        WHERE n.id = %(node)s::bigint AND n.pool_id = p.id AND {SCHEDULABLE_TOLERATING}
           FOR SHARE OF n) n ON true
 """
 
@@ -67,25 +67,25 @@ WITH labels AS (
     FROM inventory_nodelabel l
     JOIN unnest(%(label_keys)s::text[], %(label_values)s::text[]) AS w(key, value)
       ON l.key = w.key AND (w.value = '*' OR l.value = w.value)
-   WHERE l.node_id = %(node)s AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
+   WHERE l.node_id = %(node)s::bigint AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
 ), devices AS (
   SELECT d.id FROM inventory_device d
-   WHERE (SELECT ok FROM labels) AND d.id = ANY(%(picked)s::bigint[]) AND d.node_id = %(node)s
+   WHERE (SELECT ok FROM labels) AND d.id = ANY(%(picked)s::bigint[]) AND d.node_id = %(node)s::bigint
      AND d.healthy AND d.bookable
    ORDER BY d.id FOR SHARE
 ), allocation AS (
   INSERT INTO capacity_allocation (reservation_id, instance_id, node_id, starts_at, ends_at, resources, created_at)
-  SELECT %(reservation)s::bigint, %(instance)s::text, %(node)s, %(start)s, %(end)s, %(resources)s::jsonb, now()
+  SELECT %(reservation)s::bigint, %(instance)s::text, %(node)s::bigint, %(start)s::timestamptz, %(end)s::timestamptz, %(resources)s::jsonb, now()
    WHERE (SELECT count(*) FROM devices) = cardinality(%(picked)s::bigint[])
   RETURNING id
 ), booked AS (
   INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
-  SELECT b.id, allocation.id, %(during)s FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
+  SELECT b.id, allocation.id, %(during)s::tstzrange FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
   ON CONFLICT DO NOTHING RETURNING device_id
 ), claimable AS (
   SELECT r.id FROM inventory_noderesource r
    WHERE (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[])
-     AND r.node_id = %(node)s AND r.resource = ANY(%(claim_names)s::text[])
+     AND r.node_id = %(node)s::bigint AND r.resource = ANY(%(claim_names)s::text[])
    ORDER BY r.resource FOR UPDATE
 ), claimed AS (
   UPDATE inventory_noderesource r SET allocated = r.allocated + c.amount
@@ -97,16 +97,26 @@ WITH labels AS (
   INSERT INTO capacity_poolcapacityrollup
          (pool_id, device_class, total, allocated, excluded, maintenance, provisioning, unreachable,
           unhealthy, updated_at)
-  SELECT %(pool)s, c.device_class, 0, c.n, 0, 0, 0, 0, 0, now()
+  SELECT %(pool)s::bigint, c.device_class, 0, c.n, 0, 0, 0, 0, 0, now()
     FROM unnest(%(classes)s::text[], %(class_counts)s::bigint[]) AS c(device_class, n)
    WHERE (SELECT count(*) FROM claimed) = cardinality(%(claim_names)s::text[])
    ORDER BY c.device_class
   ON CONFLICT (pool_id, device_class)
   DO UPDATE SET allocated = capacity_poolcapacityrollup.allocated + EXCLUDED.allocated, updated_at = now()
   RETURNING 1
+), placed AS (
+  -- The reservation row is this transaction's own (new, or locked by the retry), so this takes no
+  -- lock out of order.
+  UPDATE capacity_reservation SET status = 'placed', conditions = '[]'::jsonb, updated_at = %(now)s::timestamptz
+   WHERE id = %(mark_placed)s::bigint
+     AND (SELECT count(*) FROM claimed) = cardinality(%(claim_names)s::text[])
+     AND (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[])
+     AND EXISTS (SELECT 1 FROM allocation)
+  RETURNING id
 )
 SELECT (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
-       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM rollup)
+       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM rollup),
+       (SELECT count(*) FROM placed)
 """
 
 
@@ -115,11 +125,19 @@ class ArchivedMeanwhile(Exception):
 
 
 def commit_member(
-    request: PlacementRequest, ranked: Ranked, pool: PoolRow, index: NodeIndex, owner: Owner
+    request: PlacementRequest,
+    ranked: Ranked,
+    pool: PoolRow,
+    index: NodeIndex,
+    owner: Owner,
+    *,
+    last: bool = True,
+    now: datetime | None = None,
 ) -> Committed:
     """Write one node's share of a plan in two statements, or raise LostRace for the caller to roll back.
 
-    Raises ArchivedMeanwhile when the locked pool row says archived.
+    The last member of a plan also marks the owning reservation placed (as of `now`). Raises
+    ArchivedMeanwhile when the locked pool row says archived.
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
@@ -132,7 +150,7 @@ def commit_member(
     class_names = sorted(classes)
     claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
         archived, schedulable = cur.fetchone()
         if archived:
@@ -159,9 +177,11 @@ def commit_member(
                 "claim_amounts": [n for _, n in claims],
                 "classes": class_names,
                 "class_counts": [classes[c] for c in class_names],
+                "mark_placed": owner.reservation_pk if last else None,
+                "now": now or datetime.now(UTC),
             },
         )
-        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups = cur.fetchone()
+        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups, _placed = cur.fetchone()
     if not labels_ok:
         raise LostRace(node, f"{node} is no longer schedulable")
     if devices_ok != len(picked):

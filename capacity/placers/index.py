@@ -16,17 +16,27 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from django.db import connection
-
-from capacity.placement import NodeView, PlacementRequest, Resource, Window, ineligibility, link_rank
+from capacity.placement import (
+    NodeView,
+    PickMemo,
+    PlacementRequest,
+    Resource,
+    Window,
+    ineligibility,
+    link_rank,
+    node_shape,
+)
 from capacity.placement.pick import WORST_KNOWN_RANK
 
+from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
 from .sql import SCALAR_ROOM
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
 _CACHE: dict[int, PoolIndex] = {}
+# Shapes times counts times free subsets: a few thousand for pools of 8-GPU nodes.
+PICK_MEMO_LIMIT = 50_000
 _LOCK = threading.Lock()
 
 
@@ -62,6 +72,14 @@ class PoolIndex:
     # only on what the generation covers. Resource rows come and go with the generation too.
     allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
     lacking_cache: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    # Atom picks shared by nodes of one shape (their views carry node_shape()); bounded below.
+    pick_memo: PickMemo = dataclasses.field(default_factory=dict)
+
+    def memo(self) -> PickMemo:
+        """Return the pick memo, emptied first when it has grown past its bound."""
+        if len(self.pick_memo) > PICK_MEMO_LIMIT:
+            self.pick_memo.clear()
+        return self.pick_memo
 
     def allowed(self, pool: PoolRow, tenant: str, labels: dict[str, str]) -> Allowed:
         """Return the nodes eligible for the tenant that carry the labels (cached per generation)."""
@@ -104,6 +122,7 @@ def pool_index(pool: PoolRow) -> PoolIndex:
 
 def _build(pool: PoolRow) -> PoolIndex:
     nodes = load_node_views(pool.pk, _NO_WINDOW)
+    nodes.views = [dataclasses.replace(v, shape=node_shape(v)) for v in nodes.views]
     device_node, device_class, parent = {}, {}, {}
     children: dict[int, list[int]] = defaultdict(list)
     totals: dict[str, dict[str, int]] = {}
@@ -164,10 +183,10 @@ def plan_reads(
     # keys and then to its devices here: cheaper than joining devices and nodes to find the pool.
     # Short rows come from the index on (resource, room), so they cost what they return.
     low, high = index.device_range
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(
             f"""SELECT false, device_id FROM capacity_devicebooking
-                 WHERE during && %(during)s AND device_id BETWEEN %(low)s AND %(high)s
+                 WHERE during && %(during)s::tstzrange AND device_id BETWEEN %(low)s::bigint AND %(high)s::bigint
                 UNION ALL
                 SELECT true, r.node_id FROM inventory_noderesource r
                   JOIN unnest(%(names)s::text[], %(amounts)s::bigint[]) AS c(resource, amount)
@@ -256,10 +275,10 @@ def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:
     """Return planner-ready views of these nodes: free atoms for the window and current scalars."""
     pks = [index.nodes.node_pk[name] for name in names]
     resources: dict[int, dict[str, Resource]] = defaultdict(dict)
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(
             "SELECT node_id, resource, allocatable, ratio, allocated FROM inventory_noderesource"
-            " WHERE node_id = ANY(%s)",
+            " WHERE node_id = ANY(%s::bigint[])",
             [pks],
         )
         for node_id, name, allocatable, ratio, allocated in cur.fetchall():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import islice
 
 from django.db import connection
 
 from capacity.placement import (
     ARCHIVED_REASON,
+    PickMemo,
     PlacementRequest,
     Plan,
     SchedulerPlugin,
@@ -77,7 +79,7 @@ def plan_request(
     """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool."""
     cached = image_cached_nodes(pool, request.image_id)
 
-    def plan(index: NodeIndex) -> Plan:
+    def plan(index: NodeIndex, memo: PickMemo | None = None) -> Plan:
         return plan_placement(
             request,
             index.views,
@@ -87,6 +89,7 @@ def plan_request(
             top_n=config.top_n,
             random=config.random,
             image_cached=cached,
+            memo=memo,
         )
 
     if shortlist is None:
@@ -102,7 +105,7 @@ def plan_request(
         while scored:
             keep = scored[:size]
             index = views_for(static, [name for _, name in keep], taken)
-            result = plan(index)
+            result = plan(index, static.memo())
             outside = scored[size:]
             if result.fits and not _outside_could_rank(result, outside, request, config):
                 return result, index
@@ -154,11 +157,17 @@ def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], reques
 
 
 def place(
-    request: PlacementRequest, pool_slug: str, owner: Owner, config: PlacerConfig, pool: PoolRow | None = None
+    request: PlacementRequest,
+    pool_slug: str,
+    owner: Owner,
+    config: PlacerConfig,
+    pool: PoolRow | None = None,
+    now: datetime | None = None,
 ) -> Outcome:
     """Place `request` inside the caller's transaction; lost races replan up to max_attempts times.
 
-    `pool` is the pool as the caller already read it (unlocked), to save reading it again.
+    `pool` is the pool as the caller already read it (unlocked), to save reading it again. When
+    placed, the owning reservation is marked placed as of `now` in the same statement.
     """
     pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
@@ -174,7 +183,11 @@ def place(
         with connection.cursor() as cur:
             cur.execute(f"SAVEPOINT {savepoint}")
         try:
-            committed = [commit_member(request, m, pool, index, owner) for m in members if m is not None]
+            chosen = [m for m in members if m is not None]
+            committed = [
+                commit_member(request, m, pool, index, owner, last=i == len(chosen) - 1, now=now)
+                for i, m in enumerate(chosen)
+            ]
         except (LostRace, ArchivedMeanwhile) as stop:
             with connection.cursor() as cur:
                 cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")

@@ -13,6 +13,8 @@ from psycopg.types.range import Range
 from capacity.placement import Atom, NodeView, Pool, Resource, Window
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
+from .db import prepared_cursor
+
 
 def window_range(window: Window) -> Range:
     """Return the half-open tstzrange of an epoch-millisecond window."""
@@ -65,6 +67,31 @@ def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
         return None
     view = Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4])
     return PoolRow(row[0], view, generation=row[5], owner_pk=row[6], tenant_pks=tuple(row[7]))
+
+
+_TENANT_AND_POOL_SQL = """
+    SELECT u.id, u.slug, u.name,
+           p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
+           ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id)
+      FROM (SELECT 1) AS one
+      LEFT JOIN inventory_tenant u ON u.slug = %(tenant)s::text
+      LEFT JOIN inventory_pool p ON p.slug = %(pool)s::text
+      LEFT JOIN inventory_site s ON s.id = p.site_id
+      LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
+      LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
+"""
+
+
+def load_tenant_and_pool(tenant: str, pool: str) -> tuple[tuple | None, PoolRow | None]:
+    """Return the tenant's (id, slug, name) and the pool, each None when missing, in one query."""
+    with prepared_cursor() as cur:
+        cur.execute(_TENANT_AND_POOL_SQL, {"tenant": tenant, "pool": pool})
+        row = cur.fetchone()
+    tenant_row = row[0:3] if row[0] is not None else None
+    if row[3] is None:
+        return tenant_row, None
+    view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
+    return tenant_row, PoolRow(row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]))
 
 
 @dataclass

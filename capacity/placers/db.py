@@ -1,0 +1,23 @@
+"""Cursors for the placer's hot statements: bound on the server and prepared once per connection.
+
+Django's own cursors bind parameters on the client, so Postgres parses and plans every statement
+afresh: about a millisecond for the commit's CTE. These cursors bind on the server; with
+`prepare_threshold` 0 and `plan_cache_mode=force_generic_plan` (config/settings.py) each statement
+is planned once per connection. They go through Django's cursor wrapper, so errors map to Django's
+exceptions and query logging (and counting in tests and benchmarks) sees them.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from django.db import connection
+
+
+def prepared_cursor():
+    """Return a Django cursor whose statements are bound on the server and prepared."""
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = psycopg.Cursor(connection.connection)
+    if connection.queries_logged:
+        return connection.make_debug_cursor(raw)
+    return connection.make_cursor(raw)
