@@ -190,8 +190,8 @@ def _worst_floor(matrix: list[list[int]], count: int) -> int:
 
 
 Shape = tuple[object, ...]
-# (shape, count, positions of the candidates) -> (positions picked, worst link rank)
-PickMemo = dict[tuple[Shape, int, tuple[int, ...]], tuple[tuple[int, ...], int]]
+# (shape or its stand-in, count, positions of the candidates) -> (positions picked, worst link rank)
+PickMemo = dict[tuple[object, int, tuple[int, ...]], tuple[tuple[int, ...], int]]
 
 
 def node_shape(node: NodeView) -> Shape:
@@ -227,7 +227,7 @@ def node_shape(node: NodeView) -> Shape:
 
 
 def memo_pick(
-    candidates: Sequence[Atom], count: int, node: NodeView, shape: Shape, memo: PickMemo
+    candidates: Sequence[Atom], count: int, node: NodeView, shape: object, memo: PickMemo
 ) -> tuple[tuple[Atom, ...], int]:
     """Return default_pick(candidates, count, node), reusing the pick of an earlier node of this shape."""
     devices = node.devices

@@ -187,6 +187,7 @@ class _Planner:
         memo: PickMemo | None = None,
     ) -> None:
         self.memo = memo
+        self.totals: dict[object, int] = {}  # shape -> healthy, bookable devices of the requested classes
         self.request = request
         self.pool = pool
         self.tenant_id = request.tenant_id
@@ -289,11 +290,18 @@ class _Planner:
         else:
             classes = self.classes
             free_count = len([a for a in node.free if a.device_class in classes and a.healthy and a.bookable])
-        if cls is not None:
-            total = len([a for a in node.devices if a.device_class == cls and a.healthy and a.bookable])
+        shape = node.shape
+        found = self.totals.get(shape) if shape is not None else None
+        if found is not None:
+            total = found
         else:
-            classes = self.classes
-            total = len([a for a in node.devices if a.device_class in classes and a.healthy and a.bookable])
+            if cls is not None:
+                total = len([a for a in node.devices if a.device_class == cls and a.healthy and a.bookable])
+            else:
+                classes = self.classes
+                total = len([a for a in node.devices if a.device_class in classes and a.healthy and a.bookable])
+            if shape is not None:
+                self.totals[shape] = total  # nodes of one shape have equal devices
         free_after = free_count - self.picked_total
         if len(picks) > 1 and self.picked_total > 1:
             worst = worst_rank(node, [a for chosen in picks for a in chosen])

@@ -82,9 +82,10 @@ class NodeView:
     free: tuple[Atom, ...] = ()
     resources: Mapping[str, Resource] = field(default_factory=dict)
     links: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    # pick.node_shape() of devices and links, when the caller computed it: lets the planner share
-    # one atom pick among nodes built alike. It must describe this view's devices and links.
-    shape: tuple[object, ...] | None = field(default=None, compare=False, repr=False)
+    # pick.node_shape() of devices and links, or a stand-in equal exactly when it is (such as a
+    # small int the caller interned it as): lets the planner share one atom pick and device count
+    # among nodes built alike. It must describe this view's devices and links.
+    shape: object | None = field(default=None, compare=False, repr=False)
 
     def __hash__(self) -> int:
         # The generated hash would fail on the mappings; equal views share their id anyway.

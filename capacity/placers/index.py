@@ -61,6 +61,7 @@ class PoolIndex:
     by_name: dict[str, NodeView]
     node_name: dict[int, str]  # node pk -> name
     device_node: dict[int, str]  # device pk -> node name
+    node_devices: dict[str, frozenset[int]]  # node name -> its device pks
     device_class: dict[int, str]  # device pk -> class, for healthy and bookable devices only
     parent: dict[int, int]  # slice pk -> parent pk
     children: dict[int, list[int]]  # parent pk -> slice pks
@@ -122,7 +123,11 @@ def pool_index(pool: PoolRow) -> PoolIndex:
 
 def _build(pool: PoolRow) -> PoolIndex:
     nodes = load_node_views(pool.pk, _NO_WINDOW)
-    nodes.views = [dataclasses.replace(v, shape=node_shape(v)) for v in nodes.views]
+    # Shapes are long tuples; a small int per distinct shape hashes in no time.
+    shapes: dict[tuple, int] = {}
+    nodes.views = [
+        dataclasses.replace(v, shape=shapes.setdefault(node_shape(v), len(shapes))) for v in nodes.views
+    ]
     device_node, device_class, parent = {}, {}, {}
     children: dict[int, list[int]] = defaultdict(list)
     totals: dict[str, dict[str, int]] = {}
@@ -145,6 +150,7 @@ def _build(pool: PoolRow) -> PoolIndex:
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
         node_name={pk: name for name, pk in nodes.node_pk.items()},
+        node_devices={v.id: frozenset(nodes.device_pk[a.id] for a in v.devices) for v in nodes.views},
         device_node=device_node,
         device_class=device_class,
         parent=parent,
@@ -271,6 +277,23 @@ def _untouched(
             yield value, name
 
 
+_VIEW_FIELDS = tuple(f.name for f in dataclasses.fields(NodeView))
+
+
+def _with_state(view: NodeView, free: tuple, resources: dict[str, Resource]) -> NodeView:
+    """Return a copy of a static view with this plan's free atoms and scalars.
+
+    dataclasses.replace() does the same through __init__; on the placement path this is measurably
+    cheaper, and the view stays frozen.
+    """
+    new = object.__new__(NodeView)
+    for name in _VIEW_FIELDS:
+        object.__setattr__(new, name, getattr(view, name))
+    object.__setattr__(new, "free", free)
+    object.__setattr__(new, "resources", resources)
+    return new
+
+
 def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:
     """Return planner-ready views of these nodes: free atoms for the window and current scalars."""
     pks = [index.nodes.node_pk[name] for name in names]
@@ -287,7 +310,9 @@ def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:
     views = []
     for name, pk in zip(names, pks, strict=True):
         view = index.by_name[name]
-        free = tuple(a for a in view.free if device_pk[a.id] not in taken)
-        views.append(dataclasses.replace(view, free=free, resources=resources.get(pk, {})))
+        free = view.free
+        if not taken.isdisjoint(index.node_devices[name]):
+            free = tuple(a for a in free if device_pk[a.id] not in taken)
+        views.append(_with_state(view, free, resources.get(pk, {})))
     views.sort(key=lambda v: v.id)
     return dataclasses.replace(index.nodes, views=views)
