@@ -8,6 +8,7 @@ from django.db import connection
 
 from capacity.placement import CapacityError, PlacementRequest
 from capacity.placement.errors import QUOTA_EXCEEDED
+from capacity.placers.db import prepared_cursor
 
 
 def demand(request: PlacementRequest) -> dict[str, int]:
@@ -29,10 +30,10 @@ def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None
     if not amounts:
         return
     names = sorted(amounts)
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(
             """INSERT INTO capacity_quotausage (tenant_id, resource, used)
-               SELECT %s, r, n FROM unnest(%s::text[], %s::bigint[]) AS d(r, n) ORDER BY r
+               SELECT %s::bigint, r, n FROM unnest(%s::text[], %s::bigint[]) AS d(r, n) ORDER BY r
                ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
                RETURNING resource, used,
                          (SELECT q."limit" FROM capacity_quota q

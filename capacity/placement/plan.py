@@ -299,7 +299,9 @@ class _Planner:
                 total = len([a for a in node.devices if a.device_class == cls and a.healthy and a.bookable])
             else:
                 classes = self.classes
-                total = len([a for a in node.devices if a.device_class in classes and a.healthy and a.bookable])
+                total = len(
+                    [a for a in node.devices if a.device_class in classes and a.healthy and a.bookable]
+                )
             if shape is not None:
                 self.totals[shape] = total  # nodes of one shape have equal devices
         free_after = free_count - self.picked_total

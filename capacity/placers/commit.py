@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.db import connection
+
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
@@ -133,11 +135,13 @@ def commit_member(
     *,
     last: bool = True,
     now: datetime | None = None,
+    savepoint: str | None = None,
 ) -> Committed:
     """Write one node's share of a plan in two statements, or raise LostRace for the caller to roll back.
 
-    The last member of a plan also marks the owning reservation placed (as of `now`). Raises
-    ArchivedMeanwhile when the locked pool row says archived.
+    `savepoint`, when given, is set first, in the same round trip. The last member of a plan also
+    marks the owning reservation placed (as of `now`). Raises ArchivedMeanwhile when the locked pool
+    row says archived.
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
@@ -150,13 +154,18 @@ def commit_member(
     class_names = sorted(classes)
     claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
-    with prepared_cursor() as cur:
-        cur.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
-        archived, schedulable = cur.fetchone()
-        if archived:
-            raise ArchivedMeanwhile
-        if not schedulable:
-            raise LostRace(node, f"{node} is no longer schedulable")
+    # One round trip: the savepoint, the locks, then the writes. The writes run after the locks are
+    # granted whatever the lock statement found; when it found the node unschedulable or the pool
+    # archived, the caller rolls their work back to the savepoint.
+    with (
+        connection.cursor() as plain,
+        prepared_cursor() as lock,
+        prepared_cursor() as cur,
+        connection.connection.pipeline(),
+    ):
+        if savepoint is not None:
+            plain.execute(f"SAVEPOINT {savepoint}")
+        lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
         cur.execute(
             _WRITE_SQL,
             {
@@ -181,8 +190,11 @@ def commit_member(
                 "now": now or datetime.now(UTC),
             },
         )
+        archived, schedulable = lock.fetchone()
         labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups, _placed = cur.fetchone()
-    if not labels_ok:
+    if archived:
+        raise ArchivedMeanwhile
+    if not schedulable or not labels_ok:
         raise LostRace(node, f"{node} is no longer schedulable")
     if devices_ok != len(picked):
         raise LostRace(node, f"an atom on {node} turned unhealthy or unbookable")

@@ -180,12 +180,20 @@ def place(
         members = plan.gang if request.gang is not None else (plan.choice,)
         # The commit locks the pool row first (only now, for the commit), then the node.
         savepoint = f"capacity_place_{attempt}"
-        with connection.cursor() as cur:
-            cur.execute(f"SAVEPOINT {savepoint}")
+        chosen = [m for m in members if m is not None]
         try:
-            chosen = [m for m in members if m is not None]
+            # The first member's commit sets the savepoint in its own round trip.
             committed = [
-                commit_member(request, m, pool, index, owner, last=i == len(chosen) - 1, now=now)
+                commit_member(
+                    request,
+                    m,
+                    pool,
+                    index,
+                    owner,
+                    last=i == len(chosen) - 1,
+                    now=now,
+                    savepoint=savepoint if i == 0 else None,
+                )
                 for i, m in enumerate(chosen)
             ]
         except (LostRace, ArchivedMeanwhile) as stop:
