@@ -158,3 +158,33 @@ def test_a_rolled_back_change_never_reuses_a_generation(tenant, make_node):
     assert load_pool("lab-pool").generation == before
     nodes.set_maintenance("a", True)
     assert load_pool("lab-pool").generation not in {before, inside}
+
+
+def test_the_shortlist_leaves_out_nodes_short_of_a_claimed_scalar(tenant, make_node):
+    """
+    roomy: vcpu 32, nothing claimed   tight: vcpu 32, 28 claimed   bare: no vcpu row at all
+    """
+    from inventory.models import NodeResource
+
+    make_node("roomy", gpus=2, vcpu=32)
+    make_node("tight", gpus=2, vcpu=32)
+    make_node("bare", gpus=2)
+    NodeResource.objects.filter(node__name="tight").update(allocated=28)
+    assert {name for name, *_ in shortlist({**ask(1), "resources": {"vcpu": 8}})} == {"roomy"}
+    assert {name for name, *_ in shortlist({**ask(1), "resources": {"vcpu": 4}})} == {"roomy", "tight"}
+    assert {name for name, *_ in shortlist(ask(1))} == {"roomy", "tight", "bare"}
+    NodeResource.objects.update(allocated=0)  # the claim above had no allocation behind it
+
+
+def test_resource_rows_move_the_generation_but_claims_do_not(tenant, make_node):
+    from inventory.models import NodeResource
+
+    make_node("a", gpus=1, vcpu=8)
+    before = load_pool("lab-pool").generation
+    NodeResource.objects.filter(node__name="a").update(allocated=4)
+    assert load_pool("lab-pool").generation == before, "a claim is not inventory"
+    NodeResource.objects.filter(node__name="a").update(allocated=0, ratio=2.0)
+    resized = load_pool("lab-pool").generation
+    assert resized != before
+    NodeResource.objects.create(node=NodeResource.objects.get().node, resource="memoryGiB", allocatable=64)
+    assert load_pool("lab-pool").generation not in {before, resized}
