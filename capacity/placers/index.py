@@ -145,7 +145,8 @@ def _build(pool: PoolRow) -> PoolIndex:
         totals[view.id] = dict(counts)
     return PoolIndex(
         topology_ceiling={v.id: topology_ceiling(v) for v in nodes.views},
-        device_range=(min(device_node, default=0), max(device_node, default=-1)),
+        # An empty pool gets (0, 0): no device has key 0, and the range must not be empty.
+        device_range=(min(device_node, default=0), max(device_node, default=0)),
         generation=pool.generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
