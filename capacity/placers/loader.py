@@ -48,25 +48,9 @@ def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -
     return not tenant_pks or tenant_pk in tenant_pks
 
 
-def load_pool(slug: str, *, lock: bool = False) -> PoolRow | None:
-    """Return the pool with this slug (locked FOR UPDATE when asked), or None."""
-    sql = """
-        SELECT p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
-               ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id)
-          FROM inventory_pool p JOIN inventory_site s ON s.id = p.site_id
-          LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
-          LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
-         WHERE p.slug = %s
-    """
-    if lock:
-        sql += " FOR UPDATE OF p"
-    with connection.cursor() as cur:
-        cur.execute(sql, [slug])
-        row = cur.fetchone()
-    if row is None:
-        return None
-    view = Pool(id=row[1], site_id=row[2], archived=row[3], owner_tenant_id=row[4])
-    return PoolRow(row[0], view, generation=row[5], owner_pk=row[6], tenant_pks=tuple(row[7]))
+def load_pool(slug: str) -> PoolRow | None:
+    """Return the pool with this slug, or None."""
+    return load_tenant_and_pool("", slug)[1]
 
 
 _TENANT_AND_POOL_SQL = """
