@@ -35,6 +35,8 @@ from .sql import SCALAR_ROOM
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
 _CACHE: dict[int, PoolIndex] = {}
+# A process keeps the indexes of this many pools; building one costs about 0.2 s per 1,000 nodes.
+MAX_CACHED_POOLS = 32
 # Shapes times counts times free subsets: a few thousand for pools of 8-GPU nodes.
 PICK_MEMO_LIMIT = 50_000
 _LOCK = threading.Lock()
@@ -117,7 +119,10 @@ def pool_index(pool: PoolRow) -> PoolIndex:
     built = _build(pool)
     if pool.generation is not None:
         with _LOCK:
+            _CACHE.pop(pool.pk, None)
             _CACHE[pool.pk] = built
+            while len(_CACHE) > MAX_CACHED_POOLS:
+                del _CACHE[next(iter(_CACHE))]  # the pool whose index was built longest ago
     return built
 
 

@@ -135,3 +135,18 @@ def test_a_scalar_that_ran_out_since_the_plan_loses_the_race(tenant, make_node):
     with pytest.raises(LostRace) as lost, transaction.atomic():
         commit_member(request, plan.choice, pool, index, Owner(instance_id="vm-1"))
     assert lost.value.reason == "vcpu on node-a ran out"
+
+
+def test_a_pool_archived_since_the_plan_answers_pending_and_writes_nothing(tenant, make_node, pool):
+    from capacity.models import Allocation, DeviceBooking
+    from capacity.placers.inline import place
+    from inventory.models import Pool
+
+    make_node("node-a", gpus=2)
+    request = validate_request({**ask(1), "reservationId": "r"})
+    stale = load_pool("lab-pool")  # read before the archive, as a caller that read it earlier would
+    Pool.objects.filter(pk=pool.pk).update(archived=True)
+    with transaction.atomic():
+        outcome = place(request, "lab-pool", Owner(instance_id="vm-1"), config(), pool=stale)
+    assert (outcome.status, outcome.reason) == ("pending", "the pool is archived")
+    assert not Allocation.objects.exists() and not DeviceBooking.objects.exists()

@@ -188,3 +188,16 @@ def test_resource_rows_move_the_generation_but_claims_do_not(tenant, make_node):
     assert resized != before
     NodeResource.objects.create(node=NodeResource.objects.get().node, resource="memoryGiB", allocatable=64)
     assert load_pool("lab-pool").generation not in {before, resized}
+
+
+def test_a_process_keeps_the_indexes_of_a_bounded_number_of_pools(tenant, site, make_node, monkeypatch):
+    from capacity.placers import index
+    from inventory.models import Pool
+
+    monkeypatch.setattr(index, "MAX_CACHED_POOLS", 2)
+    monkeypatch.setattr(index, "_CACHE", {})
+    slugs = ["lab-a", "lab-b", "lab-c"]
+    for slug in slugs:
+        make_node(f"{slug}-n", gpus=1, pool=Pool.objects.create(slug=slug, name=slug, site=site))
+        pool_index(load_pool(slug))
+    assert sorted(index._CACHE) == sorted(Pool.objects.filter(slug__in=slugs[1:]).values_list("pk", flat=True))
