@@ -1,5 +1,6 @@
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import DateTimeRangeField, RangeOperators
+from django.contrib.postgres.indexes import GistIndex
 from django.db import models
 from django.db.models import F, Func, Q, Value
 
@@ -73,9 +74,11 @@ class DeviceBooking(models.Model):
                 violation_error_message="A booking's window cannot be empty.",
             ),
         ]
-        # No more indexes: the foreign keys have theirs, and the EXCLUDE constraint's GiST index on
-        # (device range, during) serves the placer's reads of a window's bookings. Each index is
-        # one more write per booked atom.
+        indexes = [
+            # The placer reads a window's bookings by `during` alone: a one-column GiST index
+            # answers that several times faster than the EXCLUDE constraint's two-column one.
+            GistIndex(fields=["during"], name="devicebooking_during_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.device_id} {self.during}"
