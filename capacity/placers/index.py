@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -217,16 +217,17 @@ def plan_reads(
         )
         # Two arrays in one row: the driver parses them in C, much cheaper than a row per device.
         booked_pks, short_pks = cur.fetchone()
-    device_node, node_name = index.device_node, index.node_name
-    booked = {pk for pk in booked_pks if pk in device_node}
+    node_name = index.node_name
+    booked = index.device_node.keys() & booked_pks
     short = {node_name[pk] for pk in short_pks if pk in node_name}
     for resource in claimed:
         short |= index.lacking(resource)
     taken = set(booked)
-    for pk in booked:
-        if pk in index.parent:
-            taken.add(index.parent[pk])
-        taken.update(index.children.get(pk, ()))
+    if index.parent:  # only partitioned GPUs tie devices together
+        for pk in booked:
+            if pk in index.parent:
+                taken.add(index.parent[pk])
+            taken.update(index.children.get(pk, ()))
     return taken, short
 
 
@@ -252,11 +253,13 @@ def shortlist_order(
     need: dict[str, int] = defaultdict(int)
     for device in request.devices:
         need[device.device_class] += device.count
-    booked: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for pk in taken:
-        device_class = index.device_class.get(pk)
-        if device_class in need:
-            booked[index.device_node[pk]][device_class] += 1
+    device_class, device_node = index.device_class, index.device_node
+    # Per node, per class, the atoms taken; Counter counts in C, so one per class beats nesting.
+    by_class = {c: Counter(device_node[pk] for pk in taken if device_class.get(pk) == c) for c in need}
+    booked: dict[str, dict[str, int]] = defaultdict(dict)
+    for c, counts in by_class.items():
+        for name, n in counts.items():
+            booked[name][c] = n
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
     excluded = request.exclude_nodes
     touched = []
