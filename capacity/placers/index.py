@@ -217,8 +217,8 @@ def plan_reads(
         )
         # Two arrays in one row: the driver parses them in C, much cheaper than a row per device.
         booked_pks, short_pks = cur.fetchone()
-    node_name = index.node_name
-    booked = index.device_node.keys() & booked_pks
+    device_node, node_name = index.device_node, index.node_name
+    booked = {pk for pk in booked_pks if pk in device_node}
     short = {node_name[pk] for pk in short_pks if pk in node_name}
     for resource in claimed:
         short |= index.lacking(resource)

@@ -200,4 +200,6 @@ def test_a_process_keeps_the_indexes_of_a_bounded_number_of_pools(tenant, site, 
     for slug in slugs:
         make_node(f"{slug}-n", gpus=1, pool=Pool.objects.create(slug=slug, name=slug, site=site))
         pool_index(load_pool(slug))
-    assert sorted(index._CACHE) == sorted(Pool.objects.filter(slug__in=slugs[1:]).values_list("pk", flat=True))
+    assert sorted(index._CACHE) == sorted(
+        Pool.objects.filter(slug__in=slugs[1:]).values_list("pk", flat=True)
+    )
