@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from .models import Node, NodeLabel, NodeTaint
@@ -45,14 +45,19 @@ def _state_q(state: str) -> Q:
         return Q(Exists(NodeTaint.objects.filter(node=OuterRef("pk"), key="dedicated")))
     if state == "unhealthy":
         return ~Q(no_schedule_reasons=[])
-    # schedulable: nothing in the eligibility table stops it (for some tenant).
-    return Q(
-        role=Node.Role.HOST,
-        cordoned=False,
-        maintenance=False,
-        connectivity=Node.Connectivity.CONNECTED,
-        provision_state=Node.ProvisionState.ACTIVE,
-        converged=True,
+    # schedulable: nothing in the eligibility table stops it (for some tenant); a test keeps this
+    # in step with the placer's may_be_schedulable().
+    return (
+        Q(
+            role=Node.Role.HOST,
+            cordoned=False,
+            maintenance=False,
+            connectivity=Node.Connectivity.CONNECTED,
+            provision_state=Node.ProvisionState.ACTIVE,
+            converged=True,
+        )
+        & ~Q(trust=Node.Trust.TENANT_CONTROLLED)
+        & (Q(owner_tenant__isnull=True) | Q(owner_tenant=F("pool__owner_tenant")))
     ) & (
         Q(no_schedule_reasons=[])
         | Q(no_schedule_reasons__len=1, no_schedule_reasons__0__startswith="dedicated=")

@@ -1,4 +1,4 @@
-"""The SQL schedulability predicates agree with the Python `ineligibility` on random node states."""
+"""The SQL and ORM schedulability checks agree with the Python `ineligibility` on random node states."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from capacity.placement import NodeView, ineligibility, may_be_schedulable
 from capacity.placement import Pool as PoolView
 from capacity.placers.sql import MAY_BE_SCHEDULABLE, SCHEDULABLE_TOLERATING
+from inventory.filtersets import filter_nodes
 from inventory.models import Node, Tenant
 
 REASONS = st.lists(
@@ -75,6 +76,9 @@ def test_sql_and_python_agree_on_schedulability(make_node, pool, tenants, state)
     python = ineligibility(view, pool_view, state["tenant"]) is None
     assert sql_says(SCHEDULABLE_TOLERATING, node, state["tenant"]) is python
     assert sql_says(MAY_BE_SCHEDULABLE, node, None) is may_be_schedulable(view, pool_view)
+    # The node filter's "schedulable" state (pool page and API) is the same check as ORM conditions.
+    listed = filter_nodes(Node.objects.filter(pk=node.pk), {"state": "schedulable"}).exists()
+    assert listed is may_be_schedulable(view, pool_view)
     # Rows written around the services leave the rollups behind; settle them for the audit.
     from capacity.rollups import refresh_rollups
 
@@ -89,3 +93,18 @@ def test_the_tenant_parameter_tolerates_only_its_own_dedication(make_node, tenan
     assert sql_says(SCHEDULABLE_TOLERATING, node, None) is False
     assert sql_says(MAY_BE_SCHEDULABLE, node, None) is True
     assert Tenant.objects.count() == 2
+
+
+def test_the_node_filter_leaves_out_tenant_controlled_and_foreign_owned_nodes(make_node, pool, tenants):
+    """
+    open: an operator's node       tenant: trust tenant-controlled
+    owned: owned by globex, in a pool globex does not own
+    """
+    make_node("open")
+    Node.objects.filter(pk=make_node("tenant").pk).update(trust=Node.Trust.TENANT_CONTROLLED)
+    Node.objects.filter(pk=make_node("owned").pk).update(owner_tenant=tenants["globex"])
+    listed = filter_nodes(Node.objects.all(), {"state": "schedulable"})
+    assert sorted(listed.values_list("name", flat=True)) == ["open"]
+    from capacity.rollups import refresh_rollups
+
+    refresh_rollups([pool.pk])
