@@ -116,6 +116,7 @@ WITH labels AS (
      AND EXISTS (SELECT 1 FROM allocation)
   RETURNING id
 )
+-- Every CTE is read here, left to right: that is what runs them in the lock order above.
 SELECT (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
        (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM rollup),
        (SELECT count(*) FROM placed)

@@ -150,3 +150,46 @@ def test_a_pool_archived_since_the_plan_answers_pending_and_writes_nothing(tenan
         outcome = place(request, "lab-pool", Owner(instance_id="vm-1"), config(), pool=stale)
     assert (outcome.status, outcome.reason) == ("pending", "the pool is archived")
     assert not Allocation.objects.exists() and not DeviceBooking.objects.exists()
+
+
+def test_a_request_racing_one_in_flight_with_its_idempotency_key_gets_the_first_answer(tenant, make_node):
+    """The second insert waits on the key's unique index, then finds the first, committed, reservation."""
+    import time
+
+    from capacity.models import Reservation
+
+    from booking import reserve
+
+    make_node("node-a", gpus=2)
+    results, errors = [], []
+
+    def second():
+        try:
+            results.append(reserve(ask(1, idempotencyKey="job-1")))
+        except Exception as err:  # surfaced below, in the test's thread
+            errors.append(err)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        first = reserve(ask(1, idempotencyKey="job-1"))
+        thread = threading.Thread(target=second)
+        thread.start()
+        waited = False
+        for _ in range(200):  # until the other connection waits for this one's uncommitted row
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_stat_clear_snapshot()")  # else the transaction sees one snapshot
+                cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                )
+                waited = cur.fetchone()[0] > 0
+            if waited:
+                break
+            time.sleep(0.025)
+    thread.join(30)
+    assert not errors, errors
+    assert waited, "the second request never waited on the first"
+    (again,) = results
+    assert first.created and not again.created
+    assert again.reservation.pk == first.reservation.pk
+    assert Reservation.objects.count() == 1
