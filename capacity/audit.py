@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import connection
+from django.db.models import Q
 
 from inventory.models import NodeResource, Pool
 
 from . import quota
 from .models import Allocation, QuotaUsage, Reservation
+from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
 from .services import stored_request
 
@@ -58,9 +60,11 @@ def scalar_drift() -> list[str]:
 
 
 def quota_drift() -> list[str]:
-    """Compare quota usage with what placed reservations hold."""
+    """Compare quota usage with what placed and queued reservations hold (queued: charged at admission)."""
     held: dict[tuple[int, str], int] = defaultdict(int)
-    placed = Reservation.objects.filter(status=Reservation.Status.PLACED).only("pk", "tenant_id", "request")
+    placed = Reservation.objects.filter(Q(status=Reservation.Status.PLACED) | QUEUED).only(
+        "pk", "tenant_id", "request"
+    )
     for reservation in placed:
         tenant_id = reservation.tenant_id
         for resource, amount in quota.demand(stored_request(reservation)).items():

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
 import random
-import statistics
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
@@ -19,6 +21,10 @@ from . import services
 from .audit import audit, booking_drift
 from .conf import placer_config
 from .models import Allocation, DeviceBooking, QuotaUsage, Reservation
+from .models.reservations import QUEUED
+from .placers.batch import QUEUED_CHANNEL, place_queued
+from .placers.db import Listener
+from .placers.inline import POOL_LEASE
 from .rollups import refresh_rollups
 
 SIZES = (1, 2, 4, 8)
@@ -118,20 +124,57 @@ def requests_for(seed: int, count: int, pool: str, clients: int) -> list[list[di
     return per_client
 
 
-def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress=None) -> dict:
-    """Build the pool, place the stream, and return the figures."""
+def _placer_worker(config, stop) -> None:
+    """Place queued batches until told to stop and nothing is left (the pool-lease worker's loop)."""
+    code = 0
+    try:
+        with override_settings(DEBUG=False), Listener(QUEUED_CHANNEL) as queued:
+            while True:
+                done = len(place_queued(config))
+                if not done:
+                    if stop.is_set():
+                        break
+                    queued.wait(0.05)
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    finally:
+        connection.close()
+    raise SystemExit(code)
+
+
+def run(
+    nodes: int, count: int, clients: int, seed: int, previews: int, progress=None, placer: str = "inline"
+) -> dict:
+    """Build the pool, place the stream, and return the figures.
+
+    With the pool-lease placer, clients only queue their requests; a placer process (forked, so
+    it shares this process's settings) places them in batches, and the clock stops when the last
+    one has left the queue.
+    """
     pool = build_pool(nodes, clients, progress=progress)
-    config = placer_config()
+    config = dataclasses.replace(placer_config(), placer=placer)
+    batching = placer == POOL_LEASE
     streams = [Stream() for _ in range(clients)]
     plans = requests_for(seed, count, pool.slug, clients)
 
     # Queries per placement, counted on a separate warm-up sample so the timed run is not slowed.
-    sample = requests_for(seed + 1, 20, pool.slug, 1)[0]
-    query_counts = []
-    for data in sample:
-        with CaptureQueriesContext(connection) as queries:
+    sample = requests_for(seed + 1, config.max_batch if batching else 20, pool.slug, 1)[0]
+    with CaptureQueriesContext(connection) as queries:
+        for data in sample:
             services.reserve(data, config=config)
-        query_counts.append(len(queries.captured_queries))
+        if batching:
+            place_queued(config)
+    query_count = len(queries.captured_queries) / len(sample)
+
+    stop = placer_process = None
+    if batching:
+        # Fork before any client thread exists, with no connection open to inherit.
+        connections.close_all()
+        context = multiprocessing.get_context("fork")
+        stop = context.Event()
+        placer_process = context.Process(target=_placer_worker, args=(config, stop), daemon=True)
+        placer_process.start()
 
     barrier = threading.Barrier(clients)
 
@@ -146,7 +189,7 @@ def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress
                 if result.reservation.status == "placed":
                     stream.placed += 1
                     stream.lost += len(result.outcome.lost)
-                else:
+                elif not batching:
                     stream.pending += 1
         except Exception as err:  # reported in the figures, never swallowed
             stream.errors.append(repr(err))
@@ -161,7 +204,18 @@ def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress
             t.start()
         for t in threads:
             t.join()
+        if batching:
+            while Reservation.objects.filter(QUEUED, pool=pool).exists() and placer_process.is_alive():
+                time.sleep(0.005)
         elapsed = time.perf_counter() - started
+    queue_ms: list[float] = []
+    if batching:
+        stop.set()
+        placer_process.join(60)
+        if placer_process.exitcode != 0:
+            streams[0].errors.append(f"the placer process exited with {placer_process.exitcode}")
+        streams[0].placed, streams[0].pending, queue_ms = _batched(pool, count)
+        streams[0].lost = 0  # not counted across processes
 
     preview_ms = []
     explain_ms = []
@@ -179,6 +233,7 @@ def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress
     double = [line for line in booking_drift() if "overlap" in line]
     drift = audit()
     return {
+        "placer": placer,
         "nodes": nodes,
         "clients": clients,
         "requests": count,
@@ -190,12 +245,27 @@ def run(nodes: int, count: int, clients: int, seed: int, previews: int, progress
         "placements_per_s": round(count / elapsed, 1),
         "p50_ms": round(_pct(latencies, 50), 2),
         "p95_ms": round(_pct(latencies, 95), 2),
-        "queries_per_placement": round(statistics.mean(query_counts), 1),
+        "queries_per_placement": round(query_count, 1),
         "preview_p50_ms": round(_pct(sorted(preview_ms), 50), 2),
         "preview_explain_p50_ms": round(_pct(sorted(explain_ms), 50), 2),
+        # pool-lease: from queued to placed (the latencies above are the clients' queue calls)
+        "queued_p50_ms": round(_pct(queue_ms, 50), 2),
+        "queued_p95_ms": round(_pct(queue_ms, 95), 2),
         "double_booked": len(double),
         "drift": len(drift),
     }
+
+
+def _batched(pool: Pool, count: int) -> tuple[int, int, list[float]]:
+    """Return the timed stream's placed and pending counts and queued-to-decided times (ms)."""
+    rows = list(
+        Reservation.objects.filter(pool=pool)
+        .order_by("-pk")
+        .values_list("status", "created_at", "updated_at")[:count]
+    )
+    placed = sum(status == Reservation.Status.PLACED for status, _, _ in rows)
+    waits = sorted((updated - created).total_seconds() * 1000 for _, created, updated in rows)
+    return placed, len(rows) - placed, waits
 
 
 def _pct(values: list[float], p: int) -> float:

@@ -14,7 +14,7 @@ from django.utils.module_loading import import_string
 
 from capacity.placement import PluginConfigError, SchedulerPlugin, join_plugins
 
-from .placers.inline import PlacerConfig
+from .placers.inline import PLACERS, PlacerConfig
 
 DEFAULTS = {"PLACER": "inline", "MAX_BATCH": 64, "MAX_ATTEMPTS": 3, "SCHEDULER": {}}
 _system_random = _random.SystemRandom()
@@ -44,6 +44,12 @@ def extension_plugins() -> list[SchedulerPlugin]:
 def placer_config() -> PlacerConfig:
     """Return the placer configuration; a duplicate plugin id is an error here, at start-up."""
     conf = capacity_settings()
+    if conf["PLACER"] not in PLACERS:
+        raise ImproperlyConfigured(
+            f"CAPACITY['PLACER'] must be one of {', '.join(PLACERS)}, not {conf['PLACER']!r}"
+        )
+    if not 1 <= int(conf["MAX_BATCH"]) <= 64:
+        raise ImproperlyConfigured("CAPACITY['MAX_BATCH'] must be between 1 and 64")
     scheduler = conf.get("SCHEDULER", {})
     try:
         plugins = join_plugins([_load(p) for p in scheduler.get("PLUGINS", ())], extension_plugins())
@@ -55,6 +61,8 @@ def placer_config() -> PlacerConfig:
         top_n=int(scheduler.get("TOP_N", 5)),
         max_attempts=int(conf.get("MAX_ATTEMPTS", 3)),
         random=_system_random.random,
+        placer=conf["PLACER"],
+        max_batch=int(conf["MAX_BATCH"]),
     )
 
 

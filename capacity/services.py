@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -36,9 +37,11 @@ from inventory.models import Pool, Tenant
 from . import quota
 from .conf import placer_config
 from .models import Allocation, DeviceBooking, Reservation
+from .models.reservations import QUEUED, QUEUED_CONDITION
+from .placers.batch import PLACED_CHANNEL, QUEUED_CHANNEL
 from .placers.commit import Owner, apply_rollup_delta
-from .placers.db import prepared_cursor
-from .placers.inline import Outcome, PlacerConfig, place, plan_request
+from .placers.db import Listener, prepared_cursor
+from .placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
 from .placers.loader import PoolRow, load_tenant_and_pool, may_use, to_datetime
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
@@ -58,6 +61,9 @@ MAX_EPOCH_MS = 253_402_300_799_999
 DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 MAX_DURATION = timedelta(days=366)
 PENDING_RETRY_BATCH = 50
+# With the pool-lease placer, `wait: {timeoutMs}` holds the answer until the batch ran, at most 30 s.
+MAX_WAIT_MS = 30_000
+QUEUED_MESSAGE = "queued for the pool's placer"
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ def normalize(
         raise CapacityError(INVALID_INPUT, "binding must be one of none, node, kubernetes")
     if binding == Reservation.Binding.NODE:
         raise CapacityError("UNSUPPORTED", "binding 'node' (whole-node leases) is not supported yet")
+    wait_ms = _wait_ms(data["wait"]) if "wait" in data else 0
     if "duration" in data and "during" in data:
         raise CapacityError(INVALID_INPUT, "give either duration or during, not both")
     if "duration" in data:
@@ -167,7 +174,20 @@ def normalize(
         core["nodeLabels"] = labels
     if "reservationId" not in core and "instanceId" not in core:
         core["reservationId"] = "new"
-    return core, {"idempotency_key": key, "binding": binding}
+    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms}
+
+
+def _wait_ms(wait: object) -> int:
+    timeout = wait.get("timeoutMs") if isinstance(wait, Mapping) else None
+    if (
+        not isinstance(wait, Mapping)
+        or set(wait) != {"timeoutMs"}
+        or not isinstance(timeout, int)
+        or isinstance(timeout, bool)
+        or not 0 <= timeout <= MAX_WAIT_MS
+    ):
+        raise CapacityError(INVALID_INPUT, f"wait must be {{timeoutMs}} with 0 to {MAX_WAIT_MS} milliseconds")
+    return timeout
 
 
 def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, PoolRow]:
@@ -238,12 +258,18 @@ def reserve(
     config: PlacerConfig | None = None,
     node_labels: Mapping[str, str] | None = None,
 ) -> ReserveResult:
-    """Create a reservation and place it inline; the same idempotency key returns the first answer."""
+    """Create a reservation and place it; the same idempotency key returns the first answer.
+
+    The inline placer answers placed or pending. The pool-lease placer answers pending with a
+    Queued condition (gangs still place inline; instances never come here) and, with `wait`, holds the answer
+    until its batch ran or the time is up.
+    """
     now = now or timezone.now()
     config = config or placer_config()
     core, extra = normalize(data, now=now, node_labels=node_labels)
     request = validate_request(core)
     key = extra["idempotency_key"]
+    queue = config.placer == POOL_LEASE and request.gang is None
     with transaction.atomic():
         tenant, pool = _tenant_and_pool(request, scope)
         if key is not None:
@@ -266,7 +292,7 @@ def reserve(
             "starts_at": to_datetime(request.during.start),
             "ends_at": to_datetime(request.during.end),
         }
-        reservation = _insert_reservation(fields)
+        reservation = _insert_reservation(fields, queued=queue)
         if reservation is None:
             # A concurrent request with the same key committed first: answer with its reservation.
             existing = _idempotent(tenant, key, data)
@@ -274,29 +300,72 @@ def reserve(
                 raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
             return ReserveResult(existing, created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
-        outcome = _apply(reservation, tenant, request, config, pool)
+        if queue:
+            # Quota is charged at admission; the batch refunds it if the request ends up pending.
+            quota.charge(tenant.pk, tenant.slug, quota.demand(request))
+            outcome = Outcome("queued")
+        else:
+            outcome = _apply(reservation, tenant, request, config, pool)
+    if queue and extra["wait_ms"]:
+        reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
 
 
-_INSERT_RESERVATION_SQL = """
-INSERT INTO capacity_reservation
-       (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
-        starts_at, ends_at, created_at, updated_at)
-VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, %(status)s::text, '[]'::jsonb, %(key)s::text,
-        %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz, %(ends_at)s::timestamptz,
-        %(now)s::timestamptz, %(now)s::timestamptz)
-ON CONFLICT DO NOTHING
-RETURNING id
+def is_queued(reservation: Reservation) -> bool:
+    """Return whether the pool-lease placer has yet to place the reservation."""
+    return (
+        reservation.status == Reservation.Status.PENDING
+        and reservation.condition(QUEUED_CONDITION) is not None
+    )
+
+
+def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
+    """Return the reservation once its batch ran, or as it is when `timeout_ms` have passed.
+
+    Waits on the placer's notifications, never on a lock; inside a transaction the row is not yet
+    visible to the placer, so it answers at once.
+    """
+    if connection.in_atomic_block:
+        return reservation
+    deadline = time.monotonic() + timeout_ms / 1000
+    with Listener(PLACED_CHANNEL) as placed:
+        while True:
+            # Read after LISTEN took effect, so a batch that ran meanwhile is not missed.
+            current = Reservation.objects.get(pk=reservation.pk)
+            remaining = deadline - time.monotonic()
+            if not is_queued(current) or remaining <= 0:
+                return current
+            placed.wait(remaining)
+
+
+_INSERT_RESERVATION_SQL = f"""
+WITH r AS (
+  INSERT INTO capacity_reservation
+         (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
+          starts_at, ends_at, created_at, updated_at)
+  VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, %(status)s::text, %(conditions)s::jsonb,
+          %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
+          %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
+  ON CONFLICT DO NOTHING
+  RETURNING id, pool_id
+)
+SELECT id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', pool_id::text) END FROM r
 """
 
 
-def _insert_reservation(fields: dict[str, Any]) -> Reservation | None:
+def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Reservation | None:
     """Insert a pending reservation in one prepared statement; None when its idempotency key is taken.
 
     The ORM's create() costs more than the statement itself on the placement path; the row is the
-    same one it would write (status pending, no conditions, both stamps now).
+    same one it would write (status pending, both stamps now), with a Queued condition when
+    `queued`.
     """
     now = timezone.now()
+    conditions = (
+        [{"type": QUEUED_CONDITION, "status": "True", "reason": "PoolLease", "message": QUEUED_MESSAGE}]
+        if queued
+        else []
+    )
     with prepared_cursor() as cur:
         cur.execute(
             _INSERT_RESERVATION_SQL,
@@ -305,6 +374,8 @@ def _insert_reservation(fields: dict[str, Any]) -> Reservation | None:
                 "pool": fields["pool_id"],
                 "request": json.dumps(fields["request"]),  # as the JSONField would write it
                 "status": Reservation.Status.PENDING,
+                "conditions": json.dumps(conditions),
+                "queued": queued,
                 "key": fields["idempotency_key"],
                 "priority": fields["priority"],
                 "binding": fields["binding"],
@@ -317,7 +388,12 @@ def _insert_reservation(fields: dict[str, Any]) -> Reservation | None:
     if row is None:
         return None
     reservation = Reservation(
-        id=row[0], status=Reservation.Status.PENDING, conditions=[], created_at=now, updated_at=now, **fields
+        id=row[0],
+        status=Reservation.Status.PENDING,
+        conditions=conditions,
+        created_at=now,
+        updated_at=now,
+        **fields,
     )
     reservation._state.adding = False
     return reservation
@@ -493,6 +569,7 @@ def retry_pending(
         Reservation.objects.filter(
             pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
         )
+        .exclude(QUEUED)  # the pool-lease placer's own
         .order_by("created_at", "pk")
         .values_list("pk", flat=True)[:PENDING_RETRY_BATCH]
     )
@@ -502,6 +579,7 @@ def retry_pending(
                 Reservation.objects.select_for_update(skip_locked=True)
                 .select_related("tenant", "pool")
                 .filter(pk=pk, status=Reservation.Status.PENDING)
+                .exclude(QUEUED)
                 .first()
             )
             if reservation is None:

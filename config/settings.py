@@ -118,7 +118,8 @@ SPECTACULAR_SETTINGS = {
 
 # Mirrors the spec's betterCompute({ capacity, scheduler }) options.
 CAPACITY = {
-    "PLACER": "inline",
+    # "inline" places in the request; "pool-lease" queues it for `manage.py run_placer` (batches).
+    "PLACER": os.environ.get("BERTH_PLACER", "inline"),
     "MAX_BATCH": 64,
     "MAX_ATTEMPTS": 3,
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},

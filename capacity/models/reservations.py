@@ -3,9 +3,17 @@ from django.db.models import Q
 
 from inventory.models import Pool, Tenant
 
+QUEUED_CONDITION = "Queued"
+# A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
+QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
+
 
 class Reservation(models.Model):
-    """A tenant's request for capacity in a pool and its lifecycle (pending, queued, placed, released)."""
+    """A tenant's request for capacity in a pool and its lifecycle (pending, placed, released).
+
+    The pool-lease placer's queue is the pending rows with a Queued condition; `Status.QUEUED` is
+    not used.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -42,6 +50,10 @@ class Reservation(models.Model):
         indexes = [
             models.Index(fields=["tenant", "status"], name="reservation_tenant_status_idx"),
             models.Index(fields=["pool", "status"], name="reservation_pool_status_idx"),
+            # The pool-lease placer's queue: each pool's queued reservations, oldest first.
+            models.Index(
+                fields=["pool", "created_at", "id"], condition=QUEUED, name="reservation_queued_idx"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

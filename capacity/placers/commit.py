@@ -127,6 +127,19 @@ class ArchivedMeanwhile(Exception):
     """The pool was archived between the plan and the commit."""
 
 
+@dataclass
+class Sent:
+    """One member's commit, sent and not yet read: what read_member checks the answer against."""
+
+    node: str
+    atoms: tuple[str, ...]
+    picked: list[int]
+    booked: list[int]
+    claims: list[tuple[str, int]]
+    lock: object  # the cursors that carry the two answers
+    write: object
+
+
 def commit_member(
     request: PlacementRequest,
     ranked: Ranked,
@@ -144,6 +157,26 @@ def commit_member(
     marks the owning reservation placed (as of `now`). Raises ArchivedMeanwhile when the locked pool
     row says archived.
     """
+    # One round trip: the savepoint, the locks, then the writes. The writes run after the locks are
+    # granted whatever the lock statement found; when it found the node unschedulable or the pool
+    # archived, the caller rolls their work back to the savepoint.
+    with connection.connection.pipeline():
+        sent = send_member(request, ranked, pool, index, owner, last=last, now=now, savepoint=savepoint)
+        return read_member(sent)
+
+
+def send_member(
+    request: PlacementRequest,
+    ranked: Ranked,
+    pool: PoolRow,
+    index: NodeIndex,
+    owner: Owner,
+    *,
+    last: bool = True,
+    now: datetime | None = None,
+    savepoint: str | None = None,
+) -> Sent:
+    """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline)."""
     node = ranked.node_id
     node_pk = index.node_pk[node]
     atoms = tuple(a for group in ranked.atoms for a in group)
@@ -155,56 +188,59 @@ def commit_member(
     class_names = sorted(classes)
     claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
-    # One round trip: the savepoint, the locks, then the writes. The writes run after the locks are
-    # granted whatever the lock statement found; when it found the node unschedulable or the pool
-    # archived, the caller rolls their work back to the savepoint.
-    with (
-        connection.cursor() as plain,
-        prepared_cursor() as lock,
-        prepared_cursor() as cur,
-        connection.connection.pipeline(),
-    ):
-        if savepoint is not None:
+    if savepoint is not None:
+        with connection.cursor() as plain:
             plain.execute(f"SAVEPOINT {savepoint}")
-        lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
-        cur.execute(
-            _WRITE_SQL,
-            {
-                "pool": pool.pk,
-                "node": node_pk,
-                "label_keys": [k for k, _ in labels],
-                "label_values": [v for _, v in labels],
-                "system_prefix": SYSTEM_LABEL_PREFIX + "%",
-                "picked": picked,
-                "booked": booked,
-                "reservation": owner.reservation_pk,
-                "instance": owner.instance_id,
-                "start": to_datetime(request.during.start),
-                "end": to_datetime(request.during.end),
-                "during": window_range(request.during),
-                "resources": _json(dict(request.resources)),
-                "claim_names": [r for r, _ in claims],
-                "claim_amounts": [n for _, n in claims],
-                "classes": class_names,
-                "class_counts": [classes[c] for c in class_names],
-                "mark_placed": owner.reservation_pk if last else None,
-                "now": now or datetime.now(UTC),
-            },
-        )
-        archived, schedulable = lock.fetchone()
-        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups, _placed = cur.fetchone()
+    lock, cur = prepared_cursor(), prepared_cursor()
+    lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
+    cur.execute(
+        _WRITE_SQL,
+        {
+            "pool": pool.pk,
+            "node": node_pk,
+            "label_keys": [k for k, _ in labels],
+            "label_values": [v for _, v in labels],
+            "system_prefix": SYSTEM_LABEL_PREFIX + "%",
+            "picked": picked,
+            "booked": booked,
+            "reservation": owner.reservation_pk,
+            "instance": owner.instance_id,
+            "start": to_datetime(request.during.start),
+            "end": to_datetime(request.during.end),
+            "during": window_range(request.during),
+            "resources": _json(dict(request.resources)),
+            "claim_names": [r for r, _ in claims],
+            "claim_amounts": [n for _, n in claims],
+            "classes": class_names,
+            "class_counts": [classes[c] for c in class_names],
+            "mark_placed": owner.reservation_pk if last else None,
+            "now": now or datetime.now(UTC),
+        },
+    )
+    return Sent(node, atoms, picked, booked, claims, lock, cur)
+
+
+def read_member(sent: Sent) -> Committed:
+    """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised."""
+    try:
+        archived, schedulable = sent.lock.fetchone()
+        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups, _placed = sent.write.fetchone()
+    finally:
+        sent.lock.close()
+        sent.write.close()
+    node = sent.node
     if archived:
         raise ArchivedMeanwhile
     if not schedulable or not labels_ok:
         raise LostRace(node, f"{node} is no longer schedulable")
-    if devices_ok != len(picked):
+    if devices_ok != len(sent.picked):
         raise LostRace(node, f"an atom on {node} turned unhealthy or unbookable")
-    if booked_count != len(booked):
+    if booked_count != len(sent.booked):
         raise LostRace(node, f"an atom on {node} was booked concurrently")
-    for resource, _amount in claims:
+    for resource, _amount in sent.claims:
         if resource not in claimed:
             raise LostRace(node, f"{resource} on {node} ran out")
-    return Committed(allocation_pk=allocation_pk, node=node, atoms=atoms)
+    return Committed(allocation_pk=allocation_pk, node=node, atoms=sent.atoms)
 
 
 def apply_rollup_delta(cur, pool_pk: int, classes: Counter[str], sign: int) -> None:

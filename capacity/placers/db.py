@@ -21,3 +21,31 @@ def prepared_cursor():
     if connection.queries_logged:
         return connection.make_debug_cursor(raw)
     return connection.make_cursor(raw)
+
+
+class Listener:
+    """LISTEN on a channel on Django's connection and wait for its notifications.
+
+    psycopg (3.3) keeps the notifications that arrive while the connection runs other statements
+    and hands them to the next wait, so none is lost between two waits.
+    """
+
+    def __init__(self, channel: str):
+        self.channel = channel
+
+    def __enter__(self) -> Listener:
+        with connection.cursor() as cur:
+            cur.execute(f"LISTEN {self.channel}")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if connection.connection is not None and not connection.connection.closed:
+            with connection.cursor() as cur:
+                cur.execute(f"UNLISTEN {self.channel}")
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a notification on the channel; return whether one came."""
+        for note in connection.connection.notifies(timeout=max(timeout, 0.0)):
+            if note.channel == self.channel:
+                return True
+        return False

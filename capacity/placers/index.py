@@ -307,10 +307,33 @@ def _with_state(view: NodeView, free: tuple, resources: dict[str, Resource]) -> 
     return new
 
 
-def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:
-    """Return planner-ready views of these nodes: free atoms for the window and current scalars."""
+def views_for(
+    index: PoolIndex,
+    names: list[str],
+    taken: set[int],
+    resources: Mapping[str, Mapping[str, Resource]] | None = None,
+) -> NodeIndex:
+    """Return planner-ready views of these nodes: free atoms for the window and current scalars.
+
+    Scalars come from `resources` (node name -> resource -> Resource) when given, else from SQL.
+    """
     pks = [index.nodes.node_pk[name] for name in names]
-    resources: dict[int, dict[str, Resource]] = defaultdict(dict)
+    if resources is None:
+        resources = _resources_of(index, pks)
+    device_pk = index.nodes.device_pk
+    views = []
+    for name in names:
+        view = index.by_name[name]
+        free = view.free
+        if not taken.isdisjoint(index.node_devices[name]):
+            free = tuple(a for a in free if device_pk[a.id] not in taken)
+        views.append(_with_state(view, free, resources.get(name, {})))
+    views.sort(key=lambda v: v.id)
+    return dataclasses.replace(index.nodes, views=views)
+
+
+def _resources_of(index: PoolIndex, pks: list[int]) -> dict[str, dict[str, Resource]]:
+    found: dict[str, dict[str, Resource]] = defaultdict(dict)
     with prepared_cursor() as cur:
         cur.execute(
             "SELECT node_id, resource, allocatable, ratio, allocated FROM inventory_noderesource"
@@ -318,14 +341,7 @@ def views_for(index: PoolIndex, names: list[str], taken: set[int]) -> NodeIndex:
             [pks],
         )
         for node_id, name, allocatable, ratio, allocated in cur.fetchall():
-            resources[node_id][name] = Resource(allocatable=allocatable, ratio=ratio, allocated=allocated)
-    device_pk = index.nodes.device_pk
-    views = []
-    for name, pk in zip(names, pks, strict=True):
-        view = index.by_name[name]
-        free = view.free
-        if not taken.isdisjoint(index.node_devices[name]):
-            free = tuple(a for a in free if device_pk[a.id] not in taken)
-        views.append(_with_state(view, free, resources.get(pk, {})))
-    views.sort(key=lambda v: v.id)
-    return dataclasses.replace(index.nodes, views=views)
+            found[index.node_name[node_id]][name] = Resource(
+                allocatable=allocatable, ratio=ratio, allocated=allocated
+            )
+    return found

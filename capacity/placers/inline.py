@@ -14,6 +14,7 @@ from capacity.placement import (
     PickMemo,
     PlacementRequest,
     Plan,
+    Resource,
     SchedulerPlugin,
     count_scores,
     max_link_dependent_score,
@@ -27,24 +28,30 @@ from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
 SHORTLIST_SIZE = 48
 SCORE_EPSILON = 1e-9
+INLINE = "inline"
+POOL_LEASE = "pool-lease"
+PLACERS = (INLINE, POOL_LEASE)
 
 
 @dataclass(frozen=True)
 class PlacerConfig:
-    """What placement reads from settings: plugins, weights, top N, attempts, and the random source."""
+    """What placement reads from settings: the placer, plugins, weights, top N, attempts, batch size
+    and the random source."""
 
     plugins: tuple[SchedulerPlugin, ...] = ()
     weights: Mapping[str, float] | None = None
     top_n: int = 5
     max_attempts: int = 3
     random: Callable[[], float] | None = None
+    placer: str = INLINE
+    max_batch: int = 64
 
 
 @dataclass
 class Outcome:
     """A placement's answer: placed with its allocations, or pending with a reason."""
 
-    status: str  # "placed" | "pending"
+    status: str  # "placed" | "pending" | "queued" (the pool-lease placer took it)
     committed: list[Committed] = field(default_factory=list)
     reason: str = ""
     plan: Plan | None = None
@@ -97,24 +104,44 @@ def plan_request(
     if shortlist and not pool.view.archived:
         static = pool_index(pool)
         taken, short = plan_reads(pool, static, request.during, request.resources)
-        ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
-        # Plan the 48 best by their reach; while a node outside could still reach the top N, widen
-        # the list by doubling.
-        size = max(SHORTLIST_SIZE, 8 * config.top_n)
-        scored = list(islice(ordered, size + 1))
-        while scored:
-            keep = scored[:size]
-            index = views_for(static, [name for _, name in keep], taken)
-            result = plan(index, static.memo())
-            outside = scored[size:]
-            if result.fits and not _outside_could_rank(result, outside, request, config):
-                return result, index
-            if not outside:
-                break  # nothing fits: the pending reason needs every node of the pool
-            size *= 2
-            scored.extend(islice(ordered, size + 1 - len(scored)))
+        found = plan_shortlist(request, pool, config, static, taken, short, plan)
+        if found is not None:
+            return found
     index = load_node_views(pool.pk, request.during)
     return plan(index), index
+
+
+def plan_shortlist(
+    request: PlacementRequest,
+    pool: PoolRow,
+    config: PlacerConfig,
+    static: PoolIndex,
+    taken: set[int],
+    short: set[str],
+    plan: Callable[[NodeIndex, PickMemo | None], Plan],
+    resources: Mapping[str, Mapping[str, Resource]] | None = None,
+    size: int | None = None,
+) -> tuple[Plan, NodeIndex] | None:
+    """Plan the best `size` nodes by their reach, widening while a node outside could reach the top N.
+
+    Return None when nothing fits: the pending reason needs every node of the pool. `resources`
+    (node name -> scalars) replaces reading the kept nodes' scalars from SQL.
+    """
+    ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
+    size = size or max(SHORTLIST_SIZE, 8 * config.top_n)
+    scored = list(islice(ordered, size + 1))
+    while scored:
+        keep = scored[:size]
+        index = views_for(static, [name for _, name in keep], taken, resources)
+        result = plan(index, static.memo())
+        outside = scored[size:]
+        if result.fits and not _outside_could_rank(result, outside, request, config):
+            return result, index
+        if not outside:
+            return None
+        size *= 2
+        scored.extend(islice(ordered, size + 1 - len(scored)))
+    return None
 
 
 def reach(request: PlacementRequest, config: PlacerConfig, index: PoolIndex) -> Reach:

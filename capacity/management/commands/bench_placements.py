@@ -1,4 +1,4 @@
-"""Benchmark inline placements on a pool of 8-GPU nodes and verify nothing was double-booked."""
+"""Benchmark placements (inline or pool-lease) on a pool of 8-GPU nodes and verify nothing was double-booked."""
 
 import json
 
@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from capacity.bench import run
+from capacity.placers.inline import INLINE, PLACERS, POOL_LEASE
 
 
 class Command(BaseCommand):
@@ -20,19 +21,30 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=1)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--previews", type=int, default=100)
+        parser.add_argument(
+            "--placer",
+            choices=PLACERS,
+            default=INLINE,
+            help="pool-lease: clients queue, a forked placer process places in batches",
+        )
 
-    def handle(self, *args, nodes, count, clients, seed, previews, **options):
+    def handle(self, *args, nodes, count, clients, seed, previews, placer, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
 
-        figures = run(nodes, count, clients, seed, previews, progress=bar)
+        figures = run(nodes, count, clients, seed, previews, progress=bar, placer=placer)
         self.stdout.write(
             f"{figures['placements_per_s']} placements/s over {figures['requests']} requests "
             f"({figures['placed']} placed, {figures['pending']} pending, {figures['lost_races']} lost races) "
-            f"on {figures['nodes']} nodes with {figures['clients']} client(s)\n"
+            f"on {figures['nodes']} nodes with {figures['clients']} client(s), {placer} placer\n"
             f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
             f"{figures['queries_per_placement']} queries per placement\n"
-            f"preview p50 {figures['preview_p50_ms']} ms (explain: {figures['preview_explain_p50_ms']} ms)\n"
+            + (
+                f"queued to placed p50 {figures['queued_p50_ms']} ms, p95 {figures['queued_p95_ms']} ms\n"
+                if placer == POOL_LEASE
+                else ""
+            )
+            + f"preview p50 {figures['preview_p50_ms']} ms (explain: {figures['preview_explain_p50_ms']} ms)\n"
             f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
         )
         self.stdout.write(json.dumps(figures))

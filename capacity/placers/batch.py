@@ -1,0 +1,416 @@
+"""The pool-lease placer: queued reservations placed in batches, one pool lock and one commit each.
+
+A batch takes up to `max_batch` queued reservations of one pool, oldest first, skipping rows another
+transaction holds, and only while it holds the pool's placer lock (an advisory lock: one placer per
+pool at a time). It plans them one after another against a ledger of the pool (the static index,
+the bookings of the batch's windows and every node's scalars, read once), each plan seeing the
+ones before it. Then it locks the tenants' quota rows and the pool row, in the spec's lock order,
+and sends every plan's guarded commit, each behind its own savepoint, in one pipeline. A lost race
+rolls back to that plan's savepoint; the request is planned again without the node (up to
+max_attempts) and the rest is sent again. Placed rows lose their Queued condition in the commit;
+the others become pending with their reason, and their quota is refunded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from capacity import quota
+from capacity.placement import (
+    ARCHIVED_REASON,
+    PickMemo,
+    PlacementRequest,
+    Plan,
+    Ranked,
+    Resource,
+    Window,
+    plan_placement,
+    validate_request,
+)
+
+from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, read_member, send_member
+from .db import prepared_cursor
+from .index import PoolIndex, pool_index, views_for
+from .inline import Outcome, PlacerConfig, image_cached_nodes, place, plan_shortlist, uses_shortlist
+from .loader import NodeIndex, PoolRow, load_pool, window_range
+
+# pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
+PLACER_LOCK_CLASS = 0x42455254  # "BERT"
+QUEUED_CHANNEL = "capacity_queued"  # payload: the pool's pk, sent when a reservation is queued
+PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations, sent at its commit
+# The batch plans few nodes first: its ledger knows every node's counts, so widening is cheap and
+# the ranking is the same as planning the whole pool (see plan_shortlist).
+BATCH_SHORTLIST = 16
+UNSCHEDULABLE = "Unschedulable"
+NO_FIT = "NoFit"
+
+# Matches reservation_queued_idx's condition, so the queue is read from that index.
+QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""
+
+_CLAIM_SQL = f"""
+WITH owner AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(%(class)s::int, %(pool)s::int) AS ok)
+SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug
+  FROM capacity_reservation r
+  JOIN inventory_tenant t ON t.id = r.tenant_id
+  JOIN inventory_pool p ON p.id = r.pool_id
+ WHERE (SELECT ok FROM owner) AND r.pool_id = %(pool)s::bigint AND {QUEUED_SQL}
+ ORDER BY r.created_at, r.id
+ LIMIT %(limit)s
+   FOR UPDATE OF r SKIP LOCKED
+"""
+
+# The batch's bookings and every node's scalars, as arrays (parsed in C) in one round trip.
+_LEDGER_SQL = """
+SELECT b.devices, b.starts, b.ends, s.nodes, s.names, s.allocatable, s.ratios, s.allocated
+  FROM (SELECT array_agg(device_id) AS devices,
+               array_agg((extract(epoch FROM lower(during)) * 1000)::bigint) AS starts,
+               array_agg((extract(epoch FROM upper(during)) * 1000)::bigint) AS ends
+          FROM capacity_devicebooking
+         WHERE during && %(during)s::tstzrange
+           AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE) AS b,
+       (SELECT array_agg(r.node_id) AS nodes, array_agg(r.resource) AS names,
+               array_agg(r.allocatable) AS allocatable, array_agg(r.ratio) AS ratios,
+               array_agg(r.allocated) AS allocated
+          FROM inventory_noderesource r JOIN inventory_node n ON n.id = r.node_id
+         WHERE n.pool_id = %(pool)s::bigint) AS s
+"""
+
+# Quota rows first (in the order charge() takes them), then the pool row: the spec's lock order.
+_LOCK_QUOTA_SQL = """
+SELECT count(*) FROM (SELECT id FROM capacity_quotausage WHERE tenant_id = ANY(%(tenants)s::bigint[])
+                       ORDER BY tenant_id, resource FOR UPDATE) AS q
+"""
+_LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE"
+
+_MARK_PENDING_SQL = """
+UPDATE capacity_reservation r SET conditions = c.conditions, updated_at = %(now)s::timestamptz
+  FROM unnest(%(ids)s::bigint[], %(conditions)s::jsonb[]) AS c(id, conditions)
+ WHERE r.id = c.id
+"""
+
+
+@dataclass
+class Entry:
+    """One queued reservation in a batch: its request, its current plan and what happened to it."""
+
+    pk: int
+    tenant_pk: int
+    tenant_slug: str
+    request: PlacementRequest
+    plan: Plan | None = None
+    index: NodeIndex | None = None
+    reason: str = ""
+    lost: list[str] = field(default_factory=list)
+    committed: list[Committed] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        """Return whether the entry holds a plan to commit."""
+        return self.plan is not None and self.plan.fits and not self.reason
+
+
+@dataclass
+class BatchResult:
+    """What one batch did: placed and pending reservation pks, and the lost races replanned."""
+
+    placed: list[int] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.placed) + len(self.pending)
+
+
+class Ledger:
+    """A pool's bookings and scalars as one batch sees them: read once, then kept by its own plans."""
+
+    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], resources):
+        self.index = index
+        self.bookings = bookings  # (start ms, end ms, device pk)
+        self.resources: dict[str, dict[str, Resource]] = resources  # node name -> resource -> row
+        # resource -> node name -> room, kept with the rows: short() compares ints only.
+        self.room: dict[str, dict[str, int]] = defaultdict(dict)
+        for name, rows in resources.items():
+            for resource, row in rows.items():
+                self.room[resource][name] = row.room
+
+    @classmethod
+    def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
+        """Read the bookings that overlap any of the windows and every node's scalars (one query)."""
+        windows = list(windows)
+        span = Window(min(w.start for w in windows), max(w.end for w in windows))
+        low, high = index.device_range
+        with prepared_cursor() as cur:
+            cur.execute(
+                _LEDGER_SQL, {"during": window_range(span), "low": low, "high": high, "pool": pool.pk}
+            )
+            devices, starts, ends, nodes, names, allocatable, ratios, allocated = cur.fetchone()
+        device_node = index.device_node
+        bookings = [
+            (s, e, d)
+            for s, e, d in zip(starts or (), ends or (), devices or (), strict=True)
+            if d in device_node
+        ]
+        resources: dict[str, dict[str, Resource]] = defaultdict(dict)
+        node_name = index.node_name
+        for node, name, a, r, n in zip(
+            nodes or (), names or (), allocatable or (), ratios or (), allocated or (), strict=True
+        ):
+            if node in node_name:
+                resources[node_name[node]][name] = Resource(allocatable=a, ratio=r, allocated=n)
+        return cls(index, bookings, dict(resources))
+
+    def taken(self, window: Window) -> set[int]:
+        """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
+        start, end = window.start, window.end
+        booked = {d for s, e, d in self.bookings if s < end and e > start}
+        index = self.index
+        taken = set(booked)
+        if index.parent:
+            for pk in booked:
+                if pk in index.parent:
+                    taken.add(index.parent[pk])
+                taken.update(index.children.get(pk, ()))
+        return taken
+
+    def short(self, claims: Mapping[str, int]) -> set[str]:
+        """Return the nodes whose room in a claimed scalar is below the claim, or that lack it."""
+        short: set[str] = set()
+        for resource, amount in claims.items():
+            if amount <= 0:
+                continue
+            short |= self.index.lacking(resource)
+            short.update(name for name, room in self.room[resource].items() if room < amount)
+        return short
+
+    def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
+        """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
+        w = request.during
+        pks = [index.device_pk[a] for group in ranked.atoms for a in group]
+        pks += [
+            index.device_pk[c] for group in ranked.atoms for a in group for c in index.children.get(a, ())
+        ]
+        for pk in pks:
+            if sign > 0:
+                self.bookings.append((w.start, w.end, pk))
+            else:
+                self.bookings.remove((w.start, w.end, pk))
+        rows = self.resources.setdefault(ranked.node_id, {})
+        for resource, amount in request.resources.items():
+            if amount > 0 and resource in rows:
+                row = rows[resource] = replace(
+                    rows[resource], allocated=rows[resource].allocated + sign * amount
+                )
+                self.room[resource][ranked.node_id] = row.room
+
+
+def _plan(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, static: PoolIndex, ledger: Ledger
+) -> tuple[Plan, NodeIndex]:
+    """Plan one request against the ledger: a short list when it gives the same top N, else every node."""
+    cached = image_cached_nodes(pool, request.image_id)
+
+    def plan(index: NodeIndex, memo: PickMemo | None = None) -> Plan:
+        return plan_placement(
+            request,
+            index.views,
+            pool.view,
+            plugins=config.plugins,
+            weights=config.weights,
+            top_n=config.top_n,
+            random=config.random,
+            image_cached=cached,
+            memo=memo,
+        )
+
+    taken = ledger.taken(request.during)
+    if uses_shortlist(request, config):
+        short = ledger.short(request.resources)
+        found = plan_shortlist(
+            request, pool, config, static, taken, short, plan, ledger.resources, size=BATCH_SHORTLIST
+        )
+        if found is not None:
+            return found
+    # Every node, as load_node_views would give them, from the index and the ledger.
+    index = views_for(static, list(static.by_name), taken, ledger.resources)
+    return plan(index, static.memo()), index
+
+
+def _pending(reason: str) -> list[dict]:
+    return [{"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason}]
+
+
+def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = None) -> BatchResult:
+    """Place one batch of the pool's queued reservations in one transaction.
+
+    Returns an empty result when nothing is queued, or when another placer holds the pool.
+    """
+    now = now or timezone.now()
+    result = BatchResult()
+    with transaction.atomic():
+        with prepared_cursor() as cur:
+            cur.execute(_CLAIM_SQL, {"class": PLACER_LOCK_CLASS, "pool": pool_pk, "limit": config.max_batch})
+            rows = cur.fetchall()
+        if not rows:
+            return result
+        pool = load_pool(rows[0][4])
+        entries = [
+            # Django's connection leaves jsonb as text for its fields to decode.
+            Entry(pk, tenant_pk, slug, validate_request({**json.loads(placement), "reservationId": str(pk)}))
+            for pk, tenant_pk, slug, placement, _pool in rows
+        ]
+        if pool is None or pool.view.archived:
+            for e in entries:
+                e.reason = ARCHIVED_REASON
+        else:
+            ledger = _plan_all(entries, pool, config)
+            if any(e.fits or e.request.gang is not None for e in entries):
+                _lock(entries, pool)
+                _commit_all(entries, pool, config, ledger, now)
+        _finish(entries, now, result)
+    return result
+
+
+def _plan_all(entries: list[Entry], pool: PoolRow, config: PlacerConfig) -> Ledger:
+    static = pool_index(pool)
+    ledger = Ledger.load(pool, static, [e.request.during for e in entries])
+    for e in entries:
+        if e.request.gang is not None:
+            continue  # gangs are placed inline, after the pool lock (reserve never queues them)
+        _plan_entry(e, pool, config, ledger)
+    return ledger
+
+
+def _plan_entry(e: Entry, pool: PoolRow, config: PlacerConfig, ledger: Ledger) -> None:
+    e.plan, e.index = _plan(e.request, pool, config, ledger.index, ledger)
+    if e.plan.fits:
+        ledger.book(e.request, e.plan.choice, e.index)
+    else:
+        e.reason = e.plan.pending_reason()
+
+
+def _lock(entries: list[Entry], pool: PoolRow) -> None:
+    """Lock the batch's quota rows, then the pool row; a pool archived meanwhile places nothing."""
+    tenants = sorted({e.tenant_pk for e in entries})
+    with connection.connection.pipeline(), prepared_cursor() as q, prepared_cursor() as p:
+        q.execute(_LOCK_QUOTA_SQL, {"tenants": tenants})
+        p.execute(_LOCK_POOL_SQL, {"pool": pool.pk})
+        q.fetchone()
+        (archived,) = p.fetchone()
+    if archived:
+        for e in entries:
+            if e.fits or e.request.gang is not None:
+                e.reason = ARCHIVED_REASON
+
+
+def _commit_all(
+    entries: list[Entry], pool: PoolRow, config: PlacerConfig, ledger: Ledger, now: datetime
+) -> None:
+    """Send every fitting plan's commit behind its own savepoint; replan and resend from a lost race."""
+    for e in entries:
+        if e.request.gang is not None and not e.reason:
+            _place_inline(e, pool, config, now)
+    todo = [e for e in entries if e.fits]
+    savepoints = 0
+    while todo:
+        sent = []
+        failed: tuple[int, LostRace] | None = None
+        with connection.connection.pipeline():
+            for e in todo:
+                savepoints += 1
+                name = f"capacity_place_{savepoints}"
+                sent.append(
+                    (
+                        name,
+                        send_member(
+                            e.request, e.plan.choice, pool, e.index, Owner(e.pk), now=now, savepoint=name
+                        ),
+                    )
+                )
+            for i, (e, (_name, s)) in enumerate(zip(todo, sent, strict=True)):
+                if failed is not None:
+                    s.lock.close()
+                    s.write.close()
+                    continue
+                try:
+                    e.committed = [read_member(s)]
+                except LostRace as lost:
+                    failed = (i, lost)
+                except ArchivedMeanwhile:  # cannot happen while the batch holds the pool row
+                    failed = (i, LostRace(e.plan.choice.node_id, ARCHIVED_REASON))
+        if failed is None:
+            return
+        i, lost = failed
+        e, rest = todo[i], todo[i + 1 :]
+        with connection.cursor() as cur:
+            cur.execute(f"ROLLBACK TO SAVEPOINT {sent[i][0]}")  # undoes this plan's commit and the rest
+        e.committed = []
+        ledger.book(e.request, e.plan.choice, e.index, sign=-1)
+        e.lost.append(lost.reason)
+        e.request = e.request.with_excluded(lost.node)
+        if len(e.lost) >= config.max_attempts:
+            e.reason = f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(e.lost)}"
+        else:
+            _plan_entry(e, pool, config, ledger)
+        todo = ([e] if e.fits else []) + rest
+
+
+def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) -> None:
+    outcome: Outcome = place(e.request, pool.view.id, Owner(e.pk), config, pool=pool, now=now)
+    e.lost = outcome.lost
+    if outcome.status == "placed":
+        e.committed = outcome.committed
+    else:
+        e.reason = outcome.reason
+
+
+def _finish(entries: list[Entry], now: datetime, result: BatchResult) -> None:
+    """Mark the unplaced pending with their reason, refund their quota, and tell waiters."""
+    pending = [e for e in entries if not e.committed]
+    refunds: dict[int, Counter[str]] = defaultdict(Counter)
+    for e in pending:
+        refunds[e.tenant_pk].update(quota.demand(e.request))
+    for tenant_pk in sorted(refunds):
+        quota.refund(tenant_pk, refunds[tenant_pk])
+    with connection.connection.pipeline(), prepared_cursor() as cur, connection.cursor() as notify:
+        if pending:
+            cur.execute(
+                _MARK_PENDING_SQL,
+                {
+                    "now": now,
+                    "ids": [e.pk for e in pending],
+                    "conditions": [json.dumps(_pending(e.reason)) for e in pending],
+                },
+            )
+        notify.execute("SELECT pg_notify(%s, %s)", [PLACED_CHANNEL, ",".join(str(e.pk) for e in entries)])
+    for e in entries:
+        (result.placed if e.committed else result.pending).append(e.pk)
+        result.lost.extend(e.lost)
+
+
+def queued_pools() -> list[int]:
+    """Return the pks of the pools with queued reservations."""
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT DISTINCT r.pool_id FROM capacity_reservation r WHERE {QUEUED_SQL} ORDER BY 1")
+        return [row[0] for row in cur.fetchall()]
+
+
+def place_queued(config: PlacerConfig, *, pools: Iterable[int] | None = None) -> BatchResult:
+    """Place every queued reservation of these pools (default: all), batch after batch."""
+    total = BatchResult()
+    for pool_pk in queued_pools() if pools is None else pools:
+        while True:
+            batch = place_batch(pool_pk, config)
+            total.placed += batch.placed
+            total.pending += batch.pending
+            total.lost += batch.lost
+            if len(batch) < config.max_batch:
+                break
+    return total

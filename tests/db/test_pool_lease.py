@@ -1,0 +1,306 @@
+"""The pool-lease placer: reserve queues, a batch places oldest first under one pool lock."""
+
+import dataclasses
+import io
+import threading
+import time
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+from test_lost_races import racer, steal
+
+from capacity import port, services
+from capacity.conf import placer_config
+from capacity.models import Allocation, DeviceBooking, QuotaUsage, Reservation
+from capacity.placement import CapacityError
+from capacity.placers.batch import PLACER_LOCK_CLASS, place_batch, place_queued
+from inventory.models import Pool
+
+from booking import ask, config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def lease(**kw):
+    """The settings' config with the pool-lease placer and no random top-N pick."""
+    return config(placer="pool-lease", **kw)
+
+
+def queue(data, **kw):
+    return services.reserve(data, config=kw.pop("cfg", None) or lease(), now=None, **kw).reservation
+
+
+def used(resource="gpu", tenant="acme"):
+    row = QuotaUsage.objects.filter(tenant__slug=tenant, resource=resource).first()
+    return row.used if row else 0
+
+
+def test_reserve_answers_pending_with_a_queued_condition_and_charges_quota(tenant, make_node):
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(2))
+    assert reservation.status == "pending"
+    assert reservation.conditions == [
+        {"type": "Queued", "status": "True", "reason": "PoolLease", "message": "queued for the pool's placer"}
+    ]
+    stored = Reservation.objects.get(pk=reservation.pk)
+    assert stored.conditions == reservation.conditions
+    assert services.is_queued(stored)
+    assert used() == 2  # charged at admission; the audit counts queued reservations as holding it
+    assert Allocation.objects.count() == 0
+
+
+def test_a_batch_places_oldest_first_and_each_plan_sees_the_ones_before_it(tenant, make_node):
+    """
+    node-a: [ ][ ][ ][ ]  ← five requests of 1 GPU for the same day: the four oldest fit
+    """
+    make_node("node-a", gpus=4)
+    queued = [queue(ask(1)) for _ in range(5)]
+    result = place_batch(Pool.objects.get(slug="lab-pool").pk, lease())
+    assert result.placed == [r.pk for r in queued[:4]]
+    assert result.pending == [queued[4].pk]
+    assert DeviceBooking.objects.values("device_id").distinct().count() == 4
+    last = Reservation.objects.get(pk=queued[4].pk)
+    assert last.status == "pending"
+    assert last.conditions == [
+        {
+            "type": "Unschedulable",
+            "status": "True",
+            "reason": "NoFit",
+            "message": "no node fits (1 node): 1 × fits: 0 of 1 gpu free",
+        }
+    ]
+    assert not services.is_queued(last)
+    assert used() == 4  # the pending one's quota went back
+    for r in queued[:4]:
+        placed = Reservation.objects.get(pk=r.pk)
+        assert placed.status == "placed" and placed.conditions == []
+
+
+def test_batches_hold_at_most_max_batch_and_place_queued_runs_until_the_queue_is_empty(tenant, make_node):
+    make_node("node-a", gpus=8)
+    queued = [queue(ask(1)) for _ in range(5)]
+    first = place_batch(Pool.objects.get(slug="lab-pool").pk, lease(max_batch=2))
+    assert first.placed == [queued[0].pk, queued[1].pk]
+    rest = place_queued(lease(max_batch=2))
+    assert rest.placed == [r.pk for r in queued[2:]]
+    assert not Reservation.objects.filter(status="pending").exists()
+
+
+def test_a_lost_race_in_a_batch_is_replanned_without_the_node(tenant, other_tenant, make_node):
+    """
+    node-a: [ ][ ]  ← globex books both GPUs (inline) while the batch plans
+    node-b: [ ][ ]
+    """
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    reservation = queue(ask(2))
+    cfg = lease(plugins=(racer({"node-a": steal("node-a", ["node-b"])}),), top_n=1)
+    result = place_batch(reservation.pool_id, cfg)
+    assert result.placed == [reservation.pk]
+    assert result.lost == ["an atom on node-a was booked concurrently"]
+    assert services.allocations_of(reservation)[0]["nodeId"] == "node-b"
+
+
+def test_a_lost_race_rolls_back_the_later_plans_and_sends_them_again(tenant, other_tenant, make_node):
+    """
+    node-a: [ ][ ]  ← the oldest plan lands here, then globex takes both GPUs
+    node-b: [ ][ ]  ← the second plan's node; the first moves to node-c
+    node-c: [ ][ ]
+    """
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=2)
+    first, second = queue(ask(2)), queue(ask(2))
+    cfg = lease(plugins=(racer({"node-a": steal("node-a", ["node-b", "node-c"])}),), top_n=1)
+    result = place_batch(first.pool_id, cfg)
+    assert result.placed == [first.pk, second.pk]
+    assert result.lost == ["an atom on node-a was booked concurrently"]
+    nodes = {services.allocations_of(r)[0]["nodeId"] for r in (first, second)}
+    assert nodes == {"node-b", "node-c"}
+    assert Allocation.objects.filter(reservation__in=[first.pk, second.pk]).count() == 2
+
+
+def test_a_pool_archived_after_queueing_places_nothing_and_refunds(tenant, make_node, pool):
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(1))
+    Pool.objects.filter(pk=pool.pk).update(archived=True)
+    result = place_batch(pool.pk, lease())
+    assert result.pending == [reservation.pk]
+    stored = Reservation.objects.get(pk=reservation.pk)
+    assert stored.condition("Unschedulable")["message"] == "the pool is archived"
+    assert used() == 0
+    assert Allocation.objects.count() == 0
+
+
+def test_a_pool_another_placer_holds_is_skipped(tenant, make_node, pool):
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(1))
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic(), connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PLACER_LOCK_CLASS, pool.pk])
+                held.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        assert len(place_batch(pool.pk, lease())) == 0
+        assert services.is_queued(Reservation.objects.get(pk=reservation.pk))
+    finally:
+        release.set()
+        holder.join(30)
+    assert place_batch(pool.pk, lease()).placed == [reservation.pk]
+
+
+def test_wait_holds_the_answer_until_the_batch_ran(tenant, make_node, pool):
+    make_node("node-a", gpus=2)
+    stop = threading.Event()
+
+    def placer():
+        try:
+            while not stop.is_set():
+                if not len(place_queued(lease())):
+                    time.sleep(0.01)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=placer)
+    worker.start()
+    try:
+        reservation = queue({**ask(1), "wait": {"timeoutMs": 10_000}})
+    finally:
+        stop.set()
+        worker.join(30)
+    assert reservation.status == "placed"
+    assert services.allocations_of(reservation)[0]["nodeId"] == "node-a"
+
+
+def test_wait_answers_queued_when_the_time_is_up(tenant, make_node):
+    make_node("node-a", gpus=2)
+    started = time.monotonic()
+    reservation = queue({**ask(1), "wait": {"timeoutMs": 150}})
+    assert time.monotonic() - started >= 0.15
+    assert services.is_queued(reservation)
+    place_queued(lease())  # leaves nothing queued behind
+
+
+@pytest.mark.parametrize("wait", [{"timeoutMs": 30_001}, {"timeoutMs": -1}, {"timeoutMs": "5"}, 5, {"ms": 5}])
+@pytest.mark.parametrize("placer", ["inline", "pool-lease"])
+def test_wait_must_be_timeout_ms_up_to_30_s(tenant, make_node, wait, placer):
+    with pytest.raises(CapacityError) as err:
+        services.reserve({**ask(1), "wait": wait}, config=config(placer=placer))
+    assert err.value.code == "INVALID_INPUT"
+    assert err.value.message == "wait must be {timeoutMs} with 0 to 30000 milliseconds"
+    assert not Reservation.objects.exists()
+
+
+def test_gangs_and_instances_still_place_inline(tenant, make_node):
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    gang = services.reserve(ask(1, gang={"size": 2}), config=lease()).reservation
+    assert gang.status == "placed"
+    assert len(services.allocations_of(gang)) == 2
+    booking = port.reserve_for_instance(
+        instance_id="vm-1",
+        tenant="acme",
+        pool="lab-pool",
+        devices=[{"class": "gpu", "count": 1}],
+        duration="1h",
+        config=lease(),
+    )
+    assert booking.status == "placed"
+    assert not Reservation.objects.filter(conditions__contains=[{"type": "Queued"}]).exists()
+
+
+def test_retry_pending_leaves_queued_reservations_to_the_placer(tenant, make_node, pool):
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(1))
+    assert services.retry_pending([pool.pk], config=config()) == 0
+    assert services.is_queued(Reservation.objects.get(pk=reservation.pk))
+    place_queued(lease())
+
+
+def test_run_placer_once_places_the_queue(tenant, make_node, settings):
+    make_node("node-a", gpus=1)
+    settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
+    first = queue(ask(1))
+    second = queue(ask(1))
+    out = io.StringIO()
+    call_command("run_placer", "--once", stdout=out)
+    assert Reservation.objects.get(pk=first.pk).status == "placed"
+    assert Reservation.objects.get(pk=second.pk).status == "pending"
+    assert out.getvalue() == "batched 1 placed, 1 pending\nreleased 0 ended, placed 0 pending\n"
+
+
+def test_queued_submitters_inline_clients_and_two_placers_race_without_double_booking(make_node):
+    """
+    3 nodes × 4 GPUs, 8 vcpu each; requests take 1 GPU and 2 vcpu: 12 placements in all. Four
+    clients queue, four book inline, two placer threads drain the queue, all at once.
+    """
+    from inventory.models import NodeLabel, NodeResource, Tenant
+
+    for i in range(3):
+        node = make_node(f"node-{i}", gpus=4, vcpu=8)
+        NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    for i in range(8):
+        Tenant.objects.create(slug=f"t{i}", name=f"Tenant {i}")
+    start = threading.Barrier(10)
+    stop = threading.Event()
+    errors = []
+
+    # The settings' random top-N pick, so placements spread as in production and still collide.
+    batching = dataclasses.replace(placer_config(), placer="pool-lease")
+
+    def client(i):
+        cfg = batching if i < 4 else placer_config()
+        try:
+            start.wait()
+            for _ in range(3):
+                services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 2}), config=cfg)
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    def placer():
+        try:
+            start.wait()
+            while not stop.is_set():
+                if not len(place_queued(batching)):
+                    time.sleep(0.005)
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    placers = [threading.Thread(target=placer) for _ in range(2)]
+    for t in clients + placers:
+        t.start()
+    for t in clients:
+        t.join(120)
+    deadline = time.monotonic() + 60
+    while Reservation.objects.filter(conditions__contains=[{"type": "Queued"}]).exists():
+        assert errors == []
+        assert time.monotonic() < deadline, "the queue never drained"
+        time.sleep(0.01)
+    stop.set()
+    for t in placers:
+        t.join(60)
+    assert not any(t.is_alive() for t in clients + placers)
+    assert errors == []
+    assert Reservation.objects.count() == 24
+    assert Reservation.objects.filter(status="placed").count() == 12
+    assert DeviceBooking.objects.count() == 12
+    assert DeviceBooking.objects.values("device_id").distinct().count() == 12
+    for row in NodeResource.objects.filter(resource="vcpu"):
+        assert 0 <= row.allocated <= 8
+    pending = Reservation.objects.filter(status="pending")
+    assert pending.count() == 12
+    assert all(r.condition("Unschedulable") for r in pending)
