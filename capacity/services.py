@@ -283,7 +283,7 @@ def reserve(
             "pool_id": pool.pk,
             # The owner is the reservation itself: stored_request() puts its id back.
             "request": {
-                "input": dict(data),
+                "input": stored_input(data),
                 "placement": {k: v for k, v in core.items() if k != "reservationId"},
             },
             "idempotency_key": key,
@@ -399,6 +399,11 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
     return reservation
 
 
+def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the caller's input as a reservation keeps it: `wait` says how to answer, not what to book."""
+    return {k: v for k, v in data.items() if k != "wait"}
+
+
 def stored_request(reservation: Reservation) -> PlacementRequest:
     """Return the validated placement request a reservation was created with."""
     return validate_request({**reservation.request["placement"], "reservationId": str(reservation.pk)})
@@ -406,7 +411,7 @@ def stored_request(reservation: Reservation) -> PlacementRequest:
 
 def _idempotent(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
     existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
-    if existing is not None and existing.request.get("input") != dict(data):
+    if existing is not None and existing.request.get("input") != stored_input(data):
         raise CapacityError(CONFLICT, f"idempotency key {key} was already used for a different request")
     return existing
 

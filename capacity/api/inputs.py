@@ -28,6 +28,7 @@ API_FIELDS = frozenset(
         "priority",
         "gang",
         "imageId",
+        "wait",
     }
 )
 

@@ -13,7 +13,7 @@ from capacity.models import Reservation
 from capacity.placement.selectors import MAX_EXPRESSIONS
 from capacity.placement.types import PRIORITIES, TOPOLOGIES
 from capacity.placement.validate import MAX_DEVICES, MAX_GANG_SIZE
-from capacity.services import DURATION_RE, IDEMPOTENCY_KEY_RE
+from capacity.services import DURATION_RE, IDEMPOTENCY_KEY_RE, MAX_WAIT_MS
 from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
@@ -96,6 +96,12 @@ class GangSerializer(serializers.Serializer):
     topologyKey = serializers.RegexField(KEY_PATTERN, required=False)
 
 
+class WaitSerializer(serializers.Serializer):
+    """With the pool-lease placer, hold the answer until the batch ran (ignored by the inline placer)."""
+
+    timeoutMs = serializers.IntegerField(min_value=0, max_value=MAX_WAIT_MS)
+
+
 class ReservationInputSerializer(serializers.Serializer):
     """The input of reservations.create and capacity.preview."""
 
@@ -119,6 +125,7 @@ class ReservationInputSerializer(serializers.Serializer):
     imageId = serializers.CharField(
         required=False, allow_null=True, help_text="The image the workload runs (image-cached scorer)."
     )
+    wait = WaitSerializer(required=False, help_text=f"At most {MAX_WAIT_MS} ms.")
 
 
 class ConditionSerializer(serializers.Serializer):

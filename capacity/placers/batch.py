@@ -14,6 +14,7 @@ the others become pending with their reason, and their quota is refunded.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, insort
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,7 @@ QUEUED_CHANNEL = "capacity_queued"  # payload: the pool's pk, sent when a reserv
 PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations, sent at its commit
 # The batch plans few nodes first: its ledger knows every node's counts, so widening is cheap and
 # the ranking is the same as planning the whole pool (see plan_shortlist).
-BATCH_SHORTLIST = 16
+BATCH_SHORTLIST = 8
 UNSCHEDULABLE = "Unschedulable"
 NO_FIT = "NoFit"
 
@@ -133,7 +134,10 @@ class Ledger:
 
     def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], resources):
         self.index = index
-        self.bookings = bookings  # (start ms, end ms, device pk)
+        # (start ms, end ms, device pk), by start; with the longest booking's length, a window's
+        # overlaps lie in one slice of the list (found by bisection), not all over it.
+        self.bookings = sorted(bookings)
+        self.longest = max((e - s for s, e, _ in bookings), default=0)
         self.resources: dict[str, dict[str, Resource]] = resources  # node name -> resource -> row
         # resource -> node name -> room, kept with the rows: short() compares ints only.
         self.room: dict[str, dict[str, int]] = defaultdict(dict)
@@ -170,7 +174,10 @@ class Ledger:
     def taken(self, window: Window) -> set[int]:
         """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
         start, end = window.start, window.end
-        booked = {d for s, e, d in self.bookings if s < end and e > start}
+        bookings = self.bookings
+        first = bisect_left(bookings, (start - self.longest,))
+        last = bisect_left(bookings, (end,))
+        booked = {d for _s, e, d in bookings[first:last] if e > start}
         index = self.index
         taken = set(booked)
         if index.parent:
@@ -199,9 +206,10 @@ class Ledger:
         ]
         for pk in pks:
             if sign > 0:
-                self.bookings.append((w.start, w.end, pk))
+                insort(self.bookings, (w.start, w.end, pk))
             else:
                 self.bookings.remove((w.start, w.end, pk))
+        self.longest = max(self.longest, w.end - w.start)
         rows = self.resources.setdefault(ranked.node_id, {})
         for resource, amount in request.resources.items():
             if amount > 0 and resource in rows:
@@ -211,7 +219,7 @@ class Ledger:
                 self.room[resource][ranked.node_id] = row.room
 
 
-def _plan(
+def plan_from_ledger(
     request: PlacementRequest, pool: PoolRow, config: PlacerConfig, static: PoolIndex, ledger: Ledger
 ) -> tuple[Plan, NodeIndex]:
     """Plan one request against the ledger: a short list when it gives the same top N, else every node."""
@@ -234,7 +242,15 @@ def _plan(
     if uses_shortlist(request, config):
         short = ledger.short(request.resources)
         found = plan_shortlist(
-            request, pool, config, static, taken, short, plan, ledger.resources, size=BATCH_SHORTLIST
+            request,
+            pool,
+            config,
+            static,
+            taken,
+            short,
+            plan,
+            ledger.resources,
+            size=max(BATCH_SHORTLIST, 2 * config.top_n),
         )
         if found is not None:
             return found
@@ -289,7 +305,7 @@ def _plan_all(entries: list[Entry], pool: PoolRow, config: PlacerConfig) -> Ledg
 
 
 def _plan_entry(e: Entry, pool: PoolRow, config: PlacerConfig, ledger: Ledger) -> None:
-    e.plan, e.index = _plan(e.request, pool, config, ledger.index, ledger)
+    e.plan, e.index = plan_from_ledger(e.request, pool, config, ledger.index, ledger)
     if e.plan.fits:
         ledger.book(e.request, e.plan.choice, e.index)
     else:

@@ -71,6 +71,9 @@ class PoolIndex:
     # node -> the best topology score any pick of two or more atoms could get there (static).
     topology_ceiling: dict[str, float]
     device_range: tuple[int, int]  # lowest and highest device pk of the pool
+    # The one class of every device, when all are of one class, healthy and bookable: then a
+    # taken device counts for its node without looking at its class.
+    single_class: str | None = None
     # (tenant, required labels) -> the nodes eligible for it and carrying the labels; both depend
     # only on what the generation covers. Resource rows come and go with the generation too.
     allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
@@ -152,6 +155,11 @@ def _build(pool: PoolRow) -> PoolIndex:
         topology_ceiling={v.id: topology_ceiling(v) for v in nodes.views},
         # An empty pool gets (0, 0): no device has key 0, and the range must not be empty.
         device_range=(min(device_node, default=0), max(device_node, default=0)),
+        single_class=(
+            next(iter(set(device_class.values())))
+            if device_class and len(device_class) == len(device_node) and len(set(device_class.values())) == 1
+            else None
+        ),
         generation=pool.generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
@@ -255,7 +263,10 @@ def shortlist_order(
         need[device.device_class] += device.count
     device_class, device_node = index.device_class, index.device_node
     # Per node, per class, the atoms taken; Counter counts in C, so one per class beats nesting.
-    by_class = {c: Counter(device_node[pk] for pk in taken if device_class.get(pk) == c) for c in need}
+    if index.single_class is not None and set(need) == {index.single_class}:
+        by_class = {index.single_class: Counter(map(device_node.__getitem__, taken))}
+    else:
+        by_class = {c: Counter(device_node[pk] for pk in taken if device_class.get(pk) == c) for c in need}
     booked: dict[str, dict[str, int]] = defaultdict(dict)
     for c, counts in by_class.items():
         for name, n in counts.items():

@@ -30,6 +30,10 @@ from .reservations import reservation_rows
 # --- preview and booking ---------------------------------------------------------------------------
 
 
+# How long the booking form holds its answer for the pool-lease placer's batch.
+BOOKING_WAIT_MS = 2_000
+
+
 def _request_form(request: HttpRequest, form_class=RequestForm, data=None, initial=None):
     """Return the request form with the tenants and pools this user may choose."""
     return form_class(
@@ -148,7 +152,9 @@ def book(request: HttpRequest) -> HttpResponse:
         form = _request_form(request, BookForm, data=request.POST)
         if form.is_valid():
             try:
-                result = services.reserve(form.request_data(), scope=scope_for(request.user))
+                # With the pool-lease placer, answer with the batch's outcome when it runs soon.
+                data = {**form.request_data(), "wait": {"timeoutMs": BOOKING_WAIT_MS}}
+                result = services.reserve(data, scope=scope_for(request.user))
             except CapacityError as err:
                 form.add_capacity_error(err)
             else:

@@ -14,6 +14,7 @@ from capacity import services
 from capacity.access import scope_for
 from capacity.forms import ReservationFilterForm
 from capacity.models import Reservation
+from capacity.models.reservations import QUEUED_CONDITION
 from capacity.placement import (
     NOT_FOUND,
     CapacityError,
@@ -36,6 +37,7 @@ class ReservationRow:
     reservation: Reservation
     allocations: list[dict]
     message: str
+    why: str = "Unschedulable"  # the condition the message comes from: Unschedulable, or Queued
 
     @property
     def nodes(self) -> list[str]:
@@ -64,8 +66,15 @@ def reservation_rows(reservations: list[Reservation]) -> list[ReservationRow]:
     }
     out = []
     for r in reservations:
-        condition = r.condition(services.UNSCHEDULABLE) if r.status == Reservation.Status.PENDING else None
-        out.append(ReservationRow(r, by_reservation.get(r.pk, []), (condition or {}).get("message", "")))
+        condition = None
+        if r.status == Reservation.Status.PENDING:
+            condition = r.condition(services.UNSCHEDULABLE) or r.condition(QUEUED_CONDITION)
+        condition = condition or {}
+        out.append(
+            ReservationRow(
+                r, by_reservation.get(r.pk, []), condition.get("message", ""), condition.get("type", "")
+            )
+        )
     return out
 
 

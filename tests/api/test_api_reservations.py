@@ -359,3 +359,33 @@ def test_a_selector_on_device_attributes_places(as_acme, lab, ask):
     response = as_acme.post("/api/v1/reservations", body, format="json")
     assert response.status_code == 201
     assert response.json()["allocations"][0]["nodeId"] == "node-b"
+
+
+def test_with_the_pool_lease_placer_create_answers_201_pending_with_a_queued_condition(
+    as_acme, lab, ask, settings
+):
+    settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
+    response = as_acme.post("/api/v1/reservations", {**ask(1), "wait": {"timeoutMs": 0}}, format="json")
+    assert response.status_code == 201
+    data = response.json()
+    assert (data["status"], data["allocations"]) == ("pending", [])
+    assert data["conditions"] == [
+        {"type": "Queued", "status": "True", "reason": "PoolLease", "message": "queued for the pool's placer"}
+    ]
+    from capacity.conf import placer_config
+    from capacity.placers.batch import place_queued
+
+    assert place_queued(placer_config()).placed == [data["id"]]
+    placed = as_acme.get(f"/api/v1/reservations/{data['id']}").json()
+    assert (placed["status"], placed["conditions"]) == ("placed", [])
+
+
+@pytest.mark.parametrize("wait", [{"timeoutMs": 30_001}, {"timeoutMs": 1.5}, "1s"])
+def test_wait_beyond_30_s_or_not_in_milliseconds_is_invalid_input(as_acme, lab, ask, wait):
+    response = as_acme.post("/api/v1/reservations", {**ask(1), "wait": wait}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "INVALID_INPUT",
+        "message": "wait must be {timeoutMs} with 0 to 30000 milliseconds",
+    }
+    assert not Reservation.objects.exists()

@@ -78,3 +78,22 @@ def test_screenshots_of_the_tenant_pages(login, demo, shots):
     page.goto(f"{demo}/reservations/")
     expect(page.locator("h1")).to_have_text("My reservations")
     shots(page, "reservations")
+
+
+def test_screenshot_of_a_booking_queued_for_the_pool_lease_placer(login, demo, shots, settings):
+    from capacity.conf import placer_config
+    from capacity.placers.batch import place_queued
+
+    settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
+    page = login("acme")
+    page.goto(f"{demo}/book/")
+    page.select_option("#id_pool", "pcie-batch")
+    page.fill("#id_count", "2")
+    page.get_by_role("button", name="Book").click()
+    result = page.locator("#booking-result")
+    expect(result).to_contain_text("pending")
+    expect(result).to_contain_text("Queued: queued for the pool's placer")
+    shots(page, "booking-queued")
+    assert len(place_queued(placer_config()).placed) == 1
+    result.get_by_role("link").first.click()
+    expect(page.locator("body")).to_contain_text("placed")

@@ -2,6 +2,7 @@
 
 import dataclasses
 import io
+import random
 import threading
 import time
 
@@ -13,11 +14,15 @@ from test_lost_races import racer, steal
 from capacity import port, services
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, QuotaUsage, Reservation
-from capacity.placement import CapacityError
-from capacity.placers.batch import PLACER_LOCK_CLASS, place_batch, place_queued
+from capacity.placement import CapacityError, Window, validate_request
+from capacity.placers.batch import PLACER_LOCK_CLASS, Ledger, place_batch, place_queued, plan_from_ledger
+from capacity.placers.index import pool_index
+from capacity.placers.inline import plan_request
+from capacity.placers.loader import load_pool
+from inventory import services as nodes
 from inventory.models import Pool
 
-from booking import ask, config
+from booking import HOUR, MS, ask, config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -304,3 +309,46 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
     pending = Reservation.objects.filter(status="pending")
     assert pending.count() == 12
     assert all(r.condition("Unschedulable") for r in pending)
+
+
+def test_the_same_idempotency_key_with_another_wait_returns_the_first_answer(tenant, make_node):
+    make_node("node-a", gpus=2)
+    first = queue({**ask(1), "idempotencyKey": "run-1", "wait": {"timeoutMs": 0}})
+    again = services.reserve({**ask(1), "idempotencyKey": "run-1", "wait": {"timeoutMs": 5}}, config=lease())
+    assert (again.created, again.reservation.pk) == (False, first.pk)
+    assert "wait" not in Reservation.objects.get(pk=first.pk).request["input"]
+    place_queued(lease())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_batch_plans_from_its_ledger_like_planning_the_whole_pool(tenant, make_node, seed):
+    """
+    40 nodes of 8 GPUs and 64 vcpu: NV boards, PIX/SYS boxes and boards with unknown links, some
+    cordoned, random bookings with vcpu claims; the batch plans 10 nodes first, widening as needed.
+    """
+    rng = random.Random(seed)
+    for i in range(40):
+        make_node(f"n{i:02d}", gpus=8, vcpu=64, links=rng.choice(["NV", "NV", "PIX", "SYS", None]))
+        if rng.random() < 0.1:
+            nodes.cordon(f"n{i:02d}")
+    for _ in range(40):
+        services.reserve(
+            ask(rng.choice([1, 2, 4]), start=rng.choice([0, 0, 30]), resources={"vcpu": rng.choice([8, 24])}),
+            config=config(),
+        )
+    pool = load_pool("lab-pool")
+    static = pool_index(pool)
+    asks = [
+        (gpus, top_n, vcpu, start)
+        for gpus, top_n in ((1, 5), (2, 5), (3, 5), (4, 5), (8, 5), (1, 6), (2, 1))
+        for vcpu, start in ((0, 0), (40, 0), (16, 30))
+    ]
+    ledger = Ledger.load(pool, static, [Window(MS, MS + 60 * HOUR)])
+    for gpus, top_n, vcpu, start in asks:
+        cfg = config(top_n=top_n)
+        request = validate_request({**ask(gpus, start=start, resources={"vcpu": vcpu}), "reservationId": "r"})
+        batched, _index = plan_from_ledger(request, pool, cfg, static, ledger)
+        full, _ = plan_request(request, pool, cfg, shortlist=False)
+        assert batched.ranked[:top_n] == full.ranked[:top_n], (gpus, top_n, vcpu, start)
+        assert batched.choice == full.choice
+        assert batched.pending_reason() == full.pending_reason()

@@ -180,3 +180,15 @@ def test_a_reservation_page_shows_status_window_node_and_atoms(alice, lab, book)
     html = alice.get(f"/reservations/{reservation.pk}/").text
     assert "✓ placed" in html and "node-a" in html and "GPU0" in html
     assert "<dt>Window</dt>" in html
+
+
+def test_with_the_pool_lease_placer_a_booking_shows_it_is_queued(op, lab, settings):
+    settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
+    html = op.post("/book/", BASE, follow=True).text
+    assert '<span class="muted">Queued:</span> <code>queued for the pool&#x27;s placer</code>' in html
+    listing = op.get("/reservations/").text
+    assert '<span class="muted">Queued:</span> queued for the pool&#x27;s placer' in listing
+    from capacity.conf import placer_config
+    from capacity.placers.batch import place_queued
+
+    place_queued(placer_config())  # the audit after the test expects nothing half-done
