@@ -22,6 +22,21 @@ def demand(request: PlacementRequest) -> dict[str, int]:
     return {k: v for k, v in amounts.items() if v}
 
 
+# The charge as a fragment for a statement that charges along with other writes: rows locked in
+# resource order; each returns (resource, used, limit).
+CHARGE_CTE = """
+INSERT INTO capacity_quotausage (tenant_id, resource, used)
+SELECT %(tenant)s::bigint, r, n FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
+ WHERE {condition}
+ ORDER BY r
+ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
+RETURNING resource, used,
+          (SELECT q."limit" FROM capacity_quota q
+            WHERE q.tenant_id = capacity_quotausage.tenant_id AND q.resource = capacity_quotausage.resource)
+          AS quota_limit
+"""
+
+
 def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None:
     """Add `amounts` to the tenant's usage in one statement (rows locked in resource order).
 
@@ -32,16 +47,16 @@ def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None
     names = sorted(amounts)
     with prepared_cursor() as cur:
         cur.execute(
-            """INSERT INTO capacity_quotausage (tenant_id, resource, used)
-               SELECT %s::bigint, r, n FROM unnest(%s::text[], %s::bigint[]) AS d(r, n) ORDER BY r
-               ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
-               RETURNING resource, used,
-                         (SELECT q."limit" FROM capacity_quota q
-                           WHERE q.tenant_id = capacity_quotausage.tenant_id AND q.resource = capacity_quotausage.resource)""",
-            [tenant_pk, names, [amounts[r] for r in names]],
+            CHARGE_CTE.format(condition="true"),
+            {"tenant": tenant_pk, "resources": names, "amounts": [amounts[r] for r in names]},
         )
-        rows = sorted(cur.fetchall())
-    for resource, used, limit in rows:
+        rows = cur.fetchall()
+    check(tenant_slug, amounts, rows)
+
+
+def check(tenant_slug: str, amounts: Mapping[str, int], rows) -> None:
+    """Refuse, naming the first resource past its limit, when a charge's rows exceed a quota."""
+    for resource, used, limit in sorted(rows):
         if limit is not None and used > limit:
             raise CapacityError(
                 QUOTA_EXCEEDED,

@@ -270,8 +270,9 @@ def reserve(
     request = validate_request(core)
     key = extra["idempotency_key"]
     queue = config.placer == POOL_LEASE and request.gang is None
+    # Plain reads, before the transaction: they take no lock, and its BEGIN then goes with the insert.
+    tenant, pool = _tenant_and_pool(request, scope)
     with transaction.atomic():
-        tenant, pool = _tenant_and_pool(request, scope)
         if key is not None:
             existing = _idempotent(tenant, key, data)
             if existing is not None:
@@ -292,7 +293,11 @@ def reserve(
             "starts_at": to_datetime(request.during.start),
             "ends_at": to_datetime(request.during.end),
         }
-        reservation = _insert_reservation(fields, queued=queue)
+        # Queued: quota is charged at admission, with the row; the batch refunds it if the
+        # request ends up pending.
+        reservation = _insert_reservation(
+            fields, queued=queue, amounts=quota.demand(request) if queue else None
+        )
         if reservation is None:
             # A concurrent request with the same key committed first: answer with its reservation.
             existing = _idempotent(tenant, key, data)
@@ -300,12 +305,7 @@ def reserve(
                 raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
             return ReserveResult(existing, created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
-        if queue:
-            # Quota is charged at admission; the batch refunds it if the request ends up pending.
-            quota.charge(tenant.pk, tenant.slug, quota.demand(request))
-            outcome = Outcome("queued")
-        else:
-            outcome = _apply(reservation, tenant, request, config, pool)
+        outcome = Outcome("queued") if queue else _apply(reservation, tenant, request, config, pool)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -338,6 +338,8 @@ def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
             placed.wait(remaining)
 
 
+# A queued row is charged its quota and wakes the placer (at commit) in the same statement; the
+# reservation row comes first, as the lock order has it.
 _INSERT_RESERVATION_SQL = f"""
 WITH r AS (
   INSERT INTO capacity_reservation
@@ -348,17 +350,22 @@ WITH r AS (
           %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
   ON CONFLICT DO NOTHING
   RETURNING id, pool_id
-)
-SELECT id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', pool_id::text) END FROM r
+), charged AS ({quota.CHARGE_CTE.format(condition="%(queued)s::boolean AND EXISTS (SELECT 1 FROM r)")})
+SELECT r.id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) END,
+       ARRAY(SELECT resource FROM charged ORDER BY resource), ARRAY(SELECT used FROM charged ORDER BY resource),
+       ARRAY(SELECT quota_limit FROM charged ORDER BY resource)
+  FROM r
 """
 
 
-def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Reservation | None:
+def _insert_reservation(
+    fields: dict[str, Any], *, queued: bool = False, amounts: Mapping[str, int] | None = None
+) -> Reservation | None:
     """Insert a pending reservation in one prepared statement; None when its idempotency key is taken.
 
     The ORM's create() costs more than the statement itself on the placement path; the row is the
-    same one it would write (status pending, both stamps now), with a Queued condition when
-    `queued`.
+    same one it would write (status pending, both stamps now). A `queued` row gets its Queued
+    condition and is charged `amounts` in the same statement (QUOTA_EXCEEDED rolls both back).
     """
     now = timezone.now()
     conditions = (
@@ -366,7 +373,9 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
         if queued
         else []
     )
-    with prepared_cursor() as cur:
+    names = sorted(amounts or {})
+    # In a pipeline, the transaction's BEGIN travels with the statement.
+    with prepared_cursor() as cur, connection.connection.pipeline():
         cur.execute(
             _INSERT_RESERVATION_SQL,
             {
@@ -382,11 +391,15 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
                 "starts_at": fields["starts_at"],
                 "ends_at": fields["ends_at"],
                 "now": now,
+                "resources": names,
+                "amounts": [amounts[r] for r in names] if amounts else [],
             },
         )
         row = cur.fetchone()
     if row is None:
         return None
+    if queued:
+        quota.check(fields["tenant"].slug, amounts or {}, zip(row[2], row[3], row[4], strict=True))
     reservation = Reservation(
         id=row[0],
         status=Reservation.Status.PENDING,

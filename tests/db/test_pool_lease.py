@@ -352,3 +352,18 @@ def test_the_batch_plans_from_its_ledger_like_planning_the_whole_pool(tenant, ma
         assert batched.ranked[:top_n] == full.ranked[:top_n], (gpus, top_n, vcpu, start)
         assert batched.choice == full.choice
         assert batched.pending_reason() == full.pending_reason()
+
+
+def test_a_queued_request_past_its_quota_is_refused_and_leaves_no_rows(tenant, make_node):
+    from capacity.models import Quota
+
+    make_node("node-a", gpus=4)
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=3)
+    queue(ask(2))
+    with pytest.raises(CapacityError) as err:
+        queue(ask(2))
+    assert err.value.code == "QUOTA_EXCEEDED"
+    assert err.value.message == "quota exceeded for acme: gpu 2 used + 2 requested > limit 3"
+    assert Reservation.objects.count() == 1
+    assert used() == 2
+    place_queued(lease())
