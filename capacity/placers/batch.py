@@ -36,7 +36,7 @@ from capacity.placement import (
     validate_request,
 )
 
-from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, read_member, send_member
+from .commit import Committed, LostRace, Owner, read_member, send_member
 from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
 from .inline import Outcome, PlacerConfig, image_cached_nodes, place, plan_shortlist, uses_shortlist
@@ -299,7 +299,8 @@ def _plan_all(entries: list[Entry], pool: PoolRow, config: PlacerConfig) -> Ledg
     ledger = Ledger.load(pool, static, [e.request.during for e in entries])
     for e in entries:
         if e.request.gang is not None:
-            continue  # gangs are placed inline, after the pool lock (reserve never queues them)
+            # reserve() places gangs inline; one queued some other way is placed inline after the lock.
+            continue
         _plan_entry(e, pool, config, ledger)
     return ledger
 
@@ -359,8 +360,7 @@ def _commit_all(
                     e.committed = [read_member(s)]
                 except LostRace as lost:
                     failed = (i, lost)
-                except ArchivedMeanwhile:  # cannot happen while the batch holds the pool row
-                    failed = (i, LostRace(e.plan.choice.node_id, ARCHIVED_REASON))
+                # ArchivedMeanwhile cannot come while the batch holds the pool row.
         if failed is None:
             return
         i, lost = failed

@@ -5,6 +5,7 @@ import io
 import random
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
@@ -367,3 +368,27 @@ def test_a_queued_request_past_its_quota_is_refused_and_leaves_no_rows(tenant, m
     assert Reservation.objects.count() == 1
     assert used() == 2
     place_queued(lease())
+
+
+def test_a_queued_gang_is_placed_whole_by_the_inline_placer_after_the_lock(tenant, make_node, pool):
+    """reserve() never queues a gang; one queued otherwise (an older release, a script) still lands."""
+    from capacity.models.reservations import QUEUED_CONDITION
+
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    data = ask(1, gang={"size": 2})
+    placement = dict(data)
+    reservation = Reservation.objects.create(
+        tenant=tenant,
+        pool=pool,
+        request={"input": data, "placement": placement},
+        conditions=[{"type": QUEUED_CONDITION, "status": "True", "reason": "PoolLease", "message": "queued"}],
+        starts_at=datetime.fromtimestamp(data["during"]["start"] / 1000, UTC),
+        ends_at=datetime.fromtimestamp(data["during"]["end"] / 1000, UTC),
+    )
+    from capacity import quota
+
+    quota.charge(tenant.pk, tenant.slug, {"gpu": 2})  # as admission would have
+    result = place_batch(pool.pk, lease())
+    assert result.placed == [reservation.pk]
+    assert sorted(a["nodeId"] for a in services.allocations_of(reservation)) == ["node-a", "node-b"]
