@@ -26,20 +26,18 @@ from django.utils import timezone
 from capacity import quota
 from capacity.placement import (
     ARCHIVED_REASON,
-    PickMemo,
     PlacementRequest,
     Plan,
     Ranked,
     Resource,
     Window,
-    plan_placement,
     validate_request,
 )
 
 from .commit import Committed, LostRace, Owner, read_member, send_member
 from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
-from .inline import Outcome, PlacerConfig, image_cached_nodes, place, plan_shortlist, uses_shortlist
+from .inline import Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
@@ -223,20 +221,7 @@ def plan_from_ledger(
     request: PlacementRequest, pool: PoolRow, config: PlacerConfig, static: PoolIndex, ledger: Ledger
 ) -> tuple[Plan, NodeIndex]:
     """Plan one request against the ledger: a short list when it gives the same top N, else every node."""
-    cached = image_cached_nodes(pool, request.image_id)
-
-    def plan(index: NodeIndex, memo: PickMemo | None = None) -> Plan:
-        return plan_placement(
-            request,
-            index.views,
-            pool.view,
-            plugins=config.plugins,
-            weights=config.weights,
-            top_n=config.top_n,
-            random=config.random,
-            image_cached=cached,
-            memo=memo,
-        )
+    plan = planner(request, pool, config)
 
     taken = ledger.taken(request.during)
     if uses_shortlist(request, config):

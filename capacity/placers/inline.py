@@ -80,10 +80,11 @@ def image_cached_nodes(pool: PoolRow, image_id: str | None) -> frozenset[str]:
         return frozenset(row[0] for row in cur.fetchall())
 
 
-def plan_request(
-    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, *, shortlist: bool | None = None
-) -> tuple[Plan, NodeIndex]:
-    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool."""
+Planner = Callable[[NodeIndex, PickMemo | None], Plan]
+
+
+def planner(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> Planner:
+    """Return the pure planner for this request, bound to the settings: plan(index, memo)."""
     cached = image_cached_nodes(pool, request.image_id)
 
     def plan(index: NodeIndex, memo: PickMemo | None = None) -> Plan:
@@ -98,6 +99,15 @@ def plan_request(
             image_cached=cached,
             memo=memo,
         )
+
+    return plan
+
+
+def plan_request(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, *, shortlist: bool | None = None
+) -> tuple[Plan, NodeIndex]:
+    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool."""
+    plan = planner(request, pool, config)
 
     if shortlist is None:
         shortlist = uses_shortlist(request, config)
@@ -118,7 +128,7 @@ def plan_shortlist(
     static: PoolIndex,
     taken: set[int],
     short: set[str],
-    plan: Callable[[NodeIndex, PickMemo | None], Plan],
+    plan: Planner,
     resources: Mapping[str, Mapping[str, Resource]] | None = None,
     size: int | None = None,
 ) -> tuple[Plan, NodeIndex] | None:
