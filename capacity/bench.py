@@ -22,10 +22,10 @@ from .audit import audit, booking_drift
 from .conf import placer_config
 from .models import Allocation, DeviceBooking, QuotaUsage, Reservation
 from .models.reservations import QUEUED
-from .placers.batch import QUEUED_CHANNEL, place_queued
-from .placers.db import Listener
+from .placers.batch import place_queued
 from .placers.inline import POOL_LEASE
 from .rollups import refresh_rollups
+from .worker import serve
 
 SIZES = (1, 2, 4, 8)
 SIZE_WEIGHTS = (0.4, 0.3, 0.2, 0.1)
@@ -129,16 +129,11 @@ def requests_for(seed: int, count: int, pool: str, clients: int) -> list[list[di
 
 
 def _placer_worker(config, stop) -> None:
-    """Place queued batches until told to stop and nothing is left (the pool-lease worker's loop)."""
+    """Run the pool-lease worker (no housekeeping) until told to stop and nothing is left."""
     code = 0
     try:
-        with override_settings(DEBUG=False), Listener(QUEUED_CHANNEL) as queued:
-            while True:
-                done = len(place_queued(config))
-                if not done:
-                    if stop.is_set():
-                        break
-                    queued.wait(0.05)
+        with override_settings(DEBUG=False):
+            serve(config, interval=None, stop=stop)
     except Exception:
         traceback.print_exc()
         code = 1

@@ -392,3 +392,38 @@ def test_a_queued_gang_is_placed_whole_by_the_inline_placer_after_the_lock(tenan
     result = place_batch(pool.pk, lease())
     assert result.placed == [reservation.pk]
     assert sorted(a["nodeId"] for a in services.allocations_of(reservation)) == ["node-a", "node-b"]
+
+
+def test_the_worker_wakes_as_soon_as_a_reservation_is_queued(tenant, make_node, monkeypatch):
+    from capacity import worker
+
+    monkeypatch.setattr(worker, "STOP_POLL", 30.0)  # only the queue's notification wakes it in time
+    make_node("node-a", gpus=2)
+    stop, rounds, errors = threading.Event(), [], []
+
+    def run():
+        try:
+            worker.serve(lease(), interval=None, stop=stop, report=rounds.append)
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not rounds:  # the first round ran; the worker now waits on the channel
+            assert time.monotonic() < deadline and not errors, errors
+            time.sleep(0.01)
+        first = queue(ask(1))
+        while Reservation.objects.get(pk=first.pk).status != "placed":
+            assert time.monotonic() < deadline + 5, "the worker did not wake"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        last = queue(ask(1))  # wakes it once more: it places this one, finds nothing, and stops
+        thread.join(30)
+    assert not thread.is_alive()
+    assert errors == []
+    assert Reservation.objects.get(pk=last.pk).status == "placed"

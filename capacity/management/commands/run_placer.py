@@ -1,15 +1,9 @@
 """The capacity worker: place queued batches, release reservations whose window ended, retry pending ones."""
 
-import time
-
 from django.core.management.base import BaseCommand
 
-from capacity import services
 from capacity.conf import placer_config
-from capacity.placers.batch import QUEUED_CHANNEL, place_queued
-from capacity.placers.db import Listener
-from capacity.placers.inline import POOL_LEASE
-from inventory.models import Pool
+from capacity.worker import Round, run_round, serve
 
 
 class Command(BaseCommand):
@@ -24,30 +18,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, interval, once, **options):
         config = placer_config()
-        batching = config.placer == POOL_LEASE
         if once:
-            self._round(config, batching, housekeeping=True, report=True)
-            return
-        with Listener(QUEUED_CHANNEL) as queued:
-            next_round = 0.0
-            while True:
-                housekeeping = time.monotonic() >= next_round
-                if housekeeping:
-                    next_round = time.monotonic() + interval
-                self._round(config, batching, housekeeping=housekeeping, report=False)
-                # A notification means a reservation was queued: batch it now, not at the next round.
-                queued.wait(max(next_round - time.monotonic(), 0))
+            self._report(run_round(config), always=True)
+        else:
+            serve(config, interval=interval, report=self._report)
 
-    def _round(self, config, batching, *, housekeeping, report):
-        batch = place_queued(config) if batching else None
-        expired = placed = 0
-        if housekeeping:
-            expired = services.expire_ended()
-            placed = services.retry_pending(Pool.objects.filter(archived=False).values_list("pk", flat=True))
-        lines = []
-        if batch is not None and (len(batch) or report):
-            lines.append(f"batched {len(batch.placed)} placed, {len(batch.pending)} pending")
-        if expired or placed or report:
-            lines.append(f"released {expired} ended, placed {placed} pending")
-        for line in lines:
-            self.stdout.write(line)
+    def _report(self, done: Round, always: bool = False) -> None:
+        if done.batch is not None and (len(done.batch) or always):
+            self.stdout.write(f"batched {len(done.batch.placed)} placed, {len(done.batch.pending)} pending")
+        if done.expired or done.retried or always:
+            self.stdout.write(f"released {done.expired} ended, placed {done.retried} pending")

@@ -1,0 +1,67 @@
+"""The capacity worker behind `run_placer`: queued batches at once, housekeeping every interval."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from inventory.models import Pool
+
+from . import services
+from .placers.batch import QUEUED_CHANNEL, BatchResult, place_queued
+from .placers.db import Listener
+from .placers.inline import POOL_LEASE, PlacerConfig
+
+# With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
+STOP_POLL = 0.05
+# Without housekeeping, a quiet worker still looks at the queue this often (seconds).
+MAX_IDLE = 60.0
+
+
+@dataclass
+class Round:
+    """What one round did: the batches (pool-lease only), ended reservations released, pending placed."""
+
+    batch: BatchResult | None
+    expired: int = 0
+    retried: int = 0
+
+
+def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
+    """Place every queued batch (pool-lease); with housekeeping, also release ended and retry pending."""
+    batch = place_queued(config) if config.placer == POOL_LEASE else None
+    if not housekeeping:
+        return Round(batch)
+    expired = services.expire_ended()
+    retried = services.retry_pending(Pool.objects.filter(archived=False).values_list("pk", flat=True))
+    return Round(batch, expired, retried)
+
+
+def serve(
+    config: PlacerConfig,
+    *,
+    interval: float | None = 10.0,
+    stop=None,
+    report: Callable[[Round], None] | None = None,
+) -> None:
+    """Run rounds until `stop` (an Event) is set and a round finds the queue empty.
+
+    A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel); the
+    housekeeping runs every `interval` seconds (never when None).
+    """
+    with Listener(QUEUED_CHANNEL) as queued:
+        next_round = 0.0 if interval is not None else float("inf")
+        while True:
+            housekeeping = time.monotonic() >= next_round
+            if housekeeping:
+                next_round = time.monotonic() + interval
+            done = run_round(config, housekeeping=housekeeping)
+            if report is not None:
+                report(done)
+            if done.batch and len(done.batch):
+                continue  # more may have come meanwhile: look again before waiting
+            if stop is not None and stop.is_set():
+                return
+            timeout = max(next_round - time.monotonic(), 0.0)
+            queued.wait(min(timeout, STOP_POLL) if stop is not None else min(timeout, MAX_IDLE))
