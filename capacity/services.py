@@ -504,6 +504,10 @@ def release(
     )
     if reservation.status == Reservation.Status.RELEASED:
         return reservation
+    if is_queued(reservation):
+        # Queued rows hold the quota charged at admission; the placer skips a row this lock holds
+        # and, once released, no longer sees it queued.
+        quota.refund(reservation.tenant_id, quota.demand(stored_request(reservation)))
     if reservation.status == Reservation.Status.PLACED:
         request = stored_request(reservation)
         quota.refund(reservation.tenant_id, quota.demand(request))

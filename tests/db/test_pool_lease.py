@@ -427,3 +427,48 @@ def test_the_worker_wakes_as_soon_as_a_reservation_is_queued(tenant, make_node, 
     assert not thread.is_alive()
     assert errors == []
     assert Reservation.objects.get(pk=last.pk).status == "placed"
+
+
+def test_releasing_a_queued_reservation_refunds_its_quota_and_takes_it_off_the_queue(tenant, make_node):
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(2))
+    assert used() == 2
+    released = services.release(reservation.pk)
+    assert (released.status, released.conditions) == ("released", [])
+    assert used() == 0
+    assert len(place_queued(lease())) == 0
+    assert Allocation.objects.count() == 0
+
+
+def test_a_release_that_arrives_while_the_batch_holds_the_row_waits_and_releases_the_placement(
+    tenant, make_node
+):
+    from capacity.placement import define_scheduler_plugin
+
+    make_node("node-a", gpus=2)
+    reservation = queue(ask(2))
+    started, errors = [], []
+
+    def release():
+        try:
+            services.release(reservation.pk)
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    def filter_(request, node):
+        if not started:  # the batch holds the row now: this release must wait for its commit
+            started.append(threading.Thread(target=release))
+            started[0].start()
+            time.sleep(0.2)
+        return True
+
+    cfg = lease(plugins=(define_scheduler_plugin("releaser", filters=[{"id": "r", "filter": filter_}]),))
+    assert place_batch(reservation.pool_id, cfg).placed == [reservation.pk]
+    started[0].join(30)
+    assert errors == []
+    stored = Reservation.objects.get(pk=reservation.pk)
+    assert stored.status == "released"
+    assert used() == 0
+    assert Allocation.objects.get(reservation=reservation).released_at is not None
