@@ -17,7 +17,7 @@ import json
 from bisect import bisect_left, insort
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -31,6 +31,7 @@ from capacity.placement import (
     Ranked,
     Resource,
     Window,
+    scalar_capacity,
     validate_request,
 )
 
@@ -39,6 +40,7 @@ from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
 from .inline import Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
+from .sql import SCALAR_ROOM
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
 PLACER_LOCK_CLASS = 0x42455254  # "BERT"
@@ -65,18 +67,19 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug
    FOR UPDATE OF r SKIP LOCKED
 """
 
-# The batch's bookings and every node's scalars, as arrays (parsed in C) in one round trip.
-_LEDGER_SQL = """
-SELECT b.devices, b.starts, b.ends, s.nodes, s.names, s.allocatable, s.ratios, s.allocated
-  FROM (SELECT array_agg(device_id) AS devices,
-               array_agg((extract(epoch FROM lower(during)) * 1000)::bigint) AS starts,
-               array_agg((extract(epoch FROM upper(during)) * 1000)::bigint) AS ends
-          FROM capacity_devicebooking
-         WHERE during && %(during)s::tstzrange
-           AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE) AS b,
+# The batch's bookings and every node's scalars with their room, as arrays (parsed in C) in one
+# round trip.
+_LEDGER_SQL = f"""
+SELECT b.devices, b.starts, b.ends, s.nodes, s.names, s.allocatable, s.ratios, s.allocated, s.rooms
+  FROM (SELECT array_agg(device_id) AS devices, array_agg(lo) AS starts, array_agg(hi) AS ends
+          FROM (SELECT device_id, (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
+                       (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
+                  FROM capacity_devicebooking
+                 WHERE during && %(during)s::tstzrange
+                   AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE) AS w) AS b,
        (SELECT array_agg(r.node_id) AS nodes, array_agg(r.resource) AS names,
                array_agg(r.allocatable) AS allocatable, array_agg(r.ratio) AS ratios,
-               array_agg(r.allocated) AS allocated
+               array_agg(r.allocated) AS allocated, array_agg({SCALAR_ROOM}) AS rooms
           FROM inventory_noderesource r JOIN inventory_node n ON n.id = r.node_id
          WHERE n.pool_id = %(pool)s::bigint) AS s
 """
@@ -127,21 +130,51 @@ class BatchResult:
         return len(self.placed) + len(self.pending)
 
 
+class Scalars(Mapping[str, Mapping[str, Resource]]):
+    """Node name -> resource -> Resource, made the first time the planner asks for a node.
+
+    A batch reads every node's rows but plans a few nodes per request; the rows stay plain tuples
+    (allocatable, ratio, allocated) until then.
+    """
+
+    def __init__(self, rows: dict[str, dict[str, tuple[float, float, int]]]):
+        self.rows = rows
+        self._made: dict[str, dict[str, Resource]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Resource]:
+        made = self._made.get(name)
+        if made is None:
+            made = self._made[name] = {
+                r: Resource(a, ratio, n) for r, (a, ratio, n) in self.rows[name].items()
+            }
+        return made
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def claim(self, name: str, resource: str, amount: int) -> int:
+        """Add `amount` to a row's allocated; return its room afterwards."""
+        allocatable, ratio, allocated = self.rows[name][resource]
+        self.rows[name][resource] = (allocatable, ratio, allocated + amount)
+        self._made.pop(name, None)
+        return scalar_capacity(allocatable, ratio) - allocated - amount
+
+
 class Ledger:
     """A pool's bookings and scalars as one batch sees them: read once, then kept by its own plans."""
 
-    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], resources):
+    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], scalars: Scalars, room):
         self.index = index
-        # (start ms, end ms, device pk), by start; with the longest booking's length, a window's
+        # (start ms, end ms, device pk), sorted; with the longest booking's length, a window's
         # overlaps lie in one slice of the list (found by bisection), not all over it.
-        self.bookings = sorted(bookings)
+        self.bookings = bookings
         self.longest = max((e - s for s, e, _ in bookings), default=0)
-        self.resources: dict[str, dict[str, Resource]] = resources  # node name -> resource -> row
+        self.resources = scalars
         # resource -> node name -> room, kept with the rows: short() compares ints only.
-        self.room: dict[str, dict[str, int]] = defaultdict(dict)
-        for name, rows in resources.items():
-            for resource, row in rows.items():
-                self.room[resource][name] = row.room
+        self.room: dict[str, dict[str, int]] = room
 
     @classmethod
     def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
@@ -153,21 +186,28 @@ class Ledger:
             cur.execute(
                 _LEDGER_SQL, {"during": window_range(span), "low": low, "high": high, "pool": pool.pk}
             )
-            devices, starts, ends, nodes, names, allocatable, ratios, allocated = cur.fetchone()
+            devices, starts, ends, nodes, names, allocatable, ratios, allocated, rooms = cur.fetchone()
         device_node = index.device_node
-        bookings = [
+        bookings = sorted(
             (s, e, d)
             for s, e, d in zip(starts or (), ends or (), devices or (), strict=True)
             if d in device_node
-        ]
-        resources: dict[str, dict[str, Resource]] = defaultdict(dict)
+        )
+        rows: dict[str, dict[str, tuple[float, float, int]]] = defaultdict(dict)
+        room: dict[str, dict[str, int]] = defaultdict(dict)
         node_name = index.node_name
-        for node, name, a, r, n in zip(
-            nodes or (), names or (), allocatable or (), ratios or (), allocated or (), strict=True
+        for node, name, a, r, n, left in zip(
+            nodes or (),
+            names or (),
+            allocatable or (),
+            ratios or (),
+            allocated or (),
+            rooms or (),
+            strict=True,
         ):
-            if node in node_name:
-                resources[node_name[node]][name] = Resource(allocatable=a, ratio=r, allocated=n)
-        return cls(index, bookings, dict(resources))
+            rows[node_name[node]][name] = (a, r, n)
+            room[name][node_name[node]] = int(left)
+        return cls(index, bookings, Scalars(dict(rows)), room)
 
     def taken(self, window: Window) -> set[int]:
         """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
@@ -175,8 +215,8 @@ class Ledger:
         bookings = self.bookings
         first = bisect_left(bookings, (start - self.longest,))
         last = bisect_left(bookings, (end,))
-        booked = {d for _s, e, d in bookings[first:last] if e > start}
         index = self.index
+        booked = {d for _s, e, d in bookings[first:last] if e > start}
         taken = set(booked)
         if index.parent:
             for pk in booked:
@@ -208,13 +248,12 @@ class Ledger:
             else:
                 self.bookings.remove((w.start, w.end, pk))
         self.longest = max(self.longest, w.end - w.start)
-        rows = self.resources.setdefault(ranked.node_id, {})
+        rows = self.resources.rows.get(ranked.node_id, {})
         for resource, amount in request.resources.items():
             if amount > 0 and resource in rows:
-                row = rows[resource] = replace(
-                    rows[resource], allocated=rows[resource].allocated + sign * amount
+                self.room[resource][ranked.node_id] = self.resources.claim(
+                    ranked.node_id, resource, sign * amount
                 )
-                self.room[resource][ranked.node_id] = row.room
 
 
 def plan_from_ledger(
