@@ -4,11 +4,11 @@ A batch takes up to `max_batch` queued reservations of one pool, oldest first, s
 transaction holds, and only while it holds the pool's placer lock (an advisory lock: one placer per
 pool at a time). It plans them one after another against a ledger of the pool (the static index,
 the bookings of the batch's windows and every node's scalars, read once), each plan seeing the
-ones before it. Then it locks the tenants' quota rows and the pool row, in the spec's lock order,
-and sends every plan's guarded commit, each behind its own savepoint, in one pipeline. A lost race
-rolls back to that plan's savepoint; the request is planned again without the node (up to
-max_attempts) and the rest is sent again. Placed rows lose their Queued condition in the commit;
-the others become pending with their reason, and their quota is refunded.
+ones before it. Then it locks the pool row and sends every plan's guarded commit, each behind its
+own savepoint, in one pipeline. A lost race rolls back to that plan's savepoint; the request is
+planned again without the node (up to max_attempts) and the rest is sent again. Placed rows lose
+their Queued condition in the commit. The others become pending with their reason, and get their
+quota back, in a second short transaction, so the batch never holds a quota row.
 """
 
 from __future__ import annotations
@@ -84,17 +84,14 @@ SELECT b.devices, b.starts, b.ends, s.nodes, s.names, s.allocatable, s.ratios, s
          WHERE n.pool_id = %(pool)s::bigint) AS s
 """
 
-# Quota rows first (in the order charge() takes them), then the pool row: the spec's lock order.
-_LOCK_QUOTA_SQL = """
-SELECT count(*) FROM (SELECT id FROM capacity_quotausage WHERE tenant_id = ANY(%(tenants)s::bigint[])
-                       ORDER BY tenant_id, resource FOR UPDATE) AS q
-"""
 _LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE"
 
-_MARK_PENDING_SQL = """
+# Rows still queued become pending with their reason; the ones returned get their quota back.
+_SETTLE_SQL = f"""
 UPDATE capacity_reservation r SET conditions = c.conditions, updated_at = %(now)s::timestamptz
   FROM unnest(%(ids)s::bigint[], %(conditions)s::jsonb[]) AS c(id, conditions)
- WHERE r.id = c.id
+ WHERE r.id = c.id AND {QUEUED_SQL}
+RETURNING r.id
 """
 
 
@@ -288,18 +285,20 @@ def _pending(reason: str) -> list[dict]:
 
 
 def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = None) -> BatchResult:
-    """Place one batch of the pool's queued reservations in one transaction.
+    """Place one batch of the pool's queued reservations, then settle the ones that did not fit.
 
-    Returns an empty result when nothing is queued, or when another placer holds the pool.
+    Returns an empty result when nothing is queued, or when another placer holds the pool. The
+    batch's own transaction only places: it never touches quota rows, so it never holds up a
+    request being queued. Those left over stay queued (holding their quota) until a second, short
+    transaction marks them pending and refunds them, reservation rows first, as the lock order has it.
     """
     now = now or timezone.now()
-    result = BatchResult()
     with transaction.atomic():
         with prepared_cursor() as cur:
             cur.execute(_CLAIM_SQL, {"class": PLACER_LOCK_CLASS, "pool": pool_pk, "limit": config.max_batch})
             rows = cur.fetchall()
         if not rows:
-            return result
+            return BatchResult()
         pool = load_pool(rows[0][4])
         entries = [
             # Django's connection leaves jsonb as text for its fields to decode.
@@ -314,8 +313,15 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
             if any(e.fits or e.request.gang is not None for e in entries):
                 _lock(entries, pool)
                 _commit_all(entries, pool, config, ledger, now)
-        _finish(entries, now, result)
-    return result
+        placed = [e.pk for e in entries if e.committed]
+        if placed:
+            _notify(placed)
+    settled = _settle([e for e in entries if not e.committed], now)
+    return BatchResult(
+        placed=placed,
+        pending=[e.pk for e in entries if e.pk in settled],
+        lost=[reason for e in entries for reason in e.lost],
+    )
 
 
 def _plan_all(entries: list[Entry], pool: PoolRow, config: PlacerConfig) -> Ledger:
@@ -338,13 +344,10 @@ def _plan_entry(e: Entry, pool: PoolRow, config: PlacerConfig, ledger: Ledger) -
 
 
 def _lock(entries: list[Entry], pool: PoolRow) -> None:
-    """Lock the batch's quota rows, then the pool row; a pool archived meanwhile places nothing."""
-    tenants = sorted({e.tenant_pk for e in entries})
-    with connection.connection.pipeline(), prepared_cursor() as q, prepared_cursor() as p:
-        q.execute(_LOCK_QUOTA_SQL, {"tenants": tenants})
-        p.execute(_LOCK_POOL_SQL, {"pool": pool.pk})
-        q.fetchone()
-        (archived,) = p.fetchone()
+    """Lock the pool row for the commits; a pool archived meanwhile places nothing."""
+    with prepared_cursor() as cur:
+        cur.execute(_LOCK_POOL_SQL, {"pool": pool.pk})
+        (archived,) = cur.fetchone()
     if archived:
         for e in entries:
             if e.fits or e.request.gang is not None:
@@ -411,28 +414,39 @@ def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) 
         e.reason = outcome.reason
 
 
-def _finish(entries: list[Entry], now: datetime, result: BatchResult) -> None:
-    """Mark the unplaced pending with their reason, refund their quota, and tell waiters."""
-    pending = [e for e in entries if not e.committed]
-    refunds: dict[int, Counter[str]] = defaultdict(Counter)
-    for e in pending:
-        refunds[e.tenant_pk].update(quota.demand(e.request))
-    for tenant_pk in sorted(refunds):
-        quota.refund(tenant_pk, refunds[tenant_pk])
-    with connection.connection.pipeline(), prepared_cursor() as cur, connection.cursor() as notify:
-        if pending:
+def _settle(entries: list[Entry], now: datetime) -> set[int]:
+    """Mark these still-queued entries pending with their reason and refund them; return their pks.
+
+    A row that is no longer queued (released, or placed by another placer meanwhile) is left alone.
+    """
+    if not entries:
+        return set()
+    with transaction.atomic():
+        with prepared_cursor() as cur:
             cur.execute(
-                _MARK_PENDING_SQL,
+                _SETTLE_SQL,
                 {
                     "now": now,
-                    "ids": [e.pk for e in pending],
-                    "conditions": [json.dumps(_pending(e.reason)) for e in pending],
+                    "ids": [e.pk for e in entries],
+                    "conditions": [json.dumps(_pending(e.reason)) for e in entries],
                 },
             )
-        notify.execute("SELECT pg_notify(%s, %s)", [PLACED_CHANNEL, ",".join(str(e.pk) for e in entries)])
-    for e in entries:
-        (result.placed if e.committed else result.pending).append(e.pk)
-        result.lost.extend(e.lost)
+            settled = {row[0] for row in cur.fetchall()}
+        refunds: dict[int, Counter[str]] = defaultdict(Counter)
+        for e in entries:
+            if e.pk in settled:
+                refunds[e.tenant_pk].update(quota.demand(e.request))
+        for tenant_pk in sorted(refunds):
+            quota.refund(tenant_pk, refunds[tenant_pk])
+        if settled:
+            _notify(sorted(settled))
+    return settled
+
+
+def _notify(pks: list[int]) -> None:
+    """Tell waiters (at commit) that these reservations left the queue."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_notify(%s, %s)", [PLACED_CHANNEL, ",".join(map(str, pks))])
 
 
 def queued_pools() -> list[int]:

@@ -472,3 +472,32 @@ def test_a_release_that_arrives_while_the_batch_holds_the_row_waits_and_releases
     assert stored.status == "released"
     assert used() == 0
     assert Allocation.objects.get(reservation=reservation).released_at is not None
+
+
+def test_three_lost_races_in_a_batch_leave_it_pending_with_every_reason_and_refunded(
+    tenant, other_tenant, make_node
+):
+    from inventory.models import Device
+
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=2)
+
+    def break_a_gpu():
+        gpu = Device.objects.get(uuid="GPU-node-c-1")
+        gpu.healthy = False
+        gpu.save()  # through the model, so the rollup follows
+
+    actions = {
+        "node-a": steal("node-a", ["node-b", "node-c"]),
+        "node-b": lambda: nodes.cordon("node-b"),
+        "node-c": break_a_gpu,
+    }
+    reservation = queue(ask(2))
+    result = place_batch(reservation.pool_id, lease(plugins=(racer(actions),), top_n=1))
+    assert result.pending == [reservation.pk]
+    message = (
+        "Unschedulable after 3 conflicting attempts: an atom on node-a was booked concurrently; "
+        "node-b is no longer schedulable; an atom on node-c turned unhealthy or unbookable"
+    )
+    assert Reservation.objects.get(pk=reservation.pk).condition("Unschedulable")["message"] == message
+    assert used() == 0
