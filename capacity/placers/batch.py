@@ -456,10 +456,10 @@ def queued_pools() -> list[int]:
         return [row[0] for row in cur.fetchall()]
 
 
-def place_queued(config: PlacerConfig, *, pools: Iterable[int] | None = None) -> BatchResult:
-    """Place every queued reservation of these pools (default: all), batch after batch."""
+def place_queued(config: PlacerConfig) -> BatchResult:
+    """Place every queued reservation, pool by pool, batch after batch."""
     total = BatchResult()
-    for pool_pk in queued_pools() if pools is None else pools:
+    for pool_pk in queued_pools():
         while True:
             batch = place_batch(pool_pk, config)
             total.placed += batch.placed

@@ -140,29 +140,14 @@ class Sent:
     write: object
 
 
-def commit_member(
-    request: PlacementRequest,
-    ranked: Ranked,
-    pool: PoolRow,
-    index: NodeIndex,
-    owner: Owner,
-    *,
-    last: bool = True,
-    now: datetime | None = None,
-    savepoint: str | None = None,
-) -> Committed:
-    """Write one node's share of a plan in two statements, or raise LostRace for the caller to roll back.
+def commit_member(*args, **kwargs) -> Committed:
+    """Write one node's share of a plan (send_member's arguments) in one round trip.
 
-    `savepoint`, when given, is set first, in the same round trip. The last member of a plan also
-    marks the owning reservation placed (as of `now`). Raises ArchivedMeanwhile when the locked pool
-    row says archived.
+    Raise LostRace for the caller to roll back to the savepoint, or ArchivedMeanwhile when the
+    locked pool row says archived.
     """
-    # One round trip: the savepoint, the locks, then the writes. The writes run after the locks are
-    # granted whatever the lock statement found; when it found the node unschedulable or the pool
-    # archived, the caller rolls their work back to the savepoint.
     with connection.connection.pipeline():
-        sent = send_member(request, ranked, pool, index, owner, last=last, now=now, savepoint=savepoint)
-        return read_member(sent)
+        return read_member(send_member(*args, **kwargs))
 
 
 def send_member(
@@ -176,7 +161,12 @@ def send_member(
     now: datetime | None = None,
     savepoint: str | None = None,
 ) -> Sent:
-    """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline)."""
+    """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline).
+
+    `savepoint`, when given, is set first. The last member of a plan also marks the owning
+    reservation placed (as of `now`). The writes run after the locks are granted whatever the lock
+    statement found; read_member says what came up short, and the caller rolls back to the savepoint.
+    """
     node = ranked.node_id
     node_pk = index.node_pk[node]
     atoms = tuple(a for group in ranked.atoms for a in group)

@@ -155,11 +155,7 @@ def _build(pool: PoolRow) -> PoolIndex:
         topology_ceiling={v.id: topology_ceiling(v) for v in nodes.views},
         # An empty pool gets (0, 0): no device has key 0, and the range must not be empty.
         device_range=(min(device_node, default=0), max(device_node, default=0)),
-        single_class=(
-            next(iter(set(device_class.values())))
-            if device_class and len(device_class) == len(device_node) and len(set(device_class.values())) == 1
-            else None
-        ),
+        single_class=_single_class(device_class, device_node),
         generation=pool.generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
@@ -171,6 +167,14 @@ def _build(pool: PoolRow) -> PoolIndex:
         children=dict(children),
         totals=totals,
     )
+
+
+def _single_class(device_class: dict[int, str], device_node: dict[int, str]) -> str | None:
+    """Return the pool's one device class when every device is of it, healthy and bookable."""
+    classes = set(device_class.values())
+    if len(classes) == 1 and len(device_class) == len(device_node):
+        return classes.pop()
+    return None
 
 
 def topology_ceiling(view: NodeView) -> float:

@@ -94,6 +94,9 @@ def test_screenshot_of_a_booking_queued_for_the_pool_lease_placer(login, demo, s
     expect(result).to_contain_text("pending")
     expect(result).to_contain_text("Queued: queued for the pool's placer")
     shots(page, "booking-queued")
+    page.goto(f"{demo}/reservations/")
+    expect(page.locator("table")).to_contain_text("Queued: queued for the pool's placer")
+    shots(page, "reservations-queued")
     assert len(place_queued(placer_config()).placed) == 1
-    result.get_by_role("link").first.click()
-    expect(page.locator("body")).to_contain_text("placed")
+    page.reload()
+    expect(page.locator("table")).not_to_contain_text("Queued:")

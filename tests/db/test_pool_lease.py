@@ -16,10 +16,18 @@ from capacity import port, services
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, QuotaUsage, Reservation
 from capacity.placement import CapacityError, Window, validate_request
-from capacity.placers.batch import PLACER_LOCK_CLASS, Ledger, place_batch, place_queued, plan_from_ledger
+from capacity.placers.batch import (
+    PLACER_LOCK_CLASS,
+    QUEUED_CHANNEL,
+    Ledger,
+    place_batch,
+    place_queued,
+    plan_from_ledger,
+)
 from capacity.placers.index import pool_index
 from capacity.placers.inline import plan_request
 from capacity.placers.loader import load_pool
+from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
 
@@ -40,6 +48,28 @@ def queue(data, **kw):
 def used(resource="gpu", tenant="acme"):
     row = QuotaUsage.objects.filter(tenant__slug=tenant, resource=resource).first()
     return row.used if row else 0
+
+
+class Background:
+    """Run `target` in a thread on its own connection; errors are kept for the test to assert on."""
+
+    def __init__(self, target, *args):
+        self.errors: list[Exception] = []
+        self.thread = threading.Thread(target=self._run, args=(target, *args))
+        self.thread.start()
+
+    def _run(self, target, *args):
+        try:
+            target(*args)
+        except Exception as err:  # surfaced by join()
+            self.errors.append(err)
+        finally:
+            connection.close()
+
+    def join(self, timeout=30):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the background thread is stuck"
+        assert self.errors == []
 
 
 def test_reserve_answers_pending_with_a_queued_condition_and_charges_quota(tenant, make_node):
@@ -144,45 +174,31 @@ def test_a_pool_another_placer_holds_is_skipped(tenant, make_node, pool):
     held, release = threading.Event(), threading.Event()
 
     def hold():
-        try:
-            with transaction.atomic(), connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PLACER_LOCK_CLASS, pool.pk])
-                held.set()
-                release.wait(30)
-        finally:
-            connection.close()
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PLACER_LOCK_CLASS, pool.pk])
+            held.set()
+            release.wait(30)
 
-    holder = threading.Thread(target=hold)
-    holder.start()
+    holder = Background(hold)
     try:
         assert held.wait(30)
         assert len(place_batch(pool.pk, lease())) == 0
         assert services.is_queued(Reservation.objects.get(pk=reservation.pk))
     finally:
         release.set()
-        holder.join(30)
+        holder.join()
     assert place_batch(pool.pk, lease()).placed == [reservation.pk]
 
 
 def test_wait_holds_the_answer_until_the_batch_ran(tenant, make_node, pool):
     make_node("node-a", gpus=2)
     stop = threading.Event()
-
-    def placer():
-        try:
-            while not stop.is_set():
-                if not len(place_queued(lease())):
-                    time.sleep(0.01)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=placer)
-    worker.start()
+    worker = Background(lambda: serve(lease(), interval=None, stop=stop))
     try:
         reservation = queue({**ask(1), "wait": {"timeoutMs": 10_000}})
     finally:
         stop.set()
-        worker.join(30)
+        worker.join()
     assert reservation.status == "placed"
     assert services.allocations_of(reservation)[0]["nodeId"] == "node-a"
 
@@ -247,7 +263,7 @@ def test_run_placer_once_places_the_queue(tenant, make_node, settings):
 def test_queued_submitters_inline_clients_and_two_placers_race_without_double_booking(make_node):
     """
     3 nodes × 4 GPUs, 8 vcpu each; requests take 1 GPU and 2 vcpu: 12 placements in all. Four
-    clients queue, four book inline, two placer threads drain the queue, all at once.
+    clients queue, four book inline, two workers drain the queue, all at once.
     """
     from inventory.models import NodeLabel, NodeResource, Tenant
 
@@ -258,49 +274,31 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
         Tenant.objects.create(slug=f"t{i}", name=f"Tenant {i}")
     start = threading.Barrier(10)
     stop = threading.Event()
-    errors = []
-
     # The settings' random top-N pick, so placements spread as in production and still collide.
     batching = dataclasses.replace(placer_config(), placer="pool-lease")
 
     def client(i):
         cfg = batching if i < 4 else placer_config()
-        try:
-            start.wait()
-            for _ in range(3):
-                services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 2}), config=cfg)
-        except Exception as err:
-            errors.append(err)
-        finally:
-            connection.close()
+        start.wait()
+        for _ in range(3):
+            services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 2}), config=cfg)
 
     def placer():
-        try:
-            start.wait()
-            while not stop.is_set():
-                if not len(place_queued(batching)):
-                    time.sleep(0.005)
-        except Exception as err:
-            errors.append(err)
-        finally:
-            connection.close()
+        start.wait()
+        serve(batching, interval=None, stop=stop)
 
-    clients = [threading.Thread(target=client, args=(i,)) for i in range(8)]
-    placers = [threading.Thread(target=placer) for _ in range(2)]
-    for t in clients + placers:
-        t.start()
-    for t in clients:
-        t.join(120)
+    clients = [Background(client, i) for i in range(8)]
+    placers = [Background(placer) for _ in range(2)]
+    for c in clients:
+        c.join(120)
     deadline = time.monotonic() + 60
     while Reservation.objects.filter(conditions__contains=[{"type": "Queued"}]).exists():
-        assert errors == []
+        assert all(not p.errors for p in placers), [p.errors for p in placers]
         assert time.monotonic() < deadline, "the queue never drained"
         time.sleep(0.01)
     stop.set()
-    for t in placers:
-        t.join(60)
-    assert not any(t.is_alive() for t in clients + placers)
-    assert errors == []
+    for p in placers:
+        p.join(60)
     assert Reservation.objects.count() == 24
     assert Reservation.objects.filter(status="placed").count() == 12
     assert DeviceBooking.objects.count() == 12
@@ -399,34 +397,27 @@ def test_the_worker_wakes_as_soon_as_a_reservation_is_queued(tenant, make_node, 
 
     monkeypatch.setattr(worker, "STOP_POLL", 30.0)  # only the queue's notification wakes it in time
     make_node("node-a", gpus=2)
-    stop, rounds, errors = threading.Event(), [], []
+    stop, rounds = threading.Event(), []
+    thread = Background(lambda: worker.serve(lease(), interval=None, stop=stop, report=rounds.append))
 
-    def run():
-        try:
-            worker.serve(lease(), interval=None, stop=stop, report=rounds.append)
-        except Exception as err:
-            errors.append(err)
-        finally:
-            connection.close()
+    def placed_soon(reservation):
+        deadline = time.monotonic() + 5
+        while Reservation.objects.get(pk=reservation.pk).status != "placed":
+            assert time.monotonic() < deadline and not thread.errors, "the worker did not wake"
+            time.sleep(0.01)
 
-    thread = threading.Thread(target=run)
-    thread.start()
     try:
         deadline = time.monotonic() + 10
         while not rounds:  # the first round ran; the worker now waits on the channel
-            assert time.monotonic() < deadline and not errors, errors
+            assert time.monotonic() < deadline and not thread.errors, thread.errors
             time.sleep(0.01)
-        first = queue(ask(1))
-        while Reservation.objects.get(pk=first.pk).status != "placed":
-            assert time.monotonic() < deadline + 5, "the worker did not wake"
-            time.sleep(0.01)
+        placed_soon(queue(ask(1)))
+        placed_soon(queue(ask(1)))  # and again, after the wait that followed the first batch
     finally:
         stop.set()
-        last = queue(ask(1))  # wakes it once more: it places this one, finds nothing, and stops
-        thread.join(30)
-    assert not thread.is_alive()
-    assert errors == []
-    assert Reservation.objects.get(pk=last.pk).status == "placed"
+        with connection.cursor() as cur:  # wake it once more, to see the stop
+            cur.execute("SELECT pg_notify(%s, '')", [QUEUED_CHANNEL])
+        thread.join()
 
 
 def test_releasing_a_queued_reservation_refunds_its_quota_and_takes_it_off_the_queue(tenant, make_node):
@@ -447,27 +438,17 @@ def test_a_release_that_arrives_while_the_batch_holds_the_row_waits_and_releases
 
     make_node("node-a", gpus=2)
     reservation = queue(ask(2))
-    started, errors = [], []
-
-    def release():
-        try:
-            services.release(reservation.pk)
-        except Exception as err:
-            errors.append(err)
-        finally:
-            connection.close()
+    started = []
 
     def filter_(request, node):
         if not started:  # the batch holds the row now: this release must wait for its commit
-            started.append(threading.Thread(target=release))
-            started[0].start()
+            started.append(Background(services.release, reservation.pk))
             time.sleep(0.2)
         return True
 
     cfg = lease(plugins=(define_scheduler_plugin("releaser", filters=[{"id": "r", "filter": filter_}]),))
     assert place_batch(reservation.pool_id, cfg).placed == [reservation.pk]
-    started[0].join(30)
-    assert errors == []
+    started[0].join()
     stored = Reservation.objects.get(pk=reservation.pk)
     assert stored.status == "released"
     assert used() == 0
@@ -501,3 +482,30 @@ def test_three_lost_races_in_a_batch_leave_it_pending_with_every_reason_and_refu
     )
     assert Reservation.objects.get(pk=reservation.pk).condition("Unschedulable")["message"] == message
     assert used() == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"PLACER": "batch"}, "CAPACITY['PLACER'] must be one of inline, pool-lease, not 'batch'"),
+        ({"MAX_BATCH": 65}, "CAPACITY['MAX_BATCH'] must be between 1 and 64"),
+        ({"MAX_BATCH": 0}, "CAPACITY['MAX_BATCH'] must be between 1 and 64"),
+    ],
+)
+def test_an_unknown_placer_or_a_batch_past_64_stops_start_up(settings, change, message):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.CAPACITY = {**settings.CAPACITY, **change}
+    with pytest.raises(ImproperlyConfigured) as err:
+        placer_config()
+    assert str(err.value) == message
+
+
+def test_wait_inside_a_transaction_answers_at_once_the_row_not_yet_visible_to_the_placer(tenant, make_node):
+    make_node("node-a", gpus=2)
+    started = time.monotonic()
+    with transaction.atomic():
+        reservation = queue({**ask(1), "wait": {"timeoutMs": 5_000}})
+    assert time.monotonic() - started < 2
+    assert services.is_queued(reservation)
+    place_queued(lease())
