@@ -2,7 +2,15 @@
 
 from django.contrib import admin
 
-from .models import Allocation, DeviceBooking, PoolCapacityRollup, Quota, QuotaUsage, Reservation
+from .models import (
+    Allocation,
+    DeviceBooking,
+    PoolCapacityRollup,
+    Quota,
+    QuotaCharge,
+    Reservation,
+    ScalarClaim,
+)
 
 
 @admin.register(Quota)
@@ -12,12 +20,20 @@ class QuotaAdmin(admin.ModelAdmin):
     search_fields = ["tenant__slug", "resource"]
 
 
-@admin.register(QuotaUsage)
-class QuotaUsageAdmin(admin.ModelAdmin):
-    list_display = ["tenant", "resource", "used"]
+@admin.register(QuotaCharge)
+class QuotaChargeAdmin(admin.ModelAdmin):
+    list_display = ["tenant", "resource", "amount", "during", "reservation"]
     list_filter = ["resource"]
     search_fields = ["tenant__slug", "resource"]
-    readonly_fields = ["tenant", "resource", "used"]
+    readonly_fields = ["tenant", "reservation", "resource", "amount", "during"]
+
+
+@admin.register(ScalarClaim)
+class ScalarClaimAdmin(admin.ModelAdmin):
+    list_display = ["node", "resource", "amount", "during", "allocation"]
+    list_filter = ["resource"]
+    search_fields = ["node__name", "resource"]
+    readonly_fields = ["allocation", "node", "resource", "amount", "during"]
 
 
 class AllocationInline(admin.TabularInline):
@@ -81,7 +97,6 @@ class PoolCapacityRollupAdmin(admin.ModelAdmin):
         "pool",
         "device_class",
         "total",
-        "allocated",
         "excluded",
         "maintenance",
         "provisioning",
@@ -93,7 +108,6 @@ class PoolCapacityRollupAdmin(admin.ModelAdmin):
         "pool",
         "device_class",
         "total",
-        "allocated",
         "excluded",
         "maintenance",
         "provisioning",

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from django.db import connection
 from django.db.models import Q
 
-from inventory.models import NodeResource, Pool
+from inventory.models import Pool
 
 from . import quota
-from .models import Allocation, QuotaUsage, Reservation
+from .models import Allocation, QuotaCharge, Reservation, ScalarClaim
 from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
 from .services import stored_request
@@ -35,45 +33,78 @@ def rollup_drift() -> list[str]:
 
 
 def scalar_drift() -> list[str]:
-    """Compare node_resources.allocated with the claims of unreleased allocations."""
-    claimed: dict[tuple[int, str], int] = defaultdict(int)
-    for node_id, resources in Allocation.objects.filter(released_at__isnull=True).values_list(
-        "node_id", "resources"
+    """Compare scalar claims with their allocations: a live one claims its resources over its window.
+
+    A released allocation's claims end by its release. Every claim is on a resource its node has.
+    """
+    want: dict[tuple[int, str], tuple[int, object, object]] = {}
+    released: dict[int, object] = {}
+    for pk, resources, start, end, released_at in Allocation.objects.values_list(
+        "pk", "resources", "starts_at", "ends_at", "released_at"
     ):
+        if released_at is not None:
+            released[pk] = released_at
+            continue
         for resource, amount in (resources or {}).items():
-            claimed[(node_id, resource)] += amount
+            if amount:
+                want[(pk, resource)] = (amount, start, end)
     lines = []
-    rows = NodeResource.objects.values_list("node_id", "node__name", "resource", "allocated")
-    seen = set()
-    for node_id, name, resource, allocated in rows:
-        seen.add((node_id, resource))
-        if claimed.get((node_id, resource), 0) != allocated:
+    have = {}
+    for pk, resource, amount, during in ScalarClaim.objects.values_list(
+        "allocation_id", "resource", "amount", "during"
+    ):
+        if pk in released:
+            if during.upper > max(released[pk], during.lower):
+                lines.append(f"scalar allocation {pk}/{resource}: claimed past its release")
+            continue
+        have[(pk, resource)] = (amount, during.lower, during.upper)
+    for key in sorted(set(want) | set(have)):
+        if want.get(key) != have.get(key):
             lines.append(
-                f"scalar {name}/{resource}: allocated {allocated}, claimed {claimed.get((node_id, resource), 0)}"
+                f"scalar allocation {key[0]}/{key[1]}: claimed {have.get(key)}, allocated {want.get(key)}"
             )
-    lines += [
-        f"scalar node {n}/{r}: claimed {v} but the node has no such resource"
-        for (n, r), v in claimed.items()
-        if (n, r) not in seen and v
-    ]
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT c.id, c.resource FROM capacity_scalarclaim c
+                WHERE NOT EXISTS (SELECT 1 FROM inventory_noderesource r
+                                   WHERE r.node_id = c.node_id AND r.resource = c.resource)"""
+        )
+        lines += [f"scalar claim {pk}: the node has no resource {r}" for pk, r in cur.fetchall()]
     return lines
 
 
 def quota_drift() -> list[str]:
-    """Compare quota usage with what placed and queued reservations hold (queued: charged at admission)."""
-    held: dict[tuple[int, str], int] = defaultdict(int)
-    placed = Reservation.objects.filter(Q(status=Reservation.Status.PLACED) | QUEUED).only(
-        "pk", "tenant_id", "request"
+    """Compare quota charges with the reservations that hold quota (placed, or queued at admission).
+
+    Each such reservation is charged its demand over its window; a pending one holds nothing; a
+    released one's charges end by its release.
+    """
+    want: dict[tuple[int, str], tuple[int, object, object]] = {}
+    holding = Reservation.objects.filter(Q(status=Reservation.Status.PLACED) | QUEUED).only(
+        "pk", "request", "starts_at", "ends_at"
     )
-    for reservation in placed:
-        tenant_id = reservation.tenant_id
+    for reservation in holding:
         for resource, amount in quota.demand(stored_request(reservation)).items():
-            held[(tenant_id, resource)] += amount
+            want[(reservation.pk, resource)] = (amount, reservation.starts_at, reservation.ends_at)
+    state = dict(Reservation.objects.values_list("pk", "status"))
+    released_at = dict(
+        Reservation.objects.filter(status=Reservation.Status.RELEASED).values_list("pk", "released_at")
+    )
     lines = []
-    used = {(t, r): u for t, r, u in QuotaUsage.objects.values_list("tenant_id", "resource", "used")}
-    for key in sorted(set(held) | set(used)):
-        if held.get(key, 0) != used.get(key, 0):
-            lines.append(f"quota tenant {key[0]}/{key[1]}: used {used.get(key, 0)}, held {held.get(key, 0)}")
+    have = {}
+    for pk, resource, amount, during in QuotaCharge.objects.values_list(
+        "reservation_id", "resource", "amount", "during"
+    ):
+        if state.get(pk) == Reservation.Status.RELEASED:
+            if during.upper > max(released_at[pk], during.lower):
+                lines.append(f"quota reservation {pk}/{resource}: charged past its release")
+            continue
+        have[(pk, resource)] = (amount, during.lower, during.upper)
+    for key in sorted(set(want) | set(have)):
+        if want.get(key) != have.get(key):
+            lines.append(
+                f"quota reservation {key[0]}/{key[1]}: charged {have.get(key)}, holds {want.get(key)}"
+            )
     return lines
 
 

@@ -20,13 +20,15 @@ from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, 
 from . import services
 from .audit import audit, booking_drift
 from .conf import placer_config
-from .models import Allocation, DeviceBooking, QuotaUsage, Reservation
+from .models import Allocation, DeviceBooking, Quota, Reservation
+from .models.quota import DEFAULT_RESOURCE
 from .models.reservations import QUEUED
 from .placers.batch import place_queued
 from .placers.inline import POOL_LEASE
 from .rollups import refresh_rollups
 from .worker import serve
 
+BENCH_QUOTA = 1_000_000_000
 SIZES = (1, 2, 4, 8)
 SIZE_WEIGHTS = (0.4, 0.3, 0.2, 0.1)
 
@@ -43,7 +45,9 @@ def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
     site, _ = Site.objects.get_or_create(slug="bench", defaults={"name": "Benchmark"})
     pool, _ = Pool.objects.get_or_create(slug=slug, defaults={"name": f"Benchmark {nodes}", "site": site})
     for i in range(max(clients, 1)):
-        Tenant.objects.get_or_create(slug=f"bench-{i}", defaults={"name": f"Bench tenant {i}"})
+        tenant, _ = Tenant.objects.get_or_create(slug=f"bench-{i}", defaults={"name": f"Bench tenant {i}"})
+        # Quota is checked on every placement; the benchmark's tenants get a default no run reaches.
+        Quota.objects.get_or_create(tenant=tenant, resource=DEFAULT_RESOURCE, defaults={"limit": BENCH_QUOTA})
     with connection.cursor() as cur:
         # The last run's statistics predate its bookings; planned on them, the deletes below took
         # minutes on the PostgreSQL 15 server.
@@ -54,8 +58,7 @@ def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
         Allocation.objects.filter(node__pool=pool).delete()
         Allocation.objects.filter(reservation__in=reservations).delete()
         reservations.delete()
-        NodeResource.objects.filter(node__pool=pool).update(allocated=0)
-        QuotaUsage.objects.filter(tenant__slug__startswith="bench-").delete()
+        # Quota charges and scalar claims go with their reservations and allocations.
     existing = Node.objects.filter(pool=pool).count()
     batch = range(existing, nodes)
     for i in progress(batch) if progress else batch:

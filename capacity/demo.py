@@ -153,7 +153,8 @@ def build_people() -> dict[str, Tenant]:
         tenants[slug], _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
         user = _user(slug, staff=False)
         tenants[slug].users.add(user)
-        for resource, limit in (("gpu", 128), ("vcpu", 4096), ("memoryGiB", 32768)):
+        # "*" is the default for every other resource, such as each MIG slice class.
+        for resource, limit in (("gpu", 128), ("vcpu", 4096), ("memoryGiB", 32768), ("*", 32)):
             Quota.objects.get_or_create(tenant=tenants[slug], resource=resource, defaults={"limit": limit})
     operator = _user("operator", staff=True)
     operator.groups.add(operators)

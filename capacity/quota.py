@@ -1,14 +1,37 @@
-"""Quota: charged before placement, refunded before release; the usage rows are locked first."""
+"""Quota: the most a tenant holds at any one instant, per device class and per scalar.
+
+A reservation is charged before placement with one `QuotaCharge` row per resource over its window.
+A charge is admitted when, at every instant of its window, the tenant's charges then plus the
+request stay within each limit. Limits come from the tenant's `Quota` row for the resource, else
+its default row (`resource = "*"`); a resource with neither is refused, never unlimited.
+
+Charging takes the tenant's quota lock first (a transaction-scoped advisory lock: the spec's
+`quota_usage` step, before pools and nodes) and then checks and inserts in one guarded statement
+that inserts nothing when any limit would be passed: a refused charge changes nothing. The
+guarded statement runs after the lock is granted, so its snapshot sees every charge committed by
+the transaction it waited for. Refunds end the reservation's charges (running ones are cut short,
+future ones go) and need no lock: they only lower what a later check sees.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
 
-from capacity.placement import CapacityError, PlacementRequest
+from capacity.placement import CapacityError, PlacementRequest, Window
 from capacity.placement.errors import QUOTA_EXCEEDED
-from capacity.placers.db import prepared_cursor
+
+from .models.quota import DEFAULT_RESOURCE
+from .placers.db import prepared_cursor
+from .placers.loader import window_range
+from .placers.sql import peak_sql
+
+# pg_advisory_xact_lock(class, tenant): keeps the tenant locks apart from the placer's pool locks.
+QUOTA_LOCK_CLASS = 0x51554F54  # "QUOT"
+QUOTA_EXCEEDED_REASON = "QuotaExceeded"
 
 
 def demand(request: PlacementRequest) -> dict[str, int]:
@@ -22,54 +45,150 @@ def demand(request: PlacementRequest) -> dict[str, int]:
     return {k: v for k, v in amounts.items() if v}
 
 
-# The charge as a fragment for a statement that charges along with other writes: rows locked in
-# resource order; each returns (resource, used, limit).
-CHARGE_CTE = """
-INSERT INTO capacity_quotausage (tenant_id, resource, used)
-SELECT %(tenant)s::bigint, r, n FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
- WHERE {condition}
- ORDER BY r
-ON CONFLICT (tenant_id, resource) DO UPDATE SET used = capacity_quotausage.used + EXCLUDED.used
-RETURNING resource, used,
-          (SELECT q."limit" FROM capacity_quota q
-            WHERE q.tenant_id = capacity_quotausage.tenant_id AND q.resource = capacity_quotausage.resource)
-          AS quota_limit
+LOCK_SQL = "SELECT pg_advisory_xact_lock(%(class)s::int, %(tenant)s::int)"
+
+# Per requested resource: its limit (own row, else the default row) and the most the tenant's
+# charges hold at any instant of the window (a running sum over start and end events, ends first
+# at equal instants, as capacity.placement.timeline.peak computes it).
+PEAKS_SQL = f"""
+SELECT d.r, d.n,
+       coalesce((SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = d.r),
+                (SELECT q."limit" FROM capacity_quota q
+                  WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = '{DEFAULT_RESOURCE}')) AS lim,
+       {peak_sql("capacity_quotacharge", "tenant_id", "%(tenant)s::bigint", "d.r", "%(during)s::tstzrange")} AS used
+  FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
+"""
+
+CHARGE_SQL = f"""
+WITH l AS MATERIALIZED ({PEAKS_SQL}),
+ok AS (SELECT NOT EXISTS (SELECT 1 FROM l WHERE l.lim IS NULL OR l.used + l.n > l.lim) AS ok),
+ins AS (
+  INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
+  SELECT %(tenant)s::bigint, %(reservation)s::bigint, l.r, l.n, %(during)s::tstzrange
+    FROM l WHERE (SELECT ok FROM ok)
+  RETURNING 1
+)
+SELECT l.r, l.n, l.used, l.lim, (SELECT count(*) FROM ins) FROM l ORDER BY l.r
 """
 
 
-def charge(tenant_pk: int, tenant_slug: str, amounts: Mapping[str, int]) -> None:
-    """Add `amounts` to the tenant's usage in one statement (rows locked in resource order).
+def charge(
+    tenant_pk: int, tenant_slug: str, reservation_pk: int, amounts: Mapping[str, int], window: Window
+) -> None:
+    """Charge a reservation's `amounts` over `window` under the tenant's quota lock, or refuse.
 
-    Refuse, naming the first resource past its limit, when a quota limit is exceeded.
+    Refused (QUOTA_EXCEEDED, naming the first resource past its limit) when at some instant of the
+    window the tenant would hold more than a limit; then nothing is written.
     """
     if not amounts:
         return
     names = sorted(amounts)
-    with prepared_cursor() as cur:
-        cur.execute(
-            CHARGE_CTE.format(condition="true"),
-            {"tenant": tenant_pk, "resources": names, "amounts": [amounts[r] for r in names]},
-        )
+    params = {
+        "class": QUOTA_LOCK_CLASS,
+        "tenant": tenant_pk,
+        "reservation": reservation_pk,
+        "resources": names,
+        "amounts": [amounts[r] for r in names],
+        "during": window_range(window),
+    }
+    # Two statements in one round trip: the check's snapshot is taken once the lock is held.
+    with connection.connection.pipeline():
+        lock, cur = prepared_cursor(), prepared_cursor()
+        lock.execute(LOCK_SQL, params)
+        cur.execute(CHARGE_SQL, params)
         rows = cur.fetchall()
-    check(tenant_slug, amounts, rows)
+        lock.close()
+        cur.close()
+    check(tenant_slug, rows)
 
 
-def check(tenant_slug: str, amounts: Mapping[str, int], rows) -> None:
-    """Refuse, naming the first resource past its limit, when a charge's rows exceed a quota."""
-    for resource, used, limit in sorted(rows):
-        if limit is not None and used > limit:
+def check(tenant_slug: str, rows: Iterable[tuple[str, int, int, int | None, int]]) -> None:
+    """Refuse, naming the first resource past its limit, when a charge's rows say it was refused.
+
+    Each row is (resource, requested, peak used in the window, limit or None, rows inserted).
+    """
+    rows = sorted(rows)
+    if not rows or rows[0][4]:
+        return
+    for resource, requested, used, limit, _inserted in rows:
+        if limit is None:
             raise CapacityError(
                 QUOTA_EXCEEDED,
-                f"quota exceeded for {tenant_slug}: {resource} {used - amounts[resource]} used"
-                f" + {amounts[resource]} requested > limit {limit}",
+                f"quota exceeded for {tenant_slug}: no quota for {resource} (an operator sets one,"
+                f" or a default with resource '{DEFAULT_RESOURCE}')",
+            )
+        if used + requested > limit:
+            raise CapacityError(
+                QUOTA_EXCEEDED,
+                f"quota exceeded for {tenant_slug}: {resource} {used} used + {requested} requested"
+                f" > limit {limit}",
             )
 
 
-def refund(tenant_pk: int, amounts: Mapping[str, int]) -> None:
-    """Subtract `amounts` from the tenant's usage, in resource order."""
+def refund(reservation_pks: Iterable[int], now: datetime | None = None) -> None:
+    """End the charges of these reservations: all of them, or with `now` what lies after it.
+
+    Running charges are cut short at `now`; charges that start at or after it go.
+    """
+    pks = sorted(set(reservation_pks))
+    if not pks:
+        return
     with connection.cursor() as cur:
-        for resource in sorted(amounts):
-            cur.execute(
-                "UPDATE capacity_quotausage SET used = used - %s WHERE tenant_id = %s AND resource = %s",
-                [amounts[resource], tenant_pk, resource],
-            )
+        if now is None:
+            cur.execute("DELETE FROM capacity_quotacharge WHERE reservation_id = ANY(%s)", [pks])
+            return
+        cur.execute(
+            "DELETE FROM capacity_quotacharge WHERE reservation_id = ANY(%s) AND lower(during) >= %s",
+            [pks, now],
+        )
+        cur.execute(
+            """UPDATE capacity_quotacharge SET during = tstzrange(lower(during), %s, '[)')
+                WHERE reservation_id = ANY(%s) AND upper(during) > %s""",
+            [now, pks, now],
+        )
+
+
+@dataclass(frozen=True)
+class Use:
+    """One resource of a tenant over a window: its limit, the peak held, and what is held now."""
+
+    resource: str
+    limit: int | None
+    peak: int
+    now: int
+    default: bool  # the limit is the tenant's default row
+
+
+def report(tenant_pk: int, window: Window, now: datetime) -> list[Use]:
+    """Return the tenant's peak use against each limit over `window`, resources in name order.
+
+    Lists every resource with a limit or a charge in the window; `now` is what is held at that time.
+    The default row, when there is one, comes last as resource "*".
+    """
+    during = window_range(window)
+    with connection.cursor() as cur:
+        cur.execute('SELECT resource, "limit" FROM capacity_quota WHERE tenant_id = %s', [tenant_pk])
+        limits = dict(cur.fetchall())
+        cur.execute(
+            "SELECT DISTINCT resource FROM capacity_quotacharge WHERE tenant_id = %s AND during && %s",
+            [tenant_pk, during],
+        )
+        names = sorted(({r for (r,) in cur.fetchall()} | set(limits)) - {DEFAULT_RESOURCE})
+        cur.execute(
+            PEAKS_SQL,
+            {"tenant": tenant_pk, "resources": names, "amounts": [0] * len(names), "during": during},
+        )
+        peaks = {r: used for r, _n, _lim, used in cur.fetchall()}
+        cur.execute(
+            """SELECT resource, sum(amount) FROM capacity_quotacharge
+                WHERE tenant_id = %s AND during @> %s::timestamptz GROUP BY resource""",
+            [tenant_pk, now],
+        )
+        held_now = dict(cur.fetchall())
+    default = limits.get(DEFAULT_RESOURCE)
+    uses = [
+        Use(r, limits.get(r, default), int(peaks[r]), int(held_now.get(r, 0)), r not in limits) for r in names
+    ]
+    if default is not None:
+        uses.append(Use(DEFAULT_RESOURCE, default, 0, 0, True))
+    return uses

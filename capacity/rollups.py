@@ -1,8 +1,11 @@
-"""Pool capacity rollups: recomputed from the live rows, or audited against them.
+"""Pool capacity: the inventory rollups, and what is booked read from the bookings at a time.
 
-`allocated` counts bookings of unreleased allocations; the buckets count atoms on nodes that the
-eligibility table puts in that bucket (the first matching row wins), and atoms that are unhealthy
-or unbookable on otherwise usable nodes count as `unhealthy`.
+The rollups hold inventory only: `total` atoms per class (a GPU split into MIG slices is not an
+atom, its slices are) and the buckets, atoms on nodes that the eligibility table puts in that
+bucket (the first matching row wins); atoms that are unhealthy or unbookable on otherwise usable
+nodes count as `unhealthy`. What is booked is never kept by deltas: `booked_counts` reads it from
+the bookings for a given instant, so an ended booking stops counting at its end without any
+process running.
 """
 
 from django.db import connection
@@ -10,7 +13,7 @@ from django.db import connection
 from .models import PoolCapacityRollup
 
 BUCKETS = ("excluded", "maintenance", "provisioning", "unreachable", "unhealthy")
-COUNTERS = ("total", "allocated", *BUCKETS)
+COUNTERS = ("total", *BUCKETS)
 
 # Mirrors capacity.placement's eligibility table, row for row, for whole pools at once.
 _BUCKET_SQL = """
@@ -31,20 +34,60 @@ END
 
 _COMPUTE_SQL = f"""
 SELECT n.pool_id, d.device_class, count(*) AS total,
-       coalesce(sum(b.booked), 0)::int AS allocated,
        {", ".join(f"count(*) FILTER (WHERE bucket = '{b}') AS {b}" for b in BUCKETS)}
   FROM inventory_device d
   JOIN inventory_node n ON n.id = d.node_id
   JOIN inventory_pool p ON p.id = n.pool_id
   CROSS JOIN LATERAL (SELECT {_BUCKET_SQL} AS bucket) k
-  LEFT JOIN LATERAL (
-        SELECT count(*) AS booked FROM capacity_devicebooking db
-          JOIN capacity_allocation a ON a.id = db.allocation_id
-         WHERE db.device_id = d.id AND a.released_at IS NULL
-  ) b ON true
- WHERE n.pool_id = ANY(%s)
+ WHERE n.pool_id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM inventory_device c WHERE c.parent_id = d.id)
  GROUP BY n.pool_id, d.device_class
 """
+
+
+# Per atom (split GPUs are not atoms): booked at the instant, free then but booked later, and free
+# (in no bucket, not booked) then. A booked split GPU books its slices too, so counting atoms' own
+# bookings counts silicon once.
+_LIVE_SQL = f"""
+SELECT n.pool_id, d.device_class,
+       count(*) FILTER (WHERE now_.booked),
+       count(*) FILTER (WHERE NOT now_.booked AND later.booked),
+       count(*) FILTER (WHERE NOT now_.booked AND k.bucket IS NULL)
+  FROM inventory_device d
+  JOIN inventory_node n ON n.id = d.node_id
+  JOIN inventory_pool p ON p.id = n.pool_id
+  CROSS JOIN LATERAL (SELECT {_BUCKET_SQL} AS bucket) k
+  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM capacity_devicebooking b
+                                      WHERE b.device_id = d.id AND b.during @> %(now)s::timestamptz) AS booked) now_
+  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM capacity_devicebooking b
+                                      WHERE b.device_id = d.id AND lower(b.during) > %(now)s::timestamptz) AS booked) later
+ WHERE n.pool_id = ANY(%(pools)s) AND NOT EXISTS (SELECT 1 FROM inventory_device c WHERE c.parent_id = d.id)
+ GROUP BY n.pool_id, d.device_class
+"""
+
+
+def capacity_by_pool(pool_ids: list[int], now) -> dict[int, list[dict]]:
+    """Return pool pk -> its device classes in name order, each as counts at `now`.
+
+    Each holds `class`, `total`, `allocated` (atoms booked at `now`), `bookedLater` (free at `now`,
+    booked later), `free` (booked by nobody at `now` and in no bucket) and the buckets.
+    """
+    with connection.cursor() as cur:
+        cur.execute(_LIVE_SQL, {"pools": list(pool_ids), "now": now})
+        live = {(p, c): (booked, later, free) for p, c, booked, later, free in cur.fetchall()}
+    result: dict[int, list[dict]] = {pk: [] for pk in pool_ids}
+    for (pool_id, device_class), counts in sorted(stored_rollups(pool_ids).items()):
+        booked, later, free = live.get((pool_id, device_class), (0, 0, 0))
+        result[pool_id].append(
+            {
+                "class": device_class,
+                "total": counts["total"],
+                "allocated": booked,
+                "bookedLater": later,
+                "free": free,
+                **{b: counts[b] for b in BUCKETS},
+            }
+        )
+    return result
 
 
 def compute_rollups(pool_ids: list[int]) -> dict[tuple[int, str], dict[str, int]]:
@@ -72,3 +115,14 @@ def refresh_rollups(pool_ids: list[int]) -> None:
     gone = [key for key in stored if key not in computed]
     for pool_id, device_class in gone:
         PoolCapacityRollup.objects.filter(pool_id=pool_id, device_class=device_class).delete()
+
+
+def claimed_at(node_ids: list[int], now) -> dict[tuple[int, str], int]:
+    """Return (node pk, resource) -> the scalar amount claimed at `now`."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT node_id, resource, sum(amount) FROM capacity_scalarclaim
+                WHERE node_id = ANY(%s) AND during @> %s::timestamptz GROUP BY node_id, resource""",
+            [list(node_ids), now],
+        )
+        return {(n, r): int(v) for n, r, v in cur.fetchall()}

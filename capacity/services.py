@@ -2,8 +2,9 @@
 
 reserve: validate (INVALID_INPUT before any lock) → tenant, pool and idempotency → admit hooks →
 quota charged → the placer → placed, or pending with the reason in an `Unschedulable` condition.
-Lock order in every transaction: reservation → quota_usage → pools → nodes → devices →
-node_resources → pool_capacity_rollup.
+Lock order in every transaction: reservation → the tenant's quota lock → pools → nodes → devices →
+node_resources. Quota, scalar room and capacity are rows over time (capacity.quota, ScalarClaim,
+capacity.rollups), never counters.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import dataclasses
 import json
 import re
 import time
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,9 +26,11 @@ from capacity.placement import (
     FORBIDDEN,
     INVALID_INPUT,
     NOT_FOUND,
+    QUOTA_EXCEEDED,
     CapacityError,
     PlacementRequest,
     Plan,
+    Window,
     run_admit,
     validate_request,
 )
@@ -39,10 +41,11 @@ from .conf import placer_config
 from .models import Allocation, DeviceBooking, Reservation
 from .models.reservations import QUEUED, QUEUED_CONDITION
 from .placers.batch import PLACED_CHANNEL, QUEUED_CHANNEL
-from .placers.commit import Owner, apply_rollup_delta
+from .placers.commit import Owner
 from .placers.db import Listener, prepared_cursor
 from .placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
 from .placers.loader import PoolRow, load_tenant_and_pool, may_use, to_datetime
+from .quota import QUOTA_EXCEEDED_REASON
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -202,6 +205,38 @@ def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, P
     return tenant, pool
 
 
+# A quota report covers a week from now unless the caller names a window.
+QUOTA_REPORT_WINDOW = timedelta(days=7)
+
+
+def quota_report(
+    tenant_slug: str,
+    *,
+    scope: Scope = EVERYONE,
+    start: object = None,
+    end: object = None,
+    now: datetime | None = None,
+) -> tuple[Tenant, int, int, list[quota.Use]]:
+    """Return the tenant, the window (epoch ms) and its peak use against each limit in that window.
+
+    The window defaults to a week from now; `start` and `end` are epoch milliseconds or ISO 8601
+    times, and the window obeys the 366-day limit bookings do.
+    """
+    now = now or timezone.now()
+    tenant = Tenant.objects.filter(slug=tenant_slug).first() if isinstance(tenant_slug, str) else None
+    if tenant is None or not scope.allows(tenant.slug):
+        raise CapacityError(NOT_FOUND, f"no tenant {tenant_slug}")
+    first = _epoch_ms(start, "start") if start is not None else int(now.timestamp() * 1000)
+    last = (
+        _epoch_ms(end, "end") if end is not None else first + int(QUOTA_REPORT_WINDOW.total_seconds() * 1000)
+    )
+    if last <= first:
+        raise CapacityError(INVALID_INPUT, "end must be after start")
+    if last - first > MAX_DURATION.total_seconds() * 1000:
+        raise CapacityError(INVALID_INPUT, "the window must be at most 366d")
+    return tenant, first, last, quota.report(tenant.pk, Window(first, last), now)
+
+
 def pool_allows(pool: Pool, tenant: Tenant) -> bool:
     """Return whether the tenant may use the pool (the same rule the placer's PoolRow applies)."""
     return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
@@ -216,10 +251,10 @@ def pools_for(scope: Scope):
     return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
 
 
-def _set_pending(reservation: Reservation, reason: str) -> None:
+def _set_pending(reservation: Reservation, reason: str, kind: str = NO_FIT) -> None:
     reservation.status = Reservation.Status.PENDING
     reservation.conditions = [
-        {"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason},
+        {"type": UNSCHEDULABLE, "status": "True", "reason": kind, "message": reason},
     ]
 
 
@@ -230,9 +265,12 @@ def _apply(
     config: PlacerConfig,
     pool: PoolRow | None = None,
 ) -> Outcome:
-    """Charge quota, place, and record the outcome on the reservation (in the caller's transaction)."""
+    """Charge quota, place, and record the outcome on the reservation (in the caller's transaction).
+
+    A refused charge raises QUOTA_EXCEEDED having written nothing.
+    """
     amounts = quota.demand(request)
-    quota.charge(tenant.pk, tenant.slug, amounts)
+    quota.charge(tenant.pk, tenant.slug, reservation.pk, amounts, request.during)
     stamp = timezone.now()
     owner = Owner(reservation_pk=reservation.pk)
     outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
@@ -243,7 +281,7 @@ def _apply(
         reservation.updated_at = stamp
     else:
         # A pending reservation holds no quota; a retry charges it again.
-        quota.refund(tenant.pk, amounts)
+        quota.refund([reservation.pk])
         _set_pending(reservation, outcome.reason)
         reservation.save(update_fields=["status", "conditions", "updated_at"])
     return outcome
@@ -293,11 +331,7 @@ def reserve(
             "starts_at": to_datetime(request.during.start),
             "ends_at": to_datetime(request.during.end),
         }
-        # Queued: quota is charged at admission, with the row; the batch refunds it if the
-        # request ends up pending.
-        reservation = _insert_reservation(
-            fields, queued=queue, amounts=quota.demand(request) if queue else None
-        )
+        reservation = _insert_reservation(fields, queued=queue)
         if reservation is None:
             # A concurrent request with the same key committed first: answer with its reservation.
             existing = _idempotent(tenant, key, data)
@@ -305,7 +339,13 @@ def reserve(
                 raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
             return ReserveResult(existing, created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
-        outcome = Outcome("queued") if queue else _apply(reservation, tenant, request, config, pool)
+        if queue:
+            # Queued: quota is charged at admission; the batch refunds it if the request ends up
+            # pending. A refusal rolls the row back with it.
+            quota.charge(tenant.pk, tenant.slug, reservation.pk, quota.demand(request), request.during)
+            outcome = Outcome("queued")
+        else:
+            outcome = _apply(reservation, tenant, request, config, pool)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -338,8 +378,7 @@ def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
             placed.wait(remaining)
 
 
-# A queued row is charged its quota and wakes the placer (at commit) in the same statement; the
-# reservation row comes first, as the lock order has it.
+# A queued row wakes the placer (at commit) in the same statement.
 _INSERT_RESERVATION_SQL = f"""
 WITH r AS (
   INSERT INTO capacity_reservation
@@ -350,22 +389,18 @@ WITH r AS (
           %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
   ON CONFLICT DO NOTHING
   RETURNING id, pool_id
-), charged AS ({quota.CHARGE_CTE.format(condition="%(queued)s::boolean AND EXISTS (SELECT 1 FROM r)")})
-SELECT r.id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) END,
-       ARRAY(SELECT resource FROM charged ORDER BY resource), ARRAY(SELECT used FROM charged ORDER BY resource),
-       ARRAY(SELECT quota_limit FROM charged ORDER BY resource)
+)
+SELECT r.id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) END
   FROM r
 """
 
 
-def _insert_reservation(
-    fields: dict[str, Any], *, queued: bool = False, amounts: Mapping[str, int] | None = None
-) -> Reservation | None:
+def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Reservation | None:
     """Insert a pending reservation in one prepared statement; None when its idempotency key is taken.
 
     The ORM's create() costs more than the statement itself on the placement path; the row is the
     same one it would write (status pending, both stamps now). A `queued` row gets its Queued
-    condition and is charged `amounts` in the same statement (QUOTA_EXCEEDED rolls both back).
+    condition and wakes the pool's placer at commit.
     """
     now = timezone.now()
     conditions = (
@@ -373,7 +408,6 @@ def _insert_reservation(
         if queued
         else []
     )
-    names = sorted(amounts or {})
     # In a pipeline, the transaction's BEGIN travels with the statement.
     with prepared_cursor() as cur, connection.connection.pipeline():
         cur.execute(
@@ -391,15 +425,11 @@ def _insert_reservation(
                 "starts_at": fields["starts_at"],
                 "ends_at": fields["ends_at"],
                 "now": now,
-                "resources": names,
-                "amounts": [amounts[r] for r in names] if amounts else [],
             },
         )
         row = cur.fetchone()
     if row is None:
         return None
-    if queued:
-        quota.check(fields["tenant"].slug, amounts or {}, zip(row[2], row[3], row[4], strict=True))
     reservation = Reservation(
         id=row[0],
         status=Reservation.Status.PENDING,
@@ -496,21 +526,19 @@ def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]
 def release(
     reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
 ) -> Reservation:
-    """Release a reservation: quota refunded first, then its bookings end and the counters follow."""
+    """Release a reservation: quota refunded first, then its bookings and claims end at `now`.
+
+    Locks the reservation row alone (not its tenant or pool: the lock order has pools after quota).
+    """
     now = now or timezone.now()
     reservation = get(reservation_id, scope=scope)
-    reservation = (
-        Reservation.objects.select_for_update().select_related("tenant", "pool").get(pk=reservation.pk)
-    )
+    reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=reservation.pk)
     if reservation.status == Reservation.Status.RELEASED:
         return reservation
-    if is_queued(reservation):
-        # Queued rows hold the quota charged at admission; the placer skips a row this lock holds
-        # and, once released, no longer sees it queued.
-        quota.refund(reservation.tenant_id, quota.demand(stored_request(reservation)))
+    # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,
+    # once released, no longer sees it queued. Either way what lies after now is given back.
+    quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
-        request = stored_request(reservation)
-        quota.refund(reservation.tenant_id, quota.demand(request))
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
         transaction.on_commit(lambda: retry_pending([reservation.pool_id]))
     reservation.status = Reservation.Status.RELEASED
@@ -521,45 +549,23 @@ def release(
 
 
 def end_allocations(allocations: Iterable[Allocation], now: datetime) -> None:
-    """End allocations at `now`: future bookings go, running ones are cut short; counters follow.
+    """End allocations at `now`: future bookings and claims go, running ones are cut short.
 
-    Locks node_resources (in node, resource order) before the rollup, as the placer does.
+    Nothing else follows: pool capacity and scalar room are read from these rows when asked.
     """
-    allocations = list(allocations.select_related("node").order_by("node_id", "pk"))
-    if not allocations:
+    ids = sorted(a.pk for a in allocations)
+    if not ids:
         return
-    ids = [a.pk for a in allocations]
     with connection.cursor() as cur:
-        cur.execute(
-            """SELECT n.pool_id, d.device_class, count(*) FROM capacity_devicebooking b
-                 JOIN inventory_device d ON d.id = b.device_id JOIN inventory_node n ON n.id = d.node_id
-                WHERE b.allocation_id = ANY(%s) GROUP BY n.pool_id, d.device_class""",
-            [ids],
-        )
-        deltas: dict[int, Counter[str]] = {}
-        for pool_id, device_class, count in cur.fetchall():
-            deltas.setdefault(pool_id, Counter())[device_class] = count
-        cur.execute(
-            "DELETE FROM capacity_devicebooking WHERE allocation_id = ANY(%s) AND lower(during) >= %s",
-            [ids, now],
-        )
-        cur.execute(
-            """UPDATE capacity_devicebooking SET during = tstzrange(lower(during), %s, '[)')
-                WHERE allocation_id = ANY(%s) AND upper(during) > %s""",
-            [now, ids, now],
-        )
-        claims = sorted(
-            (a.node_id, resource, amount)
-            for a in allocations
-            for resource, amount in (a.resources or {}).items()
-        )
-        for node_id, resource, amount in claims:
+        for table in ("capacity_devicebooking", "capacity_scalarclaim"):
             cur.execute(
-                "UPDATE inventory_noderesource SET allocated = allocated - %s WHERE node_id = %s AND resource = %s",
-                [amount, node_id, resource],
+                f"DELETE FROM {table} WHERE allocation_id = ANY(%s) AND lower(during) >= %s", [ids, now]
             )
-        for pool_id in sorted(deltas):
-            apply_rollup_delta(cur, pool_id, deltas[pool_id], -1)
+            cur.execute(
+                f"""UPDATE {table} SET during = tstzrange(lower(during), %s, '[)')
+                     WHERE allocation_id = ANY(%s) AND upper(during) > %s""",
+                [now, ids, now],
+            )
         cur.execute("UPDATE capacity_allocation SET released_at = %s WHERE id = ANY(%s)", [now, ids])
 
 
@@ -598,8 +604,8 @@ def retry_pending(
     for pk in candidates:
         with transaction.atomic():
             reservation = (
-                Reservation.objects.select_for_update(skip_locked=True)
-                .select_related("tenant", "pool")
+                Reservation.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("tenant")
                 .filter(pk=pk, status=Reservation.Status.PENDING)
                 .exclude(QUEUED)
                 .first()
@@ -608,9 +614,12 @@ def retry_pending(
                 continue
             request = stored_request(reservation)
             try:
-                outcome = _apply(reservation, reservation.tenant, request, config)
+                # A savepoint: whatever a refused attempt wrote goes with it.
+                with transaction.atomic():
+                    outcome = _apply(reservation, reservation.tenant, request, config)
             except CapacityError as err:
-                _set_pending(reservation, err.message)
+                kind = QUOTA_EXCEEDED_REASON if err.code == QUOTA_EXCEEDED else NO_FIT
+                _set_pending(reservation, err.message, kind)
                 reservation.save(update_fields=["status", "conditions", "updated_at"])
                 continue
             placed += outcome.status == "placed"

@@ -65,7 +65,6 @@ class NodeConditionInline(admin.TabularInline):
 class NodeResourceInline(admin.TabularInline):
     model = NodeResource
     extra = 0
-    readonly_fields = ["allocated"]
 
 
 @admin.register(Node)
@@ -117,12 +116,11 @@ class NodeConditionAdmin(admin.ModelAdmin):
 
 @admin.register(NodeResource)
 class NodeResourceAdmin(admin.ModelAdmin):
-    list_display = ["node", "resource", "allocatable", "ratio", "allocated"]
+    list_display = ["node", "resource", "allocatable", "ratio"]
     list_filter = ["resource"]
     search_fields = ["node__name", "resource"]
     list_select_related = ["node"]
     raw_id_fields = ["node"]
-    readonly_fields = ["allocated"]
 
 
 @admin.register(NodeImageCache)

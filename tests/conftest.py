@@ -2,6 +2,8 @@
 
 import pytest
 
+from tenants import make_tenant
+
 # Django and the models are imported inside fixtures, so tests/placement/ runs without Django too.
 
 
@@ -49,16 +51,12 @@ def site(db):
 
 @pytest.fixture
 def tenant(db):
-    from inventory.models import Tenant
-
-    return Tenant.objects.create(slug="acme", name="Acme")
+    return make_tenant("acme", "Acme")
 
 
 @pytest.fixture
 def other_tenant(db):
-    from inventory.models import Tenant
-
-    return Tenant.objects.create(slug="globex", name="Globex")
+    return make_tenant("globex", "Globex")
 
 
 @pytest.fixture

@@ -10,12 +10,14 @@ from collections import defaultdict
 from typing import Any
 
 from django.db.models import Prefetch
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from capacity import services
 from capacity.placement import scalar_capacity
+from capacity.rollups import claimed_at
 from inventory import services as inventory
 from inventory.api.serializers import (
     DedicateInputSerializer,
@@ -104,12 +106,13 @@ def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> di
     data["devices"] = device_items(devices, uuids)
     data["links"] = link_items(node.links.all(), uuids)
     data["conditions"] = condition_items(node.conditions.all())
+    claimed = claimed_at([node.pk], timezone.now())
     data["resources"] = [
         {
             "resource": r.resource,
             "allocatable": r.allocatable,
             "ratio": r.ratio,
-            "allocated": r.allocated,
+            "allocated": claimed.get((node.pk, r.resource), 0),
             "capacity": scalar_capacity(r.allocatable, r.ratio),
         }
         for r in node.resources.all()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from django.db.models import Count, prefetch_related_objects
+from django.db.models import Count
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -15,7 +16,8 @@ from rest_framework.response import Response
 from capacity import services
 from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
-from capacity.rollups import BUCKETS
+from capacity.placers.loader import to_datetime
+from capacity.rollups import capacity_by_pool
 from inventory.models import Node, Pool
 
 from .base import BerthAPIView
@@ -27,6 +29,7 @@ from .serializers import (
     ErrorSerializer,
     PoolSerializer,
     PreviewSerializer,
+    QuotaReportSerializer,
     ReservationInputSerializer,
     ReservationSerializer,
 )
@@ -208,21 +211,8 @@ class PreviewView(BerthAPIView):
         return Response(PreviewSerializer(body).data)
 
 
-def pool_data(pool: Pool, node_count: int) -> dict:
-    """Return the API dict of a pool whose site, owner and rollups are loaded."""
-    capacity = []
-    for rollup in pool.rollups.all():
-        counts = {name: getattr(rollup, name) for name in BUCKETS}
-        free = rollup.total - rollup.allocated - sum(counts.values())
-        capacity.append(
-            {
-                "class": rollup.device_class,
-                "total": rollup.total,
-                "allocated": rollup.allocated,
-                "free": max(free, 0),
-            }
-            | counts
-        )
+def pool_data(pool: Pool, node_count: int, capacity: list[dict]) -> dict:
+    """Return the API dict of a pool whose site and owner are loaded, with its capacity now."""
     return {
         "id": pool.slug,
         "name": pool.name,
@@ -235,7 +225,7 @@ def pool_data(pool: Pool, node_count: int) -> dict:
 
 
 def render_pools(pools: list[Pool]) -> list[dict]:
-    prefetch_related_objects(pools, "rollups")
+    capacity = capacity_by_pool([p.pk for p in pools], timezone.now())
     counts = Counter(
         dict(
             Node.objects.filter(pool__in=pools)
@@ -245,7 +235,7 @@ def render_pools(pools: list[Pool]) -> list[dict]:
             .order_by()
         )
     )
-    return PoolSerializer([pool_data(p, counts[p.pk]) for p in pools], many=True).data
+    return PoolSerializer([pool_data(p, counts[p.pk], capacity[p.pk]) for p in pools], many=True).data
 
 
 def visible_pool(scope: services.Scope, slug: str) -> Pool:
@@ -281,3 +271,41 @@ class PoolView(BerthAPIView):
     )
     def get(self, request, slug):
         return Response(render_pools([visible_pool(self.scope, slug)])[0])
+
+
+class QuotaView(BerthAPIView):
+    """A tenant's peak use against each quota limit over a window."""
+
+    @extend_schema(
+        operation_id="tenants_quota",
+        tags=["quota"],
+        summary="Get a tenant's quota use",
+        description=(
+            "Quota bounds what a tenant holds at any one instant. For each resource with a limit or"
+            " a charge in the window (a week from now by default): the limit, the most held at once"
+            " in the window, and what is held now. `start` and `end` take epoch milliseconds or ISO"
+            " 8601 times. A tenant the caller may not act for answers 404."
+        ),
+        parameters=[
+            OpenApiParameter("start", str, description="Window start (epoch ms or ISO 8601)."),
+            OpenApiParameter("end", str, description="Window end (epoch ms or ISO 8601)."),
+        ],
+        responses={200: QuotaReportSerializer, **errors(400, 401, 404)},
+    )
+    def get(self, request, slug):
+        bounds = {}
+        for name in ("start", "end"):
+            raw = text_param(request, name)
+            if raw is not None:
+                bounds[name] = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 16 else raw
+        tenant, start, end, uses = services.quota_report(slug, scope=self.scope, **bounds)
+        body = {
+            "tenantId": tenant.slug,
+            "start": to_datetime(start),
+            "end": to_datetime(end),
+            "quota": [
+                {"resource": u.resource, "limit": u.limit, "peak": u.peak, "now": u.now, "default": u.default}
+                for u in uses
+            ],
+        }
+        return Response(QuotaReportSerializer(body).data)

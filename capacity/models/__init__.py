@@ -1,8 +1,16 @@
 """Capacity models: what is booked."""
 
-from .bookings import Allocation, DeviceBooking
-from .quota import Quota, QuotaUsage
+from .bookings import Allocation, DeviceBooking, ScalarClaim
+from .quota import Quota, QuotaCharge
 from .reservations import Reservation
 from .rollups import PoolCapacityRollup
 
-__all__ = ["Allocation", "DeviceBooking", "PoolCapacityRollup", "Quota", "QuotaUsage", "Reservation"]
+__all__ = [
+    "Allocation",
+    "DeviceBooking",
+    "PoolCapacityRollup",
+    "Quota",
+    "QuotaCharge",
+    "Reservation",
+    "ScalarClaim",
+]

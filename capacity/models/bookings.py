@@ -82,3 +82,47 @@ class DeviceBooking(models.Model):
 
     def __str__(self) -> str:
         return f"{self.device_id} {self.during}"
+
+
+class ScalarClaim(models.Model):
+    """What one allocation claims of one scalar resource of its node over `[start, end)`.
+
+    A node's room in a window is its capacity minus the most its claims hold at any instant of the
+    window; the guarded commit decides under the pool lock.
+    """
+
+    allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="claims")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="scalar_claims")
+    resource = models.CharField(max_length=100)
+    amount = models.BigIntegerField()
+    during = DateTimeRangeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["allocation", "resource"],
+                name="scalarclaim_unique",
+                violation_error_message="The allocation already claims this resource.",
+            ),
+            models.CheckConstraint(
+                condition=Q(amount__gt=0),
+                name="scalarclaim_amount_positive",
+                violation_error_message="A scalar claim must be positive.",
+            ),
+            models.CheckConstraint(
+                condition=Q(during__isempty=False),
+                name="scalarclaim_during_nonempty",
+                violation_error_message="A claim's window cannot be empty.",
+            ),
+        ]
+        indexes = [
+            GistIndex(
+                Func(F("node_id"), F("node_id"), Value("[]"), function="int8range"),
+                F("during"),
+                name="scalarclaim_node_during_idx",
+            ),
+            GistIndex(fields=["during"], name="scalarclaim_during_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}:{self.resource}+{self.amount} {self.during}"

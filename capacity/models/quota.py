@@ -1,11 +1,22 @@
+from django.contrib.postgres.fields import DateTimeRangeField
+from django.contrib.postgres.indexes import GistIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Func, Q, Value
 
 from inventory.models import Tenant
 
+from .reservations import Reservation
+
+# A quota row for this resource is the tenant's default limit for every resource without a row.
+DEFAULT_RESOURCE = "*"
+
 
 class Quota(models.Model):
-    """The most a tenant may hold at once of one resource (a device class such as `gpu`, or `vcpu`)."""
+    """The most a tenant may hold at once of one resource (a device class such as `gpu`, or `vcpu`).
+
+    `resource = "*"` is the tenant's default limit for every resource without a row of its own; a
+    resource with neither is refused, never unlimited.
+    """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")
     resource = models.CharField(max_length=100)
@@ -30,27 +41,46 @@ class Quota(models.Model):
         return f"{self.tenant}:{self.resource}≤{self.limit}"
 
 
-class QuotaUsage(models.Model):
-    """What a tenant holds of one resource; charged before placement, refunded before release."""
+class QuotaCharge(models.Model):
+    """What one reservation holds of one quota resource over its window.
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_usage")
+    Quota bounds the sum of a tenant's charges at any one instant, not their sum over all time:
+    charged under the tenant's quota lock before placement, ended (cut short or deleted) at release.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_charges")
+    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="quota_charges")
     resource = models.CharField(max_length=100)
-    used = models.BigIntegerField(default=0)
+    amount = models.BigIntegerField()
+    during = DateTimeRangeField()
 
     class Meta:
-        ordering = ["tenant", "resource"]
+        ordering = ["tenant", "resource", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "resource"],
-                name="quotausage_unique",
-                violation_error_message="The tenant already has a usage row for this resource.",
+                fields=["reservation", "resource"],
+                name="quotacharge_unique",
+                violation_error_message="The reservation is already charged for this resource.",
             ),
             models.CheckConstraint(
-                condition=Q(used__gte=0),
-                name="quotausage_used_nonnegative",
-                violation_error_message="Quota usage cannot be negative.",
+                condition=Q(amount__gt=0),
+                name="quotacharge_amount_positive",
+                violation_error_message="A quota charge must be positive.",
+            ),
+            models.CheckConstraint(
+                condition=Q(during__isempty=False),
+                name="quotacharge_during_nonempty",
+                violation_error_message="A quota charge's window cannot be empty.",
+            ),
+        ]
+        indexes = [
+            # A tenant's charges over a window: the guard's and the report's one read.
+            GistIndex(
+                Func(F("tenant_id"), F("tenant_id"), Value("[]"), function="int8range"),
+                F("during"),
+                name="quotacharge_tenant_during_idx",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant}:{self.resource}={self.used}"
+        return f"{self.tenant_id}:{self.resource}+{self.amount} {self.during}"

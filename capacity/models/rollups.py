@@ -4,12 +4,16 @@ from inventory.models import Pool
 
 
 class PoolCapacityRollup(models.Model):
-    """Atom counts of one device class in one pool, kept by deltas; `check_capacity` audits them."""
+    """Atom counts of one device class in one pool: inventory only, refreshed when inventory changes.
+
+    What is booked is read from the bookings at the time asked (see capacity.rollups.booked_counts),
+    so an ended booking stops counting at its end with no process running. A GPU split into MIG
+    slices is not an atom: its slices are counted in their own classes.
+    """
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="rollups")
     device_class = models.CharField(max_length=50)
     total = models.IntegerField(default=0)
-    allocated = models.IntegerField(default=0)
     excluded = models.IntegerField(default=0)
     maintenance = models.IntegerField(default=0)
     provisioning = models.IntegerField(default=0)

@@ -295,13 +295,16 @@ class _Planner:
         if found is not None:
             total = found
         else:
-            if cls is not None:
-                total = len([a for a in node.devices if a.device_class == cls and a.healthy and a.bookable])
-            else:
-                classes = self.classes
-                total = len(
-                    [a for a in node.devices if a.device_class in classes and a.healthy and a.bookable]
-                )
+            # A GPU split into slices is not an atom: its slices are (spec 001, `free` holds atoms).
+            split = {a.parent_id for a in node.devices if a.parent_id is not None}
+            classes = frozenset({cls}) if cls is not None else self.classes
+            total = len(
+                [
+                    a
+                    for a in node.devices
+                    if a.device_class in classes and a.healthy and a.bookable and a.id not in split
+                ]
+            )
             if shape is not None:
                 self.totals[shape] = total  # nodes of one shape have equal devices
         free_after = free_count - self.picked_total

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, insort
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,18 +29,15 @@ from capacity.placement import (
     PlacementRequest,
     Plan,
     Ranked,
-    Resource,
     Window,
-    scalar_capacity,
     validate_request,
 )
 
 from .commit import Committed, LostRace, Owner, read_member, send_member
 from .db import prepared_cursor
-from .index import PoolIndex, pool_index, views_for
+from .index import PoolIndex, pool_index, used_in, views_for
 from .inline import Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
-from .sql import SCALAR_ROOM
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
 PLACER_LOCK_CLASS = 0x42455254  # "BERT"
@@ -67,21 +64,22 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug
    FOR UPDATE OF r SKIP LOCKED
 """
 
-# The batch's bookings and every node's scalars with their room, as arrays (parsed in C) in one
-# round trip.
-_LEDGER_SQL = f"""
-SELECT b.devices, b.starts, b.ends, s.nodes, s.names, s.allocatable, s.ratios, s.allocated, s.rooms
+# The batch's bookings and scalar claims, as arrays (parsed in C) in one round trip.
+_LEDGER_SQL = """
+SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amounts
   FROM (SELECT array_agg(device_id) AS devices, array_agg(lo) AS starts, array_agg(hi) AS ends
           FROM (SELECT device_id, (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
                        (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
                   FROM capacity_devicebooking
                  WHERE during && %(during)s::tstzrange
                    AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE) AS w) AS b,
-       (SELECT array_agg(r.node_id) AS nodes, array_agg(r.resource) AS names,
-               array_agg(r.allocatable) AS allocatable, array_agg(r.ratio) AS ratios,
-               array_agg(r.allocated) AS allocated, array_agg({SCALAR_ROOM}) AS rooms
-          FROM inventory_noderesource r JOIN inventory_node n ON n.id = r.node_id
-         WHERE n.pool_id = %(pool)s::bigint) AS s
+       (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names, array_agg(lo) AS starts,
+               array_agg(hi) AS ends, array_agg(amount) AS amounts
+          FROM (SELECT node_id, resource, amount, (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
+                       (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
+                  FROM capacity_scalarclaim
+                 WHERE during && %(during)s::tstzrange
+                   AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE) AS s) AS c
 """
 
 _LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE"
@@ -127,84 +125,51 @@ class BatchResult:
         return len(self.placed) + len(self.pending)
 
 
-class Scalars(Mapping[str, Mapping[str, Resource]]):
-    """Node name -> resource -> Resource, made the first time the planner asks for a node.
-
-    A batch reads every node's rows but plans a few nodes per request; the rows stay plain tuples
-    (allocatable, ratio, allocated) until then.
-    """
-
-    def __init__(self, rows: dict[str, dict[str, tuple[float, float, int]]]):
-        self.rows = rows
-        self._made: dict[str, dict[str, Resource]] = {}
-
-    def __getitem__(self, name: str) -> dict[str, Resource]:
-        made = self._made.get(name)
-        if made is None:
-            made = self._made[name] = {
-                r: Resource(a, ratio, n) for r, (a, ratio, n) in self.rows[name].items()
-            }
-        return made
-
-    def __iter__(self):
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def claim(self, name: str, resource: str, amount: int) -> int:
-        """Add `amount` to a row's allocated; return its room afterwards."""
-        allocatable, ratio, allocated = self.rows[name][resource]
-        self.rows[name][resource] = (allocatable, ratio, allocated + amount)
-        self._made.pop(name, None)
-        return scalar_capacity(allocatable, ratio) - allocated - amount
-
-
 class Ledger:
-    """A pool's bookings and scalars as one batch sees them: read once, then kept by its own plans."""
+    """A pool's bookings and scalar claims as one batch sees them: read once, then kept by its plans."""
 
-    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], scalars: Scalars, room):
+    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], claims):
         self.index = index
         # (start ms, end ms, device pk), sorted; with the longest booking's length, a window's
         # overlaps lie in one slice of the list (found by bisection), not all over it.
         self.bookings = bookings
         self.longest = max((e - s for s, e, _ in bookings), default=0)
-        self.resources = scalars
-        # resource -> node name -> room, kept with the rows: short() compares ints only.
-        self.room: dict[str, dict[str, int]] = room
+        # (node name, resource) -> [(start ms, end ms, amount)]
+        self.claims: dict[tuple[str, str], list[tuple[int, int, int]]] = claims
 
     @classmethod
     def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
-        """Read the bookings that overlap any of the windows and every node's scalars (one query)."""
+        """Read the bookings and scalar claims that overlap any of the windows (one query)."""
         windows = list(windows)
         span = Window(min(w.start for w in windows), max(w.end for w in windows))
         low, high = index.device_range
+        node_low, node_high = index.node_range
         with prepared_cursor() as cur:
             cur.execute(
-                _LEDGER_SQL, {"during": window_range(span), "low": low, "high": high, "pool": pool.pk}
+                _LEDGER_SQL,
+                {
+                    "during": window_range(span),
+                    "low": low,
+                    "high": high,
+                    "node_low": node_low,
+                    "node_high": node_high,
+                },
             )
-            devices, starts, ends, nodes, names, allocatable, ratios, allocated, rooms = cur.fetchone()
+            devices, starts, ends, nodes, names, c_starts, c_ends, amounts = cur.fetchone()
         device_node = index.device_node
         bookings = sorted(
             (s, e, d)
             for s, e, d in zip(starts or (), ends or (), devices or (), strict=True)
             if d in device_node
         )
-        rows: dict[str, dict[str, tuple[float, float, int]]] = defaultdict(dict)
-        room: dict[str, dict[str, int]] = defaultdict(dict)
+        claims: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)
         node_name = index.node_name
-        for node, name, a, r, n, left in zip(
-            nodes or (),
-            names or (),
-            allocatable or (),
-            ratios or (),
-            allocated or (),
-            rooms or (),
-            strict=True,
+        for node, name, s, e, n in zip(
+            nodes or (), names or (), c_starts or (), c_ends or (), amounts or (), strict=True
         ):
-            rows[node_name[node]][name] = (a, r, n)
-            room[name][node_name[node]] = int(left)
-        return cls(index, bookings, Scalars(dict(rows)), room)
+            if node in node_name:
+                claims[(node_name[node], name)].append((s, e, n))
+        return cls(index, bookings, claims)
 
     def taken(self, window: Window) -> set[int]:
         """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
@@ -222,15 +187,12 @@ class Ledger:
                 taken.update(index.children.get(pk, ()))
         return taken
 
-    def short(self, claims: Mapping[str, int]) -> set[str]:
-        """Return the nodes whose room in a claimed scalar is below the claim, or that lack it."""
-        short: set[str] = set()
-        for resource, amount in claims.items():
-            if amount <= 0:
-                continue
-            short |= self.index.lacking(resource)
-            short.update(name for name, room in self.room[resource].items() if room < amount)
-        return short
+    def used(self, window: Window, claims: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
+        wanted = {r for r, n in claims.items() if n > 0}
+        if not wanted:
+            return {}
+        return used_in({k: v for k, v in self.claims.items() if k[1] in wanted}, window)
 
     def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
         """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
@@ -245,12 +207,13 @@ class Ledger:
             else:
                 self.bookings.remove((w.start, w.end, pk))
         self.longest = max(self.longest, w.end - w.start)
-        rows = self.resources.rows.get(ranked.node_id, {})
         for resource, amount in request.resources.items():
-            if amount > 0 and resource in rows:
-                self.room[resource][ranked.node_id] = self.resources.claim(
-                    ranked.node_id, resource, sign * amount
-                )
+            if amount > 0:
+                held = self.claims.setdefault((ranked.node_id, resource), [])
+                if sign > 0:
+                    held.append((w.start, w.end, amount))
+                else:
+                    held.remove((w.start, w.end, amount))
 
 
 def plan_from_ledger(
@@ -260,8 +223,9 @@ def plan_from_ledger(
     plan = planner(request, pool, config)
 
     taken = ledger.taken(request.during)
+    used = ledger.used(request.during, request.resources)
     if uses_shortlist(request, config):
-        short = ledger.short(request.resources)
+        short = static.short(request.resources, used)
         found = plan_shortlist(
             request,
             pool,
@@ -269,14 +233,14 @@ def plan_from_ledger(
             static,
             taken,
             short,
+            used,
             plan,
-            ledger.resources,
             size=max(BATCH_SHORTLIST, 2 * config.top_n),
         )
         if found is not None:
             return found
     # Every node, as load_node_views would give them, from the index and the ledger.
-    index = views_for(static, list(static.by_name), taken, ledger.resources)
+    index = views_for(static, list(static.by_name), taken, used)
     return plan(index, static.memo()), index
 
 
@@ -432,12 +396,7 @@ def _settle(entries: list[Entry], now: datetime) -> set[int]:
                 },
             )
             settled = {row[0] for row in cur.fetchall()}
-        refunds: dict[int, Counter[str]] = defaultdict(Counter)
-        for e in entries:
-            if e.pk in settled:
-                refunds[e.tenant_pk].update(quota.demand(e.request))
-        for tenant_pk in sorted(refunds):
-            quota.refund(tenant_pk, refunds[tenant_pk])
+        quota.refund(settled)
         if settled:
             _notify(sorted(settled))
     return settled

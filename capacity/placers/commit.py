@@ -1,13 +1,12 @@
 """The guarded commit: statements that return fewer rows instead of raising, in one savepoint.
 
-Locks follow the spec's order: pools (taken by the caller) → nodes → devices → node_resources →
-pool_capacity_rollup. A short answer raises LostRace; the caller rolls back to the savepoint,
+Locks follow the spec's order: pools → nodes → devices → node_resources. Nothing here writes a
+counter: quota is charged before placement, and capacity is read from the bookings. A short answer raises LostRace; the caller rolls back to the savepoint,
 excludes the node and replans.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -18,7 +17,7 @@ from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime, window_range
-from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING
+from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, peak_sql
 
 
 class LostRace(Exception):
@@ -60,7 +59,8 @@ SELECT p.archived, n.id IS NOT NULL
 
 # Everything else in one statement, in lock order: labels (read again now that the node is
 # locked: this statement's snapshot is newer than the lock), devices, the bookings under the
-# EXCLUDE constraint, scalars (rows locked in resource order, as releases lock them), the rollup.
+# EXCLUDE constraint, scalar claims (resource rows locked in resource order). Pool capacity is
+# read from the bookings when asked, so the commit writes no counter.
 # Each guard that comes up short leaves the statements after it with nothing to do; the caller
 # reads which one and rolls back to the savepoint.
 _WRITE_SQL = f"""
@@ -85,27 +85,21 @@ WITH labels AS (
   SELECT b.id, allocation.id, %(during)s::tstzrange FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
   ON CONFLICT DO NOTHING RETURNING device_id
 ), claimable AS (
-  SELECT r.id FROM inventory_noderesource r
-   WHERE (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[])
+  SELECT r.resource, {SCALAR_CAPACITY} AS cap FROM inventory_noderesource r
+   WHERE (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[]) AND EXISTS (SELECT 1 FROM allocation)
      AND r.node_id = %(node)s::bigint AND r.resource = ANY(%(claim_names)s::text[])
-   ORDER BY r.resource FOR UPDATE
+   ORDER BY r.resource FOR SHARE
 ), claimed AS (
-  UPDATE inventory_noderesource r SET allocated = r.allocated + c.amount
+  -- Room over the window: capacity minus the most claimed at any instant of it. The pool lock
+  -- (taken by the statement before this one) orders every claim on the node, so this statement's
+  -- snapshot holds every claim committed before it.
+  INSERT INTO capacity_scalarclaim (allocation_id, node_id, resource, amount, during)
+  SELECT (SELECT id FROM allocation), %(node)s::bigint, c.resource, c.amount, %(during)s::tstzrange
     FROM unnest(%(claim_names)s::text[], %(claim_amounts)s::bigint[]) AS c(resource, amount)
-   WHERE r.id IN (SELECT id FROM claimable) AND r.resource = c.resource
-     AND r.allocated + c.amount <= {SCALAR_CAPACITY}
-  RETURNING r.resource
-), rollup AS (
-  INSERT INTO capacity_poolcapacityrollup
-         (pool_id, device_class, total, allocated, excluded, maintenance, provisioning, unreachable,
-          unhealthy, updated_at)
-  SELECT %(pool)s::bigint, c.device_class, 0, c.n, 0, 0, 0, 0, 0, now()
-    FROM unnest(%(classes)s::text[], %(class_counts)s::bigint[]) AS c(device_class, n)
-   WHERE (SELECT count(*) FROM claimed) = cardinality(%(claim_names)s::text[])
-   ORDER BY c.device_class
-  ON CONFLICT (pool_id, device_class)
-  DO UPDATE SET allocated = capacity_poolcapacityrollup.allocated + EXCLUDED.allocated, updated_at = now()
-  RETURNING 1
+    JOIN claimable k ON k.resource = c.resource
+   WHERE {peak_sql("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange")}
+         + c.amount <= k.cap
+  RETURNING resource
 ), placed AS (
   -- The reservation row is this transaction's own (new, or locked by the retry), so this takes no
   -- lock out of order.
@@ -118,8 +112,7 @@ WITH labels AS (
 )
 -- Every CTE is read here, left to right: that is what runs them in the lock order above.
 SELECT (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
-       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM rollup),
-       (SELECT count(*) FROM placed)
+       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM placed)
 """
 
 
@@ -174,8 +167,6 @@ def send_member(
     # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees slice conflicts.
     booked_uuids = list(atoms) + [c for a in atoms for c in index.children.get(a, ())]
     booked = [index.device_pk[a] for a in booked_uuids]
-    classes = Counter(index.device_class[a] for a in booked_uuids)
-    class_names = sorted(classes)
     claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
     if savepoint is not None:
@@ -201,8 +192,6 @@ def send_member(
             "resources": _json(dict(request.resources)),
             "claim_names": [r for r, _ in claims],
             "claim_amounts": [n for _, n in claims],
-            "classes": class_names,
-            "class_counts": [classes[c] for c in class_names],
             "mark_placed": owner.reservation_pk if last else None,
             "now": now or datetime.now(UTC),
         },
@@ -214,7 +203,7 @@ def read_member(sent: Sent) -> Committed:
     """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised."""
     try:
         archived, schedulable = sent.lock.fetchone()
-        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _rollups, _placed = sent.write.fetchone()
+        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _placed = sent.write.fetchone()
     finally:
         sent.lock.close()
         sent.write.close()
@@ -231,21 +220,6 @@ def read_member(sent: Sent) -> Committed:
         if resource not in claimed:
             raise LostRace(node, f"{resource} on {node} ran out")
     return Committed(allocation_pk=allocation_pk, node=node, atoms=sent.atoms)
-
-
-def apply_rollup_delta(cur, pool_pk: int, classes: Counter[str], sign: int) -> None:
-    """Add (or with sign −1 subtract) booked atoms per class to the pool's rollup, classes in order."""
-    for device_class in sorted(classes):
-        cur.execute(
-            """INSERT INTO capacity_poolcapacityrollup
-                   (pool_id, device_class, total, allocated, excluded, maintenance, provisioning,
-                    unreachable, unhealthy, updated_at)
-               VALUES (%s, %s, 0, %s, 0, 0, 0, 0, 0, now())
-               ON CONFLICT (pool_id, device_class)
-               DO UPDATE SET allocated = capacity_poolcapacityrollup.allocated + EXCLUDED.allocated,
-                             updated_at = now()""",
-            [pool_pk, device_class, sign * classes[device_class]],
-        )
 
 
 def _json(value: object) -> str:

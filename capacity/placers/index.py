@@ -3,7 +3,7 @@
 Nodes, devices, links and labels change rarely; bookings and scalar counters change with every
 placement. The index holds the first kind for as long as the pool's generation (bumped by
 triggers on every inventory write, never repeating) stays what it was, so a placement reads only
-the window's bookings and the kept nodes' scalars. What it plans from may be a moment old: the
+the window's bookings and scalar claims. What it plans from may be a moment old: the
 guarded commit decides, as for any plan made on plain reads.
 """
 
@@ -27,10 +27,10 @@ from capacity.placement import (
     node_shape,
 )
 from capacity.placement.pick import WORST_KNOWN_RANK
+from capacity.placement.timeline import peak
 
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
-from .sql import SCALAR_ROOM
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
@@ -64,13 +64,14 @@ class PoolIndex:
     node_name: dict[int, str]  # node pk -> name
     device_node: dict[int, str]  # device pk -> node name
     node_devices: dict[str, frozenset[int]]  # node name -> its device pks
-    device_class: dict[int, str]  # device pk -> class, for healthy and bookable devices only
+    device_class: dict[int, str]  # device pk -> class, for healthy and bookable atoms only
     parent: dict[int, int]  # slice pk -> parent pk
     children: dict[int, list[int]]  # parent pk -> slice pks
     totals: dict[str, dict[str, int]]  # node -> class -> healthy, bookable devices
     # node -> the best topology score any pick of two or more atoms could get there (static).
     topology_ceiling: dict[str, float]
     device_range: tuple[int, int]  # lowest and highest device pk of the pool
+    node_range: tuple[int, int]  # lowest and highest node pk of the pool
     # The one class of every device, when all are of one class, healthy and bookable: then a
     # taken device counts for its node without looking at its class.
     single_class: str | None = None
@@ -78,6 +79,7 @@ class PoolIndex:
     # only on what the generation covers. Resource rows come and go with the generation too.
     allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
     lacking_cache: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    capacity_cache: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     # Atom picks shared by nodes of one shape (their views carry node_shape()); bounded below.
     pick_memo: PickMemo = dataclasses.field(default_factory=dict)
 
@@ -103,6 +105,27 @@ class PoolIndex:
                 groups[(tuple(sorted(self.totals[name].items())), self.topology_ceiling[name])].append(name)
             found = self.allowed_cache[key] = Allowed(frozenset(names), list(groups.items()))
         return found
+
+    def capacities(self, resource: str) -> dict[str, int]:
+        """Return node -> floor(allocatable × ratio) for the nodes with a row for this resource."""
+        found = self.capacity_cache.get(resource)
+        if found is None:
+            found = self.capacity_cache[resource] = {
+                v.id: v.resources[resource].capacity for v in self.nodes.views if resource in v.resources
+            }
+        return found
+
+    def short(self, claims: Mapping[str, int], used: Used) -> set[str]:
+        """Return the nodes whose room in a claimed scalar (capacity − `used`) is below the claim."""
+        short: set[str] = set()
+        for resource, amount in claims.items():
+            if amount <= 0:
+                continue
+            short |= self.lacking(resource)
+            for name, capacity in self.capacities(resource).items():
+                if capacity - used.get(name, {}).get(resource, 0) < amount:
+                    short.add(name)
+        return short
 
     def lacking(self, resource: str) -> frozenset[str]:
         """Return the nodes with no row for a scalar resource."""
@@ -141,13 +164,15 @@ def _build(pool: PoolRow) -> PoolIndex:
     totals: dict[str, dict[str, int]] = {}
     for view in nodes.views:
         counts: dict[str, int] = defaultdict(int)
+        split = {a.parent_id for a in view.devices if a.parent_id is not None}
         for atom in view.devices:
             pk = nodes.device_pk[atom.id]
             device_node[pk] = view.id
             if atom.parent_id is not None:
                 parent[pk] = nodes.device_pk[atom.parent_id]
                 children[parent[pk]].append(pk)
-            if atom.healthy and atom.bookable:
+            # A GPU split into slices is not an atom; its slices are.
+            if atom.healthy and atom.bookable and atom.id not in split:
                 device_class[pk] = atom.device_class
                 counts[atom.device_class] += 1
         totals[view.id] = dict(counts)
@@ -155,6 +180,7 @@ def _build(pool: PoolRow) -> PoolIndex:
         topology_ceiling={v.id: topology_ceiling(v) for v in nodes.views},
         # An empty pool gets (0, 0): no device has key 0, and the range must not be empty.
         device_range=(min(device_node, default=0), max(device_node, default=0)),
+        node_range=(min(nodes.node_pk.values(), default=0), max(nodes.node_pk.values(), default=0)),
         single_class=_single_class(device_class, device_node),
         generation=pool.generation,
         nodes=nodes,
@@ -194,53 +220,84 @@ def topology_ceiling(view: NodeView) -> float:
     return ceiling
 
 
+Used = Mapping[str, Mapping[str, int]]  # node name -> resource -> the most claimed in a window
+
+
 def plan_reads(
     pool: PoolRow, index: PoolIndex, window: Window, claims: Mapping[str, int]
-) -> tuple[set[int], set[str]]:
-    """Return the devices not free for the window and the nodes short of a claimed scalar (one query).
+) -> tuple[set[int], set[str], dict[str, dict[str, int]]]:
+    """Return the devices not free for the window, the nodes short of a claimed scalar and what is used.
 
-    A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when its room
-    in a claimed resource is below the claim, or it has no such resource at all.
+    One query. A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when
+    its capacity in a claimed resource minus the most claimed at any instant of the window is
+    below the claim, or it has no such resource at all; `used` holds that most-claimed figure for
+    the nodes with claims in the window.
     """
     claimed = sorted(r for r, n in claims.items() if n > 0)
     # The window's bookings by the GiST index on `during`, narrowed to the pool's range of device
     # keys and then to its devices here: cheaper than joining devices and nodes. `IS TRUE` keeps
     # the generic plan off the device-key btree, which would read every booking of the pool; the
-    # EXCLUDE constraint's two-column index answers too, but about twice as slowly. Short rows
-    # come one scan per claim (OFFSET 0 keeps the two from being folded into one join).
+    # EXCLUDE constraint's two-column index answers too, but about twice as slowly. Claims come
+    # only for requests that claim scalars (the one-time filter skips the scan otherwise).
     low, high = index.device_range
+    node_low, node_high = index.node_range
     with prepared_cursor() as cur:
         cur.execute(
-            f"""SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
-                              WHERE during && %(during)s::tstzrange
-                                AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
-                       ARRAY(SELECT s.node_id FROM unnest(%(names)s::text[], %(amounts)s::bigint[]) AS c(resource, amount)
-                               CROSS JOIN LATERAL (
-                                     SELECT r.node_id FROM inventory_noderesource r
-                                      WHERE r.resource = c.resource AND {SCALAR_ROOM} < c.amount
-                                     OFFSET 0) AS s)""",
+            """SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
+                             WHERE during && %(during)s::tstzrange
+                               AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
+                      c.nodes, c.names, c.starts, c.ends, c.amounts
+                 FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
+                              array_agg(lo) AS starts, array_agg(hi) AS ends, array_agg(amount) AS amounts
+                         FROM (SELECT node_id, resource, amount,
+                                      (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
+                                      (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
+                                 FROM capacity_scalarclaim
+                                WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
+                                  AND resource = ANY(%(names)s::text[])
+                                  AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE) AS s
+                      ) AS c""",
             {
                 "during": window_range(window),
                 "low": low,
                 "high": high,
+                "node_low": node_low,
+                "node_high": node_high,
                 "names": claimed,
-                "amounts": [claims[r] for r in claimed],
             },
         )
-        # Two arrays in one row: the driver parses them in C, much cheaper than a row per device.
-        booked_pks, short_pks = cur.fetchone()
-    device_node, node_name = index.device_node, index.node_name
+        # Arrays in one row: the driver parses them in C, much cheaper than a row per device.
+        booked_pks, nodes, names, starts, ends, amounts = cur.fetchone()
+    device_node = index.device_node
     booked = {pk for pk in booked_pks if pk in device_node}
-    short = {node_name[pk] for pk in short_pks if pk in node_name}
-    for resource in claimed:
-        short |= index.lacking(resource)
+    held: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)
+    node_name = index.node_name
+    for node, name, s, e, n in zip(
+        nodes or (), names or (), starts or (), ends or (), amounts or (), strict=True
+    ):
+        if node in node_name:
+            held[(node_name[node], name)].append((s, e, n))
+    used = used_in(held, window)
+    short = index.short(claims, used)
     taken = set(booked)
     if index.parent:  # only partitioned GPUs tie devices together
         for pk in booked:
             if pk in index.parent:
                 taken.add(index.parent[pk])
             taken.update(index.children.get(pk, ()))
-    return taken, short
+    return taken, short, used
+
+
+def used_in(
+    held: Mapping[tuple[str, str], Iterable[tuple[int, int, int]]], window: Window
+) -> dict[str, dict[str, int]]:
+    """Return node -> resource -> the most the claims hold at once in the window (nonzero only)."""
+    used: dict[str, dict[str, int]] = defaultdict(dict)
+    for (node, resource), claims in held.items():
+        most = peak(claims, window.start, window.end)
+        if most:
+            used[node][resource] = most
+    return used
 
 
 Reach = Callable[[int, int, str], float]
@@ -322,19 +379,8 @@ def _with_state(view: NodeView, free: tuple, resources: dict[str, Resource]) -> 
     return new
 
 
-def views_for(
-    index: PoolIndex,
-    names: list[str],
-    taken: set[int],
-    resources: Mapping[str, Mapping[str, Resource]] | None = None,
-) -> NodeIndex:
-    """Return planner-ready views of these nodes: free atoms for the window and current scalars.
-
-    Scalars come from `resources` (node name -> resource -> Resource) when given, else from SQL.
-    """
-    pks = [index.nodes.node_pk[name] for name in names]
-    if resources is None:
-        resources = _resources_of(index, pks)
+def views_for(index: PoolIndex, names: list[str], taken: set[int], used: Used) -> NodeIndex:
+    """Return planner-ready views of these nodes: free atoms and scalar use for the window."""
     device_pk = index.nodes.device_pk
     views = []
     for name in names:
@@ -342,21 +388,13 @@ def views_for(
         free = view.free
         if not taken.isdisjoint(index.node_devices[name]):
             free = tuple(a for a in free if device_pk[a.id] not in taken)
-        views.append(_with_state(view, free, resources.get(name, {})))
+        claims = used.get(name)
+        resources = view.resources
+        if claims:
+            resources = {
+                r: Resource(v.allocatable, v.ratio, claims.get(r, 0)) if r in claims else v
+                for r, v in resources.items()
+            }
+        views.append(_with_state(view, free, resources))
     views.sort(key=lambda v: v.id)
     return dataclasses.replace(index.nodes, views=views)
-
-
-def _resources_of(index: PoolIndex, pks: list[int]) -> dict[str, dict[str, Resource]]:
-    found: dict[str, dict[str, Resource]] = defaultdict(dict)
-    with prepared_cursor() as cur:
-        cur.execute(
-            "SELECT node_id, resource, allocatable, ratio, allocated FROM inventory_noderesource"
-            " WHERE node_id = ANY(%s::bigint[])",
-            [pks],
-        )
-        for node_id, name, allocatable, ratio, allocated in cur.fetchall():
-            found[index.node_name[node_id]][name] = Resource(
-                allocatable=allocatable, ratio=ratio, allocated=allocated
-            )
-    return found

@@ -14,7 +14,6 @@ from capacity.placement import (
     PickMemo,
     PlacementRequest,
     Plan,
-    Resource,
     SchedulerPlugin,
     count_scores,
     max_link_dependent_score,
@@ -23,7 +22,7 @@ from capacity.placement import (
 )
 
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
-from .index import PoolIndex, Reach, plan_reads, pool_index, shortlist_order, views_for
+from .index import PoolIndex, Reach, Used, plan_reads, pool_index, shortlist_order, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
 SHORTLIST_SIZE = 48
@@ -113,8 +112,8 @@ def plan_request(
         shortlist = uses_shortlist(request, config)
     if shortlist and not pool.view.archived:
         static = pool_index(pool)
-        taken, short = plan_reads(pool, static, request.during, request.resources)
-        found = plan_shortlist(request, pool, config, static, taken, short, plan)
+        taken, short, used = plan_reads(pool, static, request.during, request.resources)
+        found = plan_shortlist(request, pool, config, static, taken, short, used, plan)
         if found is not None:
             return found
     index = load_node_views(pool.pk, request.during)
@@ -128,21 +127,21 @@ def plan_shortlist(
     static: PoolIndex,
     taken: set[int],
     short: set[str],
+    used: Used,
     plan: Planner,
-    resources: Mapping[str, Mapping[str, Resource]] | None = None,
     size: int | None = None,
 ) -> tuple[Plan, NodeIndex] | None:
     """Plan the best `size` nodes by their reach, widening while a node outside could reach the top N.
 
-    Return None when nothing fits: the pending reason needs every node of the pool. `resources`
-    (node name -> scalars) replaces reading the kept nodes' scalars from SQL.
+    Return None when nothing fits: the pending reason needs every node of the pool. `used` is each
+    node's most-claimed scalars in the window.
     """
     ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
     size = size or max(SHORTLIST_SIZE, 8 * config.top_n)
     scored = list(islice(ordered, size + 1))
     while scored:
         keep = scored[:size]
-        index = views_for(static, [name for _, name in keep], taken, resources)
+        index = views_for(static, [name for _, name in keep], taken, used)
         result = plan(index, static.memo())
         outside = scored[size:]
         if result.fits and not _outside_could_rank(result, outside, request, config):

@@ -11,6 +11,7 @@ from django.db import connection
 from psycopg.types.range import Range
 
 from capacity.placement import Atom, NodeView, Pool, Resource, Window
+from capacity.placement.timeline import peak
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .db import prepared_cursor
@@ -119,17 +120,23 @@ SELECT node_id, key, value FROM inventory_nodelabel
 """
 
 _RESOURCES_SQL = """
-SELECT node_id, resource, allocatable, ratio, allocated FROM inventory_noderesource
- WHERE node_id = ANY(%(nodes)s)
+SELECT node_id, resource, allocatable, ratio FROM inventory_noderesource WHERE node_id = ANY(%(nodes)s)
+"""
+
+_CLAIMS_SQL = """
+SELECT node_id, resource, (extract(epoch FROM lower(during)) * 1000)::bigint,
+       (extract(epoch FROM upper(during)) * 1000)::bigint, amount
+  FROM capacity_scalarclaim WHERE node_id = ANY(%(nodes)s) AND during && %(during)s
 """
 
 
 def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None) -> NodeIndex:
     """Return the views of a pool's nodes (or of the named ones) with atoms free for `window`.
 
-    Five queries whatever the pool size: nodes, devices with their booked flag, links, labels,
-    resources. A partitioned GPU is free only when none of its slices is booked, and a slice only
-    when its parent is not.
+    Six queries whatever the pool size: nodes, devices with their booked flag, links, labels,
+    resources and the window's scalar claims (a resource's `allocated` is the most claimed at any
+    instant of the window). A GPU split into MIG slices is in `devices` for topology but never
+    free: its slices are the atoms. A slice is free only when its parent is not booked.
     """
     params = {"pool": pool_pk, "during": window_range(window), "system_prefix": SYSTEM_LABEL_PREFIX + "%"}
     where = ""
@@ -148,6 +155,8 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
         labels = cur.fetchall()
         cur.execute(_RESOURCES_SQL, params)
         resources = cur.fetchall()
+        cur.execute(_CLAIMS_SQL, params)
+        claims = cur.fetchall()
 
     uuid_of = {row[0]: row[2] for row in devices}
     booked = {row[2] for row in devices if row[10]}
@@ -172,8 +181,7 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
         )
         atoms_by_node[node_id].append(atom)
         taken = uuid in booked or (parent is not None and parent in booked)
-        taken = taken or any(child in booked for child in children.get(uuid, ()))
-        if not taken:
+        if not taken and uuid not in children:
             free_by_node[node_id].append(atom)
     links_by_node: dict[int, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for node_id, a_pk, b_pk, rank in links:
@@ -183,9 +191,13 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
     labels_by_node: dict[int, dict[str, str]] = defaultdict(dict)
     for node_id, key, value in labels:
         labels_by_node[node_id][key] = value
+    held: dict[tuple[int, str], list[tuple[int, int, int]]] = defaultdict(list)
+    for node_id, name, start, end, amount in claims:
+        held[(node_id, name)].append((start, end, amount))
     resources_by_node: dict[int, dict[str, Resource]] = defaultdict(dict)
-    for node_id, name, allocatable, ratio, allocated in resources:
-        resources_by_node[node_id][name] = Resource(allocatable=allocatable, ratio=ratio, allocated=allocated)
+    for node_id, name, allocatable, ratio in resources:
+        used = peak(held.get((node_id, name), ()), window.start, window.end)
+        resources_by_node[node_id][name] = Resource(allocatable=allocatable, ratio=ratio, allocated=used)
 
     views = []
     for pk, name, pool, site, owner, role, state, conn, trust, maint, cordoned, converged, reasons in nodes:

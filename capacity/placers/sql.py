@@ -28,6 +28,22 @@ MAY_BE_SCHEDULABLE = (
 # Scalar room with the epsilon the Python scalar_capacity() uses: 100 × 0.29 is 29, not 28.
 SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
 
-# What is left of it; inventory's index `noderesource_room` holds this expression, so a filter on
-# it reads only the rows it returns.
-SCALAR_ROOM = f"({SCALAR_CAPACITY} - r.allocated)"
+
+def peak_sql(table: str, key_column: str, key: str, resource: str, during: str) -> str:
+    """Return an expression: the most `table`'s rows of one key and resource hold at once in `during`.
+
+    A running sum over start and end events, ends first at equal instants (as
+    capacity.placement.timeline.peak computes it); 0 when no row overlaps. `key`, `resource` and
+    `during` are SQL expressions; the key is matched through the table's GiST index on
+    (int8range(key), during).
+    """
+    where = (
+        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
+        f" AND x.during && {during} AND x.resource = {resource}"
+    )
+    return f"""coalesce((SELECT max(e.running) FROM (
+        SELECT sum(v.delta) OVER (ORDER BY v.at, v.delta) AS running FROM (
+          SELECT greatest(lower(x.during), lower({during})) AS at, x.amount AS delta FROM {table} x WHERE {where}
+          UNION ALL
+          SELECT upper(x.during), -x.amount FROM {table} x WHERE {where} AND upper(x.during) < upper({during})
+        ) AS v) AS e), 0)"""

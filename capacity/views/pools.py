@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,14 +13,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from capacity.models import PoolCapacityRollup
 from capacity.placement import (
     NodeView,
     may_be_schedulable,
     scalar_capacity,
 )
 from capacity.placement import Pool as PoolView
-from capacity.rollups import BUCKETS
+from capacity.rollups import BUCKETS, capacity_by_pool, claimed_at
 from config.web import login_required, operator_required, page, safe_next, wants_partial
 from inventory.filtersets import FilterError, filter_nodes
 from inventory.forms import ACTIONS, ROW_ACTIONS, NodeFilterForm
@@ -218,6 +216,7 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
     )
     device_ids = [d.pk for n in nodes for d in n.devices.all()]
     bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
+    claimed = claimed_at([n.pk for n in nodes], now)
     rows = []
     for node in nodes:
         devices = list(node.devices.all())
@@ -244,7 +243,7 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                 scalars=[
                     Scalar(
                         r.resource,
-                        scalar_capacity(r.allocatable, r.ratio) - r.allocated,
+                        scalar_capacity(r.allocatable, r.ratio) - claimed.get((node.pk, r.resource), 0),
                         scalar_capacity(r.allocatable, r.ratio),
                     )
                     for r in node.resources.all()
@@ -268,7 +267,7 @@ def _free_now(cell: Cell) -> bool:
 
 SEGMENTS = ("allocated", "free", *BUCKETS)
 SEGMENT_TEXT = {
-    "allocated": "atoms held by bookings now or later",
+    "allocated": "atoms booked now",
     "free": "on schedulable nodes and not booked",
     "excluded": "nodes that add no capacity to this pool",
     "maintenance": "nodes cordoned or in maintenance",
@@ -288,25 +287,24 @@ class Segment:
 
 @dataclass
 class ClassBar:
-    """One device class of a pool: its rollup as a stacked bar."""
+    """One device class of a pool: its counts now as a stacked bar, and what is booked later."""
 
     device_class: str
     total: int
     segments: list[Segment]
+    later: int = 0
 
 
-def class_bar(rollup: PoolCapacityRollup) -> ClassBar:
-    """Return a rollup's buckets as bar segments; free is what no bucket and no booking holds."""
-    counts = {b: getattr(rollup, b) for b in BUCKETS}
-    counts["allocated"] = rollup.allocated
-    counts["free"] = max(0, rollup.total - rollup.allocated - sum(getattr(rollup, b) for b in BUCKETS))
-    # Bookings on a node that was cordoned later count twice; widths share the sum so they never overflow.
-    width = max(1, sum(counts.values()))
+def class_bar(counts: dict) -> ClassBar:
+    """Return a class's counts (capacity_by_pool) as bar segments; free is what no bucket and no booking holds now."""
+    values = {name: counts[name] for name in SEGMENTS}
+    # Bookings on a node in a bucket count twice; widths share the sum so they never overflow.
+    width = max(1, sum(values.values()))
     segments = [
-        Segment(name, counts[name], round(100 * counts[name] / width, 2), SEGMENT_TEXT[name])
+        Segment(name, values[name], round(100 * values[name] / width, 2), SEGMENT_TEXT[name])
         for name in SEGMENTS
     ]
-    return ClassBar(rollup.device_class, rollup.total, segments)
+    return ClassBar(counts["class"], counts["total"], segments, counts["bookedLater"])
 
 
 @login_required
@@ -315,9 +313,9 @@ def pools(request: HttpRequest) -> HttpResponse:
     pool_list = visible_pools(request.user)
     ids = [p.pk for p in pool_list]
     nodes = dict(Node.objects.filter(pool_id__in=ids).values_list("pool_id").annotate(n=Count("id")))
-    bars = defaultdict(list)
-    for rollup in PoolCapacityRollup.objects.filter(pool_id__in=ids).order_by("pool_id", "device_class"):
-        bars[rollup.pool_id].append(class_bar(rollup))
+    bars = {
+        pk: [class_bar(c) for c in classes] for pk, classes in capacity_by_pool(ids, timezone.now()).items()
+    }
     for bar_list in bars.values():
         # Whole GPUs first, then the MIG slice classes.
         bar_list.sort(key=lambda b: (b.device_class != "gpu", b.device_class))

@@ -92,6 +92,8 @@ def reservations(request: HttpRequest) -> HttpResponse:
         tenant=filters.get("tenant") or None,
     ).order_by("-created_at", "-id")
     page_obj = Paginator(queryset, RESERVATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    # Quota: a tenant user's own tenants; an operator's only once a tenant is picked.
+    quota_for = [filters["tenant"]] if filters.get("tenant") else ([] if scope.tenants is None else tenants)
     query = request.GET.copy()
     query.pop("page", None)
     return page(
@@ -105,9 +107,35 @@ def reservations(request: HttpRequest) -> HttpResponse:
             "query": query.urlencode(),
             "show_tenant_filter": scope.tenants is None or len(tenants) > 1,
             "next": request.get_full_path(),
+            "quotas": quota_cards(quota_for, scope),
         },
         partial="reservation-list",
     )
+
+
+@dataclass
+class QuotaLine:
+    """One resource of a tenant's quota as the page draws it."""
+
+    resource: str
+    limit: int | None
+    now: int
+    peak: int
+
+    @property
+    def percent(self) -> float:
+        """Return the week's peak as a share of the limit, for the bar (0 to 100)."""
+        return min(100.0, round(100 * self.peak / self.limit, 1)) if self.limit else 100.0
+
+
+def quota_cards(tenants, scope) -> list[tuple[str, list[QuotaLine]]]:
+    """Return, per tenant, its quota lines for the week from now: held now and the most held at once."""
+    cards = []
+    for tenant in tenants:
+        slug = getattr(tenant, "slug", tenant)
+        found, _start, _end, uses = services.quota_report(slug, scope=scope)
+        cards.append((found.slug, [QuotaLine(u.resource, u.limit, u.now, u.peak) for u in uses]))
+    return cards
 
 
 def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:

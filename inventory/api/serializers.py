@@ -79,7 +79,7 @@ class NodeResourceSerializer(serializers.Serializer):
     resource = serializers.CharField()
     allocatable = serializers.FloatField()
     ratio = serializers.FloatField()
-    allocated = serializers.IntegerField()
+    allocated = serializers.IntegerField(help_text="Claimed now.")
     capacity = serializers.IntegerField(help_text="floor(allocatable × ratio).")
 
 

@@ -143,13 +143,16 @@ class NodeCondition(models.Model):
 
 
 class NodeResource(models.Model):
-    """A scalar resource; room is floor(allocatable × ratio) − allocated, guarded at commit."""
+    """A scalar resource of a node; capacity is floor(allocatable × ratio).
+
+    Claims live with the bookings (capacity's ScalarClaim): room in a window is the capacity minus
+    the most claimed at any instant of it.
+    """
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="resources")
     resource = models.CharField(max_length=100)
     allocatable = models.FloatField()
     ratio = models.FloatField(default=1.0, help_text="Overcommit ratio.")
-    allocated = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["node", "resource"]
@@ -158,11 +161,6 @@ class NodeResource(models.Model):
                 fields=["node", "resource"],
                 name="noderesource_unique",
                 violation_error_message="The node already has this resource.",
-            ),
-            models.CheckConstraint(
-                condition=Q(allocated__gte=0),
-                name="noderesource_allocated_nonnegative",
-                violation_error_message="Allocated cannot be negative.",
             ),
             models.CheckConstraint(
                 condition=Q(allocatable__gte=0, ratio__gt=0),

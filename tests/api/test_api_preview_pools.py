@@ -1,6 +1,6 @@
 """The placement preview and the pools with their capacity, over HTTP, with tenant isolation."""
 
-from capacity.models import Quota, QuotaUsage, Reservation
+from capacity.models import Quota, QuotaCharge, Reservation
 from inventory import services as nodes
 from inventory.models import Node, Pool
 
@@ -57,7 +57,7 @@ def test_an_explain_flag_that_is_not_a_boolean_is_invalid_input(as_acme, lab, as
 def test_a_preview_checks_no_quota(as_acme, lab, ask, tenant):
     Quota.objects.create(tenant=tenant, resource="gpu", limit=0)
     assert as_acme.post("/api/v1/capacity/preview", ask(2), format="json").json()["fits"] is True
-    assert not QuotaUsage.objects.exists()
+    assert not QuotaCharge.objects.exists()
 
 
 def test_a_tenant_may_preview_only_for_itself(as_acme, lab, ask, other_tenant):
@@ -101,6 +101,7 @@ def test_pools_show_capacity_per_device_class(as_operator, as_acme, lab, ask):
                     "class": "gpu",
                     "total": 8,
                     "allocated": 3,
+                    "bookedLater": 0,
                     "free": 1,
                     "excluded": 0,
                     "maintenance": 4,

@@ -329,7 +329,7 @@ def test_a_user_without_a_tenant_sees_and_books_nothing(make_user, client_for, l
 
 
 def test_the_batched_allocations_of_the_list_match_allocations_of(as_acme, lab, ask, make_node):
-    """Book a MIG parent whole (which books its slices too); list and detail both leave the slices out."""
+    """Book MIG slices and whole GPUs; list and detail show the same atoms (slices, never their parent)."""
     from capacity.rollups import refresh_rollups
     from inventory.models import Device
 
@@ -340,13 +340,15 @@ def test_the_batched_allocations_of_the_list_match_allocations_of(as_acme, lab, 
     )
     refresh_rollups([node.pool_id])
     as_acme.post("/api/v1/reservations", ask(4), format="json")
-    as_acme.post("/api/v1/reservations", ask(1), format="json")
+    as_acme.post(
+        "/api/v1/reservations", {**ask(1), "devices": [{"class": "mig-1g.10gb", "count": 2}]}, format="json"
+    )
     listed = {r["id"]: r["allocations"] for r in as_acme.get("/api/v1/reservations").json()["results"]}
     for reservation in Reservation.objects.all():
         one = as_acme.get(f"/api/v1/reservations/{reservation.pk}").json()["allocations"]
         assert listed[reservation.pk] == one
         assert [a["atoms"] for a in one] == [a["atoms"] for a in services.allocations_of(reservation)]
-    assert ["GPU-node-mig-0"] in [[atom for a in allocs for atom in a["atoms"]] for allocs in listed.values()]
+    assert ["MIG-0", "MIG-1"] in [[atom for a in allocs for atom in a["atoms"]] for allocs in listed.values()]
 
 
 def test_a_selector_on_device_attributes_places(as_acme, lab, ask):

@@ -28,3 +28,30 @@ def ask(gpus=1, tenant="acme", pool="lab-pool", start=0, hours=24, **extra):
 
 def reserve(data, **kw):
     return services.reserve(data, now=NOW, config=config(), **kw)
+
+
+def held(resource="gpu", tenant="acme", at=NOW):
+    """Return what a tenant's quota charges hold of a resource at an instant."""
+    from capacity.models import QuotaCharge
+
+    charges = QuotaCharge.objects.filter(tenant__slug=tenant, resource=resource, during__contains=at)
+    return sum(charges.values_list("amount", flat=True))
+
+
+def claimed(resource="vcpu", at=NOW, node=None):
+    """Return what scalar claims hold of a resource at an instant (on one node, or all)."""
+    from capacity.models import ScalarClaim
+
+    claims = ScalarClaim.objects.filter(resource=resource, during__contains=at)
+    if node is not None:
+        claims = claims.filter(node__name=node)
+    return sum(claims.values_list("amount", flat=True))
+
+
+def capacity(pool="lab-pool", device_class="gpu", at=NOW):
+    """Return a pool's counts of one class at an instant, as the pages and the API show them."""
+    from capacity.rollups import capacity_by_pool
+    from inventory.models import Pool
+
+    pk = Pool.objects.get(slug=pool).pk
+    return next(c for c in capacity_by_pool([pk], at)[pk] if c["class"] == device_class)

@@ -1,4 +1,4 @@
-"""check_capacity recomputes what capacity keeps by deltas and reports every drift."""
+"""check_capacity recomputes rollups, scalar claims and quota charges and reports every drift."""
 
 import io
 
@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from capacity.audit import audit
-from capacity.models import PoolCapacityRollup, QuotaUsage
-from inventory.models import NodeResource
+from capacity.models import PoolCapacityRollup, QuotaCharge, ScalarClaim
+from inventory.models import NodeLabel
 
 from booking import ask, reserve
 
@@ -23,15 +23,17 @@ def test_a_consistent_database_has_no_drift(tenant, make_node):
 
 @pytest.mark.allow_drift
 def test_every_kind_of_drift_is_reported_and_fails_the_command(tenant, make_node):
-    make_node("node-a", gpus=4, vcpu=8)
-    reserve(ask(2))
-    PoolCapacityRollup.objects.filter(device_class="gpu").update(allocated=5)
-    NodeResource.objects.filter(resource="vcpu").update(allocated=3)
-    QuotaUsage.objects.filter(resource="gpu").update(used=7)
+    node = make_node("node-a", gpus=4, vcpu=8)
+    NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    reservation = reserve(ask(2, resources={"vcpu": 3})).reservation
+    PoolCapacityRollup.objects.filter(device_class="gpu").update(total=5)
+    ScalarClaim.objects.filter(resource="vcpu").update(amount=2)
+    QuotaCharge.objects.filter(resource="gpu").update(amount=7)
     lines = audit()
     assert any(line.startswith("rollup lab-pool/gpu: stored") for line in lines)
-    assert "scalar node-a/vcpu: allocated 3, claimed 0" in lines
-    assert any(line.startswith("quota tenant") and "used 7, held 2" in line for line in lines)
+    allocation = reservation.allocations.get().pk
+    assert any(line.startswith(f"scalar allocation {allocation}/vcpu: claimed (2,") for line in lines)
+    assert any(line.startswith(f"quota reservation {reservation.pk}/gpu: charged (7,") for line in lines)
     out = io.StringIO()
     with pytest.raises(CommandError) as err:
         call_command("check_capacity", stdout=out)

@@ -5,7 +5,7 @@ import io
 import random
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -14,8 +14,9 @@ from test_lost_races import racer, steal
 
 from capacity import port, services
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, QuotaUsage, Reservation
+from capacity.models import Allocation, DeviceBooking, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window, validate_request
+from capacity.placement.timeline import peak
 from capacity.placers.batch import (
     PLACER_LOCK_CLASS,
     QUEUED_CHANNEL,
@@ -31,9 +32,12 @@ from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
 
-from booking import HOUR, MS, ask, config
+from booking import HOUR, MS, NOW, ask, config
+from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+YEAR = timedelta(days=366)
 
 
 def lease(**kw):
@@ -46,8 +50,15 @@ def queue(data, **kw):
 
 
 def used(resource="gpu", tenant="acme"):
-    row = QuotaUsage.objects.filter(tenant__slug=tenant, resource=resource).first()
-    return row.used if row else 0
+    """Return what the tenant's live quota charges hold of a resource at its busiest instant.
+
+    A released reservation's charges end at its release (the audit checks that); they are left out
+    here so the figure does not depend on the wall clock.
+    """
+    charges = QuotaCharge.objects.filter(tenant__slug=tenant, resource=resource).exclude(
+        reservation__status="released"
+    )
+    return peak([(c.during.lower, c.during.upper, c.amount) for c in charges], NOW - YEAR, NOW + YEAR)
 
 
 class Background:
@@ -265,13 +276,13 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
     3 nodes × 4 GPUs, 8 vcpu each; requests take 1 GPU and 2 vcpu: 12 placements in all. Four
     clients queue, four book inline, two workers drain the queue, all at once.
     """
-    from inventory.models import NodeLabel, NodeResource, Tenant
+    from inventory.models import NodeLabel, NodeResource
 
     for i in range(3):
         node = make_node(f"node-{i}", gpus=4, vcpu=8)
         NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
     for i in range(8):
-        Tenant.objects.create(slug=f"t{i}", name=f"Tenant {i}")
+        make_tenant(f"t{i}", f"Tenant {i}")
     start = threading.Barrier(10)
     stop = threading.Event()
     # The settings' random top-N pick, so placements spread as in production and still collide.
@@ -303,8 +314,9 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
     assert Reservation.objects.filter(status="placed").count() == 12
     assert DeviceBooking.objects.count() == 12
     assert DeviceBooking.objects.values("device_id").distinct().count() == 12
-    for row in NodeResource.objects.filter(resource="vcpu"):
-        assert 0 <= row.allocated <= 8
+    for node in NodeResource.objects.filter(resource="vcpu").values_list("node_id", flat=True):
+        claims = ScalarClaim.objects.filter(node_id=node, resource="vcpu")
+        assert peak([(c.during.lower, c.during.upper, c.amount) for c in claims], NOW - YEAR, NOW + YEAR) <= 8
     pending = Reservation.objects.filter(status="pending")
     assert pending.count() == 12
     assert all(r.condition("Unschedulable") for r in pending)
@@ -386,7 +398,8 @@ def test_a_queued_gang_is_placed_whole_by_the_inline_placer_after_the_lock(tenan
     )
     from capacity import quota
 
-    quota.charge(tenant.pk, tenant.slug, {"gpu": 2})  # as admission would have
+    window = Window(data["during"]["start"], data["during"]["end"])
+    quota.charge(tenant.pk, tenant.slug, reservation.pk, {"gpu": 2}, window)  # as admission would have
     result = place_batch(pool.pk, lease())
     assert result.placed == [reservation.pk]
     assert sorted(a["nodeId"] for a in services.allocations_of(reservation)) == ["node-a", "node-b"]

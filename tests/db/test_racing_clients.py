@@ -1,6 +1,7 @@
 """Eight clients, each on its own connection, race to fill one small pool."""
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -9,9 +10,10 @@ from capacity import services
 from capacity.audit import audit
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
-from inventory.models import NodeLabel, NodeResource, Tenant
+from inventory.models import NodeLabel, NodeResource
 
-from booking import ask
+from booking import NOW, ask, claimed
+from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +29,7 @@ def test_racing_clients_fill_the_pool_without_double_booking(pool, make_node):
         node = make_node(f"node-{i}", gpus=4, vcpu=12)
         NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
     for i in range(CLIENTS):
-        Tenant.objects.create(slug=f"t{i}", name=f"Tenant {i}")
+        make_tenant(f"t{i}", f"Tenant {i}")
     start = threading.Barrier(CLIENTS)
     placed, lost, errors = [], [], []
 
@@ -60,7 +62,7 @@ def test_racing_clients_fill_the_pool_without_double_booking(pool, make_node):
     assert DeviceBooking.objects.count() == 16
     assert DeviceBooking.objects.values("device").distinct().count() == 16
     for resource in NodeResource.objects.all():
-        assert resource.allocated == 12
+        assert claimed("vcpu", at=NOW + timedelta(hours=1), node=resource.node.name) == 12
     assert Reservation.objects.filter(status="placed").count() == 16
     assert audit() == []
     print(f"racing clients: 16 placed, {len(lost)} lost races replanned")

@@ -7,12 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from capacity import services
-from capacity.models import Allocation, DeviceBooking, PoolCapacityRollup, Quota, QuotaUsage, Reservation
+from capacity.models import Allocation, DeviceBooking, Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError
 from inventory import services as nodes
 from inventory.models import NodeLabel, NodeResource, Pool
 
-from booking import MS, NOW, ask, config, reserve  # noqa: F401
+from booking import MS, NOW, ask, capacity, claimed, config, held, reserve  # noqa: F401
 
 
 def atoms_of(reservation):
@@ -125,20 +125,20 @@ def test_quota_is_charged_on_placement_and_refused_past_the_limit(tenant, make_n
     make_node("node-a", gpus=4)
     Quota.objects.create(tenant=tenant, resource="gpu", limit=3)
     reserve(ask(2))
-    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2
+    assert held("gpu") == 2
     with pytest.raises(CapacityError) as err:
         reserve(ask(2))
     assert err.value.code == "QUOTA_EXCEEDED"
     assert err.value.message == "quota exceeded for acme: gpu 2 used + 2 requested > limit 3"
     assert Reservation.objects.count() == 1
-    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2
+    assert held("gpu") == 2
 
 
 def test_a_pending_reservation_holds_no_quota(tenant, make_node):
     make_node("node-a", gpus=1)
     result = reserve(ask(2))
     assert result.reservation.status == "pending"
-    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 0
+    assert not QuotaCharge.objects.exists()
 
 
 def test_release_refunds_quota_ends_bookings_and_frees_scalars(tenant, make_node, pool):
@@ -147,16 +147,17 @@ def test_release_refunds_quota_ends_bookings_and_frees_scalars(tenant, make_node
         node_id=pool.nodes.get().pk, key="bc.dev/cap.devices.limits", value="1", source="system"
     )
     running = reserve(ask(2, start=-1, hours=4, resources={"vcpu": 8})).reservation
-    future = reserve(ask(2, start=10, hours=4)).reservation
-    assert NodeResource.objects.get(resource="vcpu").allocated == 8
-    assert PoolCapacityRollup.objects.get(device_class="gpu").allocated == 4
+    future = reserve(ask(4, start=10, hours=4)).reservation
+    assert claimed("vcpu") == 8
+    assert (capacity()["allocated"], capacity()["bookedLater"]) == (2, 2)
     services.release(running.pk, now=NOW)
     services.release(future.pk, now=NOW)
-    assert QuotaUsage.objects.get(resource="gpu").used == 0
-    assert NodeResource.objects.get(resource="vcpu").allocated == 0
-    assert PoolCapacityRollup.objects.get(device_class="gpu").allocated == 0
+    assert held("gpu") == 0 and held("gpu", at=NOW + timedelta(hours=11)) == 0
+    assert claimed("vcpu") == 0
+    assert (capacity()["allocated"], capacity()["bookedLater"]) == (0, 0)
     # The running booking is cut at the release; the future one is gone.
     assert [b.during.upper for b in DeviceBooking.objects.all()] == [NOW, NOW]
+    assert ScalarClaim.objects.get().during.upper == NOW
     assert Allocation.objects.filter(released_at=NOW).count() == 2
     assert services.release(running.pk, now=NOW).status == "released"
 
@@ -220,31 +221,32 @@ def test_scalar_room_uses_floor_with_epsilon(tenant, make_node):
     NodeResource.objects.create(node=node, resource="vcpu", allocatable=100, ratio=0.29)
     data = {"tenantId": "acme", "poolId": "lab-pool", "resources": {"vcpu": 29}, "during": ask()["during"]}
     assert reserve(data).reservation.status == "placed"
-    assert NodeResource.objects.get(resource="vcpu").allocated == 29
+    assert claimed("vcpu", at=NOW + timedelta(hours=1)) == 29
 
 
-def test_a_whole_partitioned_gpu_books_its_slices_and_a_slice_blocks_the_parent(tenant, make_node):
+def test_a_gpu_split_into_slices_is_not_offered_whole_and_its_slices_are(tenant, make_node):
     """
-    node-a: GPU0 ── MIG-0, MIG-1 (mig-3g.40gb)
+    node-a: GPU0 ── MIG-0, MIG-1 (mig-3g.40gb)     node-b: GPU0 (whole)
     """
     from inventory.models import Device
 
     node = make_node("node-a", gpus=1)
+    make_node("node-b", gpus=1)
     parent = Device.objects.get(node=node)
     for i in range(2):
         Device.objects.create(node=node, uuid=f"MIG-{i}", device_class="mig-3g.40gb", parent=parent, index=i)
     from capacity.rollups import refresh_rollups
 
     refresh_rollups([node.pool_id])
+    # The split GPU counts once, as its two slices; node-b's GPU is the pool's one whole GPU.
+    assert capacity()["total"] == 1 and capacity(device_class="mig-3g.40gb")["total"] == 2
     whole = reserve(ask(1)).reservation
-    assert atoms_of(whole) == ["GPU-node-a-0"]
-    assert DeviceBooking.objects.filter(allocation__reservation=whole).count() == 3
-    slice_request = {**ask(1), "devices": [{"class": "mig-3g.40gb", "count": 1}]}
-    assert reserve(slice_request).outcome.reason == "no node fits (1 node): 1 × fits: 0 of 1 mig-3g.40gb free"
-    services.release(whole.pk, now=NOW - timedelta(hours=1))
+    assert atoms_of(whole) == ["GPU-node-b-0"]
+    assert reserve(ask(1)).outcome.reason == "no node fits (2 nodes): 2 × fits: 0 of 1 gpu free"
+    slice_request = {**ask(1), "devices": [{"class": "mig-3g.40gb", "count": 2}]}
     sliced = reserve(slice_request).reservation
-    assert sliced.status == "placed"
-    assert reserve(ask(1)).outcome.reason == "no node fits (1 node): 1 × fits: 0 of 1 gpu free"
+    assert sliced.status == "placed" and atoms_of(sliced) == ["MIG-0", "MIG-1"]
+    assert capacity(device_class="mig-3g.40gb", at=NOW + timedelta(hours=1))["allocated"] == 2
 
 
 def test_reserve_runs_a_fixed_number_of_queries_whatever_the_pool_size(tenant, make_node, site):
@@ -275,7 +277,7 @@ def test_a_gang_books_every_member_or_nothing(tenant, make_node):
     two = reserve({**ask(2), "gang": {"size": 2}})
     assert two.reservation.status == "placed"
     assert sorted(a["nodeId"] for a in services.allocations_of(two.reservation)) == ["node-a", "node-b"]
-    assert QuotaUsage.objects.get(tenant=tenant, resource="gpu").used == 2 + 4
+    assert held("gpu", at=NOW + timedelta(hours=1)) == 2 + 4
 
 
 def test_a_selector_reads_device_attributes_then_node_labels(tenant, make_node):

@@ -16,7 +16,7 @@ def snapshot():
     counts = {m._meta.label: m.objects.count() for m in apps.get_models() if m._meta.app_label != "sessions"}
     rollups = list(
         PoolCapacityRollup.objects.order_by("pk").values_list(
-            "pool__slug", "device_class", "total", "allocated"
+            "pool__slug", "device_class", "total", "maintenance"
         )
     )
     bookings = sorted(DeviceBooking.objects.values_list("device__uuid", "during"))

@@ -1,6 +1,7 @@
 """The SQL shortlist gives the same top N as planning every node of the pool."""
 
 import random
+from datetime import timedelta
 
 import pytest
 
@@ -10,7 +11,7 @@ from capacity.placers.inline import plan_request, reach
 from capacity.placers.loader import load_pool
 from inventory import services as nodes
 
-from booking import ask, config, reserve
+from booking import NOW, ask, config, reserve
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -94,7 +95,7 @@ def shortlist(request_data):
     pool = load_pool("lab-pool")
     request = validate_request({**request_data, "reservationId": "r"})
     index = pool_index(pool)
-    taken, short = plan_reads(pool, index, request.during, request.resources)
+    taken, short, _used = plan_reads(pool, index, request.during, request.resources)
     counts = []
 
     def counting(free, total, name):
@@ -162,28 +163,41 @@ def test_a_rolled_back_change_never_reuses_a_generation(tenant, make_node):
 
 def test_the_shortlist_leaves_out_nodes_short_of_a_claimed_scalar(tenant, make_node):
     """
-    roomy: vcpu 32, nothing claimed   tight: vcpu 32, 28 claimed   bare: no vcpu row at all
+    roomy: vcpu 32, nothing claimed   tight: vcpu 32, 28 claimed in the window   bare: no vcpu row at all
     """
-    from inventory.models import NodeResource
-
     make_node("roomy", gpus=2, vcpu=32)
-    make_node("tight", gpus=2, vcpu=32)
+    tight = make_node("tight", gpus=2, vcpu=32)
     make_node("bare", gpus=2)
-    NodeResource.objects.filter(node__name="tight").update(allocated=28)
+    claim(tight, 28, start=2, hours=4)
     assert {name for name, *_ in shortlist({**ask(1), "resources": {"vcpu": 8}})} == {"roomy"}
     assert {name for name, *_ in shortlist({**ask(1), "resources": {"vcpu": 4}})} == {"roomy", "tight"}
     assert {name for name, *_ in shortlist(ask(1))} == {"roomy", "tight", "bare"}
-    NodeResource.objects.update(allocated=0)  # the claim above had no allocation behind it
+    # A window after the claim ends sees the whole room.
+    later = {**ask(1, start=6, hours=2), "resources": {"vcpu": 32}}
+    assert {name for name, *_ in shortlist(later)} == {"roomy", "tight"}
+
+
+def claim(node, amount, start=0, hours=24, resource="vcpu"):
+    """Claim a scalar on a node for an instance's allocation, as the commit would."""
+    from capacity.models import Allocation, ScalarClaim
+
+    lower, upper = NOW + timedelta(hours=start), NOW + timedelta(hours=start + hours)
+    allocation = Allocation.objects.create(
+        instance_id=f"vm-{node.name}", node=node, starts_at=lower, ends_at=upper, resources={resource: amount}
+    )
+    ScalarClaim.objects.create(
+        allocation=allocation, node=node, resource=resource, amount=amount, during=(lower, upper)
+    )
 
 
 def test_resource_rows_move_the_generation_but_claims_do_not(tenant, make_node):
     from inventory.models import NodeResource
 
-    make_node("a", gpus=1, vcpu=8)
+    node = make_node("a", gpus=1, vcpu=8)
     before = load_pool("lab-pool").generation
-    NodeResource.objects.filter(node__name="a").update(allocated=4)
+    claim(node, 4)
     assert load_pool("lab-pool").generation == before, "a claim is not inventory"
-    NodeResource.objects.filter(node__name="a").update(allocated=0, ratio=2.0)
+    NodeResource.objects.filter(node__name="a").update(ratio=2.0)
     resized = load_pool("lab-pool").generation
     assert resized != before
     NodeResource.objects.create(node=NodeResource.objects.get().node, resource="memoryGiB", allocatable=64)

@@ -21,6 +21,7 @@ from inventory.models import Device, DeviceLink, Node, NodeLabel, Pool, Site, Te
 from inventory.signals import node_state_changed
 from inventory.topology import parse_topo_matrix
 
+from tenants import make_tenant
 from topo_samples import DGX_H100, PCIE_TWO_SOCKETS
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ H100 = {"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}
 
 def make_node(name: str = "dgx-01", gpus: int = 8, *, reverse: bool = False) -> Node:
     """Create a node in its own pool with `gpus` GPUs; `reverse` gives the last GPU the lowest id."""
-    tenant, _ = Tenant.objects.get_or_create(slug="acme", defaults={"name": "Acme"})
+    tenant = Tenant.objects.filter(slug="acme").first() or make_tenant("acme", "Acme")
     site, _ = Site.objects.get_or_create(slug="fra1", defaults={"name": "Frankfurt 1"})
     pool = Pool.objects.create(slug=f"pool-{name}", name=f"Pool {name}", site=site)
     pool.tenants.add(tenant)

@@ -1,4 +1,4 @@
-"""Audit capacity: recompute rollups, scalar counters and quota usage, and report every drift."""
+"""Audit capacity: recompute rollups, scalar claims and quota charges, and report every drift."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -6,7 +6,9 @@ from capacity.audit import audit
 
 
 class Command(BaseCommand):
-    help = "Recompute rollups, node_resources.allocated and quota usage from bookings; exit 1 on drift."
+    help = (
+        "Recompute rollups, scalar claims and quota charges from reservations and bookings; exit 1 on drift."
+    )
 
     def handle(self, *args, **options):
         lines = audit()
