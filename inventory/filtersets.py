@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Node, NodeLabel, NodeTaint
+from .models import Device, Node, NodeLabel, NodeTaint
 
 STATES = (
     "schedulable",
@@ -65,21 +65,23 @@ def _state_q(state: str) -> Q:
 
 
 def free_gpus_now(queryset: QuerySet[Node], device_class: str = "gpu") -> QuerySet[Node]:
-    """Annotate `free_now`: healthy, bookable devices of the class with no booking covering now."""
+    """Annotate `free_now`: healthy, bookable atoms of the class with no booking covering now.
+
+    A GPU split into MIG slices is not a whole-GPU atom, so it never counts as a free GPU.
+    """
     from django.apps import apps
 
     booking = apps.get_model("capacity", "DeviceBooking")
     now = timezone.now()
     busy = booking.objects.filter(device=OuterRef("devices__pk"), during__contains=now)
-    # A partitioned GPU with a booked slice is not free either (nor a slice of a booked GPU).
-    slice_busy = booking.objects.filter(device__parent=OuterRef("devices__pk"), during__contains=now)
+    split = Device.objects.filter(parent=OuterRef("devices__pk"))
     parent_busy = booking.objects.filter(device=OuterRef("devices__parent"), during__contains=now)
     return queryset.annotate(
         free_now=Count(
             "devices",
             filter=Q(devices__device_class=device_class, devices__healthy=True, devices__bookable=True)
             & ~Q(Exists(busy))
-            & ~Q(Exists(slice_busy))
+            & ~Q(Exists(split))
             & ~Q(Exists(parent_busy)),
             distinct=True,
         )

@@ -86,6 +86,8 @@ class NodeRow:
     schedulable: bool
     free_gpus: int
     total_gpus: int
+    free_slices: int = 0
+    total_slices: int = 0
     actions: list[str] = field(default_factory=list)
     own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
 
@@ -230,7 +232,10 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                 cells[parent.pk].slices.append(cell)
             else:
                 cells[device.pk] = cell
-        gpus = [cells[d.pk] for d in devices if d.parent_id is None and d.device_class == "gpu"]
+        # Whole GPUs only: a GPU split into MIG slices is drawn with its slices and counted as them.
+        whole = [cells[d.pk] for d in devices if d.parent_id is None and d.device_class == "gpu"]
+        gpus = [c for c in whole if not c.slices]
+        slices = [s for c in whole for s in c.slices]
         labels = list(node.labels.all())
         view, pool_view = _node_view(node, pool)
         rows.append(
@@ -251,6 +256,8 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                 schedulable=may_be_schedulable(view, pool_view),
                 free_gpus=sum(1 for c in gpus if _free_now(c)),
                 total_gpus=len(gpus),
+                free_slices=sum(1 for c in slices if _free_now(c)),
+                total_slices=len(slices),
                 actions=["uncordon" if node.cordoned else "cordon"],
             )
         )

@@ -15,6 +15,7 @@ ENDPOINTS = [
     ("post", "/api/v1/capacity/preview"),
     ("get", "/api/v1/pools"),
     ("get", "/api/v1/pools/lab-pool"),
+    ("get", "/api/v1/tenants/acme/quota"),
     ("get", "/api/v1/nodes"),
     ("get", "/api/v1/nodes/node-a"),
 ]
@@ -67,6 +68,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/reservations/{reservation_id}",
         "/api/v1/reservations/{reservation_id}/release",
         "/api/v1/capacity/preview",
+        "/api/v1/tenants/{slug}/quota",
         "/api/v1/pools",
         "/api/v1/pools/{slug}",
         "/api/v1/nodes",

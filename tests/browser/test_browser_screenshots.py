@@ -95,8 +95,8 @@ def test_screenshot_of_a_booking_queued_for_the_pool_lease_placer(login, demo, s
     expect(result).to_contain_text("Queued: queued for the pool's placer")
     shots(page, "booking-queued")
     page.goto(f"{demo}/reservations/")
-    expect(page.locator("table")).to_contain_text("Queued: queued for the pool's placer")
+    expect(page.locator("table.reservations")).to_contain_text("Queued: queued for the pool's placer")
     shots(page, "reservations-queued")
     assert len(place_queued(placer_config()).placed) == 1
     page.reload()
-    expect(page.locator("table")).not_to_contain_text("Queued:")
+    expect(page.locator("table.reservations")).not_to_contain_text("Queued:")
