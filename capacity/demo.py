@@ -320,6 +320,9 @@ def build_bookings(tenants: dict[str, Tenant]) -> int:
                 "idempotencyKey": key,
             },
             config=config,
+            # Past windows are booked as if at their start: a booking that starts well before now
+            # is refused today.
+            now=min(start, now),
         )
         if end <= now:
             services.release(result.reservation.pk, now=end)

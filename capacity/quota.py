@@ -59,9 +59,33 @@ SELECT d.r, d.n,
   FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
 """
 
+# The tenant's charges in the window are read once. Their plain sum bounds the peak from above:
+# only a resource that sum would take past its limit is swept for the exact peak (which the
+# refusal names). `used` is that peak, or the sum when no sweep was needed.
+_LIMIT = f"""coalesce(
+    (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = d.r),
+    (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = '{DEFAULT_RESOURCE}'))"""
 CHARGE_SQL = f"""
-WITH l AS MATERIALIZED ({PEAKS_SQL}),
-ok AS (SELECT NOT EXISTS (SELECT 1 FROM l WHERE l.lim IS NULL OR l.used + l.n > l.lim) AS ok),
+WITH c AS MATERIALIZED (
+  SELECT x.resource, lower(x.during) AS lo, upper(x.during) AS hi, x.amount FROM capacity_quotacharge x
+   WHERE int8range(x.tenant_id, x.tenant_id, '[]') && int8range(%(tenant)s::bigint, %(tenant)s::bigint, '[]')
+     AND x.during && %(during)s::tstzrange AND x.resource = ANY(%(resources)s::text[])
+), b AS MATERIALIZED (
+  SELECT d.r, d.n, {_LIMIT} AS lim, coalesce((SELECT sum(c.amount) FROM c WHERE c.resource = d.r), 0) AS bound
+    FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
+), l AS MATERIALIZED (
+  SELECT b.r, b.n, b.lim,
+         CASE WHEN b.lim IS NULL OR b.bound + b.n <= b.lim THEN b.bound
+              ELSE coalesce((SELECT max(e.running) FROM (
+                     SELECT sum(v.delta) OVER (ORDER BY v.at, v.delta) AS running FROM (
+                       SELECT greatest(c.lo, lower(%(during)s::tstzrange)) AS at, c.amount AS delta
+                         FROM c WHERE c.resource = b.r
+                       UNION ALL
+                       SELECT c.hi, -c.amount FROM c
+                        WHERE c.resource = b.r AND c.hi < upper(%(during)s::tstzrange)) AS v) AS e), 0)
+         END AS used
+    FROM b
+), ok AS (SELECT NOT EXISTS (SELECT 1 FROM l WHERE l.lim IS NULL OR l.used + l.n > l.lim) AS ok),
 ins AS (
   INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
   SELECT %(tenant)s::bigint, %(reservation)s::bigint, l.r, l.n, %(during)s::tstzrange

@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.placement import (
+    ARCHIVED_REASON,
     CONFLICT,
     FORBIDDEN,
     INVALID_INPUT,
@@ -46,6 +47,7 @@ from .placers.db import Listener, prepared_cursor
 from .placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
 from .placers.loader import PoolRow, load_tenant_and_pool, may_use, to_datetime
 from .quota import QUOTA_EXCEEDED_REASON
+from .retry import retry_on_conflict
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -55,8 +57,13 @@ MAX_PREVIEW_CANDIDATES = 10
 # Fields that capacity reads itself; everything else goes to the placement core's validator.
 SERVICE_FIELDS = ("idempotencyKey", "binding", "duration", "wait")
 OWNER_FIELDS = ("reservationId", "instanceId")
-IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
-DURATION_RE = re.compile(r"^(\d+)(m|h|d|w)$")
+# \A and \Z: `$` matches before a trailing newline; [0-9]: `\d` matches other scripts' digits.
+IDEMPOTENCY_KEY_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,199}\Z")
+DURATION_RE = re.compile(r"\A([0-9]+)(m|h|d|w)\Z")
+# A window may start this long before now (a clock a little behind, a form filled in slowly).
+START_GRACE = timedelta(minutes=5)
+# The caller's input is kept with the reservation: bound what it may cost to store.
+MAX_INPUT_BYTES = 64 * 1024
 # Six digits hold every duration up to the limit (366 days is 527,040 minutes).
 MAX_DURATION_DIGITS = 6
 # Windows must stay between 1970 and 9999, the range Postgres and Python datetimes share here.
@@ -168,6 +175,9 @@ def normalize(
         }
     elif "during" not in data:
         raise CapacityError(INVALID_INPUT, "duration or during is required")
+    _check_window(core.get("during"), now)
+    if len(json.dumps(stored_input(data), default=str)) > MAX_INPUT_BYTES:
+        raise CapacityError(INVALID_INPUT, f"the request must be at most {MAX_INPUT_BYTES} bytes as JSON")
     labels = dict(node_labels or {})
     if data.get("resources"):
         labels.setdefault(DEVICES_LIMITS_LABEL, "*")
@@ -178,6 +188,22 @@ def normalize(
     if "reservationId" not in core and "instanceId" not in core:
         core["reservationId"] = "new"
     return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms}
+
+
+def _check_window(during: object, now: datetime) -> None:
+    """Refuse a window longer than 366 days, one that has ended, or one that starts well before now."""
+    if not isinstance(during, Mapping):
+        return  # the core's validator names what is wrong with it
+    start, end = during.get("start"), during.get("end")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)) or end <= start:
+        return
+    if end - start > MAX_DURATION.total_seconds() * 1000:
+        raise CapacityError(INVALID_INPUT, "during must be at most 366d long")
+    now_ms = int(now.timestamp() * 1000)
+    if end <= now_ms:
+        raise CapacityError(INVALID_INPUT, "during.end is in the past")
+    if start < now_ms - START_GRACE.total_seconds() * 1000:
+        raise CapacityError(INVALID_INPUT, "during.start must not be more than 5 minutes before now")
 
 
 def _wait_ms(wait: object) -> int:
@@ -287,6 +313,12 @@ def _apply(
     return outcome
 
 
+def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any]:
+    """Return what admit hooks see of a create: the tenant, who asks, how (user or cli), the action."""
+    return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
+
+
+@retry_on_conflict
 def reserve(
     data: Mapping[str, Any],
     *,
@@ -315,7 +347,9 @@ def reserve(
             existing = _idempotent(tenant, key, data)
             if existing is not None:
                 return ReserveResult(existing, created=False)
-        if admission is not None:
+        archived = pool.view.archived
+        if admission is not None and not archived:
+            # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
         fields = {
             "tenant": tenant,
@@ -331,7 +365,7 @@ def reserve(
             "starts_at": to_datetime(request.during.start),
             "ends_at": to_datetime(request.during.end),
         }
-        reservation = _insert_reservation(fields, queued=queue)
+        reservation = _insert_reservation(fields, queued=queue and not archived)
         if reservation is None:
             # A concurrent request with the same key committed first: answer with its reservation.
             existing = _idempotent(tenant, key, data)
@@ -339,7 +373,11 @@ def reserve(
                 raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
             return ReserveResult(existing, created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
-        if queue:
+        if archived:
+            _set_pending(reservation, ARCHIVED_REASON)
+            reservation.save(update_fields=["status", "conditions", "updated_at"])
+            outcome = Outcome("pending", reason=ARCHIVED_REASON)
+        elif queue:
             # Queued: quota is charged at admission; the batch refunds it if the request ends up
             # pending. A refusal rolls the row back with it.
             quota.charge(tenant.pk, tenant.slug, reservation.pk, quota.demand(request), request.during)
@@ -522,6 +560,7 @@ def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]
     return result
 
 
+@retry_on_conflict
 @transaction.atomic
 def release(
     reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None

@@ -107,7 +107,8 @@ def filter_nodes(queryset: QuerySet[Node], params: Mapping[str, str]) -> QuerySe
         queryset = queryset.filter(name__icontains=name)
     free = (params.get("free_gpus") or "").strip()
     if free:
-        if not free.isdigit():
+        # isascii(): isdigit() also accepts '²' and other scripts' digits, which int() refuses.
+        if not (free.isascii() and free.isdigit()) or len(free) > 6:
             raise FilterError("free_gpus", "free_gpus must be a whole number")
         queryset = free_gpus_now(queryset).filter(free_now__gte=int(free))
     return queryset

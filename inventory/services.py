@@ -13,7 +13,7 @@ from django.db import transaction
 from .errors import InventoryError
 from .models import Node, NodeLabel, NodeTaint, Tenant
 from .signals import node_state_changed
-from .validators import SYSTEM_LABEL_PREFIX, validate_label_key
+from .validators import SYSTEM_LABEL_PREFIX, label_value_problem, validate_label_key
 
 DEDICATED = "dedicated"
 
@@ -63,6 +63,12 @@ def _check_key(key: str, field: str = "key") -> None:
         raise InventoryError("INVALID_INPUT", f"{field}: {err.messages[0]}") from None
 
 
+def _check_value(value: object) -> None:
+    problem = label_value_problem(value)
+    if problem is not None:
+        raise InventoryError("INVALID_INPUT", problem)
+
+
 def add_taint(
     node: str | Node, key: str, value: str = "", effect: str = NodeTaint.Effect.NO_SCHEDULE
 ) -> NodeTaint:
@@ -70,8 +76,7 @@ def add_taint(
     _check_key(key)
     if effect not in NodeTaint.Effect.values:
         raise InventoryError("INVALID_INPUT", f"effect must be one of {', '.join(NodeTaint.Effect.values)}")
-    if len(value) > 253:
-        raise InventoryError("INVALID_INPUT", "value must be at most 253 characters")
+    _check_value(value)
     with transaction.atomic():
         locked = _locked(node)
         taint, _ = NodeTaint.objects.update_or_create(
@@ -115,8 +120,7 @@ def set_label(node: str | Node, key: str, value: str) -> NodeLabel:
         raise InventoryError(
             "INVALID_INPUT", f"key: labels under {SYSTEM_LABEL_PREFIX} are written by inventory only"
         )
-    if len(value) > 253:
-        raise InventoryError("INVALID_INPUT", "value must be at most 253 characters")
+    _check_value(value)
     with transaction.atomic():
         locked = _locked(node)
         label, _ = NodeLabel.objects.update_or_create(

@@ -129,4 +129,4 @@ def admission(tenant: str) -> dict[str, str]:
         who = getpass.getuser()
     except (KeyError, OSError):
         who = "unknown"
-    return {"tenant": tenant, "identity": who, "identityKind": "cli", "action": "reservations.create"}
+    return services.admission_context(tenant, who, "cli")

@@ -136,12 +136,7 @@ class ReservationsView(BerthAPIView):
     )
     def post(self, request):
         data = reservation_input(request.data)
-        admission = {
-            "tenant": data.get("tenantId"),
-            "identity": request.user.get_username(),
-            "identityKind": "user",
-            "action": "reservations.create",
-        }
+        admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
         return Response(
             render_reservation(result.reservation),

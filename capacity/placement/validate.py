@@ -19,6 +19,11 @@ from .types import (
 
 MAX_DEVICES: Final = 64
 MAX_GANG_SIZE: Final = 64
+# Bounds on what a request may carry, so no caller can make Berth store or scan without limit.
+MAX_RESOURCES: Final = 32
+MAX_TEXT: Final = 200
+MAX_EXCLUDED: Final = 256
+MAX_LABELS: Final = 64
 
 REQUEST_FIELDS: Final = frozenset(
     {
@@ -69,9 +74,13 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _text(value: object, field: str) -> str:
+def _text(value: object, field: str, limit: int = MAX_TEXT) -> str:
     if not isinstance(value, str) or not value:
         raise _invalid(f"{field} must be a non-empty string")
+    if len(value) > limit:
+        raise _invalid(f"{field} must be at most {limit} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise _invalid(f"{field} must not contain control characters")
     return value
 
 
@@ -159,6 +168,8 @@ def _resources(value: object) -> dict[str, int]:
         return {}
     if not isinstance(value, Mapping):
         raise _invalid("resources must be an object")
+    if len(value) > MAX_RESOURCES:
+        raise _invalid(f"resources: at most {MAX_RESOURCES} resources")
     out: dict[str, int] = {}
     for name, amount in value.items():
         _key(name, f"resources key {name!r}")
@@ -173,12 +184,12 @@ def _labels(value: object) -> dict[str, str]:
         return {}
     if not isinstance(value, Mapping):
         raise _invalid("nodeLabels must be an object")
+    if len(value) > MAX_LABELS:
+        raise _invalid(f"nodeLabels: at most {MAX_LABELS} labels")
     out: dict[str, str] = {}
     for key, label in value.items():
         _key(key, f"nodeLabels key {key!r}")
-        if not isinstance(label, str) or not label:
-            raise _invalid(f"nodeLabels.{key} must be a non-empty string")
-        out[key] = label
+        out[key] = _text(label, f"nodeLabels.{key}")
     return out
 
 
@@ -186,6 +197,8 @@ def _excluded(value: object) -> frozenset[str]:
     if value is None:
         return frozenset()
     items = _list(value, "excludeNodes")
+    if len(items) > MAX_EXCLUDED:
+        raise _invalid(f"excludeNodes: at most {MAX_EXCLUDED} nodes")
     return frozenset(_text(item, f"excludeNodes[{i}]") for i, item in enumerate(items))
 
 

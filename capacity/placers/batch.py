@@ -35,7 +35,7 @@ from capacity.placement import (
 
 from .commit import Committed, LostRace, Owner, read_member, send_member
 from .db import prepared_cursor
-from .index import PoolIndex, pool_index, used_in, views_for
+from .index import PoolIndex, WindowUse, pool_index, views_for
 from .inline import Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
 
@@ -187,12 +187,18 @@ class Ledger:
                 taken.update(index.children.get(pk, ()))
         return taken
 
-    def used(self, window: Window, claims: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
         """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
         wanted = {r for r, n in claims.items() if n > 0}
-        if not wanted:
-            return {}
-        return used_in({k: v for k, v in self.claims.items() if k[1] in wanted}, window)
+        start, end = window.start, window.end
+        return WindowUse(
+            {
+                key: overlapping
+                for key, held in self.claims.items()
+                if key[1] in wanted and (overlapping := [c for c in held if c[0] < end and c[1] > start])
+            },
+            window,
+        )
 
     def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
         """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""

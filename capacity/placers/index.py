@@ -80,6 +80,7 @@ class PoolIndex:
     allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
     lacking_cache: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     capacity_cache: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    small_cache: dict[tuple[str, int], frozenset[str]] = dataclasses.field(default_factory=dict)
     # Atom picks shared by nodes of one shape (their views carry node_shape()); bounded below.
     pick_memo: PickMemo = dataclasses.field(default_factory=dict)
 
@@ -115,17 +116,33 @@ class PoolIndex:
             }
         return found
 
-    def short(self, claims: Mapping[str, int], used: Used) -> set[str]:
+    def short(self, claims: Mapping[str, int], used: WindowUse) -> set[str]:
         """Return the nodes whose room in a claimed scalar (capacity − `used`) is below the claim."""
         short: set[str] = set()
         for resource, amount in claims.items():
             if amount <= 0:
                 continue
             short |= self.lacking(resource)
-            for name, capacity in self.capacities(resource).items():
-                if capacity - used.get(name, {}).get(resource, 0) < amount:
+            short |= self.too_small(resource, amount)
+            capacities = self.capacities(resource)
+            for name in used:
+                room = capacities.get(name, 0)
+                # The sum bounds the peak: only a node it could make short is swept.
+                if room - used.bound(name, resource) < amount and room - used[name].get(resource, 0) < amount:
                     short.add(name)
         return short
+
+    def too_small(self, resource: str, amount: int) -> frozenset[str]:
+        """Return the nodes whose whole capacity in a resource is below `amount` (cached per amount)."""
+        key = (resource, amount)
+        found = self.small_cache.get(key)
+        if found is None:
+            if len(self.small_cache) > PICK_MEMO_LIMIT:
+                self.small_cache.clear()
+            found = self.small_cache[key] = frozenset(
+                name for name, capacity in self.capacities(resource).items() if capacity < amount
+            )
+        return found
 
     def lacking(self, resource: str) -> frozenset[str]:
         """Return the nodes with no row for a scalar resource."""
@@ -222,10 +239,19 @@ def topology_ceiling(view: NodeView) -> float:
 
 Used = Mapping[str, Mapping[str, int]]  # node name -> resource -> the most claimed in a window
 
+# The pool's scalar claims of the claimed resources overlapping the window (one scan of the GiST
+# index on `during`); the one-time filter skips the scan for requests that claim no scalar.
+_CLAIMS_IN_WINDOW = """
+SELECT node_id, resource, amount, lower(during) AS lo, upper(during) AS hi FROM capacity_scalarclaim
+ WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
+   AND resource = ANY(%(names)s::text[])
+   AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+"""
+
 
 def plan_reads(
     pool: PoolRow, index: PoolIndex, window: Window, claims: Mapping[str, int]
-) -> tuple[set[int], set[str], dict[str, dict[str, int]]]:
+) -> tuple[set[int], set[str], WindowUse]:
     """Return the devices not free for the window, the nodes short of a claimed scalar and what is used.
 
     One query. A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when
@@ -243,20 +269,15 @@ def plan_reads(
     node_low, node_high = index.node_range
     with prepared_cursor() as cur:
         cur.execute(
-            """SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
-                             WHERE during && %(during)s::tstzrange
-                               AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
-                      c.nodes, c.names, c.starts, c.ends, c.amounts
-                 FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
-                              array_agg(lo) AS starts, array_agg(hi) AS ends, array_agg(amount) AS amounts
-                         FROM (SELECT node_id, resource, amount,
-                                      (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
-                                      (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
-                                 FROM capacity_scalarclaim
-                                WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
-                                  AND resource = ANY(%(names)s::text[])
-                                  AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE) AS s
-                      ) AS c""",
+            f"""SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
+                              WHERE during && %(during)s::tstzrange
+                                AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
+                       c.nodes, c.names, c.starts, c.ends, c.amounts
+                  FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
+                               array_agg((extract(epoch FROM lo) * 1000)::bigint) AS starts,
+                               array_agg((extract(epoch FROM hi) * 1000)::bigint) AS ends,
+                               array_agg(amount) AS amounts
+                          FROM ({_CLAIMS_IN_WINDOW}) AS w) AS c""",
             {
                 "during": window_range(window),
                 "low": low,
@@ -277,7 +298,7 @@ def plan_reads(
     ):
         if node in node_name:
             held[(node_name[node], name)].append((s, e, n))
-    used = used_in(held, window)
+    used = WindowUse(held, window)
     short = index.short(claims, used)
     taken = set(booked)
     if index.parent:  # only partitioned GPUs tie devices together
@@ -288,16 +309,43 @@ def plan_reads(
     return taken, short, used
 
 
-def used_in(
-    held: Mapping[tuple[str, str], Iterable[tuple[int, int, int]]], window: Window
-) -> dict[str, dict[str, int]]:
-    """Return node -> resource -> the most the claims hold at once in the window (nonzero only)."""
-    used: dict[str, dict[str, int]] = defaultdict(dict)
-    for (node, resource), claims in held.items():
-        most = peak(claims, window.start, window.end)
-        if most:
-            used[node][resource] = most
-    return used
+class WindowUse(Mapping[str, Mapping[str, int]]):
+    """Node name -> resource -> the most its claims hold at once in one window, swept when first asked.
+
+    Built from the claims that overlap the window. Their plain sum bounds the peak from above, so
+    `short` sweeps only the nodes that sum could make short; views sweep only the nodes they show.
+    """
+
+    def __init__(self, held: Mapping[tuple[str, str], list[tuple[int, int, int]]], window: Window):
+        self.window = window
+        self.held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
+        for (node, resource), claims in held.items():
+            self.held[node][resource] = claims
+        self._swept: dict[str, dict[str, int]] = {}
+
+    def __getitem__(self, node: str) -> dict[str, int]:
+        found = self._swept.get(node)
+        if found is None:
+            if node not in self.held:
+                raise KeyError(node)
+            start, end = self.window.start, self.window.end
+            found = self._swept[node] = {
+                resource: most
+                for resource, claims in self.held[node].items()
+                if (most := peak(claims, start, end))
+            }
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.held)
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    def bound(self, node: str, resource: str) -> int:
+        """Return the sum of the node's claims of a resource in the window: at least their peak."""
+        start, end = self.window.start, self.window.end
+        return sum(n for s, e, n in self.held[node].get(resource, ()) if s < end and e > start)
 
 
 Reach = Callable[[int, int, str], float]

@@ -154,7 +154,11 @@ def book(request: HttpRequest) -> HttpResponse:
             try:
                 # With the pool-lease placer, answer with the batch's outcome when it runs soon.
                 data = {**form.request_data(), "wait": {"timeoutMs": BOOKING_WAIT_MS}}
-                result = services.reserve(data, scope=scope_for(request.user))
+                # Admitted as the API admits: a policy plugin sees the browser's bookings too.
+                admission = services.admission_context(
+                    data.get("tenantId"), request.user.get_username(), "user"
+                )
+                result = services.reserve(data, scope=scope_for(request.user), admission=admission)
             except CapacityError as err:
                 form.add_capacity_error(err)
             else:

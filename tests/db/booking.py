@@ -26,8 +26,14 @@ def ask(gpus=1, tenant="acme", pool="lab-pool", start=0, hours=24, **extra):
     }
 
 
-def reserve(data, **kw):
-    return services.reserve(data, now=NOW, config=config(), **kw)
+def reserve(data, now=NOW, **kw):
+    """Reserve as of `now` (NOW by default): a window may not start well before it."""
+    return services.reserve(data, now=now, config=config(), **kw)
+
+
+def booked_at(data):
+    """Return the instant a request's window starts: booking then is never too late."""
+    return datetime.fromtimestamp(data["during"]["start"] / 1000, UTC)
 
 
 def held(resource="gpu", tenant="acme", at=NOW):

@@ -9,7 +9,7 @@ from capacity.models import Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window
 from inventory.models import NodeLabel
 
-from booking import HOUR, MS, NOW, ask, capacity, claimed, held, reserve
+from booking import HOUR, MS, NOW, ask, booked_at, capacity, claimed, held, reserve
 
 
 def limit(tenant, resource, value):
@@ -158,9 +158,11 @@ def test_capacity_counts_what_is_booked_now_and_what_later_apart(tenant, make_no
     """
     make_node("node-a", gpus=8)
     make_node("node-b", gpus=8)
-    reserve(ask(3, start=-1, hours=2, excludeNodes=["node-b"]))
+    running = ask(3, start=-1, hours=2, excludeNodes=["node-b"])
+    reserve(running, now=booked_at(running))
     reserve(ask(8, start=30 * 24, hours=24, excludeNodes=["node-a"]))
-    reserve(ask(2, start=-48, hours=24))  # ended yesterday, never released by any process
+    ended = ask(2, start=-48, hours=24)  # ended yesterday, never released by any process
+    reserve(ended, now=booked_at(ended))
     now = capacity()
     assert (now["total"], now["allocated"], now["bookedLater"], now["free"]) == (16, 3, 8, 13)
     # One hour on, the 3 GPUs ended: nothing ran, and they count as free.
@@ -175,7 +177,8 @@ def test_booked_atoms_on_a_cordoned_node_are_not_subtracted_twice(tenant, make_n
 
     make_node("node-a", gpus=8)
     make_node("node-b", gpus=8)
-    reserve(ask(8, start=-1, hours=4, excludeNodes=["node-b"]))
+    running = ask(8, start=-1, hours=4, excludeNodes=["node-b"])
+    reserve(running, now=booked_at(running))
     nodes.cordon("node-a")
     counts = capacity()
     assert (counts["allocated"], counts["maintenance"], counts["free"]) == (8, 8, 8)

@@ -18,7 +18,7 @@ from capacity.placers.loader import load_pool
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel, NodeResource
 
-from booking import ask, config
+from booking import NOW, ask, config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,7 +61,7 @@ def racer(actions):
 def steal(node, others):
     def action():
         config_ = config()
-        services.reserve(ask(2, tenant="globex", excludeNodes=others), config=config_, now=None)
+        services.reserve(ask(2, tenant="globex", excludeNodes=others), config=config_, now=NOW)
 
     return action
 
@@ -79,7 +79,7 @@ def test_a_node_booked_meanwhile_is_excluded_and_the_next_best_takes_the_request
     """
     make_node("node-a", gpus=2)
     make_node("node-b", gpus=2)
-    result = services.reserve(ask(2), config=racing_config({"node-a": steal("node-a", ["node-b"])}), now=None)
+    result = services.reserve(ask(2), config=racing_config({"node-a": steal("node-a", ["node-b"])}), now=NOW)
     assert result.reservation.status == "placed"
     assert result.outcome.lost == ["an atom on node-a was booked concurrently"]
     assert services.allocations_of(result.reservation)[0]["nodeId"] == "node-b"
@@ -99,7 +99,7 @@ def test_three_lost_races_leave_the_request_pending_with_every_reason(tenant, ot
         "node-b": lambda: nodes.cordon("node-b"),
         "node-c": break_a_gpu,
     }
-    result = services.reserve(ask(2), config=racing_config(actions), now=None)
+    result = services.reserve(ask(2), config=racing_config(actions), now=NOW)
     assert result.reservation.status == "pending"
     assert result.outcome.reason == (
         "Unschedulable after 3 conflicting attempts: an atom on node-a was booked concurrently; "

@@ -46,7 +46,7 @@ def lease(**kw):
 
 
 def queue(data, **kw):
-    return services.reserve(data, config=kw.pop("cfg", None) or lease(), now=None, **kw).reservation
+    return services.reserve(data, config=kw.pop("cfg", None) or lease(), now=NOW, **kw).reservation
 
 
 def used(resource="gpu", tenant="acme"):
@@ -236,7 +236,7 @@ def test_wait_must_be_timeout_ms_up_to_30_s(tenant, make_node, wait, placer):
 def test_gangs_and_instances_still_place_inline(tenant, make_node):
     make_node("node-a", gpus=2)
     make_node("node-b", gpus=2)
-    gang = services.reserve(ask(1, gang={"size": 2}), config=lease()).reservation
+    gang = services.reserve(ask(1, gang={"size": 2}), config=lease(), now=NOW).reservation
     assert gang.status == "placed"
     assert len(services.allocations_of(gang)) == 2
     booking = port.reserve_for_instance(
@@ -292,7 +292,7 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
         cfg = batching if i < 4 else placer_config()
         start.wait()
         for _ in range(3):
-            services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 2}), config=cfg)
+            services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 2}), config=cfg, now=NOW)
 
     def placer():
         start.wait()
@@ -325,7 +325,9 @@ def test_queued_submitters_inline_clients_and_two_placers_race_without_double_bo
 def test_the_same_idempotency_key_with_another_wait_returns_the_first_answer(tenant, make_node):
     make_node("node-a", gpus=2)
     first = queue({**ask(1), "idempotencyKey": "run-1", "wait": {"timeoutMs": 0}})
-    again = services.reserve({**ask(1), "idempotencyKey": "run-1", "wait": {"timeoutMs": 5}}, config=lease())
+    again = services.reserve(
+        {**ask(1), "idempotencyKey": "run-1", "wait": {"timeoutMs": 5}}, config=lease(), now=NOW
+    )
     assert (again.created, again.reservation.pk) == (False, first.pk)
     assert "wait" not in Reservation.objects.get(pk=first.pk).request["input"]
     place_queued(lease())
@@ -346,6 +348,7 @@ def test_the_batch_plans_from_its_ledger_like_planning_the_whole_pool(tenant, ma
         services.reserve(
             ask(rng.choice([1, 2, 4]), start=rng.choice([0, 0, 30]), resources={"vcpu": rng.choice([8, 24])}),
             config=config(),
+            now=NOW,
         )
     pool = load_pool("lab-pool")
     static = pool_index(pool)

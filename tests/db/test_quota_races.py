@@ -13,7 +13,7 @@ from capacity.models import Quota, Reservation
 from capacity.placement import CapacityError
 from capacity.placers.batch import place_queued
 
-from booking import ask
+from booking import NOW, ask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +53,7 @@ def test_two_connections_never_both_squeeze_under_one_limit(tenant, make_node):
 
         def client(i, round_=round_, outcomes=outcomes):
             try:
-                result = services.reserve(ask(1, start=round_ * 48), config=placer_config(), now=None)
+                result = services.reserve(ask(1, start=round_ * 48), config=placer_config(), now=NOW)
                 outcomes.append(result.reservation.status)
             except CapacityError as err:
                 outcomes.append(err.code)
@@ -78,7 +78,7 @@ def test_one_tenant_creating_and_releasing_from_eight_connections_never_deadlock
 
     def client(i):
         for _ in range(6):
-            reservation = services.reserve(ask(1), config=cfg, now=None).reservation
+            reservation = services.reserve(ask(1), config=cfg, now=NOW).reservation
             counts["created"] += 1
             services.release(reservation.pk)
             counts["released"] += 1
@@ -107,3 +107,26 @@ def test_one_tenant_creating_and_releasing_from_eight_connections_never_deadlock
     assert counts == {"created": 48, "released": 48}
     assert Reservation.objects.filter(status="released").count() == 48
     assert audit() == []
+
+
+def test_a_transaction_ended_by_a_real_deadlock_is_tried_again():
+    """Two connections take two locks in opposite orders: Postgres ends one, and the retry finishes it."""
+    import time
+
+    from django.db import transaction
+
+    from capacity.retry import retry_on_conflict
+
+    tries = []
+
+    @retry_on_conflict
+    def locker(first, second):
+        with transaction.atomic(), connection.cursor() as cur:
+            tries.append(first)
+            cur.execute("SELECT pg_advisory_xact_lock(4242, %s)", [first])
+            if len(tries) <= 2:
+                time.sleep(0.3)  # both first locks are held before either asks for its second
+            cur.execute("SELECT pg_advisory_xact_lock(4242, %s)", [second])
+
+    assert run_threads(2, lambda i: locker(*((1, 2) if i == 0 else (2, 1)))) == []
+    assert len(tries) == 3  # one of the two was ended by the deadlock and ran once more

@@ -40,7 +40,7 @@ def test_racing_clients_fill_the_pool_without_double_booking(pool, make_node):
             cfg = placer_config()
             pendings = 0
             while pendings < 2:
-                result = services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 3}), config=cfg, now=None)
+                result = services.reserve(ask(1, tenant=f"t{i}", resources={"vcpu": 3}), config=cfg, now=NOW)
                 if result.reservation.status == "placed":
                     placed.append(result.reservation.pk)
                     lost.extend(result.outcome.lost)

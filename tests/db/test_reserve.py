@@ -12,7 +12,7 @@ from capacity.placement import CapacityError
 from inventory import services as nodes
 from inventory.models import NodeLabel, NodeResource, Pool
 
-from booking import MS, NOW, ask, capacity, claimed, config, held, reserve  # noqa: F401
+from booking import MS, NOW, ask, booked_at, capacity, claimed, config, held, reserve  # noqa: F401
 
 
 def atoms_of(reservation):
@@ -146,7 +146,8 @@ def test_release_refunds_quota_ends_bookings_and_frees_scalars(tenant, make_node
     NodeLabel.objects.create(
         node_id=pool.nodes.get().pk, key="bc.dev/cap.devices.limits", value="1", source="system"
     )
-    running = reserve(ask(2, start=-1, hours=4, resources={"vcpu": 8})).reservation
+    running_ask = ask(2, start=-1, hours=4, resources={"vcpu": 8})
+    running = reserve(running_ask, now=booked_at(running_ask)).reservation
     future = reserve(ask(4, start=10, hours=4)).reservation
     assert claimed("vcpu") == 8
     assert (capacity()["allocated"], capacity()["bookedLater"]) == (2, 2)

@@ -192,3 +192,27 @@ def test_with_the_pool_lease_placer_a_booking_shows_it_is_queued(op, lab, settin
     from capacity.placers.batch import place_queued
 
     place_queued(placer_config())  # the audit after the test expects nothing half-done
+
+
+def test_the_booking_form_runs_admit_hooks_as_the_api_does(op, lab, settings):
+    from capacity.placement import CapacityError, define_scheduler_plugin
+
+    seen = []
+
+    def refuse(request, context):
+        seen.append(context)
+        raise CapacityError("FORBIDDEN", "bookings from the browser are closed today")
+
+    settings.CAPACITY = {
+        **settings.CAPACITY,
+        "SCHEDULER": {
+            **settings.CAPACITY["SCHEDULER"],
+            "PLUGINS": [define_scheduler_plugin("r", admit=refuse)],
+        },
+    }
+    html = op.post("/book/", BASE).text
+    assert "bookings from the browser are closed today" in html
+    assert seen == [
+        {"tenant": "acme", "identity": "olga", "identityKind": "user", "action": "reservations.create"}
+    ]
+    assert no_rows()
