@@ -125,10 +125,13 @@ class PoolIndex:
             short |= self.lacking(resource)
             short |= self.too_small(resource, amount)
             capacities = self.capacities(resource)
-            for name in used:
-                room = capacities.get(name, 0)
+            for (name, claimed), bound in used.bounds.items():
                 # The sum bounds the peak: only a node it could make short is swept.
-                if room - used.bound(name, resource) < amount and room - used[name].get(resource, 0) < amount:
+                if (
+                    claimed == resource
+                    and (room := capacities.get(name, 0)) - bound < amount
+                    and room - used[name].get(resource, 0) < amount
+                ):
                     short.add(name)
         return short
 
@@ -319,8 +322,12 @@ class WindowUse(Mapping[str, Mapping[str, int]]):
     def __init__(self, held: Mapping[tuple[str, str], list[tuple[int, int, int]]], window: Window):
         self.window = window
         self.held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
-        for (node, resource), claims in held.items():
-            self.held[node][resource] = claims
+        # (node, resource) -> the sum of its claims overlapping the window: at least their peak.
+        self.bounds: dict[tuple[str, str], int] = {}
+        start, end = window.start, window.end
+        for key, claims in held.items():
+            self.held[key[0]][key[1]] = claims
+            self.bounds[key] = sum(n for s, e, n in claims if s < end and e > start)
         self._swept: dict[str, dict[str, int]] = {}
 
     def __getitem__(self, node: str) -> dict[str, int]:
@@ -344,8 +351,7 @@ class WindowUse(Mapping[str, Mapping[str, int]]):
 
     def bound(self, node: str, resource: str) -> int:
         """Return the sum of the node's claims of a resource in the window: at least their peak."""
-        start, end = self.window.start, self.window.end
-        return sum(n for s, e, n in self.held[node].get(resource, ()) if s < end and e > start)
+        return self.bounds.get((node, resource), 0)
 
 
 Reach = Callable[[int, int, str], float]
