@@ -41,13 +41,14 @@ from . import quota
 from .conf import placer_config
 from .models import Allocation, DeviceBooking, Reservation
 from .models.reservations import QUEUED, QUEUED_CONDITION
-from .placers.batch import PLACED_CHANNEL, QUEUED_CHANNEL
+from .placers.batch import QUEUED_CHANNEL
 from .placers.commit import Owner
-from .placers.db import Listener, prepared_cursor
+from .placers.db import prepared_cursor
 from .placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
 from .placers.loader import PoolRow, load_tenant_and_pool, may_use, to_datetime
 from .quota import QUOTA_EXCEEDED_REASON
 from .retry import retry_on_conflict
+from .waits import HUB
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -268,6 +269,30 @@ def pool_allows(pool: Pool, tenant: Tenant) -> bool:
     return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
 
 
+def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
+    """Return the nodes a caller may read: in its pools, and not owned by another tenant.
+
+    A node another tenant owns adds nothing to the caller and tells it about that tenant: to a
+    tenant it does not exist (404), as a reservation of another tenant does not. With
+    `pools_checked` the caller has already limited `nodes` to pools it may read.
+    """
+    from django.db.models import Q
+
+    from inventory.models import Node
+
+    nodes = Node.objects.all() if nodes is None else nodes
+    if scope.tenants is None:
+        return nodes
+    if not pools_checked:
+        nodes = nodes.filter(pool__in=[p.pk for p in pools_for(scope)])
+    return nodes.filter(Q(owner_tenant__isnull=True) | Q(owner_tenant__slug__in=scope.tenants))
+
+
+def may_read_node(scope: Scope, owner_slug: str | None) -> bool:
+    """Return whether a caller may read a node with this owner (in a pool it may read)."""
+    return scope.tenants is None or owner_slug is None or owner_slug in scope.tenants
+
+
 def pools_for(scope: Scope):
     """Return the pools a caller may book into or read."""
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants")
@@ -400,20 +425,23 @@ def is_queued(reservation: Reservation) -> bool:
 def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
     """Return the reservation once its batch ran, or as it is when `timeout_ms` have passed.
 
-    Waits on the placer's notifications, never on a lock; inside a transaction the row is not yet
-    visible to the placer, so it answers at once.
+    Waits on the placer's notifications through the process's one listener (capacity.waits),
+    holding no database connection and no lock meanwhile; inside a transaction the row is not yet
+    visible to the placer, so it answers at once, as it does past the tenant's bound on waits.
     """
     if connection.in_atomic_block:
         return reservation
     deadline = time.monotonic() + timeout_ms / 1000
-    with Listener(PLACED_CHANNEL) as placed:
+    with HUB.waiting(reservation.pk, reservation.tenant_id) as placed:
         while True:
-            # Read after LISTEN took effect, so a batch that ran meanwhile is not missed.
+            # Read after the waiter is registered, so a batch that ran meanwhile is not missed.
             current = Reservation.objects.get(pk=reservation.pk)
             remaining = deadline - time.monotonic()
-            if not is_queued(current) or remaining <= 0:
+            if placed is None or not is_queued(current) or remaining <= 0:
                 return current
+            connection.close()  # hold no connection while waiting; the next read opens one
             placed.wait(remaining)
+            placed.clear()
 
 
 # A queued row wakes the placer (at commit) in the same statement.

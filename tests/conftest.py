@@ -1,5 +1,7 @@
 """Shared fixtures: small inventories built row by row, and the capacity audit after every db test."""
 
+import sys
+
 import pytest
 
 from tenants import make_tenant
@@ -96,3 +98,15 @@ def make_node(pool):
         return node
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def stop_the_wait_listener():
+    """Close the placer-notification listener's connection after a test that waited.
+
+    Its connection would otherwise keep the test database open when pytest drops it.
+    """
+    yield
+    waits = sys.modules.get("capacity.waits")
+    if waits is not None:
+        waits.HUB.stop()

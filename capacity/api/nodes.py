@@ -49,11 +49,8 @@ NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
 
 
 def visible_nodes(scope: services.Scope):
-    """Return the nodes the caller may read."""
-    nodes = Node.objects.all()
-    if scope.tenants is not None:
-        nodes = nodes.filter(pool__in=[p.pk for p in services.pools_for(scope)])
-    return nodes
+    """Return the nodes the caller may read (services.nodes_for)."""
+    return services.nodes_for(scope)
 
 
 def with_summary_rows(nodes):

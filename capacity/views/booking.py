@@ -113,13 +113,16 @@ def preview(request: HttpRequest) -> HttpResponse:
     return page(
         request,
         "capacity/preview.html",
-        {"nav": "preview", "form": form, "answer": answer, "device_classes": _device_classes()},
+        {"nav": "preview", "form": form, "answer": answer, "device_classes": _device_classes(request.user)},
         partial="preview-body",
     )
 
 
-def _device_classes() -> list[str]:
-    return list(Device.objects.order_by().values_list("device_class", flat=True).distinct())
+def _device_classes(user) -> list[str]:
+    """Return the device classes of the pools the user may book, in name order."""
+    pools = [p.pk for p in visible_pools(user)]
+    classes = Device.objects.filter(node__pool__in=pools).order_by("device_class")
+    return list(classes.values_list("device_class", flat=True).distinct())
 
 
 @require_POST
@@ -173,6 +176,6 @@ def book(request: HttpRequest) -> HttpResponse:
     return page(
         request,
         "capacity/book.html",
-        {"nav": "book", "form": form, "booked": booked, "device_classes": _device_classes()},
+        {"nav": "book", "form": form, "booked": booked, "device_classes": _device_classes(request.user)},
         partial="book-body",
     )

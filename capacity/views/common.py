@@ -46,8 +46,11 @@ def visible_tenants(user) -> list[Tenant]:
 
 
 def visible_node(user, name: str) -> Node:
-    """Return the node if the user may read its pool, else raise 404."""
+    """Return the node if the user may read it (its pool, and not another tenant's), else raise 404."""
     node = get_object_or_404(Node.objects.select_related("pool", "owner_tenant"), name=name)
+    owner = node.owner_tenant.slug if node.owner_tenant_id else None
+    if not services.may_read_node(scope_for(user), owner):
+        raise Http404(f"no node {name}")
     # The visible pool comes with its site and owner loaded, which the rows read.
     node.pool = visible_pool(user, node.pool.slug)
     return node

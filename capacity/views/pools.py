@@ -13,6 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from capacity import services
+from capacity.access import scope_for
 from capacity.placement import (
     NodeView,
     may_be_schedulable,
@@ -340,7 +342,11 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
     pool = visible_pool(request.user, slug)
     form = NodeFilterForm(request.GET)
     form.is_valid()
-    queryset = Node.objects.filter(pool=pool).select_related("owner_tenant").order_by("name")
+    queryset = services.nodes_for(
+        scope_for(request.user),
+        Node.objects.filter(pool=pool).select_related("owner_tenant"),
+        pools_checked=True,  # visible_pool above
+    ).order_by("name")
     filter_error = None
     try:
         queryset = filter_nodes(queryset, request.GET)

@@ -219,3 +219,21 @@ def test_cordon_and_uncordon(run, hosts):
 @pytest.mark.parametrize("command", ["cordon", "uncordon"])
 def test_cordoning_an_unknown_node_is_not_found(shell, db, command):
     assert shell(command, "ghost") == (2, "", "error: NOT_FOUND: no node ghost\n")
+
+
+def test_quota_prints_the_peak_held_at_once_against_each_limit(run, hosts, tenant):
+    from capacity.models import Quota
+
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=8)
+    run("reserve", *BOOK, "--gpus", "2", "--for", "3d")
+    run("reserve", *BOOK, "--gpus", "1", "--for", "1d")
+    lines = run("quota", "--tenant", "acme").splitlines()
+    assert lines[0].startswith("quota of acme, ")
+    assert lines[1].split() == ["resource", "now", "peak", "limit"]
+    assert lines[2].split() == ["gpu", "3", "3", "8"]
+    assert lines[3].split() == ["*", "(default)", "1000000"]
+    data = json.loads(run("quota", "--tenant", "acme", "--json"))
+    assert data["quota"][0] == {"resource": "gpu", "limit": 8, "peak": 3, "now": 3, "default": False}
+    with pytest.raises(CommandError) as err:
+        run("quota", "--tenant", "nobody")
+    assert str(err.value) == "NOT_FOUND: no tenant nobody"

@@ -525,3 +525,39 @@ def test_wait_inside_a_transaction_answers_at_once_the_row_not_yet_visible_to_th
     assert time.monotonic() - started < 2
     assert services.is_queued(reservation)
     place_queued(lease())
+
+
+def test_waiting_holds_no_connection_and_a_tenant_has_a_bound_on_waits(tenant, other_tenant, make_node):
+    """
+    node-a: 16 GPUs. acme starts 10 waits and globex 2, with no placer running: 8 of acme's and
+    globex's 2 wait, holding no connection each; acme's other 2 answer at once, queued. One batch
+    then places all 12 and answers every waiter.
+    """
+    from capacity import waits
+
+    make_node("node-a", gpus=16)
+    answers = {}
+
+    def waiter(i, tenant="acme"):
+        reservation = services.reserve(
+            {**ask(1, tenant=tenant), "wait": {"timeoutMs": 20_000}}, config=lease(), now=NOW
+        ).reservation
+        answers[(tenant, i)] = (reservation.status, time.monotonic())
+
+    threads = [Background(waiter, i) for i in range(10)] + [Background(waiter, i, "globex") for i in range(2)]
+    deadline = time.monotonic() + 20
+    while len(answers) < 2 or waits.HUB.waits_of(tenant.pk) < 8 or waits.HUB.waits_of(other_tenant.pk) < 2:
+        assert time.monotonic() < deadline, (answers, waits.HUB.waits_of(tenant.pk))
+        time.sleep(0.02)
+    assert [status for status, _ in answers.values()] == ["pending", "pending"]  # acme's two past the bound
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        (connections,) = cur.fetchone()
+    assert connections <= 3, connections  # this test's, the listener's, at most one waiter reading
+    placed_at = time.monotonic()
+    place_queued(lease())
+    for t in threads:
+        t.join()
+    woken = [at for status, at in answers.values() if status == "placed"]
+    assert len(woken) == 10
+    assert all(at - placed_at < 5 for at in woken)
