@@ -22,9 +22,9 @@ def follow(pool_ids, woke: bool) -> None:
         return
     refresh_rollups(pool_ids)
     if woke:
-        from .services import retry_pending
+        from .services import RELEASE_RETRY_BATCH, retry_pending
 
-        transaction.on_commit(lambda: retry_pending(pool_ids))
+        transaction.on_commit(lambda: retry_pending(pool_ids, limit=RELEASE_RETRY_BATCH))
 
 
 @receiver(node_state_changed)

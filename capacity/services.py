@@ -19,6 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F
+from django.db.models import Window as SQLWindow
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from capacity.placement import (
@@ -72,6 +75,8 @@ MAX_EPOCH_MS = 253_402_300_799_999
 DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 MAX_DURATION = timedelta(days=366)
 PENDING_RETRY_BATCH = 50
+# Pending reservations a release retries before it answers (the worker retries every one).
+RELEASE_RETRY_BATCH = 8
 # With the pool-lease placer, `wait: {timeoutMs}` holds the answer until the batch ran, at most 30 s.
 MAX_WAIT_MS = 30_000
 QUEUED_MESSAGE = "queued for the pool's placer"
@@ -267,6 +272,32 @@ def quota_report(
 def pool_allows(pool: Pool, tenant: Tenant) -> bool:
     """Return whether the tenant may use the pool (the same rule the placer's PoolRow applies)."""
     return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
+
+
+# A dedication names its tenant; to any other tenant it reads as this.
+_DEDICATION_RE = re.compile(r"dedicated=([A-Za-z0-9_-]+)")
+ANOTHER_TENANTS_DEDICATION = "dedicated to another tenant"
+
+
+def redact(text: str, scope: Scope) -> str:
+    """Return a reason as a caller may read it: another tenant's dedication is not named.
+
+    Stored reasons stay exact (operators read them whole); tenants read "dedicated to another
+    tenant" where the spec's reason says `dedicated=<slug>` of a tenant not theirs.
+    """
+    if scope.tenants is None or not text or "dedicated=" not in text:
+        return text
+    tenants = scope.tenants
+    return _DEDICATION_RE.sub(lambda m: m[0] if m[1] in tenants else ANOTHER_TENANTS_DEDICATION, text)
+
+
+def redacted_conditions(conditions: list[dict], scope: Scope) -> list[dict]:
+    """Return a reservation's conditions with their messages redacted for the caller."""
+    if scope.tenants is None:
+        return conditions
+    return [
+        {**c, "message": redact(c.get("message", ""), scope)} if "message" in c else c for c in conditions
+    ]
 
 
 def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
@@ -607,7 +638,8 @@ def release(
     quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
-        transaction.on_commit(lambda: retry_pending([reservation.pool_id]))
+        # A few, fairly, in the releasing request; the worker retries the rest.
+        transaction.on_commit(lambda: retry_pending([reservation.pool_id], limit=RELEASE_RETRY_BATCH))
     reservation.status = Reservation.Status.RELEASED
     reservation.released_at = now
     reservation.conditions = []
@@ -650,23 +682,31 @@ def expire_ended(*, now: datetime | None = None) -> int:
 
 
 def retry_pending(
-    pool_ids: Iterable[int], *, config: PlacerConfig | None = None, now: datetime | None = None
+    pool_ids: Iterable[int],
+    *,
+    config: PlacerConfig | None = None,
+    now: datetime | None = None,
+    limit: int = PENDING_RETRY_BATCH,
 ) -> int:
-    """Try pending reservations of these pools again, oldest first, each in its own transaction.
+    """Try up to `limit` pending reservations of these pools again, each in its own transaction.
 
-    These are the system's own re-placements: not admitted again. Rows another transaction holds are
-    skipped; windows that have ended stay pending. Returns how many were placed.
+    Fair across tenants: each tenant's oldest first, then each tenant's second oldest, and so on,
+    so one tenant's pile of requests that never fit cannot starve another's. These are the
+    system's own re-placements: not admitted again. Rows another transaction holds are skipped;
+    windows that have ended stay pending. Returns how many were placed.
     """
     config = config or placer_config()
     now = now or timezone.now()
     placed = 0
+    turn = SQLWindow(RowNumber(), partition_by=[F("tenant_id")], order_by=[F("created_at"), F("pk")])
     candidates = list(
         Reservation.objects.filter(
             pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
         )
         .exclude(QUEUED)  # the pool-lease placer's own
-        .order_by("created_at", "pk")
-        .values_list("pk", flat=True)[:PENDING_RETRY_BATCH]
+        .annotate(turn=turn)
+        .order_by("turn", "created_at", "pk")
+        .values_list("pk", flat=True)[:limit]
     )
     for pk in candidates:
         with transaction.atomic():

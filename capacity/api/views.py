@@ -57,7 +57,9 @@ def bool_param(request, name: str) -> bool:
     raise ValidationError({name: "must be true or false"})
 
 
-def reservation_data(reservation: Reservation, allocations: Iterable[Mapping]) -> dict:
+def reservation_data(
+    reservation: Reservation, allocations: Iterable[Mapping], scope: services.Scope = services.EVERYONE
+) -> dict:
     """Return the API dict of a reservation whose tenant and pool are loaded."""
     return {
         "id": reservation.pk,
@@ -70,20 +72,23 @@ def reservation_data(reservation: Reservation, allocations: Iterable[Mapping]) -
         "end": reservation.ends_at,
         "createdAt": reservation.created_at,
         "releasedAt": reservation.released_at,
-        "conditions": reservation.conditions,
+        "conditions": services.redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
     }
 
 
-def render_reservation(reservation: Reservation) -> dict:
-    return ReservationSerializer(reservation_data(reservation, services.allocations_of(reservation))).data
+def render_reservation(reservation: Reservation, scope: services.Scope = services.EVERYONE) -> dict:
+    data = reservation_data(reservation, services.allocations_of(reservation), scope)
+    return ReservationSerializer(data).data
 
 
-def render_reservations(reservations: list[Reservation]) -> list[dict]:
+def render_reservations(
+    reservations: list[Reservation], scope: services.Scope = services.EVERYONE
+) -> list[dict]:
     allocations = services.allocations_for(reservations)
     return ReservationSerializer(
-        [reservation_data(r, allocations[r.pk]) for r in reservations], many=True
+        [reservation_data(r, allocations[r.pk], scope) for r in reservations], many=True
     ).data
 
 
@@ -115,7 +120,7 @@ class ReservationsView(BerthAPIView):
             pool=text_param(request, "pool"),
             tenant=text_param(request, "tenant"),
         )
-        return self.paginated(reservations, render_reservations)
+        return self.paginated(reservations, lambda page: render_reservations(page, self.scope))
 
     @extend_schema(
         operation_id="reservations_create",
@@ -139,7 +144,7 @@ class ReservationsView(BerthAPIView):
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
         return Response(
-            render_reservation(result.reservation),
+            render_reservation(result.reservation, self.scope),
             status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK,
         )
 
@@ -156,7 +161,7 @@ class ReservationView(BerthAPIView):
         responses={200: ReservationSerializer, **errors(401, 404)},
     )
     def get(self, request, reservation_id):
-        return Response(render_reservation(services.get(reservation_id, scope=self.scope)))
+        return Response(render_reservation(services.get(reservation_id, scope=self.scope), self.scope))
 
 
 class ReleaseView(BerthAPIView):
@@ -172,7 +177,7 @@ class ReleaseView(BerthAPIView):
         responses={200: ReservationSerializer, **errors(401, 404)},
     )
     def post(self, request, reservation_id):
-        return Response(render_reservation(services.release(reservation_id, scope=self.scope)))
+        return Response(render_reservation(services.release(reservation_id, scope=self.scope), self.scope))
 
 
 class PreviewView(BerthAPIView):
@@ -198,10 +203,11 @@ class PreviewView(BerthAPIView):
         preview = services.preview(reservation_input(request.data), scope=self.scope, explain=explain)
         body: dict = {"fits": preview.fits, "candidates": preview.candidates}
         if not preview.fits:
-            body["reason"] = preview.reason
+            body["reason"] = services.redact(preview.reason, self.scope)
         if explain:
             body["rejected"] = [
-                {"nodeId": r.node_id, "filter": r.filter, "reason": r.reason} for r in preview.plan.rejected
+                {"nodeId": r.node_id, "filter": r.filter, "reason": services.redact(r.reason, self.scope)}
+                for r in preview.plan.rejected
             ]
         return Response(PreviewSerializer(body).data)
 

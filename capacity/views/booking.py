@@ -53,8 +53,11 @@ class RejectedGroup:
     nodes: list[tuple[str, str, str]]  # (node, filter, reason)
 
 
-def explain(result: services.Preview) -> dict:
-    """Return a preview as the page shows it: ranked candidates and every rejection, grouped."""
+def explain(result: services.Preview, scope: services.Scope = services.EVERYONE) -> dict:
+    """Return a preview as the page shows it: ranked candidates and every rejection, grouped.
+
+    Reasons are redacted for the caller: a tenant never reads another tenant's name.
+    """
     plan = result.plan
     ranked = list(plan.gang or plan.ranked)
     shown = ranked[: services.MAX_PREVIEW_CANDIDATES]
@@ -73,15 +76,15 @@ def explain(result: services.Preview) -> dict:
     ]
     groups: dict[str, RejectedGroup] = {}
     for rejection in plan.rejected:
-        label = rejection_label(rejection)
+        label = services.redact(rejection_label(rejection), scope)
         group = groups.setdefault(label, RejectedGroup(0, label, []))
         group.count += 1
-        group.nodes.append((rejection.node_id, rejection.filter, rejection.reason))
+        group.nodes.append((rejection.node_id, rejection.filter, services.redact(rejection.reason, scope)))
     # Most common first, ties in first-seen order, as the pending summary orders them.
     ordered = sorted(groups.values(), key=lambda g: -g.count)
     return {
         "fits": result.fits,
-        "reason": result.reason,
+        "reason": services.redact(result.reason, scope),
         "candidates": candidates,
         "more": len(ranked) - len(shown),
         "fitting": len(ranked),
@@ -105,7 +108,7 @@ def preview(request: HttpRequest) -> HttpResponse:
             except CapacityError as err:
                 form.add_capacity_error(err)
             else:
-                answer = explain(result)
+                answer = explain(result, scope_for(request.user))
     else:
         form = _request_form(
             request, initial={k: v for k, v in request.GET.items() if k in ("pool", "tenant")}
@@ -167,7 +170,7 @@ def book(request: HttpRequest) -> HttpResponse:
             else:
                 if not wants_partial(request):
                     return redirect("reservation-detail", pk=result.reservation.pk)
-                booked = reservation_rows([result.reservation])[0]
+                booked = reservation_rows([result.reservation], scope_for(request.user))[0]
                 # A fresh key, so the next booking from this page is a new one.
                 again = {k: v for k, v in form.cleaned_data.items() if k != "idempotency_key"}
                 form = _request_form(request, BookForm, initial=again)

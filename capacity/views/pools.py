@@ -139,7 +139,7 @@ def _cell(device: Device, bookings: dict[int, list[Booking]], now: datetime, par
     return Cell(label=str(device.index), state=state, title="\n".join(lines))
 
 
-def badges(node: Node, pool: Pool) -> list[Badge]:
+def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
     badges = []
     if node.role != Node.Role.HOST:
         badges.append(Badge(f"role {node.role}", "muted", "not a host: adds no capacity"))
@@ -177,7 +177,10 @@ def badges(node: Node, pool: Pool) -> list[Badge]:
         reason = f"{taint.key}={taint.value}" if taint.value else taint.key
         taint_reasons.add(reason)
         if taint.key == "dedicated":
-            badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
+            if services.redact(reason, scope) != reason:  # another tenant's: not named to this one
+                badges.append(Badge(f"⚑ {services.ANOTHER_TENANTS_DEDICATION}", "info", "taint dedicated"))
+            else:
+                badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
         else:
             badges.append(Badge(f"▲ tainted {taint}", "warn", "taint"))
     others = [r for r in node.no_schedule_reasons if r not in taint_reasons]
@@ -244,7 +247,7 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
             NodeRow(
                 node=node,
                 cells=list(cells.values()),
-                badges=badges(node, pool),
+                badges=badges(node, pool, scope_for(user)),
                 labels=[label for label in labels if label.source != NodeLabel.Source.SYSTEM],
                 system_labels=[label for label in labels if label.source == NodeLabel.Source.SYSTEM],
                 scalars=[

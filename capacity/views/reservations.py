@@ -48,8 +48,11 @@ class ReservationRow:
         return self.reservation.status != Reservation.Status.RELEASED
 
 
-def reservation_rows(reservations: list[Reservation]) -> list[ReservationRow]:
-    """Return rows for these reservations in three queries, whatever their number."""
+def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -> list[ReservationRow]:
+    """Return rows for these reservations in three queries, whatever their number.
+
+    Pending reasons are redacted for `scope`: a tenant never reads another tenant's name.
+    """
     allocations = services.allocations_for(reservations)
     labels = atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
     by_reservation = {
@@ -72,7 +75,10 @@ def reservation_rows(reservations: list[Reservation]) -> list[ReservationRow]:
         condition = condition or {}
         out.append(
             ReservationRow(
-                r, by_reservation.get(r.pk, []), condition.get("message", ""), condition.get("type", "")
+                r,
+                by_reservation.get(r.pk, []),
+                services.redact(condition.get("message", ""), scope),
+                condition.get("type", ""),
             )
         )
     return out
@@ -102,7 +108,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
         {
             "nav": "reservations",
             "form": form,
-            "rows": reservation_rows(list(page_obj.object_list)),
+            "rows": reservation_rows(list(page_obj.object_list), scope),
             "page_obj": page_obj,
             "query": query.urlencode(),
             "show_tenant_filter": scope.tenants is None or len(tenants) > 1,
@@ -154,7 +160,7 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return page(
         request,
         "capacity/reservation_detail.html",
-        {"nav": "reservations", "row": reservation_rows([reservation])[0]},
+        {"nav": "reservations", "row": reservation_rows([reservation], scope_for(request.user))[0]},
     )
 
 
@@ -169,7 +175,7 @@ def release(request: HttpRequest, pk: int) -> HttpResponse:
             "capacity/release_confirm.html",
             {
                 "nav": "reservations",
-                "row": reservation_rows([reservation])[0],
+                "row": reservation_rows([reservation], scope_for(request.user))[0],
                 "next": safe_next(request, reverse("reservations")),
             },
         )
@@ -179,6 +185,9 @@ def release(request: HttpRequest, pk: int) -> HttpResponse:
     return page(
         request,
         "capacity/reservations.html",
-        {"row": reservation_rows([reservation])[0], "next": safe_next(request, reverse("reservations"))},
+        {
+            "row": reservation_rows([reservation], scope_for(request.user))[0],
+            "next": safe_next(request, reverse("reservations")),
+        },
         partial="reservation-row",
     )

@@ -2,7 +2,7 @@
 
 The schema is loaded from the app itself (WSGI, no network). Each operation gets at most 20
 generated examples plus the schema's own examples and schemathesis' coverage cases, positive and
-negative, authenticated as an operator against a small pool that matches the schema's examples
+negative, authenticated as an operator and again as tenant acme, against a small pool that matches the schema's examples
 (tenant acme, pool h100-prod, nodes ams1-dgx-01 and -02), so the examples exercise real placements.
 """
 
@@ -74,5 +74,17 @@ def test_no_input_makes_the_api_fail(case, in_process_requests, fleet, operator)
     CALLS[case.operation.label] += 1
     response = case.call_and_validate(
         headers={"Authorization": f"Token {operator.auth_token.key}"}, checks=[not_a_server_error]
+    )
+    STATUSES[response.status_code] += 1
+
+
+@pytest.mark.django_db
+@schema.parametrize()
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_input_makes_the_api_fail_for_a_tenant(case, in_process_requests, fleet, acme):
+    """Send the same generated requests as tenant acme (scoped answers, 403s and 404s): never a 5xx."""
+    CALLS[f"tenant {case.operation.label}"] += 1
+    response = case.call_and_validate(
+        headers={"Authorization": f"Token {acme.auth_token.key}"}, checks=[not_a_server_error]
     )
     STATUSES[response.status_code] += 1

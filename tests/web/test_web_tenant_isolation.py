@@ -54,3 +54,37 @@ def test_the_forms_offer_only_classes_of_pools_the_user_may_book(alice, bob, fle
     for url in ("/book/", "/preview/"):
         assert 'value="tpu"' not in alice.get(url).text, url
         assert 'value="tpu"' in bob.get(url).text, url
+
+
+def test_reasons_do_not_name_another_tenant_to_a_tenant(alice, op, acme_user, make_node):
+    """
+    lab-pool: node-d, dedicated to globex. acme's preview and pending reservation say "dedicated to
+    another tenant"; the operator reads the spec's reason whole.
+    """
+    from inventory import services as nodes
+
+    from tenants import make_tenant
+
+    make_tenant("globex")
+    make_node("node-d", gpus=2)
+    nodes.dedicate("node-d", "globex")
+    body = {
+        "tenantId": "acme",
+        "poolId": "lab-pool",
+        "devices": [{"class": "gpu", "count": 1}],
+        "duration": "1d",
+    }
+    client = api(acme_user)
+    preview = client.post("/api/v1/capacity/preview?explain=true", body, format="json").json()
+    assert preview["reason"] == "no node fits (1 node): 1 × NoSchedule: dedicated to another tenant"
+    assert preview["rejected"][0]["reason"] == "NoSchedule: dedicated to another tenant"
+    created = client.post("/api/v1/reservations", body, format="json").json()
+    assert (
+        created["conditions"][0]["message"]
+        == "no node fits (1 node): 1 × NoSchedule: dedicated to another tenant"
+    )
+    assert "globex" not in alice.get("/reservations/").text
+    assert "globex" not in alice.get("/pools/lab-pool/").text
+    stored = client.get(f"/api/v1/reservations/{created['id']}").json()["conditions"][0]["message"]
+    assert stored.endswith("dedicated to another tenant")
+    assert "dedicated=globex" in op.get("/reservations/").text
