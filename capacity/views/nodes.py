@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,6 +13,8 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from capacity import services
+from capacity.access import scope_for
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, panel_forms
 from inventory.models import Device, DeviceLink, Node
@@ -117,17 +120,29 @@ def topology(devices: list[Device], links: list[DeviceLink]) -> dict:
     return {"columns": [f"GPU{g.index}" for g in gpus], "rows": rows, "known": bool(links)}
 
 
-def _node_context(node: Node, bound: dict | None = None) -> dict:
-    """Return what the node panel (state, labels, taints, conditions, actions) needs."""
+def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE) -> dict:
+    """Return what the node panel (state, labels, taints, conditions, actions) needs.
+
+    To a tenant, another tenant's dedication reads "another tenant" (its name stays hidden).
+    """
     prefetch_related_objects([node], "taints", "conditions", "labels")
+    taints = list(node.taints.all())
+    dedicated = next((t.value for t in taints if t.key == "dedicated"), None)
+    if dedicated is not None and services.redact(f"dedicated={dedicated}", scope) != f"dedicated={dedicated}":
+        dedicated = "another tenant"
+        taints = [copy.copy(t) for t in taints]
+        for t in taints:
+            if t.key == "dedicated":
+                t.value = "another tenant"
     return {
         "node": node,
-        "badges": badges(node, node.pool),
+        "badges": badges(node, node.pool, scope),
         "labels": list(node.labels.all()),
-        "taints": list(node.taints.all()),
+        "taints": taints,
         "conditions": list(node.conditions.all()),
         "forms": panel_forms(bound),
-        "dedicated": next((t.value for t in node.taints.all() if t.key == "dedicated"), None),
+        "dedicated": dedicated,
+        "no_schedule_reasons": [services.redact(r, scope) for r in node.no_schedule_reasons],
     }
 
 
@@ -151,7 +166,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
         "devices": device_rows,
         "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
         "timeline": timeline(devices, request.user, now),
-        **_node_context(node, bound),
+        **_node_context(node, bound, scope_for(request.user)),
     }
 
 

@@ -88,3 +88,18 @@ def test_reasons_do_not_name_another_tenant_to_a_tenant(alice, op, acme_user, ma
     stored = client.get(f"/api/v1/reservations/{created['id']}").json()["conditions"][0]["message"]
     assert stored.endswith("dedicated to another tenant")
     assert "dedicated=globex" in op.get("/reservations/").text
+
+
+def test_the_node_page_does_not_name_another_tenants_dedication(alice, op, make_node):
+    from inventory import services as nodes
+
+    from tenants import make_tenant
+
+    make_tenant("globex")
+    make_node("node-d", gpus=2)
+    nodes.dedicate("node-d", "globex")
+    page = alice.get("/nodes/node-d/").text
+    assert "globex" not in page
+    assert "Dedicated to <strong>another tenant</strong>" in page
+    assert "dedicated to another tenant" in page
+    assert "globex" in op.get("/nodes/node-d/").text
