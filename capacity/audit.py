@@ -48,21 +48,8 @@ def scalar_drift() -> list[str]:
         for resource, amount in (resources or {}).items():
             if amount:
                 want[(pk, resource)] = (amount, start, end)
-    lines = []
-    have = {}
-    for pk, resource, amount, during in ScalarClaim.objects.values_list(
-        "allocation_id", "resource", "amount", "during"
-    ):
-        if pk in released:
-            if during.upper > max(released[pk], during.lower):
-                lines.append(f"scalar allocation {pk}/{resource}: claimed past its release")
-            continue
-        have[(pk, resource)] = (amount, during.lower, during.upper)
-    for key in sorted(set(want) | set(have)):
-        if want.get(key) != have.get(key):
-            lines.append(
-                f"scalar allocation {key[0]}/{key[1]}: claimed {have.get(key)}, allocated {want.get(key)}"
-            )
+    rows = ScalarClaim.objects.values_list("allocation_id", "resource", "amount", "during")
+    lines = _held_drift("scalar allocation", "claimed", "allocated", want, rows, released)
     with connection.cursor() as cur:
         cur.execute(
             """SELECT c.id, c.resource FROM capacity_scalarclaim c
@@ -86,25 +73,29 @@ def quota_drift() -> list[str]:
     for reservation in holding:
         for resource, amount in quota.demand(stored_request(reservation)).items():
             want[(reservation.pk, resource)] = (amount, reservation.starts_at, reservation.ends_at)
-    state = dict(Reservation.objects.values_list("pk", "status"))
-    released_at = dict(
+    released = dict(
         Reservation.objects.filter(status=Reservation.Status.RELEASED).values_list("pk", "released_at")
     )
-    lines = []
-    have = {}
-    for pk, resource, amount, during in QuotaCharge.objects.values_list(
-        "reservation_id", "resource", "amount", "during"
-    ):
-        if state.get(pk) == Reservation.Status.RELEASED:
-            if during.upper > max(released_at[pk], during.lower):
-                lines.append(f"quota reservation {pk}/{resource}: charged past its release")
+    rows = QuotaCharge.objects.values_list("reservation_id", "resource", "amount", "during")
+    return _held_drift("quota reservation", "charged", "holds", want, rows, released)
+
+
+def _held_drift(kind: str, did: str, should: str, want: dict, rows, released: dict) -> list[str]:
+    """Compare rows (owner pk, resource, amount, during) with what each live owner should hold.
+
+    A released owner's rows must end by its release; a live owner's must be exactly `want`'s
+    (amount, start, end) per resource.
+    """
+    lines, have = [], {}
+    for pk, resource, amount, during in rows:
+        if pk in released:
+            if during.upper > max(released[pk], during.lower):
+                lines.append(f"{kind} {pk}/{resource}: {did} past its release")
             continue
         have[(pk, resource)] = (amount, during.lower, during.upper)
     for key in sorted(set(want) | set(have)):
         if want.get(key) != have.get(key):
-            lines.append(
-                f"quota reservation {key[0]}/{key[1]}: charged {have.get(key)}, holds {want.get(key)}"
-            )
+            lines.append(f"{kind} {key[0]}/{key[1]}: {did} {have.get(key)}, {should} {want.get(key)}")
     return lines
 
 

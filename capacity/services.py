@@ -287,8 +287,14 @@ def redact(text: str, scope: Scope) -> str:
     """
     if scope.tenants is None or not text or "dedicated=" not in text:
         return text
-    tenants = scope.tenants
-    return _DEDICATION_RE.sub(lambda m: m[0] if m[1] in tenants else ANOTHER_TENANTS_DEDICATION, text)
+    return _DEDICATION_RE.sub(
+        lambda m: m[0] if sees_tenant(scope, m[1]) else ANOTHER_TENANTS_DEDICATION, text
+    )
+
+
+def sees_tenant(scope: Scope, slug: str | None) -> bool:
+    """Return whether a caller may read this tenant's name (its own, or any for operators)."""
+    return scope.tenants is None or slug is None or slug in scope.tenants
 
 
 def redacted_conditions(conditions: list[dict], scope: Scope) -> list[dict]:
@@ -321,7 +327,7 @@ def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
 
 def may_read_node(scope: Scope, owner_slug: str | None) -> bool:
     """Return whether a caller may read a node with this owner (in a pool it may read)."""
-    return scope.tenants is None or owner_slug is None or owner_slug in scope.tenants
+    return sees_tenant(scope, owner_slug)
 
 
 def pools_for(scope: Scope):

@@ -128,7 +128,7 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     prefetch_related_objects([node], "taints", "conditions", "labels")
     taints = list(node.taints.all())
     dedicated = next((t.value for t in taints if t.key == "dedicated"), None)
-    if dedicated is not None and services.redact(f"dedicated={dedicated}", scope) != f"dedicated={dedicated}":
+    if not services.sees_tenant(scope, dedicated):
         dedicated = "another tenant"
         taints = [copy.copy(t) for t in taints]
         for t in taints:

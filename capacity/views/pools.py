@@ -177,7 +177,9 @@ def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
         reason = f"{taint.key}={taint.value}" if taint.value else taint.key
         taint_reasons.add(reason)
         if taint.key == "dedicated":
-            if services.redact(reason, scope) != reason:  # another tenant's: not named to this one
+            if not services.sees_tenant(
+                scope, taint.value or None
+            ):  # another tenant's: not named to this one
                 badges.append(Badge(f"⚑ {services.ANOTHER_TENANTS_DEDICATION}", "info", "taint dedicated"))
             else:
                 badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
