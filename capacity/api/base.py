@@ -5,6 +5,8 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from capacity.access import scope_for
@@ -18,8 +20,15 @@ def _whole(raw: str) -> bool:
     return raw.isascii() and raw.isdigit() and bool(raw.lstrip("0"))
 
 
+MAX_PAGE_BYTES = 1024 * 1024
+
+
 class Page(PageNumberPagination):
-    """`?page=2&page_size=100`: 50 items a page by default, at most 500 (larger sizes are capped)."""
+    """`?page=2&page_size=100`: 50 items a page by default, at most 500 (larger sizes are capped).
+
+    A page also holds at most MAX_PAGE_BYTES of JSON items: a longer page is cut after the last item
+    that fits (never before the first), and its `next` link goes on from the item after it.
+    """
 
     page_size = 50
     page_size_query_param = "page_size"
@@ -33,6 +42,29 @@ class Page(PageNumberPagination):
             if raw is not None and raw not in self.last_page_strings and not _whole(raw):
                 raise ValidationError({name: "must be a whole number from 1"})
         return super().paginate_queryset(queryset, request, view)
+
+    def cut_to_bytes(self, items: list) -> list:
+        """Return the longest prefix of rendered `items` within MAX_PAGE_BYTES; point `next` after it."""
+        render = JSONRenderer().render
+        total, kept = 0, 0
+        for item in items:
+            total += len(render(item)) + 1
+            if kept and total > MAX_PAGE_BYTES:
+                break
+            kept += 1
+        if kept < len(items):
+            self.next_after = (self.page.start_index() - 1) + kept
+        return items[:kept]
+
+    def get_next_link(self):
+        after = getattr(self, "next_after", None)
+        if after is None:
+            return super().get_next_link()
+        # The next page must start exactly at item `after`: the largest size at most the items
+        # this page kept that divides `after` puts a page boundary there.
+        size = max(d for d in range(1, self.page.paginator.per_page + 1) if after % d == 0)
+        url = replace_query_param(self.request.build_absolute_uri(), self.page_size_query_param, size)
+        return replace_query_param(url, self.page_query_param, after // size + 1)
 
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)
@@ -76,4 +108,4 @@ class BerthAPIView(APIView):
         # An APIView, not a GenericAPIView: OPTIONS would otherwise ask for a serializer_class.
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(items, self.request, view=self)
-        return paginator.get_paginated_response(render(list(page)))
+        return paginator.get_paginated_response(paginator.cut_to_bytes(render(list(page))))

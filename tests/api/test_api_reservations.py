@@ -271,6 +271,29 @@ def test_the_list_is_paginated(as_acme, lab, ask):
     assert len(as_acme.get("/api/v1/reservations?page_size=2&page=2").json()["results"]) == 1
 
 
+def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_item_cut(
+    as_acme, lab, ask, monkeypatch
+):
+    """Seven reservations, pages of at most 2.5 of them in bytes: every page is cut, none lost."""
+    from capacity.api import base
+
+    made = [as_acme.post("/api/v1/reservations", ask(1), format="json").json() for _ in range(7)]
+    cap = int(2.5 * len(base.JSONRenderer().render(made[0])))
+    monkeypatch.setattr(base, "MAX_PAGE_BYTES", cap)
+    seen, url, pages = [], "/api/v1/reservations?page_size=5", 0
+    while url:
+        response = as_acme.get(url)
+        data = response.json()
+        assert data["count"] == 7
+        items = data["results"]
+        assert 1 <= len(items) < 5
+        assert sum(len(base.JSONRenderer().render(item)) + 1 for item in items) <= cap
+        seen += [item["id"] for item in items]
+        url, pages = data["next"], pages + 1
+    assert seen == [r["id"] for r in made][::-1]  # newest first, each once
+    assert pages >= 3
+
+
 def test_listing_reservations_runs_the_same_queries_for_many_as_for_one(
     as_acme, lab, ask, django_assert_max_num_queries
 ):
