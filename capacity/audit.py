@@ -70,14 +70,43 @@ def quota_drift() -> list[str]:
     holding = Reservation.objects.filter(Q(status=Reservation.Status.PLACED) | QUEUED).only(
         "pk", "request", "starts_at", "ends_at"
     )
+    leases = _lease_holdings()
     for reservation in holding:
-        for resource, amount in quota.demand(stored_request(reservation)).items():
+        request = stored_request(reservation)
+        amounts = leases.get(reservation.pk, {}) if request.lease else quota.demand(request)
+        for resource, amount in amounts.items():
             want[(reservation.pk, resource)] = (amount, reservation.starts_at, reservation.ends_at)
     released = dict(
         Reservation.objects.filter(status=Reservation.Status.RELEASED).values_list("pk", "released_at")
     )
     rows = QuotaCharge.objects.values_list("reservation_id", "resource", "amount", "during")
     return _held_drift("quota reservation", "charged", "holds", want, rows, released)
+
+
+def _lease_holdings() -> dict[int, dict[str, int]]:
+    """Return what each live lease holds: the atoms it booked per class (a split GPU's slices, not
+    the GPU) and the scalars its allocations claim."""
+    held: dict[int, dict[str, int]] = {}
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT a.reservation_id, d.device_class, count(*) FROM capacity_devicebooking b
+                 JOIN capacity_allocation a ON a.id = b.allocation_id
+                 JOIN capacity_reservation r ON r.id = a.reservation_id
+                 JOIN inventory_device d ON d.id = b.device_id
+                WHERE r.binding = 'node' AND a.released_at IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking c JOIN inventory_device s ON s.id = c.device_id
+                                   WHERE c.allocation_id = b.allocation_id AND s.parent_id = d.id)
+                GROUP BY 1, 2"""
+        )
+        for pk, device_class, count in cur.fetchall():
+            held.setdefault(pk, {})[device_class] = count
+    for pk, resources in Allocation.objects.filter(
+        reservation__binding="node", released_at__isnull=True
+    ).values_list("reservation_id", "resources"):
+        for resource, amount in resources.items():
+            if amount > 0:
+                held.setdefault(pk, {})[resource] = held.get(pk, {}).get(resource, 0) + amount
+    return held
 
 
 def _held_drift(kind: str, did: str, should: str, want: dict, rows, released: dict) -> list[str]:

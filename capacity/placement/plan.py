@@ -346,7 +346,7 @@ def _choose(ranked: Sequence[Ranked], top_n: int, random: RandomFn | None) -> Ra
     return ranked[min(span - 1, max(0, int(random() * span)))]
 
 
-def _gang(
+def gang_members(
     ranked: Sequence[Ranked], nodes: Mapping[str, NodeView], size: int, key: str | None
 ) -> tuple[tuple[Ranked, ...], int]:
     if key is None:
@@ -408,7 +408,7 @@ def plan_placement(
     ranked.sort(key=_rank_key)
     if gang is None:
         return Plan(tuple(ranked), tuple(rejected), _choose(ranked, top_n, random), len(views))
-    members, fitting = _gang(ranked, {n.id: n for n in views}, gang.size, gang.topology_key)
+    members, fitting = gang_members(ranked, {n.id: n for n in views}, gang.size, gang.topology_key)
     return Plan(
         tuple(ranked),
         tuple(rejected),

@@ -155,6 +155,8 @@ class PlacementRequest:
     image_id: str | None = None
     priority: str = "regular"
     project_id: str | None = None
+    # A whole-node lease (`binding: 'node'`): takes every device and all scalar room of its node(s).
+    lease: bool = False
 
     def topology_for(self, device: DeviceRequest) -> str:
         """Return the topology a device request asks for, inheriting the request's."""

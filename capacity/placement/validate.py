@@ -41,6 +41,7 @@ REQUEST_FIELDS: Final = frozenset(
         "imageId",
         "priority",
         "projectId",
+        "lease",
     }
 )
 DEVICE_FIELDS: Final = frozenset({"class", "count", "selector", "topology"})
@@ -219,6 +220,18 @@ def validate_request(data: Mapping[str, Any], *, ignore: Collection[str] = ()) -
     instance_id = _optional_text(data, "instanceId")
     if (reservation_id is None) == (instance_id is None):
         raise _invalid("exactly one of reservationId and instanceId is required")
+    lease = data.get("lease", False)
+    if lease is None:
+        lease = False
+    if not isinstance(lease, bool):
+        raise _invalid("lease must be true or false")
+    if lease:
+        # A lease takes the whole node: nothing narrower may be asked for.
+        for name in ("devices", "resources", "topology", "imageId"):
+            if data.get(name) is not None:
+                raise _invalid(
+                    f"{name}: a whole-node lease takes every device and all scalar room; leave {name} out"
+                )
     raw_devices = data.get("devices")
     items = () if raw_devices is None else _list(raw_devices, "devices")
     devices = tuple(_device(item, f"devices[{i}]") for i, item in enumerate(items))
@@ -226,7 +239,7 @@ def validate_request(data: Mapping[str, Any], *, ignore: Collection[str] = ()) -
     if total > MAX_DEVICES:
         raise _invalid(f"devices: at most {MAX_DEVICES} devices in all, got {total}")
     resources = _resources(data.get("resources"))
-    if not devices and not any(resources.values()):
+    if not lease and not devices and not any(resources.values()):
         raise _invalid("devices or resources: a request must claim at least one device or resource")
     during = _window(data.get("during"))
     priority = data.get("priority", "regular")
@@ -250,4 +263,5 @@ def validate_request(data: Mapping[str, Any], *, ignore: Collection[str] = ()) -
         image_id=_optional_text(data, "imageId"),
         priority=priority,
         project_id=_optional_text(data, "projectId"),
+        lease=lease,
     )

@@ -153,21 +153,27 @@ def send_member(
     last: bool = True,
     now: datetime | None = None,
     savepoint: str | None = None,
+    also_book: tuple[str, ...] = (),
+    lease_claims: dict[str, int] | None = None,
 ) -> Sent:
     """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline).
 
     `savepoint`, when given, is set first. The last member of a plan also marks the owning
     reservation placed (as of `now`). The writes run after the locks are granted whatever the lock
     statement found; read_member says what came up short, and the caller rolls back to the savepoint.
+    A lease books `also_book` too (devices it holds whatever their health) and claims `lease_claims`
+    instead of the request's resources.
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
     atoms = tuple(a for group in ranked.atoms for a in group)
     picked = sorted(index.device_pk[a] for a in atoms)
     # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees slice conflicts.
-    booked_uuids = list(atoms) + [c for a in atoms for c in index.children.get(a, ())]
+    tops = (*atoms, *also_book)
+    booked_uuids = list(tops) + [c for a in tops for c in index.children.get(a, ())]
     booked = [index.device_pk[a] for a in booked_uuids]
-    claims = sorted((r, n) for r, n in request.resources.items() if n > 0)  # zero takes nothing
+    wanted = request.resources if lease_claims is None else lease_claims
+    claims = sorted((r, n) for r, n in wanted.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
     if savepoint is not None:
         with connection.cursor() as plain:
@@ -189,7 +195,7 @@ def send_member(
             "start": to_datetime(request.during.start),
             "end": to_datetime(request.during.end),
             "during": window_range(request.during),
-            "resources": _json(dict(request.resources)),
+            "resources": _json(dict(wanted)),
             "claim_names": [r for r, _ in claims],
             "claim_amounts": [n for _, n in claims],
             "mark_placed": owner.reservation_pk if last else None,

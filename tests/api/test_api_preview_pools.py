@@ -78,7 +78,8 @@ def test_a_tenant_may_not_preview_into_a_pool_it_may_not_use(as_acme, as_globex,
 
 def test_a_preview_takes_the_same_input_checks_as_create(as_acme, lab, ask):
     response = as_acme.post("/api/v1/capacity/preview", ask(1, binding="node"), format="json")
-    assert (response.status_code, response.json()["code"]) == (422, "UNSUPPORTED")
+    assert (response.status_code, response.json()["code"]) == (400, "INVALID_INPUT")
+    assert response.json()["message"].startswith("devices: a whole-node lease takes every device")
     response = as_acme.post("/api/v1/capacity/preview", {**ask(1), "nodeLabels": {}}, format="json")
     assert response.json() == {"code": "INVALID_INPUT", "message": "nodeLabels is not a known field"}
 

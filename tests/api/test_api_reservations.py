@@ -110,13 +110,18 @@ def test_a_request_beyond_the_quota_is_quota_exceeded(as_acme, lab, ask, tenant)
     assert not Reservation.objects.exists()
 
 
-def test_a_whole_node_binding_is_unsupported(as_acme, lab, ask):
+def test_a_whole_node_lease_takes_a_node_and_a_lease_naming_devices_is_invalid_input(as_acme, lab, ask):
+    body = {k: v for k, v in ask(1, binding="node").items() if k != "devices"}
+    response = as_acme.post("/api/v1/reservations", body, format="json")
+    assert response.status_code == 201, response.json()
+    data = response.json()
+    assert (data["status"], data["binding"]) == ("placed", "node")
+    [allocation] = data["allocations"]
+    assert allocation["atoms"] == [f"GPU-{allocation['nodeId']}-{i}" for i in range(len(allocation["atoms"]))]
     response = as_acme.post("/api/v1/reservations", ask(1, binding="node"), format="json")
-    assert response.status_code == 422
-    assert response.json() == {
-        "code": "UNSUPPORTED",
-        "message": "binding 'node' (whole-node leases) is not supported yet",
-    }
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert response.json()["message"].startswith("devices: a whole-node lease takes every device")
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,10 @@ from django.db.models import Window as SQLWindow
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from capacity import quota
+from capacity.conf import placer_config
+from capacity.models import Allocation, DeviceBooking, Reservation
+from capacity.models.reservations import QUEUED, QUEUED_CONDITION
 from capacity.placement import (
     ARCHIVED_REASON,
     CONFLICT,
@@ -38,20 +42,17 @@ from capacity.placement import (
     run_admit,
     validate_request,
 )
+from capacity.placers.batch import QUEUED_CHANNEL
+from capacity.placers.commit import Owner
+from capacity.placers.db import prepared_cursor
+from capacity.placers.index import pool_index
+from capacity.placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
+from capacity.placers.lease import place_lease, plan_lease_now
+from capacity.placers.loader import PoolRow, load_pool, load_tenant_and_pool, may_use, to_datetime
+from capacity.quota import QUOTA_EXCEEDED_REASON
+from capacity.retry import retry_on_conflict
+from capacity.waits import HUB
 from inventory.models import Pool, Tenant
-
-from . import quota
-from .conf import placer_config
-from .models import Allocation, DeviceBooking, Reservation
-from .models.reservations import QUEUED, QUEUED_CONDITION
-from .placers.batch import QUEUED_CHANNEL
-from .placers.commit import Owner
-from .placers.db import prepared_cursor
-from .placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
-from .placers.loader import PoolRow, load_tenant_and_pool, may_use, to_datetime
-from .quota import QUOTA_EXCEEDED_REASON
-from .retry import retry_on_conflict
-from .waits import HUB
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
@@ -150,7 +151,7 @@ def normalize(
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
     core = {k: v for k, v in data.items() if k not in SERVICE_FIELDS}
-    for name in ("nodeLabels", *(() if owner_allowed else OWNER_FIELDS)):
+    for name in ("nodeLabels", "lease", *(() if owner_allowed else OWNER_FIELDS)):
         if name in core:
             # Capacity sets these itself: the owner is the reservation it creates, labels its own.
             raise CapacityError(INVALID_INPUT, f"{name} is not a known field")
@@ -163,7 +164,7 @@ def normalize(
     if binding not in Reservation.Binding.values:
         raise CapacityError(INVALID_INPUT, "binding must be one of none, node, kubernetes")
     if binding == Reservation.Binding.NODE:
-        raise CapacityError("UNSUPPORTED", "binding 'node' (whole-node leases) is not supported yet")
+        core["lease"] = True
     wait_ms = _wait_ms(data["wait"]) if "wait" in data else 0
     if "duration" in data and "during" in data:
         raise CapacityError(INVALID_INPUT, "give either duration or during, not both")
@@ -357,11 +358,21 @@ def _apply(
 
     A refused charge raises QUOTA_EXCEEDED having written nothing.
     """
-    amounts = quota.demand(request)
-    quota.charge(tenant.pk, tenant.slug, reservation.pk, amounts, request.during)
     stamp = timezone.now()
     owner = Owner(reservation_pk=reservation.pk)
-    outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
+
+    def charge(amounts: Mapping[str, int]) -> None:
+        quota.charge(tenant.pk, tenant.slug, reservation.pk, amounts, request.during)
+
+    if request.lease:
+        # What a lease holds depends on the node it takes: charged once the node is chosen.
+        pool = pool or load_pool(request.pool_id)
+        if pool is None:
+            raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
+        outcome = place_lease(request, pool, owner, config, charge=charge, now=stamp)
+    else:
+        charge(quota.demand(request))
+        outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
     if outcome.status == "placed":
         # The commit's own statement marked the row placed; this copy follows.
         reservation.status = Reservation.Status.PLACED
@@ -401,9 +412,11 @@ def reserve(
     core, extra = normalize(data, now=now, node_labels=node_labels)
     request = validate_request(core)
     key = extra["idempotency_key"]
-    queue = config.placer == POOL_LEASE and request.gang is None
+    # Gangs and leases place inline under both placers: they need an answer at once.
+    queue = config.placer == POOL_LEASE and request.gang is None and not request.lease
     # Plain reads, before the transaction: they take no lock, and its BEGIN then goes with the insert.
     tenant, pool = _tenant_and_pool(request, scope)
+    check_gang_size(request, pool)
     with transaction.atomic():
         if key is not None:
             existing = _idempotent(tenant, key, data)
@@ -449,6 +462,18 @@ def reserve(
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
+
+
+def check_gang_size(request: PlacementRequest, pool: PoolRow) -> None:
+    """Refuse a gang lease of more nodes than the pool holds: no booking could ever place it."""
+    if request.lease and request.gang is not None:
+        nodes = len(pool_index(pool).nodes.views)
+        if request.gang.size > nodes:
+            raise CapacityError(
+                INVALID_INPUT,
+                f"gang.size: a gang lease of {request.gang.size} nodes is larger than pool "
+                f"{request.pool_id} ({nodes} nodes)",
+            )
 
 
 def is_queued(reservation: Reservation) -> bool:
@@ -768,9 +793,13 @@ def preview(
     core, _extra = normalize(data, now=now, node_labels=node_labels)
     request = validate_request(core)
     _tenant, pool_row = _tenant_and_pool(request, scope)
-    plan, _index = plan_request(
-        request, pool_row, dataclasses.replace(config, random=None), shortlist=False if explain else None
-    )
+    check_gang_size(request, pool_row)
+    if request.lease:
+        plan, _static = plan_lease_now(request, pool_row)
+    else:
+        plan, _index = plan_request(
+            request, pool_row, dataclasses.replace(config, random=None), shortlist=False if explain else None
+        )
     candidates = [
         {
             "nodeId": r.node_id,

@@ -1,0 +1,150 @@
+"""Whole-node leases against the database: what holds each node in a window, and the guarded commit.
+
+Leases place inline under both placers, as gangs do: the caller needs an answer at once. The plan
+comes from capacity.placement.lease; the commit is the placer's own guarded commit, booking every
+device of the node and claiming its whole scalar room, so the EXCLUDE constraint and the scalar
+guard decide a race with any other booking exactly as they do for device requests.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from django.db import connection
+
+from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Window
+from capacity.placement.lease import Busy, lease_demand, plan_lease, scalar_room, top_level
+
+from .commit import ArchivedMeanwhile, LostRace, Owner, commit_member
+from .db import prepared_cursor
+from .index import PoolIndex, pool_index
+from .inline import Outcome, PlacerConfig
+from .loader import PoolRow, to_datetime, window_range
+
+# Per node of the pool: top-level devices booked in the window per class, and when the last
+# booking ends; then per node the scalars claimed in the window, and when the last claim ends.
+_BUSY_SQL = """
+SELECT d.node_id, coalesce(p.device_class, d.device_class), count(DISTINCT coalesce(d.parent_id, d.id)),
+       (extract(epoch FROM max(upper(b.during))) * 1000)::bigint
+  FROM capacity_devicebooking b
+  JOIN inventory_device d ON d.id = b.device_id
+  LEFT JOIN inventory_device p ON p.id = d.parent_id
+ WHERE b.during && %(during)s::tstzrange
+   AND (b.device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE
+ GROUP BY 1, 2
+"""
+_CLAIMED_SQL = """
+SELECT c.node_id, array_agg(DISTINCT c.resource ORDER BY c.resource),
+       (extract(epoch FROM max(upper(c.during))) * 1000)::bigint
+  FROM capacity_scalarclaim c
+ WHERE c.during && %(during)s::tstzrange
+   AND (c.node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+ GROUP BY 1
+"""
+
+
+def read_busy(index: PoolIndex, window: Window) -> dict[str, Busy]:
+    """Return, for each node of the pool with a booking or claim in the window, what holds it."""
+    low, high = index.device_range
+    node_low, node_high = index.node_range
+    params = {
+        "during": window_range(window),
+        "low": low,
+        "high": high,
+        "node_low": node_low,
+        "node_high": node_high,
+    }
+    devices: dict[str, dict[str, int]] = defaultdict(dict)
+    scalars: dict[str, tuple[str, ...]] = {}
+    until: dict[str, int] = {}
+    with prepared_cursor() as cur:
+        cur.execute(_BUSY_SQL, params)
+        for node_pk, device_class, count, end in cur.fetchall():
+            name = index.node_name.get(node_pk)
+            if name is not None:
+                devices[name][device_class] = count
+                until[name] = max(until.get(name, 0), end)
+        cur.execute(_CLAIMED_SQL, params)
+        for node_pk, resources, end in cur.fetchall():
+            name = index.node_name.get(node_pk)
+            if name is not None:
+                scalars[name] = tuple(resources)
+                until[name] = max(until.get(name, 0), end)
+    return {
+        name: Busy(iso_minute(end), dict(devices.get(name, {})), scalars.get(name, ())) for name, end in until.items()
+    }
+
+
+def plan_lease_now(request: PlacementRequest, pool: PoolRow) -> tuple[Plan, PoolIndex]:
+    """Plan a lease on plain reads: the pool's static views and what holds each node in the window."""
+    index = pool_index(pool)
+    plan = plan_lease(request, index.nodes.views, pool.view, read_busy(index, request.during))
+    return plan, index
+
+
+def place_lease(
+    request: PlacementRequest,
+    pool: PoolRow,
+    owner: Owner,
+    config: PlacerConfig,
+    *,
+    charge: Callable[[Mapping[str, int]], None],
+    now: datetime | None = None,
+) -> Outcome:
+    """Lease the best leasable node (or gang of nodes) in the caller's transaction.
+
+    `charge(amounts)` charges quota for the nodes chosen (their atoms and scalars) before the
+    commit takes the pool lock, and raises to refuse; a lost race rolls both back and plans again
+    without the node.
+    """
+    if pool.view.archived:
+        return Outcome("pending", reason=ARCHIVED_REASON)
+    lost: list[str] = []
+    for attempt in range(1, config.max_attempts + 1):
+        plan, index = plan_lease_now(request, pool)
+        if not plan.fits:
+            return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+        members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
+        views = [index.by_name[m.node_id] for m in members]
+        savepoint = f"capacity_lease_{attempt}"
+        with connection.cursor() as cur:
+            cur.execute(f"SAVEPOINT {savepoint}")
+        try:
+            charge(lease_demand(views))
+            committed = []
+            for i, (member, view) in enumerate(zip(members, views, strict=True)):
+                usable = set(member.atoms[0])
+                committed.append(
+                    commit_member(
+                        request,
+                        member,
+                        pool,
+                        index.nodes,
+                        owner,
+                        last=i == len(members) - 1,
+                        now=now,
+                        also_book=tuple(d for d in top_level(view) if d not in usable),
+                        lease_claims=scalar_room(view),
+                    )
+                )
+        except (LostRace, ArchivedMeanwhile) as stop:
+            with connection.cursor() as cur:
+                cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+            if isinstance(stop, ArchivedMeanwhile):
+                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
+            lost.append(stop.reason)
+            request = request.with_excluded(stop.node)
+            continue
+        return Outcome("placed", committed=committed, plan=plan, lost=lost)
+    return Outcome(
+        "pending",
+        reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
+        lost=lost,
+    )
+
+
+def iso_minute(ms: int) -> str:
+    """Return an epoch-millisecond time as 2026-12-04T10:00Z."""
+    return to_datetime(ms).strftime("%Y-%m-%dT%H:%MZ")
