@@ -4,6 +4,8 @@ from django.db.models import Q
 from inventory.models import Pool, Tenant
 
 QUEUED_CONDITION = "Queued"
+# A spot reservation regular work took back: status preempted, with this condition saying by whom and when.
+PREEMPTED_CONDITION = "Preempted"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
 
@@ -12,7 +14,8 @@ class Reservation(models.Model):
     """A tenant's request for capacity in a pool and its lifecycle (pending, placed, released).
 
     The pool-lease placer's queue is the pending rows with a Queued condition; `Status.QUEUED` is
-    not used.
+    not used. A spot reservation that regular work took back ends `preempted`, its released_at the
+    preemption time and a Preempted condition naming the reservation that took it.
     """
 
     class Status(models.TextChoices):
@@ -20,6 +23,7 @@ class Reservation(models.Model):
         QUEUED = "queued"
         PLACED = "placed"
         RELEASED = "released"
+        PREEMPTED = "preempted"
 
     class Priority(models.TextChoices):
         REGULAR = "regular"

@@ -772,6 +772,8 @@ class Preview:
     candidates: list[dict]
     reason: str
     plan: Plan
+    # For a regular request that fits only by preempting spot work: {"reservations": [ids], "startsAt": datetime}.
+    preemptible: dict | None = None
 
 
 def preview(
