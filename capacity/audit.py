@@ -77,7 +77,9 @@ def quota_drift() -> list[str]:
         for resource, amount in amounts.items():
             want[(reservation.pk, resource)] = (amount, reservation.starts_at, reservation.ends_at)
     released = dict(
-        Reservation.objects.filter(status=Reservation.Status.RELEASED).values_list("pk", "released_at")
+        Reservation.objects.filter(
+            status__in=[Reservation.Status.RELEASED, Reservation.Status.PREEMPTED]
+        ).values_list("pk", "released_at")
     )
     rows = QuotaCharge.objects.values_list("reservation_id", "resource", "amount", "during")
     return _held_drift("quota reservation", "charged", "holds", want, rows, released)

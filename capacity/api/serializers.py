@@ -183,6 +183,17 @@ class RejectionSerializer(KeywordFieldsMixin, serializers.Serializer):
     reason = serializers.CharField()
 
 
+class PreemptibleSerializer(serializers.Serializer):
+    """The spot work a regular request would take back to fit, and from when."""
+
+    reservations = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Spot reservations, ascending."
+    )
+    startsAt = serializers.DateTimeField(
+        help_text="When they would end: now, or the request's start if later."
+    )
+
+
 class PreviewSerializer(serializers.Serializer):
     """Where a request would land now, or why nothing fits."""
 
@@ -193,6 +204,10 @@ class PreviewSerializer(serializers.Serializer):
         many=True,
         required=False,
         help_text="With ?explain=true: every node turned down, with filter and reason.",
+    )
+    preemptible = PreemptibleSerializer(
+        required=False,
+        help_text="Only for a regular request that does not fit but would by preempting spot work.",
     )
 
 

@@ -204,6 +204,8 @@ class PreviewView(BerthAPIView):
         body: dict = {"fits": preview.fits, "candidates": preview.candidates}
         if not preview.fits:
             body["reason"] = services.redact(preview.reason, self.scope)
+            if preview.preemptible is not None:
+                body["preemptible"] = preview.preemptible
         if explain:
             body["rejected"] = [
                 {"nodeId": r.node_id, "filter": r.filter, "reason": services.redact(r.reason, self.scope)}

@@ -283,6 +283,15 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
             if any(e.fits or e.request.gang is not None for e in entries):
                 _lock(entries, pool)
                 _commit_all(entries, pool, config, ledger, now)
+            for e in entries:
+                # Regular work that fits only by taking spot work back places inline (spec).
+                if (
+                    not e.committed
+                    and e.plan is not None
+                    and not e.plan.fits
+                    and e.request.priority == "regular"
+                ):
+                    _place_inline(e, pool, config, now)
         placed = [e.pk for e in entries if e.committed]
         if placed:
             _notify(placed)
@@ -376,7 +385,10 @@ def _commit_all(
 
 
 def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) -> None:
-    outcome: Outcome = place(e.request, pool.view.id, Owner(e.pk), config, pool=pool, now=now)
+    # The batch may hold the pool row already (after _lock): preemption must not wait on a victim.
+    outcome: Outcome = place(
+        e.request, pool.view.id, Owner(e.pk), config, pool=pool, now=now, holds_pool=True
+    )
     e.lost = outcome.lost
     if outcome.status == "placed":
         e.committed = outcome.committed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import islice
 
 from django.db import connection
@@ -55,6 +55,7 @@ class Outcome:
     reason: str = ""
     plan: Plan | None = None
     lost: list[str] = field(default_factory=list)
+    preempted: tuple[int, ...] = ()  # spot reservations this placement took back
 
 
 def uses_shortlist(request: PlacementRequest, config: PlacerConfig) -> bool:
@@ -199,11 +200,15 @@ def place(
     config: PlacerConfig,
     pool: PoolRow | None = None,
     now: datetime | None = None,
+    *,
+    holds_pool: bool = False,
 ) -> Outcome:
     """Place `request` inside the caller's transaction; lost races replan up to max_attempts times.
 
     `pool` is the pool as the caller already read it (unlocked), to save reading it again. When
-    placed, the owning reservation is marked placed as of `now` in the same statement.
+    placed, the owning reservation is marked placed as of `now` in the same statement. A regular
+    request that fits only by taking spot work back preempts it (capacity.placers.preempt);
+    `holds_pool` says the caller already locked the pool, so victims held elsewhere are skipped.
     """
     pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
@@ -211,11 +216,28 @@ def place(
     lost: list[str] = []
     for attempt in range(1, config.max_attempts + 1):
         plan, index = plan_request(request, pool, config)
+        savepoint = f"capacity_place_{attempt}"
+        preemption = None
         if not plan.fits:
-            return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+            # Imported here: preempt builds on this module's planner.
+            from .preempt import find_preemption, take_back, with_preempted
+
+            stamp = now or datetime.now(UTC)
+            preemption = find_preemption(request, pool, planner(request, pool, config))
+            if preemption is None:
+                return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+            plan, index = with_preempted(plan, preemption), preemption.index
+            with connection.cursor() as cur:
+                cur.execute(f"SAVEPOINT {savepoint}")
+            if not take_back(preemption.victims, preemption.at, owner, stamp, wait=not holds_pool):
+                with connection.cursor() as cur:
+                    cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                node = preemption.members[0].node_id
+                lost.append(f"spot work on {node} is being changed")
+                request = request.with_excluded(node)
+                continue
         members = plan.gang if request.gang is not None else (plan.choice,)
         # The commit locks the pool row first (only now, for the commit), then the node.
-        savepoint = f"capacity_place_{attempt}"
         chosen = [m for m in members if m is not None]
         try:
             # The first member's commit sets the savepoint in its own round trip.
@@ -228,7 +250,7 @@ def place(
                     owner,
                     last=i == len(chosen) - 1,
                     now=now,
-                    savepoint=savepoint if i == 0 else None,
+                    savepoint=savepoint if i == 0 and preemption is None else None,
                 )
                 for i, m in enumerate(chosen)
             ]
@@ -241,7 +263,8 @@ def place(
             request = request.with_excluded(stop.node)
             continue
         # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
-        return Outcome("placed", committed=committed, plan=plan, lost=lost)
+        victims = preemption.victims if preemption is not None else ()
+        return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
     return Outcome(
         "pending",
         reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",

@@ -73,7 +73,8 @@ def read_busy(index: PoolIndex, window: Window) -> dict[str, Busy]:
                 scalars[name] = tuple(resources)
                 until[name] = max(until.get(name, 0), end)
     return {
-        name: Busy(iso_minute(end), dict(devices.get(name, {})), scalars.get(name, ())) for name, end in until.items()
+        name: Busy(iso_minute(end), dict(devices.get(name, {})), scalars.get(name, ()))
+        for name, end in until.items()
     }
 
 

@@ -46,9 +46,10 @@ from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.commit import Owner
 from capacity.placers.db import prepared_cursor
 from capacity.placers.index import pool_index
-from capacity.placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request
+from capacity.placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
 from capacity.placers.loader import PoolRow, load_pool, load_tenant_and_pool, may_use, to_datetime
+from capacity.placers.preempt import find_preemption
 from capacity.quota import QUOTA_EXCEEDED_REASON
 from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
@@ -353,12 +354,14 @@ def _apply(
     request: PlacementRequest,
     config: PlacerConfig,
     pool: PoolRow | None = None,
+    now: datetime | None = None,
 ) -> Outcome:
     """Charge quota, place, and record the outcome on the reservation (in the caller's transaction).
 
-    A refused charge raises QUOTA_EXCEEDED having written nothing.
+    A refused charge raises QUOTA_EXCEEDED having written nothing. `now` is the placement's time
+    (when spot work it takes back ends, at the earliest).
     """
-    stamp = timezone.now()
+    stamp = now or timezone.now()
     owner = Owner(reservation_pk=reservation.pk)
 
     def charge(amounts: Mapping[str, int]) -> None:
@@ -458,7 +461,7 @@ def reserve(
             quota.charge(tenant.pk, tenant.slug, reservation.pk, quota.demand(request), request.during)
             outcome = Outcome("queued")
         else:
-            outcome = _apply(reservation, tenant, request, config, pool)
+            outcome = _apply(reservation, tenant, request, config, pool, now)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -662,8 +665,8 @@ def release(
     now = now or timezone.now()
     reservation = get(reservation_id, scope=scope)
     reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=reservation.pk)
-    if reservation.status == Reservation.Status.RELEASED:
-        return reservation
+    if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
+        return reservation  # already ended: a preempted reservation keeps its status and reason
     # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,
     # once released, no longer sees it queued. Either way what lies after now is given back.
     quota.refund([reservation.pk], now)
@@ -754,7 +757,7 @@ def retry_pending(
             try:
                 # A savepoint: whatever a refused attempt wrote goes with it.
                 with transaction.atomic():
-                    outcome = _apply(reservation, reservation.tenant, request, config)
+                    outcome = _apply(reservation, reservation.tenant, request, config, now=now)
             except CapacityError as err:
                 kind = QUOTA_EXCEEDED_REASON if err.code == QUOTA_EXCEEDED else NO_FIT
                 _set_pending(reservation, err.message, kind)
@@ -811,6 +814,15 @@ def preview(
         }
         for r in (plan.gang or plan.ranked)[:MAX_PREVIEW_CANDIDATES]
     ]
+    preemptible = None
+    if not plan.fits and request.priority == "regular" and not request.lease:
+        found = find_preemption(request, pool_row, planner(request, pool_row, config))
+        if found is not None:
+            preemptible = {"reservations": list(found.victims), "startsAt": found.at}
     return Preview(
-        fits=plan.fits, candidates=candidates if plan.fits else [], reason=plan.pending_reason(), plan=plan
+        fits=plan.fits,
+        candidates=candidates if plan.fits else [],
+        reason=plan.pending_reason(),
+        plan=plan,
+        preemptible=preemptible,
     )

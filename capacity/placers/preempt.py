@@ -1,0 +1,314 @@
+"""Spot preemption: a regular request that fits only by taking spot work back does so.
+
+When a regular request does not fit, the pool is planned again with every spot booking and claim
+in the window counted free. Each node that then fits is given the cheapest set of spot
+reservations whose release makes it fit (cheapest first, added until the node fits, then any
+that turn out unneeded dropped); the node that preempts the fewest device-hours wins, ties by
+the usual score, then by name. Spot never preempts spot, and regular work is never preempted.
+
+The commit happens in one savepoint, in the lock order: the victims' reservation rows (before
+the pool, as the lock order has reservations; the pool-lease batch, which already holds its pool,
+skips victims another transaction holds instead of waiting), then the normal guarded commit
+(pool → node → devices → scalars), which decides whether the room is really there. Victims end at the preemption time, the request's
+start: now, or later for a request that starts later, so spot work runs until regular work
+needs the room.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from capacity.placement import PlacementRequest, Plan, Ranked
+from capacity.placement.timeline import peak
+
+from .commit import Owner
+from .db import prepared_cursor
+from .index import PoolIndex, pool_index, views_for
+from .loader import NodeIndex, PoolRow, to_datetime, window_range
+
+PREEMPTED = "Preempted"
+PREEMPTED_REASON = "PreemptedByRegular"
+
+# Every booking in the window, with whether its owner is spot work (instances never are).
+_HOLDS_SQL = """
+SELECT b.device_id, a.reservation_id, coalesce(r.priority = 'spot', false)
+  FROM capacity_devicebooking b
+  JOIN capacity_allocation a ON a.id = b.allocation_id
+  LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
+ WHERE b.during && %(during)s::tstzrange
+   AND (b.device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE
+"""
+_CLAIMS_SQL = """
+SELECT c.node_id, c.resource, c.amount, (extract(epoch FROM lower(c.during)) * 1000)::bigint,
+       (extract(epoch FROM upper(c.during)) * 1000)::bigint, a.reservation_id, coalesce(r.priority = 'spot', false)
+  FROM capacity_scalarclaim c
+  JOIN capacity_allocation a ON a.id = c.allocation_id
+  LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
+ WHERE cardinality(%(names)s::text[]) > 0 AND c.during && %(during)s::tstzrange
+   AND c.resource = ANY(%(names)s::text[])
+   AND (c.node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+"""
+# What each spot reservation still holds from the preemption time on, in device-hours: a booked
+# slice of a booked GPU is part of the GPU, not another device.
+_COST_SQL = """
+SELECT a.reservation_id,
+       sum(extract(epoch FROM upper(b.during) - greatest(lower(b.during), %(at)s::timestamptz)) / 3600.0)
+  FROM capacity_allocation a
+  JOIN capacity_devicebooking b ON b.allocation_id = a.id
+  JOIN inventory_device d ON d.id = b.device_id
+ WHERE a.reservation_id = ANY(%(pks)s::bigint[]) AND upper(b.during) > %(at)s::timestamptz
+   AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking p WHERE p.allocation_id = a.id AND p.device_id = d.parent_id)
+ GROUP BY 1
+"""
+
+
+@dataclass
+class Holds:
+    """What holds a pool in a window, split into regular work and each spot reservation."""
+
+    taken: set[int]  # devices regular work holds (with parents and slices tied in)
+    claims: dict[str, dict[str, list[tuple[int, int, int]]]]  # node -> resource -> regular claims
+    spot_devices: dict[int, dict[str, set[int]]]  # spot reservation -> node -> devices (tied in)
+    spot_claims: dict[int, dict[str, dict[str, list[tuple[int, int, int]]]]]  # reservation -> node -> ...
+    cost: dict[int, float]  # spot reservation -> device-hours from the preemption time
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """The cheapest way to place a regular request by taking spot work back."""
+
+    members: tuple[Ranked, ...]  # the node (or gang members) and the atoms to commit
+    victims: tuple[int, ...]  # spot reservation pks, ascending
+    at: datetime
+    cost: float
+    index: NodeIndex
+
+
+def _tie(index: PoolIndex, pks) -> set[int]:
+    tied = set(pks)
+    if index.parent:
+        for pk in list(tied):
+            if pk in index.parent:
+                tied.add(index.parent[pk])
+            tied.update(index.children.get(pk, ()))
+    return tied
+
+
+def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
+    """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs."""
+    low, high = index.device_range
+    node_low, node_high = index.node_range
+    names = sorted(r for r, n in request.resources.items() if n > 0)
+    params = {
+        "during": window_range(request.during),
+        "low": low,
+        "high": high,
+        "node_low": node_low,
+        "node_high": node_high,
+        "names": names,
+    }
+    regular: set[int] = set()
+    spot: dict[int, set[int]] = defaultdict(set)
+    claims: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    spot_claims: dict[int, dict[str, dict[str, list]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
+    with prepared_cursor() as cur:
+        cur.execute(_HOLDS_SQL, params)
+        for device, reservation, is_spot in cur.fetchall():
+            if device in index.device_node:
+                (spot[reservation] if is_spot else regular).add(device)
+        cur.execute(_CLAIMS_SQL, params)
+        for node_pk, resource, amount, s, e, reservation, is_spot in cur.fetchall():
+            name = index.node_name.get(node_pk)
+            if name is not None:
+                target = spot_claims[reservation][name] if is_spot else claims[name]
+                target[resource].append((s, e, amount))
+        cost: dict[int, float] = {}
+        pks = sorted(set(spot) | set(spot_claims))
+        if pks:
+            cur.execute(_COST_SQL, {"pks": pks, "at": at})
+            cost = {pk: float(hours) for pk, hours in cur.fetchall()}
+    spot_devices: dict[int, dict[str, set[int]]] = {}
+    for reservation, devices in spot.items():
+        by_node: dict[str, set[int]] = defaultdict(set)
+        for pk in _tie(index, devices):
+            by_node[index.device_node[pk]].add(pk)
+        spot_devices[reservation] = dict(by_node)
+    return Holds(
+        taken=_tie(index, regular),
+        claims={n: dict(r) for n, r in claims.items()},
+        spot_devices=spot_devices,
+        spot_claims={pk: {n: dict(r) for n, r in nodes.items()} for pk, nodes in spot_claims.items()},
+        cost={pk: cost.get(pk, 0.0) for pk in pks},
+    )
+
+
+def preemption_time(request: PlacementRequest) -> datetime:
+    """Return when spot work must make room: when the request starts.
+
+    That is now, or later for a request that starts later (spot work runs until regular work
+    needs the room), or a few minutes ago for a window that starts within the grace before now.
+    """
+    return to_datetime(request.during.start)
+
+
+def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Preemption | None:
+    """Return the cheapest preemption that places a regular request, or None when none would.
+
+    `plan_with(index, memo)` is the request's bound planner (capacity.placers.inline.planner).
+    """
+    if request.priority != "regular" or request.lease or pool.view.archived:
+        return None
+    index = pool_index(pool)
+    at = preemption_time(request)
+    holds = read_holds(index, request, at)
+    if not holds.cost:
+        return None
+    window = request.during
+    names = [v.id for v in index.nodes.views]
+    used_regular = _used(holds.claims, window)
+    relaxed = plan_with(views_for(index, names, holds.taken, used_regular), index.memo())
+    if not relaxed.fits:
+        return None
+    spot_on: dict[str, list[int]] = defaultdict(list)
+    for pk in holds.cost:
+        for node in {*holds.spot_devices.get(pk, {}), *holds.spot_claims.get(pk, {})}:
+            spot_on[node].append(pk)
+    for pks in spot_on.values():
+        pks.sort(key=lambda pk: (holds.cost[pk], pk))
+
+    def fits_freeing(node: str, freed: set[int]) -> Ranked | None:
+        taken = set(holds.taken)
+        claims = {r: list(v) for r, v in holds.claims.get(node, {}).items()}
+        for pk in spot_on[node]:
+            if pk not in freed:
+                taken |= holds.spot_devices.get(pk, {}).get(node, set())
+                for r, held in holds.spot_claims.get(pk, {}).get(node, {}).items():
+                    claims.setdefault(r, []).extend(held)
+        used = _used({node: claims}, window)
+        found = plan_with(views_for(index, [node], taken, used), index.memo())
+        return found.ranked[0] if found.ranked else None
+
+    def cheapest(node: str) -> tuple[float, Ranked, set[int]] | None:
+        freed: list[int] = []
+        ranked = None
+        for pk in spot_on[node]:
+            freed.append(pk)
+            ranked = fits_freeing(node, set(freed))
+            if ranked is not None:
+                break
+        if ranked is None:
+            return None
+        for pk in sorted(freed[:-1], key=lambda p: -holds.cost[p]):  # drop what was not needed
+            fewer = set(freed) - {pk}
+            if (smaller := fits_freeing(node, fewer)) is not None:
+                freed.remove(pk)
+                ranked = smaller
+        return sum(holds.cost[p] for p in freed), ranked, set(freed)
+
+    if request.gang is not None:
+        chosen = [cheapest(m.node_id) for m in relaxed.gang]
+        if any(c is None for c in chosen):
+            return None
+        victims = set().union(*(c[2] for c in chosen if c is not None))
+        members = tuple(c[1] for c in chosen if c is not None)
+        total = sum(holds.cost[p] for p in victims)
+        return Preemption(members, tuple(sorted(victims)), at, total, index.nodes)
+    best: tuple[float, float, str, Ranked, set[int]] | None = None
+    # A node costs at least its cheapest spot reservation: nodes are tried cheapest bound first,
+    # and the search stops once no bound can beat (or tie) the best found.
+    order = sorted(
+        (holds.cost[spot_on[r.node_id][0]], r.node_id) for r in relaxed.ranked if spot_on.get(r.node_id)
+    )
+    for bound, node in order:
+        if best is not None and bound > best[0] + 1e-9:
+            break
+        found = cheapest(node)
+        if found is None:
+            continue
+        cost, ranked, freed = found
+        key = (round(cost, 9), -ranked.score, node)
+        if best is None or key < (round(best[0], 9), best[1], best[2]):
+            best = (cost, -ranked.score, node, ranked, freed)
+    if best is None:
+        return None
+    return Preemption((best[3],), tuple(sorted(best[4])), at, best[0], index.nodes)
+
+
+def _used(
+    claims: Mapping[str, Mapping[str, list[tuple[int, int, int]]]], window
+) -> dict[str, dict[str, int]]:
+    return {
+        node: {r: most for r, held in by_resource.items() if (most := peak(held, window.start, window.end))}
+        for node, by_resource in claims.items()
+    }
+
+
+# Victims locked in pk order; only rows still placed spot work are taken back (one released
+# meanwhile frees its room anyway, and the guarded commit judges whatever else changed).
+_LOCK_VICTIMS_SQL = """
+SELECT id FROM capacity_reservation
+ WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND priority = 'spot'
+ ORDER BY id FOR UPDATE{skip}
+"""
+
+
+def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *, wait: bool = True) -> bool:
+    """End the victims at `at`: bookings and claims cut, quota returned, status preempted.
+
+    With `wait` a victim another transaction holds (a release, another preemption) is waited
+    for: the caller holds no pool lock yet, so nothing can wait on it in turn. A placer that
+    already holds the pool (the pool-lease batch) passes wait=False: then a victim another
+    transaction holds makes it return False having changed nothing (the caller treats the node as
+    a lost race), since that transaction may be ending the victim's bookings and waiting for the pool.
+    """
+    from capacity import quota
+    from capacity.models import Allocation, Reservation
+    from capacity.services import end_allocations
+
+    with connection.cursor() as cur:
+        cur.execute(_LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"), {"pks": list(victims)})
+        locked = [row[0] for row in cur.fetchall()]
+    if not wait and len(locked) < len(victims):
+        return False
+    if not locked:
+        return True
+    end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
+    quota.refund(locked, at)
+    stamp = at.strftime("%Y-%m-%dT%H:%MZ")
+    condition = {
+        "type": PREEMPTED,
+        "status": "True",
+        "reason": PREEMPTED_REASON,
+        "message": f"preempted at {stamp} by "
+        + (
+            f"reservation {by.reservation_pk}"
+            if by.reservation_pk is not None
+            else f"instance {by.instance_id}"
+        ),
+        "at": at.isoformat(),
+        "reservationId": by.reservation_pk,
+    }
+    with connection.cursor() as cur:
+        cur.execute(
+            """UPDATE capacity_reservation SET status = %s, released_at = %s, updated_at = %s,
+                      conditions = %s::jsonb WHERE id = ANY(%s)""",
+            [Reservation.Status.PREEMPTED, at, now, json.dumps([condition]), locked],
+        )
+    return True
+
+
+def with_preempted(plan: Plan, preemption: Preemption) -> Plan:
+    """Return the plan as placed by preemption: the chosen members, best first."""
+    members = preemption.members
+    return dataclasses.replace(
+        plan, ranked=members, choice=members[0], gang=members if plan.gang_size else ()
+    )
