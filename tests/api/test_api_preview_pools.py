@@ -166,3 +166,22 @@ def test_listing_pools_runs_the_same_queries_for_many_as_for_one(
         data = as_operator.get("/api/v1/pools").json()
     assert data["count"] == 6
     assert Node.objects.count() == 7
+
+
+def test_a_regular_preview_that_fits_only_by_preempting_names_the_spot_work(as_acme, as_globex, lab, ask):
+    """Both 4-GPU nodes hold globex's spot work: acme's 4 GPUs would take one spot reservation back."""
+    spot = [as_globex.post("/api/v1/reservations", ask(4, tenant="globex", priority="spot"), format="json").json()
+            for _ in range(2)]  # fmt: skip
+    response = as_acme.post("/api/v1/capacity/preview", ask(4), format="json")
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["fits"], data["candidates"]) == (False, [])
+    assert data["preemptible"]["reservations"] in ([spot[0]["id"]], [spot[1]["id"]])
+    # A request for "1d" starts now: the spot work would end when the preview was asked.
+    assert spot[1]["start"] <= data["preemptible"]["startsAt"] < spot[1]["end"]
+    # Creating it does what the preview said: the spot reservation named reads preempted.
+    created = as_acme.post("/api/v1/reservations", ask(4), format="json").json()
+    assert created["status"] == "placed"
+    victim = as_globex.get(f"/api/v1/reservations/{data['preemptible']['reservations'][0]}").json()
+    assert victim["status"] == "preempted"
+    assert victim["conditions"][0]["message"].endswith(f"by reservation {created['id']}")

@@ -263,7 +263,7 @@ def test_an_unknown_status_filter_is_invalid_input(as_acme, tenant):
     assert response.status_code == 400
     assert response.json() == {
         "code": "INVALID_INPUT",
-        "message": "status: must be one of pending, queued, placed, released",
+        "message": "status: must be one of pending, queued, placed, released, preempted",
     }
 
 
