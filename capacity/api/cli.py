@@ -61,6 +61,12 @@ def add_request_arguments(parser: CommandParser) -> None:
     parser.add_argument("--memory", type=int, help="Memory to claim on the node, in GiB (memoryGiB).")
     parser.add_argument("--gang", type=int, help="Book this many nodes at once, each taking the devices.")
     parser.add_argument("--priority", choices=("regular", "spot"), help="regular (default) or spot.")
+    parser.add_argument(
+        "--whole-node",
+        action="store_true",
+        help="Lease whole nodes (binding node): every device and all scalar room; no --gpus.",
+    )
+    parser.add_argument("--topology-key", help="With --gang: every member shares this label's value.")
     parser.add_argument("--idempotency-key", help="Replaying the same key answers the first reservation.")
     parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
 
@@ -116,6 +122,12 @@ def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
         data["duration"] = duration
     if options.get("gang"):
         data["gang"] = {"size": options["gang"]}
+        if options.get("topology_key"):
+            data["gang"]["topologyKey"] = options["topology_key"]
+    elif options.get("topology_key"):
+        raise refused(INVALID_INPUT, "--topology-key needs --gang")
+    if options.get("whole_node"):
+        data["binding"] = "node"
     if options.get("priority"):
         data["priority"] = options["priority"]
     if options.get("idempotency_key"):

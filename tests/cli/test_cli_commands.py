@@ -237,3 +237,22 @@ def test_quota_prints_the_peak_held_at_once_against_each_limit(run, hosts, tenan
     with pytest.raises(CommandError) as err:
         run("quota", "--tenant", "nobody")
     assert str(err.value) == "NOT_FOUND: no tenant nobody"
+
+
+def test_reserve_whole_node_leases_a_node_and_a_gang_with_a_topology_key(run, hosts):
+    out = run("reserve", *BOOK, "--whole-node", "--for", "1d")
+    reservation = Reservation.objects.get()
+    assert (reservation.status, reservation.binding) == ("placed", "node")
+    assert out.splitlines()[1].startswith("  node-a: GPU-node-a-0, GPU-node-a-1")
+    with pytest.raises(CommandError, match="--topology-key needs --gang"):
+        run("reserve", *BOOK, "--whole-node", "--for", "1d", "--topology-key", "rack")
+
+
+def test_preview_says_which_spot_work_a_regular_request_would_preempt(run, hosts):
+    run("reserve", *BOOK, "--whole-node", "--for", "1d", "--priority", "spot")
+    run("reserve", *BOOK, "--whole-node", "--for", "1d", "--priority", "spot")
+    spot = sorted(Reservation.objects.values_list("pk", flat=True))
+    out = run("preview", *BOOK, "--gpus", "1", "--for", "1h")
+    assert out.splitlines()[0].startswith("does not fit: no node fits (2 nodes)")
+    assert out.splitlines()[1].startswith("fits by preempting spot reservation(s) ")
+    assert int(out.splitlines()[1].split()[5]) in spot

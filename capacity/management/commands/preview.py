@@ -23,6 +23,10 @@ def describe(body: dict) -> list[str]:
             lines.append(f"     atoms: {', '.join(c['atoms']) or '-'}")
     else:
         lines.append(f"does not fit: {body['reason']}")
+        if "preemptible" in body:
+            taken = body["preemptible"]
+            ids = ", ".join(str(pk) for pk in taken["reservations"])
+            lines.append(f"fits by preempting spot reservation(s) {ids} from {taken['startsAt']}")
     if "rejected" in body:
         lines.append(f"rejected ({len(body['rejected'])}):")
         lines.extend(f"  {r['nodeId']}  {r['filter']}: {r['reason']}" for r in body["rejected"])
@@ -47,6 +51,12 @@ class Command(BerthCommand):
         body: dict = {"fits": preview.fits, "candidates": preview.candidates}
         if not preview.fits:
             body["reason"] = preview.reason
+            if preview.preemptible is not None:
+                at = preview.preemptible["startsAt"]
+                body["preemptible"] = {
+                    **preview.preemptible,
+                    "startsAt": at.isoformat().replace("+00:00", "Z"),
+                }
         if options["explain"]:
             body["rejected"] = [
                 {"nodeId": r.node_id, "filter": r.filter, "reason": r.reason} for r in preview.plan.rejected
