@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection
 
@@ -22,6 +22,7 @@ from .db import prepared_cursor
 from .index import PoolIndex, pool_index
 from .inline import Outcome, PlacerConfig
 from .loader import PoolRow, to_datetime, window_range
+from .preempt import find_lease_preemption, take_back, with_preempted
 
 # Per node of the pool: top-level devices booked in the window per class, and when the last
 # booking ends; then per node the scalars claimed in the window, and when the last claim ends.
@@ -105,15 +106,22 @@ def place_lease(
     lost: list[str] = []
     for attempt in range(1, config.max_attempts + 1):
         plan, index = plan_lease_now(request, pool)
+        preemption = None
         if not plan.fits:
-            return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+            preemption = find_lease_preemption(request, pool)
+            if preemption is None:
+                return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+            plan = with_preempted(plan, preemption)
         members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
         views = [index.by_name[m.node_id] for m in members]
         savepoint = f"capacity_lease_{attempt}"
         with connection.cursor() as cur:
             cur.execute(f"SAVEPOINT {savepoint}")
         try:
+            # Quota first, then the spot work taken back, then the pool: the lock order.
             charge(lease_demand(views))
+            if preemption is not None:
+                take_back(preemption.victims, preemption.at, owner, now or datetime.now(UTC))
             committed = []
             for i, (member, view) in enumerate(zip(members, views, strict=True)):
                 usable = set(member.atoms[0])
@@ -138,7 +146,8 @@ def place_lease(
             lost.append(stop.reason)
             request = request.with_excluded(stop.node)
             continue
-        return Outcome("placed", committed=committed, plan=plan, lost=lost)
+        victims = preemption.victims if preemption is not None else ()
+        return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
     return Outcome(
         "pending",
         reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",

@@ -102,10 +102,17 @@ def _tie(index: PoolIndex, pks) -> set[int]:
 
 
 def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
-    """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs."""
+    """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs.
+
+    Claims are read for the scalars the request claims; for a lease, which claims them all, of
+    every scalar the pool's nodes have.
+    """
     low, high = index.device_range
     node_low, node_high = index.node_range
-    names = sorted(r for r, n in request.resources.items() if n > 0)
+    if request.lease:
+        names = sorted({r for v in index.nodes.views for r in v.resources})
+    else:
+        names = sorted(r for r, n in request.resources.items() if n > 0)
     params = {
         "during": window_range(request.during),
         "low": low,
@@ -160,6 +167,62 @@ def preemption_time(request: PlacementRequest) -> datetime:
     return to_datetime(request.during.start)
 
 
+def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemption | None:
+    """Return the cheapest whole node (or gang) a regular lease could take by preempting spot work.
+
+    A node qualifies when it is leasable but for spot work: no regular booking or claim in the
+    window. Every spot reservation on it is preempted; the node whose spot work holds the fewest
+    device-hours wins, ties by the lease score, then by name.
+    """
+    from capacity.placement.lease import Busy, plan_lease
+
+    if request.priority != "regular" or not request.lease or pool.view.archived:
+        return None
+    index = pool_index(pool)
+    at = preemption_time(request)
+    holds = read_holds(index, request, at)
+    if not holds.cost:
+        return None
+    regular = {index.device_node[pk] for pk in holds.taken} | set(holds.claims)
+    busy = {node: Busy("the end of the window", {"regular work": 1}) for node in regular}
+    relaxed = plan_lease(request, index.nodes.views, pool.view, busy)
+    spot_on = _spot_on(holds)
+
+    def cost(node: str) -> float:
+        return sum(holds.cost[pk] for pk in spot_on.get(node, ()))
+
+    ranked = sorted(relaxed.ranked, key=lambda r: (round(cost(r.node_id), 9), -r.score, r.node_id))
+    if request.gang is None:
+        members: tuple[Ranked, ...] = tuple(ranked[:1])
+    else:
+        key = request.gang.topology_key
+        groups: dict[str | None, list[Ranked]] = defaultdict(list)
+        for r in ranked:
+            value = index.by_name[r.node_id].labels.get(key) if key else None
+            if key is None or value is not None:
+                groups[value].append(r)
+        fitting = [g[: request.gang.size] for g in groups.values() if len(g) >= request.gang.size]
+        best = min(
+            fitting, key=lambda g: (round(sum(cost(r.node_id) for r in g), 9), g[0].node_id), default=[]
+        )
+        members = tuple(best)
+    if not members:
+        return None
+    victims = sorted({pk for m in members for pk in spot_on.get(m.node_id, ())})
+    return Preemption(members, tuple(victims), at, sum(cost(m.node_id) for m in members), index.nodes)
+
+
+def _spot_on(holds: Holds) -> dict[str, list[int]]:
+    """Return node -> the spot reservations holding something on it in the window, cheapest first."""
+    spot_on: dict[str, list[int]] = defaultdict(list)
+    for pk in holds.cost:
+        for node in {*holds.spot_devices.get(pk, {}), *holds.spot_claims.get(pk, {})}:
+            spot_on[node].append(pk)
+    for pks in spot_on.values():
+        pks.sort(key=lambda pk: (holds.cost[pk], pk))
+    return spot_on
+
+
 def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Preemption | None:
     """Return the cheapest preemption that places a regular request, or None when none would.
 
@@ -178,12 +241,7 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
     relaxed = plan_with(views_for(index, names, holds.taken, used_regular), index.memo())
     if not relaxed.fits:
         return None
-    spot_on: dict[str, list[int]] = defaultdict(list)
-    for pk in holds.cost:
-        for node in {*holds.spot_devices.get(pk, {}), *holds.spot_claims.get(pk, {})}:
-            spot_on[node].append(pk)
-    for pks in spot_on.values():
-        pks.sort(key=lambda pk: (holds.cost[pk], pk))
+    spot_on = _spot_on(holds)
 
     def fits_freeing(node: str, freed: set[int]) -> Ranked | None:
         taken = set(holds.taken)

@@ -49,7 +49,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
 from capacity.placers.loader import PoolRow, load_pool, load_tenant_and_pool, may_use, to_datetime
-from capacity.placers.preempt import find_preemption
+from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.quota import QUOTA_EXCEEDED_REASON
 from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
@@ -815,8 +815,12 @@ def preview(
         for r in (plan.gang or plan.ranked)[:MAX_PREVIEW_CANDIDATES]
     ]
     preemptible = None
-    if not plan.fits and request.priority == "regular" and not request.lease:
-        found = find_preemption(request, pool_row, planner(request, pool_row, config))
+    if not plan.fits and request.priority == "regular":
+        found = (
+            find_lease_preemption(request, pool_row)
+            if request.lease
+            else find_preemption(request, pool_row, planner(request, pool_row, config))
+        )
         if found is not None:
             preemptible = {"reservations": list(found.victims), "startsAt": found.at}
     return Preview(

@@ -150,3 +150,35 @@ def test_releasing_a_lease_frees_the_node_and_a_pending_lease_then_places(tenant
     second.refresh_from_db()
     assert second.status == "placed"
     assert audit() == []
+
+
+def test_a_regular_lease_takes_back_the_node_with_the_least_spot_work(tenant, other_tenant, make_node):
+    """
+    node-a: 2 GPUs, globex's spot work on both for 48 h; node-b: spot on one GPU for 24 h;
+    node-c: one regular GPU. A regular lease takes node-b, preempting only its spot work.
+    """
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    make_node("node-c", gpus=2)
+    dear = reserve(ask(2, tenant="globex", priority="spot", hours=48)).reservation
+    cheap = reserve(ask(1, tenant="globex", priority="spot", excludeNodes=["node-c"])).reservation
+    reserve(ask(1, tenant="globex", excludeNodes=["node-a", "node-b"]))
+    assert [a["nodeId"] for r in (dear, cheap) for a in services.allocations_of(r)] == ["node-a", "node-b"]
+    preview = services.preview(lease(), now=NOW)
+    assert (preview.fits, preview.preemptible) == (False, {"reservations": [cheap.pk], "startsAt": NOW})
+    result = reserve(lease())
+    assert result.outcome.preempted == (cheap.pk,)
+    assert [a["nodeId"] for a in services.allocations_of(result.reservation)] == ["node-b"]
+    cheap.refresh_from_db()
+    dear.refresh_from_db()
+    assert (cheap.status, dear.status) == ("preempted", "placed")
+    assert audit() == []
+
+
+def test_a_spot_lease_is_taken_back_by_a_regular_device_request(tenant, other_tenant, make_node):
+    make_node("node-a", gpus=2, vcpu=16)
+    spot_lease = reserve(lease(tenant="globex", priority="spot")).reservation
+    result = reserve(ask(1))
+    assert result.outcome.preempted == (spot_lease.pk,)
+    assert claimed("vcpu", node="node-a") == 0
+    assert audit() == []
