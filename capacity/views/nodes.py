@@ -26,7 +26,7 @@ from .common import (
     device_label,
     visible_node,
 )
-from .pools import badges, node_rows
+from .rows import badges, node_rows
 
 # --- one node ----------------------------------------------------------------------------------------
 

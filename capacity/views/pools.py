@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, prefetch_related_objects
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -15,267 +14,19 @@ from django.views.decorators.http import require_POST
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.placement import (
-    NodeView,
-    may_be_schedulable,
-    scalar_capacity,
-)
-from capacity.placement import Pool as PoolView
-from capacity.rollups import BUCKETS, capacity_by_pool, claimed_at
+from capacity.rollups import BUCKETS, capacity_by_pool
 from config.web import login_required, operator_required, page, safe_next, wants_partial
 from inventory.filtersets import FilterError, filter_nodes
 from inventory.forms import ACTIONS, ROW_ACTIONS, NodeFilterForm
-from inventory.models import Device, Node, NodeLabel, Pool
+from inventory.models import Node
 
 from .common import (
-    GRID_AHEAD,
     NODES_PER_PAGE,
-    Booking,
-    bookings_by_device,
-    device_label,
     visible_node,
     visible_pool,
     visible_pools,
 )
-
-# --- the pool page: one row per node with its GPU grid ----------------------------------------------
-
-CELL_TEXT = {
-    "free": "free",
-    "now": "booked now",
-    "later": "booked later this week",
-    "unhealthy": "unhealthy",
-    "unbookable": "unbookable",
-}
-
-
-@dataclass
-class Cell:
-    """One atom in the GPU grid; a partitioned GPU holds its MIG slices."""
-
-    label: str
-    state: str
-    title: str
-    slices: list[Cell] = field(default_factory=list)
-
-
-@dataclass
-class Badge:
-    """A state the node is in, as text (never colour alone); kind picks the style."""
-
-    text: str
-    kind: str
-    title: str = ""
-
-
-@dataclass
-class Scalar:
-    name: str
-    free: int
-    total: int
-
-
-@dataclass
-class NodeRow:
-    """A node as the pool page and the node page draw it."""
-
-    node: Node
-    cells: list[Cell]
-    badges: list[Badge]
-    labels: list[NodeLabel]
-    system_labels: list[NodeLabel]
-    scalars: list[Scalar]
-    schedulable: bool
-    free_gpus: int
-    total_gpus: int
-    free_slices: int = 0
-    total_slices: int = 0
-    actions: list[str] = field(default_factory=list)
-    own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
-
-    @property
-    def scalar_map(self) -> dict[str, Scalar]:
-        return {s.name: s for s in self.scalars}
-
-    @property
-    def system_labels_text(self) -> str:
-        return "\n".join(f"{label.key}={label.value}" for label in self.system_labels)
-
-    @property
-    def labels_text(self) -> str:
-        return "\n".join(f"{label.key}={label.value}" for label in self.labels)
-
-
-def split_common_labels(rows: list[NodeRow]) -> list[tuple[str, str]]:
-    """Return the operator labels every row shares, and leave each row only its own.
-
-    Operators scan for what differs; labels every node of the page carries are shown once.
-    """
-    if len(rows) < 2:
-        for row in rows:
-            row.own_labels = row.labels
-        return []
-    common = set.intersection(*({(lb.key, lb.value) for lb in row.labels} for row in rows))
-    for row in rows:
-        row.own_labels = [lb for lb in row.labels if (lb.key, lb.value) not in common]
-    return sorted(common)
-
-
-def _cell_state(device: Device, bookings: list[Booking], now: datetime) -> str:
-    if not device.healthy:
-        return "unhealthy"
-    if not device.bookable:
-        return "unbookable"
-    if any(b.start <= now < b.end for b in bookings):
-        return "now"
-    return "later" if bookings else "free"
-
-
-def _cell(device: Device, bookings: dict[int, list[Booking]], now: datetime, parent: Device | None = None):
-    own = bookings.get(device.pk, [])
-    state = _cell_state(device, own, now)
-    label = device_label(device, parent)
-    lines = [f"{label} · {CELL_TEXT[state]}", device.uuid, *(b.text for b in own)]
-    return Cell(label=str(device.index), state=state, title="\n".join(lines))
-
-
-def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
-    badges = []
-    if node.role != Node.Role.HOST:
-        badges.append(Badge(f"role {node.role}", "muted", "not a host: adds no capacity"))
-    if node.trust == Node.Trust.TENANT_CONTROLLED:
-        badges.append(Badge("tenant-controlled", "muted", "tenant-controlled nodes add no capacity"))
-    if node.owner_tenant_id is not None and node.owner_tenant_id != pool.owner_tenant_id:
-        badges.append(
-            Badge(
-                f"✕ excluded: owned by {node.owner_tenant.slug}",
-                "muted",
-                "tenant-owned node outside its owner's pool",
-            )
-        )
-    elif node.owner_tenant_id is not None:
-        badges.append(
-            Badge(f"owned by {node.owner_tenant.slug}", "info", "tenant-owned node in its owner's pool")
-        )
-    if node.maintenance:
-        badges.append(Badge("⚙ maintenance", "warn", "in maintenance"))
-    if node.cordoned:
-        badges.append(Badge("⊘ cordoned", "warn", "no new placements"))
-    if node.provision_state != Node.ProvisionState.ACTIVE:
-        text = (
-            "provisioning"
-            if node.provision_state == Node.ProvisionState.PROVISIONING
-            else node.provision_state
-        )
-        badges.append(Badge(f"◌ {text}", "muted", f"provision state {node.provision_state}"))
-    elif not node.converged:
-        badges.append(Badge("◌ provisioning: awaiting spec", "muted", "awaiting its first converged spec"))
-    if node.connectivity != Node.Connectivity.CONNECTED:
-        badges.append(Badge(f"✕ unreachable: {node.connectivity}", "bad", "connectivity"))
-    taint_reasons = set()
-    for taint in node.taints.all():
-        reason = f"{taint.key}={taint.value}" if taint.value else taint.key
-        taint_reasons.add(reason)
-        if taint.key == "dedicated":
-            if not services.sees_tenant(
-                scope, taint.value or None
-            ):  # another tenant's: not named to this one
-                badges.append(Badge(f"⚑ {services.ANOTHER_TENANTS_DEDICATION}", "info", "taint dedicated"))
-            else:
-                badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
-        else:
-            badges.append(Badge(f"▲ tainted {taint}", "warn", "taint"))
-    others = [r for r in node.no_schedule_reasons if r not in taint_reasons]
-    if others:
-        badges.append(Badge(f"✕ NoSchedule: {', '.join(others)}", "bad", "from node conditions"))
-    return badges
-
-
-def _node_view(node: Node, pool: Pool) -> tuple[NodeView, PoolView]:
-    # The placement core's own check decides "schedulable", so the page and the placer agree.
-    view = NodeView(
-        id=node.name,
-        pool_id=pool.slug,
-        owner_tenant_id=node.owner_tenant.slug if node.owner_tenant_id else None,
-        role=node.role,
-        provision_state=node.provision_state,
-        connectivity=node.connectivity,
-        trust=node.trust,
-        maintenance=node.maintenance,
-        cordoned=node.cordoned,
-        converged=node.converged,
-        no_schedule_reasons=tuple(node.no_schedule_reasons),
-    )
-    owner = pool.owner_tenant.slug if pool.owner_tenant_id else None
-    return view, PoolView(id=pool.slug, archived=pool.archived, owner_tenant_id=owner)
-
-
-def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRow]:
-    """Build the rows of these nodes in five queries whatever their number.
-
-    Devices, labels, taints and resources are prefetched; one query reads the bookings of all their
-    devices within the grid's window (now to a week ahead).
-    """
-    prefetch_related_objects(
-        nodes,
-        Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
-        "labels",
-        "taints",
-        "resources",
-    )
-    device_ids = [d.pk for n in nodes for d in n.devices.all()]
-    bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
-    claimed = claimed_at([n.pk for n in nodes], now)
-    rows = []
-    for node in nodes:
-        devices = list(node.devices.all())
-        by_pk = {d.pk: d for d in devices}
-        cells: dict[int, Cell] = {}
-        # Whole devices first, so that every slice finds its parent's cell.
-        for device in sorted(devices, key=lambda d: d.parent_id is not None):
-            parent = by_pk.get(device.parent_id) if device.parent_id else None
-            cell = _cell(device, bookings, now, parent)
-            if parent is not None and parent.pk in cells:
-                cells[parent.pk].slices.append(cell)
-            else:
-                cells[device.pk] = cell
-        # Whole GPUs only: a GPU split into MIG slices is drawn with its slices and counted as them.
-        whole = [cells[d.pk] for d in devices if d.parent_id is None and d.device_class == "gpu"]
-        gpus = [c for c in whole if not c.slices]
-        slices = [s for c in whole for s in c.slices]
-        labels = list(node.labels.all())
-        view, pool_view = _node_view(node, pool)
-        rows.append(
-            NodeRow(
-                node=node,
-                cells=list(cells.values()),
-                badges=badges(node, pool, scope_for(user)),
-                labels=[label for label in labels if label.source != NodeLabel.Source.SYSTEM],
-                system_labels=[label for label in labels if label.source == NodeLabel.Source.SYSTEM],
-                scalars=[
-                    Scalar(
-                        r.resource,
-                        scalar_capacity(r.allocatable, r.ratio) - claimed.get((node.pk, r.resource), 0),
-                        scalar_capacity(r.allocatable, r.ratio),
-                    )
-                    for r in node.resources.all()
-                ],
-                schedulable=may_be_schedulable(view, pool_view),
-                free_gpus=sum(1 for c in gpus if _free_now(c)),
-                total_gpus=len(gpus),
-                free_slices=sum(1 for c in slices if _free_now(c)),
-                total_slices=len(slices),
-                actions=["uncordon" if node.cordoned else "cordon"],
-            )
-        )
-    return rows
-
-
-def _free_now(cell: Cell) -> bool:
-    """Return whether a GPU is free now (as the free_gpus filter counts), with all its slices."""
-    # A booking later this week leaves it free now; a partitioned GPU needs every slice free too.
-    return all(c.state in ("free", "later") for c in (cell, *cell.slices))
-
+from .rows import CELL_TEXT, node_rows, split_common_labels
 
 # --- pools -----------------------------------------------------------------------------------------
 
