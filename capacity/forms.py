@@ -18,12 +18,18 @@ from .placement import CapacityError
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
 # First match wins, so longer prefixes come first.
 FIELD_OF_MESSAGE = (
-    (re.compile(r"^devices\[0\]\.count\b|^devices: at most"), "count"),
+    # A lease given devices, and a request that claims nothing, are answered at the GPU count.
+    (re.compile(r"^devices\[0\]\.count\b|^devices: |^devices or resources: "), "count"),
     (re.compile(r"^devices\[0\]\.class\b"), "device_class"),
     (re.compile(r"^devices\[0\]\.selector\b|^selector\b"), "selector"),
     (re.compile(r"^devices\[0\]\.topology\b|^topology\b"), "nvlink"),
     (re.compile(r"^resources\.vcpu\b"), "vcpu"),
     (re.compile(r"^resources\.memoryGiB\b"), "memory"),
+    (re.compile(r"^resources: a whole-node lease\b"), "vcpu"),
+    (re.compile(r"^gang\.size\b|^gang: "), "nodes"),
+    (re.compile(r"^gang\.topologyKey\b"), "gang_key"),
+    (re.compile(r"^binding\b"), "binding"),
+    (re.compile(r"^priority\b"), "priority"),
     (re.compile(r"^during\.start\b"), "start"),
     (re.compile(r"^during\.end\b|^during must be a non-empty window"), "end"),
     (re.compile(r"^duration\b|^give either duration or during"), "duration"),
@@ -47,12 +53,49 @@ class RequestForm(forms.Form):
     the API and the CLI answer with the same messages.
     """
 
+    # The device fields below (count to memory) are the request for devices; the lease fields for
+    # whole nodes. The page's script disables the set not chosen, so the browser sends only one;
+    # whatever is sent goes to the services, which refuse a lease given devices at the field.
+    DEVICE_FIELDS = ("count", "device_class", "selector", "nvlink", "vcpu", "memory")
+    LEASE_FIELDS = ("nodes", "gang_key")
+
     tenant = forms.ChoiceField()
     pool = forms.ChoiceField()
+    binding = forms.ChoiceField(
+        required=False,
+        initial=Reservation.Binding.NONE,
+        label="Book",
+        choices=[(Reservation.Binding.NONE, "GPUs or MIG slices"), (Reservation.Binding.NODE, "Whole node")],
+        widget=forms.RadioSelect(attrs={"class": "binding-choice"}),
+    )
+    priority = forms.ChoiceField(
+        required=False,
+        initial=Reservation.Priority.REGULAR,
+        label="Priority",
+        choices=[
+            (Reservation.Priority.REGULAR, "Regular"),
+            (Reservation.Priority.SPOT, "Spot: runs on free capacity; regular work may take it back"),
+        ],
+        widget=forms.RadioSelect,
+    )
+    nodes = forms.IntegerField(
+        required=False,
+        initial=1,
+        label="Nodes",
+        help_text="More than one books a gang of whole nodes.",
+        widget=forms.NumberInput(attrs={"min": 1, "class": "narrow"}),
+    )
+    gang_key = forms.CharField(
+        required=False,
+        label="All sharing label",
+        help_text="Optional: a label key the nodes of a gang share, such as rack.",
+        widget=forms.TextInput(attrs={"class": "medium", "autocomplete": "off"}),
+    )
     count = forms.IntegerField(
         required=False, initial=1, label="GPUs", widget=forms.NumberInput(attrs={"min": 0, "class": "narrow"})
     )
     device_class = forms.CharField(
+        required=False,  # blank reads as gpu
         initial="gpu",
         label="Class",
         widget=forms.TextInput(attrs={"list": "device-classes", "class": "medium"}),
@@ -104,6 +147,13 @@ class RequestForm(forms.Form):
         """Return the cleaned input as the services' request data (camelCase, as the API takes it)."""
         data = self.cleaned_data
         out: dict[str, Any] = {"tenantId": data["tenant"], "poolId": data["pool"]}
+        if self.lease:
+            out["binding"] = Reservation.Binding.NODE
+            size, key = data.get("nodes"), (data.get("gang_key") or "").strip()
+            if key or (size is not None and size != 1):
+                out["gang"] = {"size": size, **({"topologyKey": key} if key else {})}
+        if data.get("priority") == Reservation.Priority.SPOT:
+            out["priority"] = Reservation.Priority.SPOT
         if data.get("count") is not None:
             device: dict[str, Any] = {"class": data.get("device_class") or "gpu", "count": data["count"]}
             if data.get("selector"):
@@ -125,6 +175,12 @@ class RequestForm(forms.Form):
                 name: _iso(data[name]) for name in ("start", "end") if data.get(name) is not None
             }
         return out
+
+    @property
+    def lease(self) -> bool:
+        """Return whether the user chose a whole node (binding node) rather than devices."""
+        value = self.cleaned_data.get("binding") if hasattr(self, "cleaned_data") else self["binding"].value()
+        return value == Reservation.Binding.NODE
 
     def add_capacity_error(self, err: CapacityError) -> None:
         """Show a service refusal next to the field its message names, else above the form."""
@@ -164,14 +220,8 @@ class SelectorForm(forms.Form):
 class ReservationFilterForm(forms.Form):
     """Filters of the reservations list; tenant only for operators."""
 
-    STATUS_CHOICES = [
-        ("", "any status"),
-        ("pending", "pending"),
-        ("placed", "placed"),
-        ("released", "released"),
-    ]
-
     tenant = forms.ChoiceField(required=False)
+    # Every status a reservation may have, preempted included.
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *Reservation.Status.choices])
 
     def __init__(self, *args: Any, tenants: list[Tenant], **kwargs: Any) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capacity import services
@@ -53,10 +54,11 @@ class RejectedGroup:
     nodes: list[tuple[str, str, str]]  # (node, filter, reason)
 
 
-def explain(result: services.Preview, scope: services.Scope = services.EVERYONE) -> dict:
+def explain(result: services.Preview, scope: services.Scope = services.EVERYONE, lease: bool = False) -> dict:
     """Return a preview as the page shows it: ranked candidates and every rejection, grouped.
 
-    Reasons are redacted for the caller: a tenant never reads another tenant's name.
+    A lease's candidates are the leasable nodes, best first. Reasons are redacted for the caller:
+    a tenant never reads another tenant's name.
     """
     plan = result.plan
     ranked = list(plan.gang or plan.ranked)
@@ -92,7 +94,24 @@ def explain(result: services.Preview, scope: services.Scope = services.EVERYONE)
         "rejected": ordered,
         "rejected_count": len(plan.rejected),
         "node_count": plan.node_count,
+        "lease": lease,
+        "preemptible": preemptible(result.preemptible, scope),
     }
+
+
+def preemptible(found: dict | None, scope: services.Scope) -> dict | None:
+    """Return the spot reservations a regular request would preempt, as the page lists them.
+
+    Every id is shown (an id names no tenant); only those the caller may open are links.
+    """
+    if not found or not found.get("reservations"):
+        return None
+    ids = [int(pk) for pk in found["reservations"]]
+    visible = set(services.list_reservations(scope=scope).filter(pk__in=ids).values_list("pk", flat=True))
+    starts = found.get("startsAt")
+    if isinstance(starts, str):
+        starts = parse_datetime(starts)
+    return {"reservations": [(pk, pk in visible) for pk in ids], "starts_at": starts}
 
 
 @require_http_methods(["GET", "POST"])
@@ -108,7 +127,7 @@ def preview(request: HttpRequest) -> HttpResponse:
             except CapacityError as err:
                 form.add_capacity_error(err)
             else:
-                answer = explain(result, scope_for(request.user))
+                answer = explain(result, scope_for(request.user), lease=form.lease)
     else:
         form = _request_form(
             request, initial={k: v for k, v in request.GET.items() if k in ("pool", "tenant")}

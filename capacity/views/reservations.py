@@ -14,7 +14,7 @@ from capacity import services
 from capacity.access import scope_for
 from capacity.forms import ReservationFilterForm
 from capacity.models import Reservation
-from capacity.models.reservations import QUEUED_CONDITION
+from capacity.models.reservations import PREEMPTED_CONDITION, QUEUED_CONDITION
 from capacity.placement import (
     NOT_FOUND,
     CapacityError,
@@ -37,7 +37,7 @@ class ReservationRow:
     reservation: Reservation
     allocations: list[dict]
     message: str
-    why: str = "Unschedulable"  # the condition the message comes from: Unschedulable, or Queued
+    why: str = "Unschedulable"  # the condition the message comes from: Unschedulable, Queued or Preempted
 
     @property
     def nodes(self) -> list[str]:
@@ -45,7 +45,17 @@ class ReservationRow:
 
     @property
     def releasable(self) -> bool:
-        return self.reservation.status != Reservation.Status.RELEASED
+        # A preempted reservation has ended as a released one has: nothing is left to give back.
+        return self.reservation.status not in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED)
+
+    @property
+    def lease(self) -> bool:
+        """Return whether the reservation leases whole nodes (binding node)."""
+        return self.reservation.binding == Reservation.Binding.NODE
+
+    @property
+    def spot(self) -> bool:
+        return self.reservation.priority == Reservation.Priority.SPOT
 
 
 def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -> list[ReservationRow]:
@@ -72,6 +82,8 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
         condition = None
         if r.status == Reservation.Status.PENDING:
             condition = r.condition(services.UNSCHEDULABLE) or r.condition(QUEUED_CONDITION)
+        elif r.status == Reservation.Status.PREEMPTED:
+            condition = r.condition(PREEMPTED_CONDITION)
         condition = condition or {}
         out.append(
             ReservationRow(

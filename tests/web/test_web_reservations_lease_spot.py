@@ -1,0 +1,117 @@
+"""The reservations list and page: preempted spot work, whole-node leases and the spot marker."""
+
+import re
+
+import pytest
+
+from capacity import services
+from capacity.models import Reservation
+
+from web_helpers import HX
+
+PREEMPTED_MESSAGE = "preempted at 2026-12-04T10:00Z by reservation 42"
+
+
+@pytest.fixture
+def lab(make_node, tenant, other_tenant):
+    for name in ("node-a", "node-b"):
+        make_node(name, gpus=4)
+
+
+def preempted(reservation: Reservation) -> Reservation:
+    """Release a spot reservation, then mark it preempted as the preemption engine will."""
+    services.release(reservation.pk)
+    reservation.refresh_from_db()
+    reservation.status = Reservation.Status.PREEMPTED
+    reservation.conditions = [
+        {
+            "type": "Preempted",
+            "status": "True",
+            "reason": "PreemptedByRegular",
+            "message": PREEMPTED_MESSAGE,
+            "reservationId": 42,
+        }
+    ]
+    reservation.save(update_fields=["status", "conditions"])
+    return reservation
+
+
+def row_of(html: str, reservation: Reservation) -> str:
+    row = re.search(rf'<tr id="reservation-{reservation.pk}".*?</tr>', html, re.S)
+    assert row, f"no row for reservation {reservation.pk}"
+    return row.group(0)
+
+
+def lease(tenant="acme", **extra):
+    data = {"tenantId": tenant, "poolId": "lab-pool", "binding": "node", "duration": "1d", **extra}
+    return services.reserve(data).reservation
+
+
+def test_a_preempted_reservation_has_its_own_badge_and_says_why_in_the_list(alice, lab, book):
+    spot = preempted(book("acme", gpus=1, priority="spot"))
+    row = row_of(alice.get("/reservations/").text, spot)
+    assert f'<tr id="reservation-{spot.pk}" class="status-preempted">' in row
+    assert '<span class="badge status preempted">↯ preempted</span>' in row
+    assert f'<span class="muted">Preempted:</span> {PREEMPTED_MESSAGE}' in row
+    assert "Release…" not in row  # it has ended: nothing to release
+
+
+def test_the_reservation_page_shows_the_preempted_condition_and_when(alice, lab, book):
+    spot = preempted(book("acme", gpus=1, priority="spot"))
+    html = alice.get(f"/reservations/{spot.pk}/").text
+    assert '<section class="card result status-preempted"' in html
+    assert "↯ preempted" in html
+    assert f'<span class="muted">Preempted:</span> <code>{PREEMPTED_MESSAGE}</code>' in html
+    assert re.search(r"<dt>Preempted</dt><dd>\w{3} \d\d \d\d:\d\d UTC</dd>", html)
+    assert "Release…" not in html
+
+
+def test_the_status_filter_offers_preempted_and_lists_only_those(alice, lab, book):
+    spot = preempted(book("acme", gpus=1, priority="spot"))
+    placed = book("acme", gpus=1)
+    html = alice.get("/reservations/").text
+    assert '<option value="preempted">Preempted</option>' in html
+    listing = alice.get("/reservations/?status=preempted", **HX).text
+    assert f'id="reservation-{spot.pk}"' in listing and f'id="reservation-{placed.pk}"' not in listing
+
+
+def test_spot_reservations_carry_a_spot_marker_in_the_list_and_on_their_page(alice, lab, book):
+    spot = book("acme", gpus=1, priority="spot")
+    regular = book("acme", gpus=1)
+    listing = alice.get("/reservations/").text
+    assert '<span class="badge spot"' in row_of(listing, spot)
+    assert "spot" not in row_of(listing, regular)
+    html = alice.get(f"/reservations/{spot.pk}/").text
+    assert '<span class="badge spot"' in html and "<dt>Priority</dt><dd>spot</dd>" in html
+
+
+def test_a_lease_reads_whole_node_in_the_list_and_on_its_page(alice, lab, book):
+    leased = lease()
+    device = book("acme", gpus=1)
+    listing = alice.get("/reservations/").text
+    row = row_of(listing, leased)
+    node = leased.allocations.get().node.name
+    assert "▣ whole node" in row
+    assert f'<a href="/nodes/{node}/">{node}</a> <span class="muted small"' in row and "the whole node" in row
+    assert '<span class="chip"' not in row  # the node's devices are not listed one by one
+    assert "whole node" not in row_of(listing, device)
+    html = alice.get(f"/reservations/{leased.pk}/").text
+    assert "<dt>Books</dt><dd>whole node</dd>" in html
+    assert "the whole node, 4 devices" in html
+
+
+def test_a_gang_lease_lists_each_of_its_nodes(alice, lab):
+    leased = lease(gang={"size": 2})
+    html = alice.get(f"/reservations/{leased.pk}/").text
+    assert "<dt>Books</dt><dd>whole nodes</dd>" in html
+    assert html.count("the whole node, 4 devices") == 2
+
+
+def test_a_pending_lease_still_reads_whole_node(alice, lab, book):
+    book("acme", gpus=1)
+    book("acme", gpus=1, pool="lab-pool")  # node-a again: the fullest that fits
+    book("globex", gpus=4)  # node-b is full
+    pending = lease()
+    assert pending.status == "pending"
+    row = row_of(alice.get("/reservations/").text, pending)
+    assert "▣ whole node" in row and "◷ pending" in row
