@@ -117,6 +117,9 @@ def plan_request(
         found = plan_shortlist(request, pool, config, static, taken, short, used, plan)
         if found is not None:
             return found
+        # Nothing fits: the pending reason needs every node, planned from the same reads.
+        index = views_for(static, [v.id for v in static.nodes.views], taken, used)
+        return plan(index, static.memo()), index
     index = load_node_views(pool.pk, request.during)
     return plan(index), index
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,14 +36,21 @@ from .loader import NodeIndex, PoolRow, to_datetime, window_range
 PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
 
-# Every booking in the window, with whether its owner is spot work (instances never are).
+# Every booking of the pool in the window (a device once per booking), and those of placed spot
+# reservations with their reservation: arrays in one row, which the driver parses in C. Reading
+# spot bookings from the reservations' side keeps the join to the few rows that are spot work.
 _HOLDS_SQL = """
-SELECT b.device_id, a.reservation_id, coalesce(r.priority = 'spot', false)
-  FROM capacity_devicebooking b
-  JOIN capacity_allocation a ON a.id = b.allocation_id
-  LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
- WHERE b.during && %(during)s::tstzrange
-   AND (b.device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE
+SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
+              WHERE during && %(during)s::tstzrange
+                AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
+       s.devices, s.reservations
+  FROM (SELECT array_agg(b.device_id) AS devices, array_agg(a.reservation_id) AS reservations
+          FROM capacity_reservation r
+          JOIN capacity_allocation a ON a.reservation_id = r.id
+          JOIN capacity_devicebooking b ON b.allocation_id = a.id
+         WHERE r.pool_id = %(pool)s::bigint AND r.status = 'placed' AND r.priority = 'spot'
+           AND r.starts_at < upper(%(during)s::tstzrange) AND r.ends_at > lower(%(during)s::tstzrange)
+           AND b.during && %(during)s::tstzrange) AS s
 """
 _CLAIMS_SQL = """
 SELECT c.node_id, c.resource, c.amount, (extract(epoch FROM lower(c.during)) * 1000)::bigint,
@@ -101,7 +108,7 @@ def _tie(index: PoolIndex, pks) -> set[int]:
     return tied
 
 
-def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
+def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
     """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs.
 
     Claims are read for the scalars the request claims; for a lease, which claims them all, of
@@ -114,6 +121,7 @@ def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Hol
     else:
         names = sorted(r for r, n in request.resources.items() if n > 0)
     params = {
+        "pool": pool_pk,
         "during": window_range(request.during),
         "low": low,
         "high": high,
@@ -121,7 +129,6 @@ def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Hol
         "node_high": node_high,
         "names": names,
     }
-    regular: set[int] = set()
     spot: dict[int, set[int]] = defaultdict(set)
     claims: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     spot_claims: dict[int, dict[str, dict[str, list]]] = defaultdict(
@@ -129,9 +136,15 @@ def read_holds(index: PoolIndex, request: PlacementRequest, at: datetime) -> Hol
     )
     with prepared_cursor() as cur:
         cur.execute(_HOLDS_SQL, params)
-        for device, reservation, is_spot in cur.fetchall():
-            if device in index.device_node:
-                (spot[reservation] if is_spot else regular).add(device)
+        booked, spot_booked, spot_owners = cur.fetchone()
+        # A device held by anything but placed spot work in the window (a booking of regular
+        # work, of an instance, or what is left of a released booking) cannot be freed.
+        bookings = Counter(pk for pk in booked if pk in index.device_node)
+        for pk, reservation in zip(spot_booked or (), spot_owners or (), strict=True):
+            if pk in bookings:
+                bookings[pk] -= 1
+                spot[reservation].add(pk)
+        regular = {pk for pk, n in bookings.items() if n > 0}
         cur.execute(_CLAIMS_SQL, params)
         for node_pk, resource, amount, s, e, reservation, is_spot in cur.fetchall():
             name = index.node_name.get(node_pk)
@@ -180,7 +193,7 @@ def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemptio
         return None
     index = pool_index(pool)
     at = preemption_time(request)
-    holds = read_holds(index, request, at)
+    holds = read_holds(pool.pk, index, request, at)
     if not holds.cost:
         return None
     regular = {index.device_node[pk] for pk in holds.taken} | set(holds.claims)
@@ -232,19 +245,14 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
         return None
     index = pool_index(pool)
     at = preemption_time(request)
-    holds = read_holds(index, request, at)
+    holds = read_holds(pool.pk, index, request, at)
     if not holds.cost:
         return None
     window = request.during
-    names = [v.id for v in index.nodes.views]
-    used_regular = _used(holds.claims, window)
-    relaxed = plan_with(views_for(index, names, holds.taken, used_regular), index.memo())
-    if not relaxed.fits:
-        return None
     spot_on = _spot_on(holds)
 
     def fits_freeing(node: str, freed: set[int]) -> Ranked | None:
-        taken = set(holds.taken)
+        taken = holds.taken & index.node_devices[node]
         claims = {r: list(v) for r, v in holds.claims.get(node, {}).items()}
         for pk in spot_on[node]:
             if pk not in freed:
@@ -273,6 +281,11 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
         return sum(holds.cost[p] for p in freed), ranked, set(freed)
 
     if request.gang is not None:
+        # A gang's members come from planning the pool with every spot booking counted free.
+        names = [v.id for v in index.nodes.views]
+        relaxed = plan_with(views_for(index, names, holds.taken, _used(holds.claims, window)), index.memo())
+        if not relaxed.fits:
+            return None
         chosen = [cheapest(m.node_id) for m in relaxed.gang]
         if any(c is None for c in chosen):
             return None
@@ -281,10 +294,14 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
         total = sum(holds.cost[p] for p in victims)
         return Preemption(members, tuple(sorted(victims)), at, total, index.nodes)
     best: tuple[float, float, str, Ranked, set[int]] | None = None
+    # Only a node with spot work on it can fit by preempting (the request did not fit as it is).
     # A node costs at least its cheapest spot reservation: nodes are tried cheapest bound first,
     # and the search stops once no bound can beat (or tie) the best found.
+    allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels)).names
     order = sorted(
-        (holds.cost[spot_on[r.node_id][0]], r.node_id) for r in relaxed.ranked if spot_on.get(r.node_id)
+        (holds.cost[pks[0]], node)
+        for node, pks in spot_on.items()
+        if node in allowed and node not in request.exclude_nodes
     )
     for bound, node in order:
         if best is not None and bound > best[0] + 1e-9:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from capacity.bench import run
+from capacity.bench_preempt import run_preemption
 from capacity.placers.inline import INLINE, PLACERS, POOL_LEASE
 
 
@@ -27,10 +28,21 @@ class Command(BaseCommand):
             default=INLINE,
             help="pool-lease: clients queue, a forked placer process places in batches",
         )
+        parser.add_argument(
+            "--spot-fill",
+            type=float,
+            help="Preemption run: fill this share of the nodes with spot work and the rest with regular "
+            "work for a day, then preview and place --count regular requests that must take spot work back.",
+        )
 
-    def handle(self, *args, nodes, count, clients, seed, previews, placer, **options):
+    def handle(self, *args, nodes, count, clients, seed, previews, placer, spot_fill, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
+
+        if spot_fill is not None:
+            if not 0 < spot_fill <= 1:
+                raise CommandError("--spot-fill must be above 0 and at most 1")
+            return self.preemption(nodes, count, seed, spot_fill, previews, bar)
 
         figures = run(nodes, count, clients, seed, previews, progress=bar, placer=placer)
         self.stdout.write(
@@ -47,6 +59,23 @@ class Command(BaseCommand):
             + f"preview p50 {figures['preview_p50_ms']} ms (explain: {figures['preview_explain_p50_ms']} ms)\n"
             f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
         )
+        self.finish(figures)
+
+    def preemption(self, nodes, count, seed, spot_fill, previews, bar):
+        figures = run_preemption(nodes, count, seed, spot_fill, previews, progress=bar)
+        self.stdout.write(
+            f"{figures['placements_per_s']} placements/s, {figures['preemptions_per_s']} preemptions/s over "
+            f"{figures['requests']} regular requests ({figures['placed']} placed, "
+            f"{figures['placed_by_preempting']} by preempting {figures['spot_reservations_preempted']} spot "
+            f"reservations) on {figures['nodes']} nodes, {figures['spot_nodes']} of them full of spot work\n"
+            f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms\n"
+            f"preview with preemptible p50 {figures['preview_p50_ms']} ms, p95 {figures['preview_p95_ms']} ms "
+            f"({figures['previews_with_preemptible']} of {figures['previews']} offered spot work)\n"
+            f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
+        )
+        self.finish(figures)
+
+    def finish(self, figures):
         self.stdout.write(json.dumps(figures))
         if figures["double_booked"] or figures["drift"] or figures["errors"]:
             raise CommandError("the benchmark found double bookings, drift or errors", returncode=1)
