@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.models import DeviceBooking
+from capacity.models import DeviceBooking, Reservation
 from inventory.models import Device, Node, Pool, Tenant
 
 NODES_PER_PAGE = 50
@@ -20,6 +20,8 @@ GRID_AHEAD = timedelta(days=7)
 TIMELINE_BEHIND = timedelta(days=2)
 TIMELINE_AHEAD = timedelta(days=7)
 TIME_FORMAT = "%b %d %H:%M"
+# Who holds a booking, to a tenant that may not read the holder's name.
+ANOTHER_TENANT = "another tenant"
 
 
 # --- who may see what ------------------------------------------------------------------------------
@@ -61,7 +63,11 @@ def visible_node(user, name: str) -> Node:
 
 @dataclass
 class Booking:
-    """One device booking, with the owner text this viewer may see."""
+    """One device booking, with the owner text this viewer may see.
+
+    `holder` names the tenant for the viewer ("another tenant" for one it may not read); `lease`
+    is a whole-node lease's booking (binding node), `spot` spot work that regular work may take back.
+    """
 
     device_id: int
     start: datetime
@@ -69,10 +75,16 @@ class Booking:
     owner: str
     mine: bool
     short: str = ""
+    holder: str = ""
+    reservation_id: int | None = None
+    lease: bool = False
+    spot: bool = False
 
     @property
     def text(self) -> str:
-        return f"{self.owner}: {self.start:{TIME_FORMAT}} – {self.end:{TIME_FORMAT}} UTC"
+        kind = " (whole-node lease)" if self.lease else ""
+        kind += " (spot)" if self.spot else ""
+        return f"{self.owner}{kind}: {self.start:{TIME_FORMAT}} – {self.end:{TIME_FORMAT}} UTC"
 
 
 def bookings_by_device(
@@ -91,19 +103,37 @@ def bookings_by_device(
             "allocation__reservation_id",
             "allocation__reservation__tenant__slug",
             "allocation__instance_id",
+            # The same join as the tenant: what kind of booking it is costs no query.
+            "allocation__reservation__binding",
+            "allocation__reservation__priority",
         )
         .order_by("device_id", "during")
     )
     out: dict[int, list[Booking]] = defaultdict(list)
-    for device_id, during, reservation_id, tenant, instance in rows:
+    for device_id, during, reservation_id, tenant, instance, binding, priority in rows:
         mine = reservation_id is not None and (scope.tenants is None or tenant in scope.tenants)
         if mine:
             owner, short = f"reservation {reservation_id} ({tenant})", f"#{reservation_id} {tenant}"
+            holder = tenant
         elif scope.tenants is None:
             owner, short = f"instance {instance}", f"instance {instance}"
+            holder = owner
         else:
-            owner, short = "booked by another tenant", "booked"
-        out[device_id].append(Booking(device_id, during.lower, during.upper, owner, mine, short))
+            owner, short, holder = "booked by another tenant", "booked", ANOTHER_TENANT
+        out[device_id].append(
+            Booking(
+                device_id,
+                during.lower,
+                during.upper,
+                owner,
+                mine,
+                short,
+                holder=holder,
+                reservation_id=reservation_id,
+                lease=binding == Reservation.Binding.NODE,
+                spot=priority == Reservation.Priority.SPOT,
+            )
+        )
     return out
 
 

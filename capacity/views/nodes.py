@@ -22,6 +22,7 @@ from inventory.models import Device, DeviceLink, Node
 from .common import (
     TIMELINE_AHEAD,
     TIMELINE_BEHIND,
+    Booking,
     bookings_by_device,
     device_label,
     visible_node,
@@ -39,10 +40,15 @@ class Lane:
     uuid: str
     slice: bool
     bars: list[dict]
+    node: bool = False  # the whole node's lane: its leases, each drawn once
 
 
 def timeline(devices: list[Device], user, now: datetime) -> dict:
-    """Return timeline lanes for the devices over two days back to a week ahead (one query)."""
+    """Return timeline lanes for the devices over two days back to a week ahead (one query).
+
+    A whole-node lease books every device; it is drawn once, on a lane of its own above the
+    devices, and each device's lane shows only a plain band where the lease holds it.
+    """
     start, end = now - TIMELINE_BEHIND, now + TIMELINE_AHEAD
     span = (end - start).total_seconds()
     bookings = bookings_by_device([d.pk for d in devices], start, end, user)
@@ -51,23 +57,36 @@ def timeline(devices: list[Device], user, now: datetime) -> dict:
     def pos(moment: datetime) -> float:
         return round(100 * (min(max(moment, start), end) - start).total_seconds() / span, 3)
 
+    def bar(b: Booking, text: str, title: str) -> dict:
+        left = pos(b.start)
+        return {
+            "left": left,
+            "width": max(0.4, pos(b.end) - left),
+            "title": title,
+            "text": text,
+            "when": "past" if b.end <= now else "now" if b.start <= now else "later",
+            "spot": b.spot,
+            "held": b.lease,
+        }
+
     lanes = []
+    leases: dict[tuple, Booking] = {}
     for device in _parents_first(devices):
         parent = by_pk.get(device.parent_id) if device.parent_id else None
         bars = []
         for b in bookings.get(device.pk, []):
-            left = pos(b.start)
-            when = "past" if b.end <= now else "now" if b.start <= now else "later"
-            bars.append(
-                {
-                    "left": left,
-                    "width": max(0.4, pos(b.end) - left),
-                    "title": b.text,
-                    "text": b.short,
-                    "when": when,
-                }
-            )
+            if b.lease:
+                leases.setdefault((b.reservation_id, b.start, b.end), b)
+                bars.append(bar(b, "", f"{b.text}: the whole node"))
+            else:
+                bars.append(bar(b, b.short, b.text))
         lanes.append(Lane(device_label(device, parent), device.uuid, parent is not None, bars))
+    if leases:
+        node_bars = [
+            bar(b, f"▣ {b.short} lease" if b.mine else f"▣ leased by {b.holder}", b.text)
+            for b in leases.values()
+        ]
+        lanes.insert(0, Lane("Whole node", "", False, node_bars, node=True))
     midnight = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     ticks = []
     while midnight < end:

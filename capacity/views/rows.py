@@ -20,6 +20,7 @@ from inventory.models import Device, Node, NodeLabel, Pool
 
 from .common import (
     GRID_AHEAD,
+    TIME_FORMAT,
     Booking,
     bookings_by_device,
     device_label,
@@ -42,6 +43,26 @@ class Cell:
     state: str
     title: str
     slices: list[Cell] = field(default_factory=list)
+    spot: bool = False  # the booking that gives the state is spot work
+
+
+@dataclass
+class LeaseBlock:
+    """A node a whole-node lease holds now: drawn as one block instead of its GPU cells."""
+
+    holder: str  # the tenant, or "another tenant" to a tenant that may not read it
+    until: datetime
+    spot: bool
+    reservation_id: int | None  # only when the viewer may open the reservation
+
+    @property
+    def text(self) -> str:
+        return f"leased by {self.holder} until {self.until:{TIME_FORMAT}} UTC"
+
+    @property
+    def title(self) -> str:
+        kind = "spot whole-node lease" if self.spot else "whole-node lease"
+        return f"{kind}: every device of the node, until {self.until:{TIME_FORMAT}} UTC"
 
 
 @dataclass
@@ -77,6 +98,7 @@ class NodeRow:
     total_slices: int = 0
     actions: list[str] = field(default_factory=list)
     own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
+    lease: LeaseBlock | None = None
 
     @property
     def scalar_map(self) -> dict[str, Scalar]:
@@ -106,22 +128,36 @@ def split_common_labels(rows: list[NodeRow]) -> list[tuple[str, str]]:
     return sorted(common)
 
 
-def _cell_state(device: Device, bookings: list[Booking], now: datetime) -> str:
+def _cell_state(device: Device, bookings: list[Booking], now: datetime) -> tuple[str, Booking | None]:
+    """Return the cell's state and the booking that gives it (running now, else the next)."""
+    running = next((b for b in bookings if b.start <= now < b.end), None)
     if not device.healthy:
-        return "unhealthy"
+        return "unhealthy", running
     if not device.bookable:
-        return "unbookable"
-    if any(b.start <= now < b.end for b in bookings):
-        return "now"
-    return "later" if bookings else "free"
+        return "unbookable", running
+    if running is not None:
+        return "now", running
+    return ("later", bookings[0]) if bookings else ("free", None)
 
 
 def _cell(device: Device, bookings: dict[int, list[Booking]], now: datetime, parent: Device | None = None):
     own = bookings.get(device.pk, [])
-    state = _cell_state(device, own, now)
+    state, booking = _cell_state(device, own, now)
+    spot = booking is not None and booking.spot and state in ("now", "later")
     label = device_label(device, parent)
-    lines = [f"{label} · {CELL_TEXT[state]}", device.uuid, *(b.text for b in own)]
-    return Cell(label=str(device.index), state=state, title="\n".join(lines))
+    text = f"{CELL_TEXT[state]}, spot" if spot else CELL_TEXT[state]
+    lines = [f"{label} · {text}", device.uuid, *(b.text for b in own)]
+    return Cell(label=str(device.index), state=state, title="\n".join(lines), spot=spot)
+
+
+def lease_now(devices: list[Device], bookings: dict[int, list[Booking]], now: datetime) -> LeaseBlock | None:
+    """Return the whole-node lease holding the node now, if any (it books every device, so any shows it)."""
+    held = [b for d in devices for b in bookings.get(d.pk, []) if b.lease and b.start <= now < b.end]
+    if not held:
+        return None
+    first = held[0]
+    until = max(b.end for b in held if b.reservation_id == first.reservation_id)
+    return LeaseBlock(first.holder, until, first.spot, first.reservation_id if first.mine else None)
 
 
 def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
@@ -251,6 +287,7 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                 free_slices=sum(1 for c in slices if _free_now(c)),
                 total_slices=len(slices),
                 actions=["uncordon" if node.cordoned else "cordon"],
+                lease=lease_now(devices, bookings, now),
             )
         )
     return rows
