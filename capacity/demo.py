@@ -291,6 +291,10 @@ BOOKINGS = (
     ("demo-now-4", "globex", "a100-mig", 4, timedelta(hours=-3), timedelta(days=1)),
     ("demo-future-1", "globex", "h100-prod", 8, timedelta(days=2), timedelta(days=3)),
     ("demo-future-2", "acme", "pcie-batch", 8, timedelta(days=1), timedelta(hours=8)),
+    # Spot work regular work may take back, and a whole-node lease (GPUs 0: the whole node).
+    ("demo-spot-1", "acme", "h100-prod", 4, timedelta(hours=-1), timedelta(days=1)),
+    ("demo-spot-2", "acme", "a100-mig", 2, timedelta(hours=-1), timedelta(hours=20)),
+    ("demo-lease-1", "globex", "h100-prod", 0, timedelta(hours=-1), timedelta(days=2)),
 )
 
 
@@ -310,15 +314,21 @@ def build_bookings(tenants: dict[str, Tenant]) -> int:
         if Reservation.objects.filter(tenant=tenants[tenant_slug], idempotency_key=key).exists():
             continue
         start, end = now + offset, now + offset + length
+        data: dict = {
+            "tenantId": tenant_slug,
+            "poolId": pool,
+            "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
+            "idempotencyKey": key,
+        }
+        if gpus:
+            data["devices"] = [{"class": "gpu", "count": gpus}]
+            data["resources"] = {"vcpu": 8 * gpus, "memoryGiB": 64 * gpus}
+        else:
+            data["binding"] = "node"
+        if key.startswith("demo-spot"):
+            data["priority"] = "spot"
         result = services.reserve(
-            {
-                "tenantId": tenant_slug,
-                "poolId": pool,
-                "devices": [{"class": "gpu", "count": gpus}],
-                "resources": {"vcpu": 8 * gpus, "memoryGiB": 64 * gpus},
-                "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
-                "idempotencyKey": key,
-            },
+            data,
             config=config,
             # Past windows are booked as if at their start: a booking that starts well before now
             # is refused today.
