@@ -233,8 +233,7 @@ def place(
             with connection.cursor() as cur:
                 cur.execute(f"SAVEPOINT {savepoint}")
             if not take_back(preemption.victims, preemption.at, owner, stamp, wait=not holds_pool):
-                with connection.cursor() as cur:
-                    cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                rollback_to(savepoint)
                 node = preemption.members[0].node_id
                 lost.append(f"spot work on {node} is being changed")
                 request = request.with_excluded(node)
@@ -258,8 +257,7 @@ def place(
                 for i, m in enumerate(chosen)
             ]
         except (LostRace, ArchivedMeanwhile) as stop:
-            with connection.cursor() as cur:
-                cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+            rollback_to(savepoint)
             if isinstance(stop, ArchivedMeanwhile):
                 return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
             lost.append(stop.reason)
@@ -268,8 +266,19 @@ def place(
         # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
         victims = preemption.victims if preemption is not None else ()
         return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
+    return gave_up(config, lost)
+
+
+def gave_up(config: PlacerConfig, lost: list[str]) -> Outcome:
+    """Return the pending outcome of a placement that lost the race max_attempts times."""
     return Outcome(
         "pending",
         reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
         lost=lost,
     )
+
+
+def rollback_to(savepoint: str) -> None:
+    """Undo everything since the savepoint: the commit's writes and any spot work taken back."""
+    with connection.cursor() as cur:
+        cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")

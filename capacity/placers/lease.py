@@ -20,7 +20,7 @@ from capacity.placement.lease import Busy, lease_demand, plan_lease, scalar_room
 from .commit import ArchivedMeanwhile, LostRace, Owner, commit_member
 from .db import prepared_cursor
 from .index import PoolIndex, pool_index
-from .inline import Outcome, PlacerConfig
+from .inline import Outcome, PlacerConfig, gave_up, rollback_to
 from .loader import PoolRow, to_datetime, window_range
 from .preempt import find_lease_preemption, take_back, with_preempted
 
@@ -139,8 +139,7 @@ def place_lease(
                     )
                 )
         except (LostRace, ArchivedMeanwhile) as stop:
-            with connection.cursor() as cur:
-                cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+            rollback_to(savepoint)
             if isinstance(stop, ArchivedMeanwhile):
                 return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
             lost.append(stop.reason)
@@ -148,11 +147,7 @@ def place_lease(
             continue
         victims = preemption.victims if preemption is not None else ()
         return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
-    return Outcome(
-        "pending",
-        reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
-        lost=lost,
-    )
+    return gave_up(config, lost)
 
 
 def iso_minute(ms: int) -> str:

@@ -189,13 +189,9 @@ def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemptio
     """
     from capacity.placement.lease import Busy, plan_lease
 
-    if request.priority != "regular" or not request.lease or pool.view.archived:
+    if not request.lease or (found := _spot_work(request, pool)) is None:
         return None
-    index = pool_index(pool)
-    at = preemption_time(request)
-    holds = read_holds(pool.pk, index, request, at)
-    if not holds.cost:
-        return None
+    index, at, holds = found
     regular = {index.device_node[pk] for pk in holds.taken} | set(holds.claims)
     busy = {node: Busy("the end of the window", {"regular work": 1}) for node in regular}
     relaxed = plan_lease(request, index.nodes.views, pool.view, busy)
@@ -225,6 +221,17 @@ def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemptio
     return Preemption(members, tuple(victims), at, sum(cost(m.node_id) for m in members), index.nodes)
 
 
+def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, datetime, Holds] | None:
+    """Return the pool's index, the preemption time and the window's holds, when a regular request
+    could take spot work back at all (None otherwise)."""
+    if request.priority != "regular" or pool.view.archived:
+        return None
+    index = pool_index(pool)
+    at = preemption_time(request)
+    holds = read_holds(pool.pk, index, request, at)
+    return (index, at, holds) if holds.cost else None
+
+
 def _spot_on(holds: Holds) -> dict[str, list[int]]:
     """Return node -> the spot reservations holding something on it in the window, cheapest first."""
     spot_on: dict[str, list[int]] = defaultdict(list)
@@ -241,13 +248,9 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
 
     `plan_with(index, memo)` is the request's bound planner (capacity.placers.inline.planner).
     """
-    if request.priority != "regular" or request.lease or pool.view.archived:
+    if request.lease or (found := _spot_work(request, pool)) is None:
         return None
-    index = pool_index(pool)
-    at = preemption_time(request)
-    holds = read_holds(pool.pk, index, request, at)
-    if not holds.cost:
-        return None
+    index, at, holds = found
     window = request.during
     spot_on = _spot_on(holds)
 

@@ -1,40 +1,15 @@
 """Preemption under concurrency: regular requests racing for the same spot work, spot racing a preemption."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from capacity import services
 from capacity.audit import audit
 from capacity.models import Reservation
 
 from booking import ask, booked_at, reserve
+from racing import run_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_threads(count, target):
-    """Run `target(i)` in `count` threads at once, each on its own connection; return their errors."""
-    errors = []
-    start = threading.Barrier(count)
-
-    def body(i):
-        try:
-            start.wait()
-            target(i)
-        except Exception as err:  # kept for the test to assert on
-            errors.append(err)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads)
-    return errors
 
 
 def assert_every_preemption_accounted_for():
@@ -55,7 +30,9 @@ def test_regular_requests_racing_for_the_same_spot_work_take_each_spot_booking_o
     make_node("node-a", gpus=4)
     make_node("node-b", gpus=4)
     for round_ in range(5):
-        victims = [reserve(ask(4, tenant="globex", priority="spot", start=round_ * 48)).reservation for _ in "ab"]
+        victims = [
+            reserve(ask(4, tenant="globex", priority="spot", start=round_ * 48)).reservation for _ in "ab"
+        ]
         statuses = []
 
         def client(i, round_=round_, statuses=statuses):
@@ -64,7 +41,9 @@ def test_regular_requests_racing_for_the_same_spot_work_take_each_spot_booking_o
         assert run_threads(6, client) == []
         assert sorted(statuses) == ["pending"] * 4 + ["placed"] * 2
         assert {v.pk for v in victims} == set(
-            Reservation.objects.filter(status="preempted", pk__in=[v.pk for v in victims]).values_list("pk", flat=True)
+            Reservation.objects.filter(status="preempted", pk__in=[v.pk for v in victims]).values_list(
+                "pk", flat=True
+            )
         )
     assert_every_preemption_accounted_for()
     assert audit() == []
@@ -88,7 +67,9 @@ def test_a_spot_placement_racing_a_preemption_never_double_books(tenant, other_t
             if i == 0:
                 outcomes["regular"] = reserve(ask(4, start=round_ * 48)).reservation
             else:
-                outcomes["spot"] = reserve(ask(2, tenant="globex", priority="spot", start=round_ * 48)).reservation
+                outcomes["spot"] = reserve(
+                    ask(2, tenant="globex", priority="spot", start=round_ * 48)
+                ).reservation
 
         assert run_threads(2, client) == []
         regular, second = outcomes["regular"], outcomes["spot"]

@@ -14,31 +14,9 @@ from capacity.placement import CapacityError
 from capacity.placers.batch import place_queued
 
 from booking import NOW, ask
+from racing import run_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_threads(count, target):
-    """Run `target(i)` in `count` threads, each on its own connection; return their errors."""
-    errors = []
-    start = threading.Barrier(count)
-
-    def body(i):
-        try:
-            start.wait()
-            target(i)
-        except Exception as err:  # kept for the test to assert on
-            errors.append(err)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads)
-    return errors
 
 
 def test_two_connections_never_both_squeeze_under_one_limit(tenant, make_node):
