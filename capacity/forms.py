@@ -72,10 +72,8 @@ class RequestForm(forms.Form):
         required=False,
         initial=Reservation.Priority.REGULAR,
         label="Priority",
-        choices=[
-            (Reservation.Priority.REGULAR, "Regular"),
-            (Reservation.Priority.SPOT, "Spot: runs on free capacity; regular work may take it back"),
-        ],
+        choices=[(Reservation.Priority.REGULAR, "Regular"), (Reservation.Priority.SPOT, "Spot")],
+        help_text="Spot runs on free capacity; a regular booking may take it back (preempt it).",
         widget=forms.RadioSelect,
     )
     nodes = forms.IntegerField(

@@ -100,3 +100,77 @@ def test_screenshot_of_a_booking_queued_for_the_pool_lease_placer(login, demo, s
     assert len(place_queued(placer_config()).placed) == 1
     page.reload()
     expect(page.locator("table.reservations")).not_to_contain_text("Queued:")
+
+
+def _steer(pool: str, node: str) -> list[str]:
+    """Return every other node of the pool: excluding them places a booking on `node`."""
+    from inventory.models import Node
+
+    return list(Node.objects.filter(pool__slug=pool).exclude(name=node).values_list("name", flat=True))
+
+
+def _preempt(reservation, by):
+    """Mark a released spot reservation preempted, as the preemption engine will (by: its reservation)."""
+    from capacity import services
+    from capacity.models import Reservation
+
+    services.release(reservation.pk)
+    reservation.refresh_from_db()
+    moment = reservation.released_at
+    reservation.status = Reservation.Status.PREEMPTED
+    reservation.conditions = [
+        {
+            "type": "Preempted",
+            "status": "True",
+            "reason": "PreemptedByRegular",
+            "message": f"preempted at {moment:%Y-%m-%dT%H:%MZ} by reservation {by.pk}",
+            "reservationId": by.pk,
+        }
+    ]
+    reservation.save(update_fields=["status", "conditions"])
+
+
+def test_screenshots_of_leases_spot_work_and_preemption(login, demo, shots, browser, browser_context_args):
+    from capacity import services
+
+    def reserve(tenant, node, **extra):
+        data = {"tenantId": tenant, "poolId": "pcie-batch", "duration": "2d", **extra}
+        result = services.reserve({**data, "excludeNodes": _steer("pcie-batch", node)})
+        assert result.reservation.status == "placed", result.reservation.conditions
+        return result.reservation
+
+    leased = reserve("acme", "sfo2-pcie-03", binding="node")
+    reserve("globex", "sfo2-pcie-06", binding="node", priority="spot")
+    reserve("globex", "sfo2-pcie-02", devices=[{"class": "gpu", "count": 3}], priority="spot")
+    reserve("acme", "sfo2-pcie-04", devices=[{"class": "gpu", "count": 2}], priority="spot")
+    gone = reserve("acme", "sfo2-pcie-07", devices=[{"class": "gpu", "count": 4}], priority="spot")
+    _preempt(gone, by=leased)
+
+    page = login("operator")
+    page.goto(f"{demo}/pools/pcie-batch/")
+    expect(page.locator("#row-sfo2-pcie-03 .lease-block")).to_contain_text("leased by acme until")
+    expect(page.locator("#row-sfo2-pcie-06 .lease-block.spot")).to_be_visible()
+    expect(page.locator("#row-sfo2-pcie-02 .gpu.spot").first).to_be_visible()
+    shots(page, "pool-detail-lease-spot")
+    page.goto(f"{demo}/nodes/sfo2-pcie-03/")
+    expect(page.locator(".tl-node")).to_contain_text("Whole node")
+    shots(page, "node-detail-lease")
+
+    # A tenant in a browser of its own: the operator's session stays where it is.
+    context = browser.new_context(**browser_context_args)
+    tenant = login("acme", context.new_page())
+    tenant.goto(f"{demo}/book/")
+    tenant.select_option("#id_pool", "h100-prod")
+    tenant.check("#id_binding_1")
+    expect(tenant.locator("fieldset[data-binding=none]")).to_be_hidden()
+    expect(tenant.locator("#id_nodes")).to_be_visible()
+    tenant.fill("#id_duration", "3d")
+    tenant.get_by_role("button", name="Book").click()
+    result = tenant.locator("#booking-result")
+    expect(result).to_contain_text("placed")
+    expect(result).to_contain_text("the whole node, 8 devices")
+    shots(tenant, "book-lease")
+    tenant.goto(f"{demo}/reservations/")
+    expect(tenant.locator("table.reservations")).to_contain_text("preempted at")
+    shots(tenant, "reservations-preempted")
+    context.close()
