@@ -152,3 +152,23 @@ def test_the_preview_says_which_spot_reservations_a_regular_request_would_preemp
 def test_without_preemptible_work_the_preview_still_says_nothing_fits(alice, lab):
     html = alice.post("/preview/", {**BASE, "count": "5"}).text
     assert "✕ Nothing fits" in html and 'id="preemptible"' not in html
+
+
+def test_the_preview_names_the_spot_work_a_regular_request_would_take_back(alice, lab, book):
+    spot = [book("globex", gpus=4, priority="spot") for _ in range(3)]  # every node full of spot work
+    html = alice.post("/preview/", {**BASE, "count": "4"}).text
+    heading = re.search(r'<h2 class="preempt" id="preemptible">(.*?)</h2>', html).group(1)
+    assert re.fullmatch(
+        r"↯ Fits by preempting 1 spot reservation \(from \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", heading
+    )
+    victim = re.search(r"booking this would end\s+#(\d+)\.", html)
+    assert victim and int(victim.group(1)) in {r.pk for r in spot}
+    assert "globex" not in html  # another tenant's work: its id only, never its name
+    assert all(r.status == "placed" for r in Reservation.objects.all())  # the preview took nothing
+
+
+def test_a_spot_preview_never_offers_to_preempt(alice, lab, book):
+    for _ in range(3):
+        book("globex", gpus=4, priority="spot")
+    html = alice.post("/preview/", {**BASE, "count": "4", "priority": "spot"}).text
+    assert "✕ Nothing fits" in html and 'id="preemptible"' not in html

@@ -115,3 +115,20 @@ def test_a_pending_lease_still_reads_whole_node(alice, lab, book):
     assert pending.status == "pending"
     row = row_of(alice.get("/reservations/").text, pending)
     assert "▣ whole node" in row and "◷ pending" in row
+
+
+def test_spot_work_a_regular_booking_took_back_reads_preempted_to_its_tenant(alice, bob, lab, book):
+    spot = [book("globex", gpus=4, priority="spot") for _ in range(2)]  # both nodes full of spot work
+    response = alice.post(
+        "/book/",
+        {"tenant": "acme", "pool": "lab-pool", "count": "4", "device_class": "gpu", "duration": "1d"},
+    )
+    regular = Reservation.objects.get(tenant__slug="acme")
+    assert response.status_code == 302 and regular.status == "placed"
+    victim = next(r for r in spot if Reservation.objects.get(pk=r.pk).status == "preempted")
+    row = row_of(bob.get("/reservations/?status=preempted").text, victim)
+    assert "↯ preempted" in row and "~ spot" in row
+    assert re.search(rf"Preempted:</span> preempted at [^<]* by reservation {regular.pk}\b", row)
+    assert "Release…" not in row
+    page = bob.get(f"/reservations/{victim.pk}/").text
+    assert "<dt>Preempted</dt>" in page and f"by reservation {regular.pk}" in page
