@@ -28,7 +28,9 @@ def test_spot_work_places_on_free_capacity_like_regular_work(tenant, make_node):
     assert held("gpu") == 2
 
 
-def test_a_regular_request_that_fits_only_by_preempting_takes_the_spot_work_back(tenant, other_tenant, make_node):
+def test_a_regular_request_that_fits_only_by_preempting_takes_the_spot_work_back(
+    tenant, other_tenant, make_node
+):
     """
     node-a: 4 GPUs, all globex's spot work for a day.
     node-b: 4 GPUs, 2 regular and 2 spot. acme asks for 4 GPUs: only node-a can give them.
