@@ -78,7 +78,7 @@ def reserve_for_instance(
         _tenant, pool_row = _tenant_and_pool(request, Scope())
         if admission is not None:
             run_admit(config.plugins, request, admission)
-        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=pool_row)
+        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=pool_row, now=now)
     if outcome.status != "placed":
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]

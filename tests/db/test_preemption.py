@@ -145,3 +145,26 @@ def test_a_regular_gang_preempts_spot_work_on_each_member(tenant, other_tenant, 
     assert result.reservation.status == "placed"
     assert result.outcome.preempted == (first.pk, second.pk)
     assert audit() == []
+
+
+def test_an_instance_booked_through_the_port_takes_spot_work_back_and_is_named(
+    tenant, other_tenant, make_node
+):
+    from capacity import port
+
+    make_node("node-a", gpus=2)
+    victim = spot(2, tenant="globex")
+    booking = port.reserve_for_instance(
+        instance_id="vm-42",
+        tenant="acme",
+        pool="lab-pool",
+        devices=[{"class": "gpu", "count": 1}],
+        during=ask(1)["during"],
+        now=NOW,
+        config=config(),
+    )
+    assert booking.status == "placed"
+    victim.refresh_from_db()
+    assert victim.status == "preempted"
+    assert victim.conditions[0]["message"] == "preempted at 2026-12-02T12:00Z by instance vm-42"
+    assert audit() == []
