@@ -58,7 +58,6 @@ def test_a_spot_placement_racing_a_preemption_never_double_books(tenant, other_t
     and its refused preemption changed nothing.
     """
     make_node("node-a", gpus=4)
-    placed_rounds = 0
     for round_ in range(10):
         first = reserve(ask(2, tenant="globex", priority="spot", start=round_ * 48)).reservation
         outcomes = {}
@@ -76,7 +75,6 @@ def test_a_spot_placement_racing_a_preemption_never_double_books(tenant, other_t
         first.refresh_from_db()
         second.refresh_from_db()
         if regular.status == "placed":
-            placed_rounds += 1
             assert first.status == "preempted"
             assert second.status in ("pending", "preempted")
         else:
@@ -84,7 +82,8 @@ def test_a_spot_placement_racing_a_preemption_never_double_books(tenant, other_t
             # Planned again without the node it lost it on (spec), nothing else was left.
             assert "excluded" in regular.condition("Unschedulable")["message"]
             assert (first.status, second.status) == ("placed", "placed")
-    assert placed_rounds >= 1
+    # Which side wins each round is up to the scheduler (a loaded machine can give every round to
+    # spot); both outcomes are checked above.
     assert_every_preemption_accounted_for()
     assert audit() == []
 
