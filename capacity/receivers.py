@@ -1,4 +1,5 @@
-"""Capacity follows inventory: rollups and pending reservations react to node and device changes.
+"""Capacity follows inventory: rollups, bookings on broken atoms and pending reservations react to
+node and device changes.
 
 Inventory sends `node_state_changed` from its services; model signals cover the admin and other
 single-row writes. Rollups are rewritten in the sender's transaction (the rollup table is locked
@@ -16,15 +17,23 @@ from .rollups import refresh_rollups
 
 
 def follow(pool_ids, woke: bool) -> None:
-    """Refresh these pools' rollups now and, when capacity may have freed up, retry their pending work."""
+    """Refresh these pools' rollups now; after the commit, repair bookings on atoms that became
+    unusable and, when capacity may have freed up, retry pending work."""
     pool_ids = sorted(set(pool_ids))
     if not pool_ids:
         return
     refresh_rollups(pool_ids)
+    transaction.on_commit(lambda: _repair(pool_ids))
     if woke:
         from .services import RELEASE_RETRY_BATCH, retry_pending
 
         transaction.on_commit(lambda: retry_pending(pool_ids, limit=RELEASE_RETRY_BATCH))
+
+
+def _repair(pool_ids) -> None:
+    from .services.repair import repair_pools
+
+    repair_pools(pool_ids)
 
 
 @receiver(node_state_changed)

@@ -1,0 +1,266 @@
+"""BookingRepair: bookings follow the hardware.
+
+When an atom becomes unusable (a device marked unhealthy or unbookable, by a report or the API, or
+missing from a report; its node NotReady, unreachable, in maintenance or under a NoExecute taint),
+every running and future allocation holding it is placed again through the normal pipeline and
+guarded commit, inline and not admitted again (spec). A running allocation ends now and the rest
+of its window is placed anew; a future one is placed whole. The same node is preferred when it
+still has room. The reservation keeps its id and its quota charges, and reads a `Repaired`
+condition (from which atoms to which, when, why).
+
+When nothing fits, the allocation is kept as it is (the tenant keeps its healthy atoms and its
+place in the window, knowing one is broken) and the reservation reads a `RepairPending`
+condition with the pending-style reason; the worker tries again every round, so it is repaired as
+soon as capacity frees. Whole-node leases are repaired only when their node becomes unusable: a
+lease holds its node as it is, broken GPUs included.
+
+Drain uses the same path to move bookings that have not started off a node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from capacity import quota
+from capacity.conf import placer_config
+from capacity.models import Allocation, Reservation
+from capacity.placement import PlacementRequest, Window
+from capacity.placers.commit import Owner
+from capacity.placers.inline import Outcome, PlacerConfig, place, rollback_to
+from capacity.placers.lease import place_lease
+from capacity.placers.loader import PoolRow, load_pool
+from capacity.retry import retry_on_conflict
+
+REPAIRED = "Repaired"
+REPAIR_PENDING = "RepairPending"
+
+# Live allocations of placed reservations in these pools that hold something unusable from now on,
+# with why. A lease (binding node) counts only its node's state, not one device's.
+_BROKEN_SQL = """
+SELECT a.id, a.reservation_id,
+       CASE WHEN n.maintenance THEN n.name || ' is in maintenance'
+            WHEN n.connectivity <> 'connected' THEN n.name || ' is ' || n.connectivity
+            WHEN 'NotReady' = ANY(n.no_schedule_reasons) THEN n.name || ' is NotReady'
+            WHEN EXISTS (SELECT 1 FROM inventory_nodetaint t
+                          WHERE t.node_id = n.id AND t.effect = 'NoExecute'
+                            AND NOT (t.key = 'dedicated' AND t.value = tn.slug))
+              THEN n.name || ' has a NoExecute taint'
+            WHEN r.binding = 'node' THEN NULL
+            ELSE (SELECT string_agg(d.uuid || CASE WHEN NOT d.healthy THEN ' unhealthy' ELSE ' unbookable' END,
+                                    ', ' ORDER BY d.uuid)
+                    FROM capacity_devicebooking b JOIN inventory_device d ON d.id = b.device_id
+                   WHERE b.allocation_id = a.id AND upper(b.during) > %(now)s AND NOT (d.healthy AND d.bookable))
+       END AS why
+  FROM capacity_allocation a
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+  JOIN inventory_tenant tn ON tn.id = r.tenant_id
+  JOIN inventory_node n ON n.id = a.node_id
+ WHERE n.pool_id = ANY(%(pools)s) AND r.status = 'placed' AND a.released_at IS NULL AND a.ends_at > %(now)s
+ ORDER BY a.reservation_id, a.id
+"""
+
+
+@dataclass
+class RepairResult:
+    """What a repair pass did: reservations moved, and those still waiting for room."""
+
+    repaired: list[int] = dataclasses.field(default_factory=list)
+    waiting: list[int] = dataclasses.field(default_factory=list)
+
+
+def broken(pool_ids: Iterable[int], now: datetime) -> dict[int, list[tuple[int, str]]]:
+    """Return reservation pk -> [(allocation pk, why)] for live allocations that hold unusable atoms."""
+    found: dict[int, list[tuple[int, str]]] = {}
+    with connection.cursor() as cur:
+        cur.execute(_BROKEN_SQL, {"pools": sorted(set(pool_ids)), "now": now})
+        for allocation, reservation, why in cur.fetchall():
+            if why:
+                found.setdefault(reservation, []).append((allocation, why))
+    return found
+
+
+def repair_pools(
+    pool_ids: Iterable[int], *, now: datetime | None = None, config: PlacerConfig | None = None
+) -> RepairResult:
+    """Repair every reservation in these pools that holds unusable atoms, each in its own transaction."""
+    now = now or timezone.now()
+    result = RepairResult()
+    for reservation_pk, allocations in broken(pool_ids, now).items():
+        moved = repair_reservation(reservation_pk, allocations, now=now, config=config)
+        (result.repaired if moved else result.waiting).append(reservation_pk)
+    return result
+
+
+@retry_on_conflict
+def repair_reservation(
+    reservation_pk: int,
+    allocations: list[tuple[int, str]],
+    *,
+    now: datetime,
+    config: PlacerConfig | None = None,
+    avoid: str | None = None,
+    kind: str = "repair",
+) -> bool:
+    """Place these allocations of a reservation again; return whether every one of them moved.
+
+    `avoid` names a node to move off even though it is usable (drain). The reservation row is
+    locked first, as the lock order has it; each allocation is moved in a savepoint, so one that
+    finds no room leaves everything of it as it was.
+    """
+    config = config or placer_config()
+    with transaction.atomic():
+        reservation = (
+            Reservation.objects.select_for_update(of=("self",))
+            .select_related("tenant")
+            .filter(pk=reservation_pk)
+            .first()
+        )
+        if reservation is None or reservation.status != Reservation.Status.PLACED:
+            return False
+        from capacity.services import stored_request
+
+        request = stored_request(reservation)
+        pool = load_pool(reservation.pool.slug)
+        notes, waiting = [], []
+        for allocation_pk, why in allocations:
+            allocation = (
+                Allocation.objects.select_related("node")
+                .filter(pk=allocation_pk, released_at__isnull=True)
+                .first()
+            )
+            if allocation is None or allocation.ends_at <= now:
+                continue
+            note = _move(reservation, request, allocation, why, pool, config, now, avoid)
+            (notes if note.startswith("moved") else waiting).append(note)
+        conditions = [c for c in reservation.conditions if c.get("type") not in (REPAIRED, REPAIR_PENDING)]
+        stamp = now.strftime("%Y-%m-%dT%H:%MZ")
+        if notes:
+            reason = "Drained" if kind == "drain" else "AtomsUnusable"
+            conditions.append(
+                {
+                    "type": REPAIRED,
+                    "status": "True",
+                    "reason": reason,
+                    "message": f"{stamp}: {'; '.join(notes)}",
+                }
+            )
+        if waiting:
+            conditions.append(
+                {"type": REPAIR_PENDING, "status": "True", "reason": "NoFit", "message": "; ".join(waiting)}
+            )
+        # The commit of a move marks the row placed with no conditions; put ours back.
+        Reservation.objects.filter(pk=reservation.pk).update(
+            status=Reservation.Status.PLACED, conditions=conditions, updated_at=now
+        )
+        return not waiting
+
+
+def _move(
+    reservation: Reservation,
+    request: PlacementRequest,
+    allocation: Allocation,
+    why: str,
+    pool: PoolRow | None,
+    config: PlacerConfig,
+    now: datetime,
+    avoid: str | None,
+) -> str:
+    """Move one allocation in a savepoint; return "moved …" or why it stays where it is."""
+    old_node = allocation.node.name
+    old_atoms = sorted(
+        allocation.bookings.filter(device__parent__isnull=True).values_list("device__uuid", flat=True)
+    )
+    start = max(allocation.starts_at, now)
+    window = Window(int(start.timestamp() * 1000), int(allocation.ends_at.timestamp() * 1000))
+    siblings = list(
+        Allocation.objects.filter(reservation=reservation, released_at__isnull=True)
+        .exclude(pk=allocation.pk)
+        .values_list("node__name", flat=True)
+    )
+    member = dataclasses.replace(
+        request, during=window, gang=None, exclude_nodes=request.exclude_nodes | set(siblings)
+    )
+    if request.gang is not None and request.gang.topology_key and siblings:
+        value = _label(siblings[0], request.gang.topology_key)
+        if value is not None:
+            member = dataclasses.replace(
+                member, node_labels={**member.node_labels, request.gang.topology_key: value}
+            )
+    node_usable = avoid != old_node and not why.startswith(old_node + " ")
+    savepoint = f"capacity_repair_{allocation.pk}"
+    with connection.cursor() as cur:
+        cur.execute(f"SAVEPOINT {savepoint}")
+    from capacity.services import end_allocations
+
+    end_allocations([allocation], now)
+    owner = Owner(reservation_pk=reservation.pk)
+    outcome: Outcome | None = None
+    if pool is None:
+        outcome = Outcome("pending", reason="the pool is gone")
+    elif request.lease:
+        excluded = member.exclude_nodes | ({old_node} if not node_usable else set())
+        outcome = place_lease(
+            dataclasses.replace(member, exclude_nodes=excluded),
+            pool,
+            owner,
+            config,
+            charge=lambda amounts: _recharge(reservation, amounts),
+            now=now,
+        )
+    else:
+        if node_usable:
+            # The same node first, when it still has room on healthy atoms.
+            others = frozenset(v for v in _node_names(pool) if v != old_node)
+            outcome = place(dataclasses.replace(member, exclude_nodes=member.exclude_nodes | others),
+                            pool.view.id, owner, config, pool=pool, now=now)  # fmt: skip
+        if outcome is None or outcome.status != "placed":
+            excluded = member.exclude_nodes | {old_node} if not node_usable else member.exclude_nodes
+            outcome = place(
+                dataclasses.replace(member, exclude_nodes=excluded),
+                pool.view.id,
+                owner,
+                config,
+                pool=pool,
+                now=now,
+            )
+    if outcome.status != "placed":
+        rollback_to(savepoint)
+        return f"{why}: kept on {old_node} ({', '.join(old_atoms)}) until room frees: {outcome.reason}"
+    new = ", ".join(f"{c.node} ({', '.join(c.atoms)})" for c in outcome.committed)
+    return f"moved from {old_node} ({', '.join(old_atoms)}) to {new}: {why}"
+
+
+def _recharge(reservation: Reservation, amounts) -> None:
+    """Charge a moved lease for what its new node holds, over the reservation's window (not admitted again)."""
+    quota.refund([reservation.pk])
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
+               SELECT %s, %s, r, n, tstzrange(%s, %s, '[)') FROM unnest(%s::text[], %s::bigint[]) AS x(r, n)""",
+            [
+                reservation.tenant_id,
+                reservation.pk,
+                reservation.starts_at,
+                reservation.ends_at,
+                list(amounts),
+                [amounts[k] for k in amounts],
+            ],
+        )
+
+
+def _node_names(pool: PoolRow) -> list[str]:
+    from capacity.placers.index import pool_index
+
+    return [v.id for v in pool_index(pool).nodes.views]
+
+
+def _label(node: str, key: str) -> str | None:
+    from inventory.models import NodeLabel
+
+    return NodeLabel.objects.filter(node__name=node, key=key).values_list("value", flat=True).first()
