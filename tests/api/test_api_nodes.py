@@ -442,3 +442,28 @@ def test_a_topology_naming_a_gpu_the_node_lacks_is_invalid_input(as_operator, ma
         "code": "INVALID_INPUT",
         "message": "topology: GPU1: node node-t has no gpu device at index 1",
     }
+
+
+def test_a_gpu_reported_unhealthy_moves_the_booking_on_it_and_the_tenant_reads_why(
+    as_operator, as_acme, lab, ask, django_capture_on_commit_callbacks
+):
+    """acme books 2 GPUs for the day after tomorrow; a report says one of them is unhealthy."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    body = {**ask(2), "during": {"start": start.isoformat(), "end": (start + timedelta(days=1)).isoformat()}}
+    del body["duration"]
+    booked = as_acme.post("/api/v1/reservations", body, format="json").json()
+    [allocation] = booked["allocations"]
+    node, broken = allocation["nodeId"], allocation["atoms"][1]
+    devices = [{"uuid": f"GPU-{node}-{i}", "index": i, "healthy": f"GPU-{node}-{i}" != broken} for i in range(4)]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_operator.post(f"/api/v1/nodes/{node}/report", {"devices": devices}, format="json")
+    assert response.status_code == 200
+    after = as_acme.get(f"/api/v1/reservations/{booked['id']}").json()
+    assert after["status"] == "placed"
+    live = [a for a in after["allocations"] if a["releasedAt"] is None]
+    assert len(live) == 1 and broken not in live[0]["atoms"] and len(live[0]["atoms"]) == 2
+    [condition] = after["conditions"]
+    assert condition["type"] == "Repaired"
+    assert condition["message"].endswith(f"{broken} unhealthy")
