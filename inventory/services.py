@@ -47,8 +47,25 @@ def cordon(node: str | Node) -> Node:
 
 
 def uncordon(node: str | Node) -> Node:
-    """Let the placer use a node again."""
-    return _set_flag(node, "cordoned", False)
+    """Let the placer use a node again (ending a drain)."""
+    with transaction.atomic():
+        found = _set_flag(node, "cordoned", False)
+        if found.drain_started_at is not None:
+            Node.objects.filter(pk=found.pk).update(drain_started_at=None, drain_reason="")
+            found.drain_started_at, found.drain_reason = None, ""
+        return found
+
+
+def start_drain(node: str | Node, reason: str, at) -> Node:
+    """Cordon a node and mark it draining since `at` (capacity moves what has not started off it)."""
+    if not isinstance(reason, str) or len(reason) > 200 or any(ord(c) < 32 for c in reason):
+        raise InventoryError("INVALID_INPUT", "reason must be text of at most 200 characters")
+    with transaction.atomic():
+        found = _set_flag(node, "cordoned", True)
+        if found.drain_started_at is None:
+            Node.objects.filter(pk=found.pk).update(drain_started_at=at, drain_reason=reason)
+            found.drain_started_at, found.drain_reason = at, reason
+        return found
 
 
 def set_maintenance(node: str | Node, on: bool) -> Node:

@@ -14,7 +14,8 @@ condition with the pending-style reason; the worker tries again every round, so 
 soon as capacity frees. Whole-node leases are repaired only when their node becomes unusable: a
 lease holds its node as it is, broken GPUs included.
 
-Drain uses the same path to move bookings that have not started off a node.
+Drain uses the same path to move bookings that have not started off a node; one that found no
+room is tried again with the rest.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ SELECT a.id, a.reservation_id,
                           WHERE t.node_id = n.id AND t.effect = 'NoExecute'
                             AND NOT (t.key = 'dedicated' AND t.value = tn.slug))
               THEN n.name || ' has a NoExecute taint'
+            WHEN n.drain_started_at IS NOT NULL AND a.starts_at > %(now)s THEN n.name || ' is draining'
             WHEN r.binding = 'node' THEN NULL
             ELSE (SELECT string_agg(d.uuid || CASE WHEN NOT d.healthy THEN ' unhealthy' ELSE ' unbookable' END,
                                     ', ' ORDER BY d.uuid)

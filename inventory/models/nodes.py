@@ -42,6 +42,9 @@ class Node(models.Model):
         Tenant, on_delete=models.PROTECT, null=True, blank=True, related_name="owned_nodes"
     )
     converged = models.BooleanField(default=True, help_text="Has applied its first converged spec.")
+    # Set by a drain (cordoned, bookings that have not started moved off); cleared by uncordon.
+    drain_started_at = models.DateTimeField(null=True, blank=True)
+    drain_reason = models.CharField(max_length=200, blank=True)
     # Kept by a trigger on taints and conditions, in the same transaction as their change.
     no_schedule_reasons = ArrayField(models.TextField(), default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -456,7 +456,9 @@ def test_a_gpu_reported_unhealthy_moves_the_booking_on_it_and_the_tenant_reads_w
     booked = as_acme.post("/api/v1/reservations", body, format="json").json()
     [allocation] = booked["allocations"]
     node, broken = allocation["nodeId"], allocation["atoms"][1]
-    devices = [{"uuid": f"GPU-{node}-{i}", "index": i, "healthy": f"GPU-{node}-{i}" != broken} for i in range(4)]
+    devices = [
+        {"uuid": f"GPU-{node}-{i}", "index": i, "healthy": f"GPU-{node}-{i}" != broken} for i in range(4)
+    ]
     with django_capture_on_commit_callbacks(execute=True):
         response = as_operator.post(f"/api/v1/nodes/{node}/report", {"devices": devices}, format="json")
     assert response.status_code == 200
@@ -467,3 +469,26 @@ def test_a_gpu_reported_unhealthy_moves_the_booking_on_it_and_the_tenant_reads_w
     [condition] = after["conditions"]
     assert condition["type"] == "Repaired"
     assert condition["message"].endswith(f"{broken} unhealthy")
+
+
+def test_drain_answers_what_moved_and_what_runs_until_when(as_operator, as_acme, lab, ask):
+    running = as_acme.post("/api/v1/reservations", ask(2), format="json").json()
+    node = running["allocations"][0]["nodeId"]
+    response = as_operator.post(f"/api/v1/nodes/{node}/drain", {"reason": "bad fan"}, format="json")
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["node"], data["state"], data["moved"], data["waiting"]) == (node, "draining", [], [])
+    assert data["running"] == [{"reservationId": running["id"], "instanceId": None, "end": running["end"]}]
+    assert data["until"] == running["end"]
+    assert as_operator.get(f"/api/v1/nodes/{node}").json()["cordoned"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [({"reason": "x", "force": True}, 400, "INVALID_INPUT"), ({"reason": 3}, 400, "INVALID_INPUT")],
+)
+def test_drain_refuses_bad_input_and_tenants(as_operator, as_acme, lab, body, status, code):
+    response = as_operator.post("/api/v1/nodes/node-a/drain", body, format="json")
+    assert (response.status_code, response.json()["code"]) == (status, code)
+    assert as_acme.post("/api/v1/nodes/node-a/drain", {}, format="json").status_code == 403
+    assert as_operator.post("/api/v1/nodes/nope/drain", {}, format="json").status_code == 404

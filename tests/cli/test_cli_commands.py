@@ -256,3 +256,14 @@ def test_preview_says_which_spot_work_a_regular_request_would_preempt(run, hosts
     assert out.splitlines()[0].startswith("does not fit: no node fits (2 nodes)")
     assert out.splitlines()[1].startswith("fits by preempting spot reservation(s) ")
     assert int(out.splitlines()[1].split()[5]) in spot
+
+
+def test_drain_cordons_and_lists_what_runs(run, hosts):
+    run("reserve", *BOOK, "--gpus", "2", "--for", "1d")
+    reservation = Reservation.objects.get()
+    node = reservation.allocations.get().node.name
+    out = run("drain", node, "--reason", "bad fan")
+    first, second = out.splitlines()
+    assert first.startswith(f"node {node} draining until ")
+    assert second.startswith(f"  running: reservation {reservation.pk} until ")
+    assert Node.objects.get(name=node).cordoned

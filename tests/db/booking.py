@@ -61,3 +61,10 @@ def capacity(pool="lab-pool", device_class="gpu", at=NOW):
 
     pk = Pool.objects.get(slug=pool).pk
     return next(c for c in capacity_by_pool([pk], at)[pk] if c["class"] == device_class)
+
+
+def atoms_of(reservation):
+    """Return (node, atoms) of each live allocation of a reservation."""
+    return [
+        (a["nodeId"], a["atoms"]) for a in services.allocations_of(reservation) if a["releasedAt"] is None
+    ]

@@ -9,7 +9,7 @@ from capacity.services.repair import repair_pools
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel
 
-from booking import NOW, ask, config, held, reserve
+from booking import NOW, ask, atoms_of, config, held, reserve
 
 LATER = NOW + timedelta(hours=6)
 
@@ -19,10 +19,6 @@ def break_gpus(**where):
     for device in Device.objects.filter(**where):
         device.healthy = False
         device.save(update_fields=["healthy"])
-
-
-def atoms_of(reservation):
-    return [(a["nodeId"], a["atoms"]) for a in services.allocations_of(reservation) if a["releasedAt"] is None]
 
 
 def test_a_future_booking_on_a_gpu_reported_unhealthy_moves_to_healthy_gpus_on_the_same_node(

@@ -1,0 +1,100 @@
+"""Drain: cordon a node, move every booking on it that has not started, and say what still runs there.
+
+Running bookings stay until they end (the node reads "draining until <last end>", then "drained");
+bookings that start later are repaired onto other nodes through BookingRepair's path, and one that
+finds no room stays and reads RepairPending until room frees (the worker tries every round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Max
+from django.utils import timezone
+
+from capacity.models import Allocation
+from capacity.placement import NOT_FOUND, CapacityError
+from inventory import services as inventory
+from inventory.errors import InventoryError
+from inventory.models import Node
+
+from .repair import repair_reservation
+
+
+@dataclass
+class Running:
+    """A booking that runs on the drained node until it ends."""
+
+    reservation: int | None
+    instance: str | None
+    ends_at: datetime
+
+
+@dataclass
+class DrainResult:
+    """What a drain did: bookings moved off, bookings that found no room, and what still runs."""
+
+    node: str
+    moved: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    running: list[Running] = field(default_factory=list)
+
+    @property
+    def until(self) -> datetime | None:
+        """Return when the last running booking ends (None: drained)."""
+        return max((r.ends_at for r in self.running), default=None)
+
+
+def drain(node_name: str, *, reason: str = "", now: datetime | None = None) -> DrainResult:
+    """Drain a node: cordon it, move what has not started, list what runs (operators only)."""
+    now = now or timezone.now()
+    try:
+        inventory.start_drain(node_name, reason, now)
+    except InventoryError as err:
+        raise CapacityError(err.code, err.message) from None
+    result = DrainResult(node_name)
+    later = (
+        Allocation.objects.filter(node__name=node_name, released_at__isnull=True, starts_at__gt=now)
+        .exclude(reservation=None)
+        .values_list("reservation_id", "pk")
+        .order_by("reservation_id", "pk")
+    )
+    by_reservation: dict[int, list[tuple[int, str]]] = {}
+    for reservation, allocation in later:
+        by_reservation.setdefault(reservation, []).append((allocation, f"{node_name} is draining"))
+    for reservation, allocations in by_reservation.items():
+        moved = repair_reservation(reservation, allocations, now=now, avoid=node_name, kind="drain")
+        (result.moved if moved else result.waiting).append(reservation)
+    result.running = running_on(node_name, now)
+    return result
+
+
+def running_on(node_name: str, now: datetime) -> list[Running]:
+    """Return the bookings that run on a node now, soonest end first."""
+    rows = Allocation.objects.filter(
+        node__name=node_name, released_at__isnull=True, starts_at__lte=now, ends_at__gt=now
+    ).values_list("reservation_id", "instance_id", "ends_at")
+    return sorted((Running(*row) for row in rows), key=lambda r: r.ends_at)
+
+
+def drain_state(node: Node, now: datetime | None = None) -> tuple[str, datetime | None] | None:
+    """Return ("draining", last end) or ("drained", None) for a node being drained, else None."""
+    if node.drain_started_at is None:
+        return None
+    now = now or timezone.now()
+    last = Allocation.objects.filter(node=node, released_at__isnull=True, ends_at__gt=now).aggregate(
+        last=Max("ends_at")
+    )["last"]
+    return ("draining", last) if last is not None else ("drained", None)
+
+
+def affected(node_name: str, now: datetime | None = None) -> tuple[int, int]:
+    """Return how many reservations run on a node now and how many are booked on it later."""
+    now = now or timezone.now()
+    if not Node.objects.filter(name=node_name).exists():
+        raise CapacityError(NOT_FOUND, f"no node {node_name}")
+    live = Allocation.objects.filter(node__name=node_name, released_at__isnull=True, ends_at__gt=now)
+    running = live.filter(starts_at__lte=now).values("reservation_id", "instance_id").distinct().count()
+    later = live.filter(starts_at__gt=now).values("reservation_id", "instance_id").distinct().count()
+    return running, later
