@@ -115,6 +115,11 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Berth API",
     "DESCRIPTION": "Book GPU capacity: reservations, previews, pools and nodes.",
     "VERSION": "1.0.0",
+    # A node's state in the node lists and a drain's state share the field name `state`.
+    "ENUM_NAME_OVERRIDES": {
+        "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
+        "NodeStateEnum": "inventory.api.serializers.NODE_STATES",
+    },
 }
 
 # Mirrors the spec's betterCompute({ capacity, scheduler }) options.

@@ -10,6 +10,8 @@ from inventory.errors import InventoryError
 
 from .nodes import OperatorView, action_schema, body_object, body_text
 
+DRAIN_STATES = ["draining", "drained"]
+
 
 class DrainInputSerializer(serializers.Serializer):
     """Why the node is drained (shown on the node page)."""
@@ -29,7 +31,7 @@ class DrainSerializer(serializers.Serializer):
     """What a drain did."""
 
     node = serializers.CharField()
-    state = serializers.ChoiceField(choices=["draining", "drained"])
+    state = serializers.ChoiceField(choices=DRAIN_STATES)
     until = serializers.DateTimeField(allow_null=True, help_text="When the last running booking ends.")
     moved = serializers.ListField(child=serializers.IntegerField(), help_text="Reservations moved off.")
     waiting = serializers.ListField(

@@ -82,7 +82,7 @@ SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amount
                    AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE) AS s) AS c
 """
 
-_LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE"
+_LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE"
 
 # Rows still queued become pending with their reason; the ones returned get their quota back.
 _SETTLE_SQL = f"""

@@ -47,9 +47,11 @@ class Committed:
 
 
 # The locks, in the spec's order: the pool row, then the node. The pool CTE is read first, so its
-# row is locked before the node's.
+# row is locked before the node's. NO KEY UPDATE: placers exclude each other (and an archive) on it,
+# while a node action that writes a row referring to the pool (a rollup's foreign-key check takes
+# KEY SHARE) after locking its node does not wait for it, which would deadlock against this order.
 _LOCK_SQL = f"""
-WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR UPDATE)
+WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE)
 SELECT p.archived, n.id IS NOT NULL
   FROM p LEFT JOIN LATERAL (
        SELECT n.id FROM inventory_node n
