@@ -7,6 +7,7 @@ from tqdm import tqdm
 
 from capacity.bench import run
 from capacity.bench_preempt import run_preemption
+from capacity.bench_repair import run_repair
 from capacity.placers.inline import INLINE, PLACERS, POOL_LEASE
 
 
@@ -29,16 +30,31 @@ class Command(BaseCommand):
             help="pool-lease: clients queue, a forked placer process places in batches",
         )
         parser.add_argument(
+            "--repair",
+            type=int,
+            metavar="BOOKINGS",
+            help="Repair run: book this many future windows on one node, put it in maintenance, time the repair.",
+        )
+        parser.add_argument(
             "--spot-fill",
             type=float,
             help="Preemption run: fill this share of the nodes with spot work and the rest with regular "
             "work for a day, then preview and place --count regular requests that must take spot work back.",
         )
 
-    def handle(self, *args, nodes, count, clients, seed, previews, placer, spot_fill, **options):
+    def handle(self, *args, nodes, count, clients, seed, previews, placer, spot_fill, repair, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
 
+        if repair is not None:
+            figures = run_repair(nodes, repair, seed, progress=bar)
+            self.stdout.write(
+                f"{figures['repairs_per_s']} repairs/s: {figures['repaired']} of {figures['bookings_on_failed_node']} "
+                f"bookings moved off a failed node in {figures['seconds']} s ({figures['left_on_failed_node']} left "
+                f"on it) in a {figures['nodes']}-node pool\n"
+                f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
+            )
+            return self.finish(figures)
         if spot_fill is not None:
             if not 0 < spot_fill <= 1:
                 raise CommandError("--spot-fill must be above 0 and at most 1")
