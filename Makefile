@@ -28,9 +28,14 @@ migrate: venv
 seed: migrate
 	$(PY) manage.py seed_demo
 
+# The worker (`run_placer`: queued batches, ended reservations, pending retries) runs beside the
+# server; when the server stops (Ctrl-C, `kill` of make, a port in use), the trap stops both.
 run: seed
 	@echo "Berth on http://$(HOST):$(PORT)/  (users: operator, acme, globex; password berth-demo)"
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@trap 'kill $$worker $$server 2>/dev/null; wait' EXIT INT TERM; \
+	$(PY) manage.py run_placer & worker=$$!; \
+	$(PY) manage.py runserver $(HOST):$(PORT) & server=$$!; \
+	wait $$server
 
 test: venv
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from inventory.models import Pool
 
 from . import services
-from .placers.batch import QUEUED_CHANNEL, BatchResult, place_queued
+from .placers.batch import QUEUED_CHANNEL, BatchResult, place_queued, queued_pools
 from .placers.db import Listener
 from .placers.inline import POOL_LEASE, PlacerConfig
 
@@ -17,6 +17,9 @@ from .placers.inline import POOL_LEASE, PlacerConfig
 STOP_POLL = 0.05
 # Without housekeeping, a quiet worker still looks at the queue this often (seconds).
 MAX_IDLE = 60.0
+# A round that left reservations queued (their pool's lock was held by another placer, alive or
+# dead mid-batch) is tried again this soon (seconds): no notification would come for them.
+BUSY_POLL = 0.5
 
 
 @dataclass
@@ -48,7 +51,9 @@ def serve(
     """Run rounds until `stop` (an Event) is set and a round finds the queue empty.
 
     A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel); the
-    housekeeping runs every `interval` seconds (never when None).
+    housekeeping runs every `interval` seconds (never when None). Several workers may serve one
+    database: each pool has one placer at a time, and a worker that found a pool held looks again
+    within BUSY_POLL seconds, so the pools of a worker that died are taken over at once.
     """
     with Listener(QUEUED_CHANNEL) as queued:
         next_round = 0.0 if interval is not None else float("inf")
@@ -64,4 +69,6 @@ def serve(
             if stop is not None and stop.is_set():
                 return
             timeout = max(next_round - time.monotonic(), 0.0)
+            if done.batch is not None and queued_pools():
+                timeout = min(timeout, BUSY_POLL)  # another placer holds a pool, or held it and died
             queued.wait(min(timeout, STOP_POLL) if stop is not None else min(timeout, MAX_IDLE))

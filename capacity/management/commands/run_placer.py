@@ -1,5 +1,7 @@
 """The capacity worker: place queued batches, release reservations whose window ended, retry pending ones."""
 
+import signal
+
 from django.core.management.base import BaseCommand
 
 from capacity.conf import placer_config
@@ -9,19 +11,30 @@ from capacity.worker import Round, run_round, serve
 class Command(BaseCommand):
     help = (
         "Every --interval seconds: release ended reservations, then retry pending ones oldest first. "
-        "With the pool-lease placer, also place queued reservations in batches as soon as they arrive."
+        "With the pool-lease placer, also place queued reservations in batches as soon as they arrive. "
+        "Several may run against one database (one placer per pool at a time). SIGTERM or Ctrl-C "
+        "stops it; a batch cut short rolls back and its reservations stay queued for the next placer."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--interval", type=float, default=10.0)
+        parser.add_argument(
+            "--interval", type=float, default=10.0, help="Seconds between housekeeping rounds (10)."
+        )
         parser.add_argument("--once", action="store_true", help="Run one round and exit.")
 
     def handle(self, *args, interval, once, **options):
         config = placer_config()
         if once:
             self._report(run_round(config), always=True)
-        else:
+            return
+        # SIGTERM (kill, a process manager, `make run` stopping) stops the worker as Ctrl-C does.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        self.stdout.write(f"run_placer: {config.placer} placer, housekeeping every {interval:g} s")
+        try:
             serve(config, interval=interval, report=self._report)
+        except KeyboardInterrupt:
+            # Everything the worker writes is transactional: what it was doing rolls back.
+            self.stdout.write("run_placer: stopped")
 
     def _report(self, done: Round, always: bool = False) -> None:
         if done.batch is not None and (len(done.batch) or always):
