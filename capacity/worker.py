@@ -12,6 +12,7 @@ from . import services
 from .placers.batch import QUEUED_CHANNEL, BatchResult, place_queued, queued_pools
 from .placers.db import Listener
 from .placers.inline import POOL_LEASE, PlacerConfig
+from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
 STOP_POLL = 0.05
@@ -29,16 +30,20 @@ class Round:
     batch: BatchResult | None
     expired: int = 0
     retried: int = 0
+    repaired: int = 0
 
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
-    """Place every queued batch (pool-lease); with housekeeping, also release ended and retry pending."""
+    """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
+    repair bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
     batch = place_queued(config) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
     expired = services.expire_ended()
-    retried = services.retry_pending(Pool.objects.filter(archived=False).values_list("pk", flat=True))
-    return Round(batch, expired, retried)
+    pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
+    repaired = len(repair_pools(pools, config=config).repaired)
+    retried = services.retry_pending(pools)
+    return Round(batch, expired, retried, repaired)
 
 
 def serve(

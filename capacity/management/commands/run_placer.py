@@ -41,3 +41,5 @@ class Command(BaseCommand):
             self.stdout.write(f"batched {len(done.batch.placed)} placed, {len(done.batch.pending)} pending")
         if done.expired or done.retried or always:
             self.stdout.write(f"released {done.expired} ended, placed {done.retried} pending")
+        if done.repaired:
+            self.stdout.write(f"repaired {done.repaired} reservations on unusable atoms")
