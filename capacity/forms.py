@@ -14,6 +14,7 @@ from inventory.models import Pool, Tenant
 
 from .models import Reservation
 from .placement import CapacityError
+from .services.drain import DrainResult, drain
 
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
 # First match wins, so longer prefixes come first.
@@ -225,3 +226,24 @@ class ReservationFilterForm(forms.Form):
     def __init__(self, *args: Any, tenants: list[Tenant], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["tenant"].choices = [("", "all tenants"), *((t.slug, t.slug) for t in tenants)]
+
+
+class DrainForm(forms.Form):
+    """Drain a node from its page: why (optional, shown to operators while the node drains)."""
+
+    reason = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Reason",
+        widget=forms.TextInput(attrs={"placeholder": "optional, e.g. fan replacement", "size": 28}),
+    )
+
+    def drain(self, node_name: str) -> DrainResult | None:
+        """Drain the node; return the DrainResult, or None with the refusal next to its field."""
+        if not self.is_valid():
+            return None
+        try:
+            return drain(node_name, reason=self.cleaned_data["reason"])
+        except CapacityError as err:
+            self.add_error("reason" if err.message.startswith("reason ") else None, err.message)
+            return None

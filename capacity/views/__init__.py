@@ -5,7 +5,7 @@ inventory, inventory never reads capacity. Every view checks the user's role on 
 """
 
 from .booking import book, preview, selector_check
-from .nodes import node_action, node_detail
+from .nodes import node_action, node_detail, node_drain
 from .pools import node_row_action, pool_detail, pools
 from .reservations import release, reservation_detail, reservations
 
@@ -13,6 +13,7 @@ __all__ = [
     "book",
     "node_action",
     "node_detail",
+    "node_drain",
     "node_row_action",
     "pool_detail",
     "pools",

@@ -15,6 +15,8 @@ from django.views.decorators.http import require_POST
 
 from capacity import services
 from capacity.access import scope_for
+from capacity.forms import DrainForm
+from capacity.services.drain import DrainResult, affected, drain_state
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, panel_forms
 from inventory.models import Device, DeviceLink, Node
@@ -139,10 +141,31 @@ def topology(devices: list[Device], links: list[DeviceLink]) -> dict:
     return {"columns": [f"GPU{g.index}" for g in gpus], "rows": rows, "known": bool(links)}
 
 
+@dataclass
+class DrainInfo:
+    """A node being drained as the panel says it: until when work runs, and why (operators only)."""
+
+    state: str  # "draining" or "drained"
+    until: datetime | None
+    since: datetime
+    reason: str
+
+
+def affected_text(running: int, later: int) -> str:
+    """Return "2 running and 3 upcoming reservations are on this node" (counts of `affected`)."""
+    parts = [f"{n} {kind}" for n, kind in ((running, "running"), (later, "upcoming")) if n]
+    last = later or running
+    noun = "reservation" if last == 1 else "reservations"
+    verb = "is" if running + later == 1 else "are"
+    return f"{' and '.join(parts)} {noun} {verb} on this node"
+
+
 def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE) -> dict:
     """Return what the node panel (state, labels, taints, conditions, actions) needs.
 
-    To a tenant, another tenant's dedication reads "another tenant" (its name stays hidden).
+    To a tenant, another tenant's dedication reads "another tenant" (its name stays hidden), and a
+    drain's reason (the operator's own text) is not shown. Operators read how many reservations
+    maintenance or a NoExecute taint would move, and are offered a drain instead.
     """
     prefetch_related_objects([node], "taints", "conditions", "labels")
     taints = list(node.taints.all())
@@ -153,8 +176,21 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         for t in taints:
             if t.key == "dedicated":
                 t.value = "another tenant"
+    operator = scope.tenants is None
+    drain = None
+    state = drain_state(node)
+    if state is not None:
+        reason = node.drain_reason if operator else ""
+        drain = DrainInfo(state[0], state[1], node.drain_started_at, reason)
+    impact = ""
+    if operator:
+        running, later = affected(node.name)
+        impact = affected_text(running, later) if running or later else ""
     return {
         "node": node,
+        "drain": drain,
+        "impact": impact,
+        "drain_form": DrainForm(prefix="drain"),
         "badges": badges(node, node.pool, scope),
         "labels": list(node.labels.all()),
         "taints": taints,
@@ -223,3 +259,24 @@ def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
         # Without JavaScript a refused action shows the whole page, the error next to its field.
         context = {**_node_page_context(request, node, bound), "action_errors": errors}
     return page(request, "capacity/node_detail.html", context, partial="panel")
+
+
+@require_POST
+@operator_required
+def node_drain(request: HttpRequest, name: str) -> HttpResponse:
+    """Drain a node from its page, and show what the drain did: moved, found no room, runs until when.
+
+    The answer is the page with the result (htmx: all of it below the navigation, since the grid
+    and the timeline change too), not a redirect: the result is read once. Posting again moves
+    nothing twice: what had not started has already moved.
+    """
+    node = visible_node(request.user, name)
+    form = DrainForm(request.POST, prefix="drain")
+    result: DrainResult | None = form.drain(node.name)
+    node = visible_node(request.user, name)
+    context = {
+        **_node_page_context(request, node),
+        "drain_result": result,
+        **({} if result is not None else {"drain_form": form}),
+    }
+    return page(request, "capacity/node_detail.html", context, partial="node-page")

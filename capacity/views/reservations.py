@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -19,6 +19,7 @@ from capacity.placement import (
     NOT_FOUND,
     CapacityError,
 )
+from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from config.web import login_required, page, safe_next, wants_partial
 
 from .common import (
@@ -38,6 +39,10 @@ class ReservationRow:
     allocations: list[dict]
     message: str
     why: str = "Unschedulable"  # the condition the message comes from: Unschedulable, Queued or Preempted
+    # BookingRepair's conditions, (type, message): why a booking moved (Repaired) or waits (RepairPending).
+    repairs: list[tuple[str, str]] = field(default_factory=list)
+    # Allocations a placed reservation no longer holds (BookingRepair moved them): node and when.
+    moved_off: list[dict] = field(default_factory=list)
 
     @property
     def nodes(self) -> list[str]:
@@ -57,11 +62,15 @@ class ReservationRow:
     def spot(self) -> bool:
         return self.reservation.priority == Reservation.Priority.SPOT
 
+    @property
+    def repair_pending(self) -> bool:
+        return any(kind == REPAIR_PENDING for kind, _ in self.repairs)
+
 
 def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -> list[ReservationRow]:
     """Return rows for these reservations in three queries, whatever their number.
 
-    Pending reasons are redacted for `scope`: a tenant never reads another tenant's name.
+    Pending reasons and repair notes are redacted for `scope`: a tenant never reads another tenant's name.
     """
     allocations = services.allocations_for(reservations)
     labels = atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
@@ -85,12 +94,24 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
         elif r.status == Reservation.Status.PREEMPTED:
             condition = r.condition(PREEMPTED_CONDITION)
         condition = condition or {}
+        repairs = [
+            (c["type"], services.redact(c.get("message", ""), scope))
+            for c in r.conditions
+            if c.get("type") in (REPAIRED, REPAIR_PENDING)
+        ]
+        held, moved_off = by_reservation.get(r.pk, []), []
+        if r.status == Reservation.Status.PLACED:
+            # A placed reservation holds only its live allocations; the ended ones were moved.
+            moved_off = [a for a in held if a["released_at"] is not None]
+            held = [a for a in held if a["released_at"] is None]
         out.append(
             ReservationRow(
                 r,
-                by_reservation.get(r.pk, []),
+                held,
                 services.redact(condition.get("message", ""), scope),
                 condition.get("type", ""),
+                repairs,
+                moved_off,
             )
         )
     return out

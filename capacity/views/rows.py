@@ -16,6 +16,7 @@ from capacity.placement import (
 )
 from capacity.placement import Pool as PoolView
 from capacity.rollups import claimed_at
+from capacity.services.drain import drain_state
 from inventory.models import Device, Node, NodeLabel, Pool
 
 from .common import (
@@ -182,6 +183,9 @@ def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
         badges.append(Badge("⚙ maintenance", "warn", "in maintenance"))
     if node.cordoned:
         badges.append(Badge("⊘ cordoned", "warn", "no new placements"))
+    drain = drain_badge(node, scope)
+    if drain is not None:
+        badges.append(drain)
     if node.provision_state != Node.ProvisionState.ACTIVE:
         text = (
             "provisioning"
@@ -210,6 +214,25 @@ def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
     if others:
         badges.append(Badge(f"✕ NoSchedule: {', '.join(others)}", "bad", "from node conditions"))
     return badges
+
+
+def drain_badge(node: Node, scope=services.EVERYONE, now: datetime | None = None) -> Badge | None:
+    """Return "draining until <last end> UTC" or "drained" for a node being drained, else None.
+
+    The reason is the operator's own text: only operators read it (in the title here).
+    """
+    state = drain_state(node, now)
+    if state is None:
+        return None
+    status, until = state
+    title = "cordoned; bookings that had not started were moved off"
+    if scope.tenants is None and node.drain_reason:
+        title = f"{title}; reason: {node.drain_reason}"
+    if status == "draining":
+        return Badge(
+            f"⇣ draining until {until:{TIME_FORMAT}} UTC", "warn", f"{title}; running work ends by then"
+        )
+    return Badge("⇣ drained", "warn", f"{title}; nothing runs here now")
 
 
 def _node_view(node: Node, pool: Pool) -> tuple[NodeView, PoolView]:
