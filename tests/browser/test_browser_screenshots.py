@@ -174,3 +174,65 @@ def test_screenshots_of_leases_spot_work_and_preemption(login, demo, shots, brow
     expect(tenant.locator("table.reservations")).to_contain_text("preempted at")
     shots(tenant, "reservations-preempted")
     context.close()
+
+
+def test_screenshots_of_a_draining_node_and_a_repaired_reservation(
+    login, demo, shots, browser, browser_context_args
+):
+    """Two bookings run on sfo2-pcie-08 for two days, two more start there later; the operator
+    drains it from its page, and acme reads why its booking moved."""
+    import dataclasses
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from capacity import services
+    from capacity.conf import placer_config
+    from capacity.models import Allocation, Reservation
+
+    node = "sfo2-pcie-08"
+    # No random top-N pick: later bookings land on the fullest node that fits, the one that runs these.
+    config = dataclasses.replace(placer_config(), random=None)
+
+    def reserve(tenant, gpus, **window):
+        data = {"tenantId": tenant, "poolId": "pcie-batch", "devices": [{"class": "gpu", "count": gpus}]}
+        result = services.reserve({**data, **window}, config=config)
+        assert result.reservation.status == "placed", result.reservation.conditions
+        return result.reservation
+
+    def later(start_in, length):
+        start = timezone.now() + start_in
+        return {"during": {"start": start.isoformat(), "end": (start + length).isoformat()}}
+
+    # Steered there by excludeNodes, which they keep: they could not move, but they run on.
+    for tenant in ("acme", "globex"):
+        reserve(tenant, 2, duration="2d", excludeNodes=_steer("pcie-batch", node))
+    moved = reserve("acme", 4, **later(timedelta(days=1), timedelta(hours=8)))
+    also = reserve("globex", 2, **later(timedelta(days=1, hours=12), timedelta(days=1)))
+    assert {a.node.name for r in (moved, also) for a in r.allocations.all()} == {node}
+
+    page = login("operator")
+    page.goto(f"{demo}/nodes/{node}/")
+    expect(page.locator("#maintenance-impact")).to_contain_text(
+        "2 running and 2 upcoming reservations are on this node"
+    )
+    page.fill("#id_drain-reason", "fan replacement")
+    page.get_by_role("button", name="⇣ Drain").click()
+    expect(page.locator("#drain-result")).to_contain_text("Running until they end")
+    # Both later bookings left the node. (The result's moved list is empty for now: BookingRepair,
+    # run when the cordon commits, moves them before drain() looks; see tests/web/test_web_drain.py.)
+    gone = Allocation.objects.filter(reservation__in=[moved, also], released_at__isnull=True)
+    assert gone.exists() and not gone.filter(node__name=node).exists()
+    expect(page.locator("#drain-state")).to_contain_text("Draining until")
+    expect(page.locator("#drain-state")).to_contain_text("fan replacement")
+    shots(page, "node-draining")
+
+    assert Reservation.objects.get(pk=moved.pk).condition("Repaired")
+    context = browser.new_context(**browser_context_args)
+    tenant = login("acme", context.new_page())
+    tenant.goto(f"{demo}/reservations/{moved.pk}/")
+    result = tenant.locator("#booking-result")
+    expect(result).to_contain_text("Repaired: ")
+    expect(result).to_contain_text(f"{node} is draining")
+    shots(tenant, "reservation-repaired")
+    context.close()
