@@ -49,23 +49,38 @@ class DrainResult:
 def drain(node_name: str, *, reason: str = "", now: datetime | None = None) -> DrainResult:
     """Drain a node: cordon it, move what has not started, list what runs (operators only)."""
     now = now or timezone.now()
+    # What has not started, read before the drain: once the cordon commits (outside a caller's
+    # transaction) BookingRepair may already move some of it; what is left is moved here.
+    later = sorted(
+        set(
+            Allocation.objects.filter(node__name=node_name, released_at__isnull=True, starts_at__gt=now)
+            .exclude(reservation=None)
+            .values_list("reservation_id", flat=True)
+        )
+    )
     try:
         inventory.start_drain(node_name, reason, now)
     except InventoryError as err:
         raise CapacityError(err.code, err.message) from None
     result = DrainResult(node_name)
-    later = (
-        Allocation.objects.filter(node__name=node_name, released_at__isnull=True, starts_at__gt=now)
-        .exclude(reservation=None)
-        .values_list("reservation_id", "pk")
-        .order_by("reservation_id", "pk")
-    )
-    by_reservation: dict[int, list[tuple[int, str]]] = {}
-    for reservation, allocation in later:
-        by_reservation.setdefault(reservation, []).append((allocation, f"{node_name} is draining"))
-    for reservation, allocations in by_reservation.items():
-        moved = repair_reservation(reservation, allocations, now=now, avoid=node_name, kind="drain")
-        (result.moved if moved else result.waiting).append(reservation)
+    for reservation in later:
+        allocations = list(
+            Allocation.objects.filter(
+                reservation_id=reservation, node__name=node_name, released_at__isnull=True, starts_at__gt=now
+            ).values_list("pk", flat=True)
+        )
+        if allocations:
+            repair_reservation(
+                reservation,
+                [(pk, f"{node_name} is draining") for pk in allocations],
+                now=now,
+                avoid=node_name,
+                kind="drain",
+            )
+        still = Allocation.objects.filter(
+            reservation_id=reservation, node__name=node_name, released_at__isnull=True, ends_at__gt=now
+        ).exists()
+        (result.waiting if still else result.moved).append(reservation)
     result.running = running_on(node_name, now)
     return result
 

@@ -143,7 +143,8 @@ def repair_reservation(
         conditions = [c for c in reservation.conditions if c.get("type") not in (REPAIRED, REPAIR_PENDING)]
         stamp = now.strftime("%Y-%m-%dT%H:%MZ")
         if notes:
-            reason = "Drained" if kind == "drain" else "AtomsUnusable"
+            drained = kind == "drain" or all(why.endswith(" is draining") for _, why in allocations)
+            reason = "Drained" if drained else "AtomsUnusable"
             conditions.append(
                 {
                     "type": REPAIRED,

@@ -284,12 +284,6 @@ def test_a_repair_note_never_names_another_tenants_dedication_to_a_tenant(alice,
         assert "dedicated to another tenant" in html
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capacity/services/drain.py: start_drain commits on its own, and its node_state_changed "
-    "runs BookingRepair on commit, which moves the later bookings first (reason AtomsUnusable), so "
-    "drain() finds nothing left and reports moved=[]; remove this marker once drain reports them",
-)
 def test_outside_a_test_transaction_the_drain_still_names_the_bookings_it_moved(
     transactional_db, op, running_and_later
 ):
