@@ -68,3 +68,13 @@ def atoms_of(reservation):
     return [
         (a["nodeId"], a["atoms"]) for a in services.allocations_of(reservation) if a["releasedAt"] is None
     ]
+
+
+def from_real_now(hours=0):
+    """Return the `start` offset (hours after NOW) of a window that starts `hours` after the real clock.
+
+    For bookings that code running after a commit (BookingRepair) reads with the real clock.
+    """
+    from django.utils import timezone
+
+    return int((timezone.now() - NOW).total_seconds() // 3600) + 1 + hours

@@ -9,7 +9,7 @@ from capacity.services.repair import repair_pools
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel
 
-from booking import NOW, ask, atoms_of, config, held, reserve
+from booking import NOW, ask, atoms_of, config, from_real_now, held, reserve
 
 LATER = NOW + timedelta(hours=6)
 
@@ -29,7 +29,7 @@ def test_a_future_booking_on_a_gpu_reported_unhealthy_moves_to_healthy_gpus_on_t
 
     make_node("node-a", gpus=4)
     # Tomorrow by the real clock: the repair after the commit reads it.
-    tomorrow = int((timezone.now() - NOW).total_seconds() // 3600) + 24
+    tomorrow = from_real_now(24)
     reservation = reserve(ask(2, start=tomorrow), now=timezone.now()).reservation
     assert atoms_of(reservation) == [("node-a", ["GPU-node-a-0", "GPU-node-a-1"])]
     with django_capture_on_commit_callbacks(execute=True):

@@ -14,7 +14,7 @@ from capacity.services.repair import repair_pools
 from inventory import services as nodes
 from inventory.models import Device
 
-from booking import NOW, ask, atoms_of, config, reserve
+from booking import NOW, ask, atoms_of, config, from_real_now, reserve
 from racing import run_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,7 +106,9 @@ def test_a_repair_that_dies_half_way_leaves_the_booking_as_it_was(tenant, make_n
     """A worker killed after ending the old allocation and before placing the new one: nothing changes."""
     make_node("node-a", gpus=2)
     make_node("node-b", gpus=2)
-    reservation = reserve(ask(2)).reservation
+    from django.utils import timezone
+
+    reservation = reserve(ask(2, start=from_real_now(1)), now=timezone.now()).reservation
     before = atoms_of(reservation)
 
     def killed(*args, **kwargs):
@@ -120,5 +122,5 @@ def test_a_repair_that_dies_half_way_leaves_the_booking_as_it_was(tenant, make_n
     reservation.refresh_from_db()
     assert (reservation.status, reservation.conditions) == ("placed", [])
     monkeypatch.undo()
-    assert repair_pools([reservation.pool_id], now=NOW, config=config()).repaired == [reservation.pk]
+    assert repair_pools([reservation.pool_id], config=config()).repaired == [reservation.pk]
     assert audit() == []
