@@ -32,7 +32,7 @@ from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
 
-from booking import HOUR, MS, NOW, ask, config
+from booking import HOUR, MS, NOW, ask, config, from_real_now
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -261,9 +261,13 @@ def test_retry_pending_leaves_queued_reservations_to_the_placer(tenant, make_nod
 
 def test_run_placer_once_places_the_queue(tenant, make_node, settings):
     make_node("node-a", gpus=1)
+    from django.utils import timezone
+
     settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
-    first = queue(ask(1))
-    second = queue(ask(1))
+    # By the real clock: the round's housekeeping releases windows that have ended by it.
+    soon = ask(1, start=from_real_now(1))
+    first = services.reserve(soon, config=lease(), now=timezone.now()).reservation
+    second = services.reserve(soon, config=lease(), now=timezone.now()).reservation
     out = io.StringIO()
     call_command("run_placer", "--once", stdout=out)
     assert Reservation.objects.get(pk=first.pk).status == "placed"

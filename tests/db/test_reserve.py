@@ -12,7 +12,7 @@ from capacity.placement import CapacityError
 from inventory import services as nodes
 from inventory.models import NodeLabel, NodeResource, Pool
 
-from booking import MS, NOW, ask, booked_at, capacity, claimed, config, held, reserve  # noqa: F401
+from booking import MS, NOW, ask, booked_at, capacity, claimed, config, from_real_now, held, reserve  # noqa: F401
 
 
 def atoms_of(reservation):
@@ -166,20 +166,26 @@ def test_release_refunds_quota_ends_bookings_and_frees_scalars(tenant, make_node
 def test_release_retries_pending_reservations_after_commit(
     tenant, make_node, django_capture_on_commit_callbacks
 ):
+    from django.utils import timezone
+
     make_node("node-a", gpus=2)
-    holder = reserve(ask(2)).reservation
-    waiting = reserve(ask(2)).reservation
+    # By the real clock: the retry after the commit reads it.
+    soon = ask(2, start=from_real_now(1))
+    holder = reserve(soon, now=timezone.now()).reservation
+    waiting = reserve(soon, now=timezone.now()).reservation
     assert waiting.status == "pending"
     with django_capture_on_commit_callbacks(execute=True):
-        services.release(holder.pk, now=NOW)
+        services.release(holder.pk)
     assert Reservation.objects.get(pk=waiting.pk).status == "placed"
     assert Reservation.objects.get(pk=waiting.pk).conditions == []
 
 
 def test_an_uncordon_wakes_pending_reservations(tenant, make_node, django_capture_on_commit_callbacks):
+    from django.utils import timezone
+
     make_node("node-a", gpus=2)
     nodes.cordon("node-a")
-    waiting = reserve(ask(1)).reservation
+    waiting = reserve(ask(1, start=from_real_now(1)), now=timezone.now()).reservation
     assert waiting.status == "pending"
     with django_capture_on_commit_callbacks(execute=True):
         nodes.uncordon("node-a")
