@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from inventory.models import Pool, Tenant
 
+from . import services
 from .models import Reservation
 from .placement import CapacityError
 from .services.drain import DrainResult, drain
@@ -115,7 +116,7 @@ class RequestForm(forms.Form):
     duration = forms.CharField(
         required=False,
         initial="1d",
-        help_text="30m, 12h, 3d or 2w from now; or clear it and give start and end.",
+        help_text="30m, 12h, 3d or 2w: from now, or from the start when you give one.",
         widget=forms.TextInput(attrs={"class": "narrow"}),
     )
     start = forms.DateTimeField(
@@ -124,6 +125,26 @@ class RequestForm(forms.Form):
     end = forms.DateTimeField(
         required=False, label="End (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
     )
+
+    def clean(self) -> dict[str, Any]:
+        """Read the window as a user means it: a start with a duration books start + duration."""
+        data = super().clean()
+        start, end, duration = data.get("start"), data.get("end"), (data.get("duration") or "").strip()
+        if end is not None and start is None:
+            self.add_error("start", "give a start with the end")
+        elif start is not None and end is not None:
+            data["duration"] = ""  # an explicit window wins over the duration field's default
+        elif start is not None:
+            if not duration:
+                self.add_error("end", "give an end or a duration")
+            else:
+                try:
+                    data["end"] = start + services.parse_duration(duration)
+                except CapacityError as err:
+                    self.add_error("duration", err.message)
+                else:
+                    data["duration"] = ""
+        return data
 
     def __init__(self, *args: Any, tenants: list[Tenant], pools: list[Pool], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,7 +8,10 @@
     )
 
 Instances always place inline and answer at once. Placement never charges quota: the calling app
-decides what its instances may hold.
+decides what its instances may hold. The instance id is the idempotency key: while an instance holds
+a live allocation, asking again answers that booking and books nothing (a module that retries
+cannot double-allocate an instance). Capability labels are the module's to set (`node_labels`);
+capacity adds none to instance requests.
 """
 
 from __future__ import annotations
@@ -18,16 +21,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.placement import CapacityError, run_admit, validate_request
 
 from .conf import placer_config
-from .models import Allocation
+from .models import Allocation, DeviceBooking
 from .placers.commit import Owner
 from .placers.inline import PlacerConfig, place
 from .services import Scope, _tenant_and_pool, end_allocations, normalize
+
+# Advisory lock class for one instance id: two calls for one instance book one allocation.
+INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,9 @@ def reserve_for_instance(
     core, _ = normalize(data, now=now, node_labels=node_labels, owner_allowed=True)
     request = validate_request(core)
     with transaction.atomic():
+        existing = _live_booking(instance_id, now)
+        if existing is not None:
+            return existing
         _tenant, pool_row = _tenant_and_pool(request, Scope())
         if admission is not None:
             run_admit(config.plugins, request, admission)
@@ -83,6 +92,29 @@ def reserve_for_instance(
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]
     return InstanceBooking("placed", node=member.node, atoms=member.atoms)
+
+
+def _live_booking(instance_id: str, now: datetime) -> InstanceBooking | None:
+    """Take the instance's lock; return its live booking, if it has one."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [INSTANCE_LOCK_CLASS, instance_id])
+    allocation = (
+        Allocation.objects.filter(instance_id=instance_id, released_at__isnull=True, ends_at__gt=now)
+        .select_related("node")
+        .order_by("pk")
+        .first()
+    )
+    if allocation is None:
+        return None
+    rows = (
+        DeviceBooking.objects.filter(allocation=allocation)
+        .order_by("device__index", "device__uuid")
+        .values_list("device__uuid", "device__parent__uuid")
+    )
+    booked = {uuid for uuid, _ in rows}
+    # A slice booked because its GPU was booked whole is part of that GPU, as the first answer said.
+    uuids = tuple(uuid for uuid, parent in rows if parent not in booked)
+    return InstanceBooking("placed", node=allocation.node.name, atoms=uuids)
 
 
 def release_instance(instance_id: str, *, now: datetime | None = None) -> int:

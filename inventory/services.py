@@ -13,7 +13,7 @@ from django.db import transaction
 from .errors import InventoryError
 from .models import Node, NodeLabel, NodeTaint, Tenant
 from .signals import node_state_changed
-from .validators import SYSTEM_LABEL_PREFIX, label_value_problem, validate_label_key
+from .validators import SYSTEM_LABEL_PREFIX, label_value_problem, validate_label_key, validate_taint_key
 
 DEDICATED = "dedicated"
 
@@ -73,9 +73,9 @@ def set_maintenance(node: str | Node, on: bool) -> Node:
     return _set_flag(node, "maintenance", on)
 
 
-def _check_key(key: str, field: str = "key") -> None:
+def _check_key(key: str, field: str = "key", validate=validate_label_key) -> None:
     try:
-        validate_label_key(key)
+        validate(key)
     except ValidationError as err:
         raise InventoryError("INVALID_INPUT", f"{field}: {err.messages[0]}") from None
 
@@ -90,7 +90,7 @@ def add_taint(
     node: str | Node, key: str, value: str = "", effect: str = NodeTaint.Effect.NO_SCHEDULE
 ) -> NodeTaint:
     """Add or replace the taint with this key."""
-    _check_key(key)
+    _check_key(key, validate=validate_taint_key)
     if effect not in NodeTaint.Effect.values:
         raise InventoryError("INVALID_INPUT", f"effect must be one of {', '.join(NodeTaint.Effect.values)}")
     _check_value(value)

@@ -15,11 +15,20 @@ SYSTEM_LABEL_PREFIX = "bc.dev/"
 
 
 def validate_label_key(key: str) -> None:
-    """Refuse a key that the selector syntax could not name."""
+    """Refuse a label key that the selector syntax could not name."""
+    _validate_key(key, "Label")
+
+
+def validate_taint_key(key: str) -> None:
+    """Refuse a taint key with the label keys' syntax; the message says taint."""
+    _validate_key(key, "Taint")
+
+
+def _validate_key(key: str, kind: str) -> None:
     if not key or len(key) > LABEL_KEY_MAX or not LABEL_KEY_RE.match(key):
         raise ValidationError(
-            "Label keys start with a letter and contain only letters, digits, '.', '_', '/' and '-'.",
-            code="invalid_label_key",
+            f"{kind} keys start with a letter and contain only letters, digits, '.', '_', '/' and '-'.",
+            code=f"invalid_{kind.lower()}_key",
         )
 
 

@@ -104,9 +104,18 @@ def planner(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> P
 
 
 def plan_request(
-    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, *, shortlist: bool | None = None
+    request: PlacementRequest,
+    pool: PoolRow,
+    config: PlacerConfig,
+    *,
+    shortlist: bool | None = None,
+    protect: int = 0,
 ) -> tuple[Plan, NodeIndex]:
-    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool."""
+    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool.
+
+    `protect` widens what the shortlist must get right to the best `protect` nodes when that is
+    more than top N (a preview shows its first ten candidates).
+    """
     plan = planner(request, pool, config)
 
     if shortlist is None:
@@ -114,7 +123,7 @@ def plan_request(
     if shortlist and not pool.view.archived:
         static = pool_index(pool)
         taken, short, used = plan_reads(pool, static, request.during, request.resources)
-        found = plan_shortlist(request, pool, config, static, taken, short, used, plan)
+        found = plan_shortlist(request, pool, config, static, taken, short, used, plan, protect=protect)
         if found is not None:
             return found
         # Nothing fits: the pending reason needs every node, planned from the same reads.
@@ -134,21 +143,24 @@ def plan_shortlist(
     used: Used,
     plan: Planner,
     size: int | None = None,
+    protect: int = 0,
 ) -> tuple[Plan, NodeIndex] | None:
-    """Plan the best `size` nodes by their reach, widening while a node outside could reach the top N.
+    """Plan the best `size` nodes by their reach, widening while a node outside could reach the top N
+    (or the best `protect` nodes, when more).
 
     Return None when nothing fits: the pending reason needs every node of the pool. `used` is each
     node's most-claimed scalars in the window.
     """
     ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
-    size = size or max(SHORTLIST_SIZE, 8 * config.top_n)
+    guarded = max(config.top_n, protect)
+    size = size or max(SHORTLIST_SIZE, 8 * guarded)
     scored = list(islice(ordered, size + 1))
     while scored:
         keep = scored[:size]
         index = views_for(static, [name for _, name in keep], taken, used)
         result = plan(index, static.memo())
         outside = scored[size:]
-        if result.fits and not _outside_could_rank(result, outside, request, config):
+        if result.fits and not _outside_could_rank(result, outside, guarded):
             return result, index
         if not outside:
             return None
@@ -180,16 +192,16 @@ def reach(request: PlacementRequest, config: PlacerConfig, index: PoolIndex) -> 
     return value
 
 
-def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], request, config) -> bool:
-    """Return whether a node left out of the shortlist could still reach the plan's top N.
+def _outside_could_rank(plan: Plan, outside: Sequence[tuple[float, str]], guarded: int) -> bool:
+    """Return whether a node left out of the shortlist could still reach the plan's best `guarded`.
 
     `outside` holds each node's best possible total (count-only score plus its link bound), best first.
     """
     if not outside:
         return False
-    if len(plan.ranked) < config.top_n:
+    if len(plan.ranked) < guarded:
         return True
-    nth = plan.ranked[config.top_n - 1]
+    nth = plan.ranked[guarded - 1]
     reach, best_name = outside[0]
     return reach > nth.score + SCORE_EPSILON or (
         abs(reach - nth.score) <= SCORE_EPSILON and best_name < nth.node_id

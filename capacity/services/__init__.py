@@ -187,7 +187,8 @@ def normalize(
     if len(json.dumps(stored_input(data), default=str)) > MAX_INPUT_BYTES:
         raise CapacityError(INVALID_INPUT, f"the request must be at most {MAX_INPUT_BYTES} bytes as JSON")
     labels = dict(node_labels or {})
-    if data.get("resources"):
+    # Capability labels go on capacity's own reservations; a module sets its own instances' labels.
+    if data.get("resources") and "instanceId" not in data:
         labels.setdefault(DEVICES_LIMITS_LABEL, "*")
     if binding == Reservation.Binding.KUBERNETES:
         labels.setdefault(KUBERNETES_BINDING_LABEL, "*")
@@ -803,7 +804,11 @@ def preview(
         plan, _static = plan_lease_now(request, pool_row)
     else:
         plan, _index = plan_request(
-            request, pool_row, dataclasses.replace(config, random=None), shortlist=False if explain else None
+            request,
+            pool_row,
+            dataclasses.replace(config, random=None),
+            shortlist=False if explain else None,
+            protect=MAX_PREVIEW_CANDIDATES,
         )
     candidates = [
         {

@@ -2,7 +2,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from inventory.validators import validate_label_key
+from inventory.validators import validate_label_key, validate_taint_key
 
 from .tenancy import Pool, Tenant
 
@@ -98,7 +98,7 @@ class NodeTaint(models.Model):
         NO_EXECUTE = "NoExecute"
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="taints")
-    key = models.CharField(max_length=253, validators=[validate_label_key])
+    key = models.CharField(max_length=253, validators=[validate_taint_key])
     value = models.CharField(max_length=253, blank=True)
     effect = models.CharField(max_length=20, choices=Effect, default=Effect.NO_SCHEDULE)
 

@@ -222,7 +222,7 @@ def test_removing_a_taint_the_node_lacks_is_not_found(as_operator, lab):
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({"key": "1bad"}, "key: Label keys start with a letter"),
+        ({"key": "1bad"}, "key: Taint keys start with a letter"),
         (
             {"key": "ok", "effect": "Sometimes"},
             "effect must be one of NoSchedule, PreferNoSchedule, NoExecute",

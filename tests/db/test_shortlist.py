@@ -217,3 +217,34 @@ def test_a_process_keeps_the_indexes_of_a_bounded_number_of_pools(tenant, site, 
     assert sorted(index._CACHE) == sorted(
         Pool.objects.filter(slug__in=slugs[1:]).values_list("pk", flat=True)
     )
+
+
+def test_a_preview_shows_the_same_ten_candidates_as_planning_every_node(tenant, make_node):
+    """
+    v00…v04: 8 GPUs all NV                          → 1.25 for 2 GPUs: the top 5
+    s00…s59: GPU0 ══PIX══ GPU1, all else SYS, GPU0 unbookable
+             → fuller, and PIX bounds their reach at 1.175, but any pick is SYS: 0.375
+    p00…p09: 8 GPUs all PXB                          → 0.85: truly places 6 to 10
+    Guarding only the top 5, the shortlist (5 v, 43 s) would show five s nodes at places 6 to 10.
+    """
+    from capacity import services
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Device, DeviceLink
+
+    for i in range(5):
+        make_node(f"v{i:02d}", gpus=8, links="NV")
+    for i in range(60):
+        make_node(f"s{i:02d}", gpus=8, links="SYS")
+    for i in range(10):
+        make_node(f"p{i:02d}", gpus=8, links="PXB")
+    DeviceLink.objects.filter(node__name__startswith="s", device_a__index=0, device_b__index=1).update(
+        rank="PIX"
+    )
+    Device.objects.filter(uuid__startswith="GPU-s", index=0).update(bookable=False)
+    refresh_rollups([load_pool("lab-pool").pk])
+    shown = [c["nodeId"] for c in services.preview(ask(2), now=NOW, config=config()).candidates]
+    everything = [
+        c["nodeId"] for c in services.preview(ask(2), now=NOW, config=config(), explain=True).candidates
+    ]
+    assert shown == everything
+    assert shown == [f"v{i:02d}" for i in range(5)] + [f"p{i:02d}" for i in range(5)]

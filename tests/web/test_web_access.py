@@ -149,3 +149,12 @@ def test_a_tenant_cannot_preview_or_book_for_another_tenant(alice, lab):
         html = alice.post(url, data).text
         assert "Select a valid choice" in html
     assert not Reservation.objects.exists()
+
+
+def test_every_page_links_the_favicon_and_favicon_ico_leads_to_it(client, acme_user):
+    from django.templatetags.static import static
+
+    response = client.get("/favicon.ico")
+    assert (response.status_code, response["Location"]) == (301, static("favicon.svg"))
+    client.force_login(acme_user)
+    assert f'<link rel="icon" href="{static("favicon.svg")}"' in client.get("/").text

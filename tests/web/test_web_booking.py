@@ -89,10 +89,28 @@ def test_a_window_error_names_the_end_field(op, lab):
     assert no_rows()
 
 
-def test_duration_and_window_together_are_refused_at_the_duration(op, lab):
-    data = {**BASE, "start": "2030-01-02T10:00", "end": "2030-01-03T10:00"}
-    html = op.post("/book/", data).text
-    assert error_next_to(html, "duration") == "give either duration or during, not both"
+def test_a_start_and_an_end_book_that_window_whatever_the_duration_field_holds(op, lab):
+    op.post("/book/", {**BASE, "start": "2030-01-02T10:00", "end": "2030-01-03T10:00"})
+    reservation = Reservation.objects.get()
+    assert (reservation.starts_at.isoformat(), reservation.ends_at.isoformat()) == (
+        "2030-01-02T10:00:00+00:00",
+        "2030-01-03T10:00:00+00:00",
+    )
+
+
+def test_a_start_with_the_duration_books_start_plus_duration(op, lab):
+    op.post("/book/", {**BASE, "duration": "12h", "start": "2030-01-02T10:00"})
+    reservation = Reservation.objects.get()
+    assert reservation.ends_at.isoformat() == "2030-01-02T22:00:00+00:00"
+    assert "during" in reservation.request["input"] and "duration" not in reservation.request["input"]
+
+
+def test_a_start_without_an_end_or_a_duration_asks_for_one_next_to_the_end(op, lab):
+    html = op.post("/book/", {**BASE, "duration": "", "start": "2030-01-02T10:00"}).text
+    assert error_next_to(html, "end") == "give an end or a duration"
+    html = op.post("/book/", {**BASE, "duration": "", "end": "2030-01-02T10:00"}).text
+    assert error_next_to(html, "start") == "give a start with the end"
+    assert no_rows()
 
 
 def test_a_window_books_that_window(op, lab):

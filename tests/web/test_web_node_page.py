@@ -101,7 +101,7 @@ def test_a_bad_taint_key_is_refused_next_to_the_key_field(op, lab):
     partial = op.post(
         "/nodes/node-a/actions/taint/", {"taint-key": "9lives", "taint-effect": "NoSchedule"}, **HX
     )
-    assert "Label keys start with a letter" in error_next_to(partial.text, "taint-key")
+    assert "Taint keys start with a letter" in error_next_to(partial.text, "taint-key")
     assert not NodeTaint.objects.exists()
 
 
