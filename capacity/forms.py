@@ -40,6 +40,31 @@ FIELD_OF_MESSAGE = (
 )
 
 
+# The API's paths in a service message, as the form names those fields.
+FORM_TERMS = (
+    (re.compile(r"\bdevices\[0\]\.count\b"), "the GPU count"),
+    (re.compile(r"\bdevices\[0\]\.class\b"), "the class"),
+    (re.compile(r"\bdevices\[0\]\.selector\b"), "the selector"),
+    (re.compile(r"\bdevices\[0\]\.topology\b"), "NVLink"),
+    (re.compile(r"\bduring\.start\b"), "the start"),
+    (re.compile(r"\bduring\.end\b"), "the end"),
+    (re.compile(r"\bresources\.vcpu\b"), "vCPU"),
+    (re.compile(r"\bresources\.memoryGiB\b"), "memory GiB"),
+    (re.compile(r"\bgang\.size\b"), "the number of nodes"),
+    (re.compile(r"\bgang\.topologyKey\b"), "the sharing label"),
+    (re.compile(r"\btenantId\b"), "the tenant"),
+    (re.compile(r"\bpoolId\b"), "the pool"),
+    (re.compile(r" \(epoch milliseconds\)"), ""),
+)
+
+
+def in_form_terms(message: str) -> str:
+    """Return a service message with the API's field paths named as the form names them."""
+    for pattern, words in FORM_TERMS:
+        message = pattern.sub(words, message)
+    return message
+
+
 def field_for_message(message: str) -> str | None:
     """Return the form field a service message names, or None for a form-level error."""
     for pattern, name in FIELD_OF_MESSAGE:
@@ -204,7 +229,7 @@ class RequestForm(forms.Form):
 
     def add_capacity_error(self, err: CapacityError) -> None:
         """Show a service refusal next to the field its message names, else above the form."""
-        self.add_error(field_for_message(err.message), err.message)
+        self.add_error(field_for_message(err.message), in_form_terms(err.message))
 
 
 def _iso(value) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
@@ -45,6 +46,9 @@ def _request_form(request: HttpRequest, form_class=RequestForm, data=None, initi
     )
 
 
+FITS_RE = re.compile(r"^fits: (\d+) of (\d+) (\S+) free( matching the selector)?$")
+
+
 @dataclass
 class RejectedGroup:
     """Rejections that read the same, as the pending summary groups them."""
@@ -52,6 +56,17 @@ class RejectedGroup:
     count: int
     label: str
     nodes: list[tuple[str, str, str]]  # (node, filter, reason)
+
+    @property
+    def plain(self) -> str:
+        """Return the spec's terse fit reason in words ("8 of 9 gpu free" reads as 8 free of 9 asked)."""
+        found = FITS_RE.match(self.label)
+        if found is None:
+            return ""
+        free, wanted, device_class, selector = found.groups()
+        each = "each has" if self.count > 1 else "has"
+        matching = " matching the selector" if selector else ""
+        return f"{each} {free} {device_class} free{matching}, of the {wanted} requested"
 
 
 def explain(result: services.Preview, scope: services.Scope = services.EVERYONE, lease: bool = False) -> dict:

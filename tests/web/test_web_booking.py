@@ -42,7 +42,9 @@ def test_the_preview_lists_every_rejected_node_grouped_like_the_pending_summary(
     html = op.post("/preview/", {**BASE, "count": "4"}).text
     summary = "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned"
     assert f'<p class="reason" id="pending-reason"><code>{summary}</code></p>' in html
-    groups = re.findall(r"<summary><strong>(\d+) ×</strong> ([^<]+)</summary>", html)
+    groups = re.findall(
+        r"<summary><strong>(\d+) ×</strong> ([^<]+?)(?: <span[^>]*>[^<]*</span>)?</summary>", html
+    )
     assert groups == [("2", "fits: 1 of 4 gpu free"), ("1", "cordoned")]
     details = re.findall(
         r'<a href="/nodes/([\w-]+)/">\1</a></td><td><code>(\w+)</code></td><td>([^<]+)</td>', html
@@ -65,12 +67,12 @@ def test_the_preview_of_a_fitting_request_still_explains_the_rejected_nodes(op, 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("count", "0", "devices[0].count must be a positive integer"),
+        ("count", "0", "the GPU count must be a positive integer"),
         ("count", "65", "devices: at most 64 devices in all, got 65"),
-        ("device_class", "9gpu", "devices[0].class must start with a letter"),
+        ("device_class", "9gpu", "the class must start with a letter"),
         ("selector", "vramGiB >=", "selector"),
         ("duration", "soon", "duration must look like 30m, 12h, 3d or 2w"),
-        ("vcpu", "-1", "resources.vcpu must be a non-negative integer"),
+        ("vcpu", "-1", "vCPU must be a non-negative integer"),
     ],
 )
 def test_service_refusals_show_next_to_their_field_and_leave_no_rows(op, lab, field, value, message):
@@ -79,13 +81,15 @@ def test_service_refusals_show_next_to_their_field_and_leave_no_rows(op, lab, fi
         assert message in error_next_to(html, field), url
         html = op.post(url, {**BASE, field: value}, **HX).text
         assert message in error_next_to(html, field), url
+        # The form's words, never the API's paths.
+        assert not re.search(r"devices\[0\]|during\.|resources\.", error_next_to(html, field)), url
     assert no_rows()
 
 
 def test_a_window_error_names_the_end_field(op, lab):
     data = {**BASE, "duration": "", "start": "2030-01-02T10:00", "end": "2030-01-02T09:00"}
     html = op.post("/book/", data).text
-    assert "during.end must be after during.start" in error_next_to(html, "end")
+    assert "the end must be after the start" in error_next_to(html, "end")
     assert no_rows()
 
 
@@ -234,3 +238,10 @@ def test_the_booking_form_runs_admit_hooks_as_the_api_does(op, lab, settings):
         {"tenant": "acme", "identity": "olga", "identityKind": "user", "action": "reservations.create"}
     ]
     assert no_rows()
+
+
+def test_the_preview_says_in_words_what_a_fit_reason_means(op, lab):
+    """Three 4-GPU nodes; 9 GPUs asked: "fits: 4 of 9 gpu free" is 4 free of the 9 requested."""
+    html = op.post("/preview/", {**BASE, "count": "9"}).text
+    assert "<strong>3 ×</strong> fits: 4 of 9 gpu free" in html
+    assert "— each has 4 gpu free, of the 9 requested</span>" in html

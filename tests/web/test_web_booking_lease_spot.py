@@ -75,7 +75,7 @@ def test_a_gang_lease_from_the_form_books_several_whole_nodes(alice, lab):
         ),
         ("vcpu", "8", "resources: a whole-node lease takes every device and all scalar room"),
         ("nvlink", "on", "topology: a whole-node lease takes every device and all scalar room"),
-        ("nodes", "0", "gang.size must be an integer from 1 to"),
+        ("nodes", "0", "the number of nodes must be an integer from 1 to"),
     ],
 )
 def test_a_lease_given_device_fields_shows_the_services_refusal_next_to_the_field(
