@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from django.core.paginator import Paginator
@@ -188,12 +189,18 @@ def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:
 
 @login_required
 def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """Show one reservation: status, window, where it landed or why it waits."""
+    """Show one reservation: status, window, where it landed or why it waits; its request, times, conditions."""
     reservation = _reservation_or_404(request, pk)
+    scope = scope_for(request.user)
     return page(
         request,
         "capacity/reservation_detail.html",
-        {"nav": "reservations", "row": reservation_rows([reservation], scope_for(request.user))[0]},
+        {
+            "nav": "reservations",
+            "row": reservation_rows([reservation], scope)[0],
+            "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
+            "conditions": services.redacted_conditions(reservation.conditions, scope),
+        },
     )
 
 
