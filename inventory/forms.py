@@ -138,8 +138,15 @@ ROW_ACTIONS = ("cordon", "uncordon")
 PANEL_FORMS = ("taint", "dedicate", "label")
 
 
-def panel_forms(bound: dict[str, ActionForm] | None = None) -> dict[str, ActionForm]:
-    """Return a fresh form for every action with parameters, keeping any bound (failed) one."""
+def panel_forms(
+    bound: dict[str, ActionForm] | None = None, *, dedicated: str | None = None
+) -> dict[str, ActionForm]:
+    """Return a fresh form for every action with parameters, keeping any bound (failed) one.
+
+    The dedicate form starts at the node's current dedication, when it has one.
+    """
     forms_ = {name: ACTIONS[name](prefix=name) for name in PANEL_FORMS}
+    if dedicated:
+        forms_["dedicate"] = DedicateForm(prefix="dedicate", initial={"tenant": dedicated})
     forms_.update(bound or {})
     return forms_

@@ -170,6 +170,7 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     prefetch_related_objects([node], "taints", "conditions", "labels")
     taints = list(node.taints.all())
     dedicated = next((t.value for t in taints if t.key == "dedicated"), None)
+    dedicated_to = dedicated  # the dedicate form starts at the current one (operators only see it)
     if not services.sees_tenant(scope, dedicated):
         dedicated = "another tenant"
         taints = [copy.copy(t) for t in taints]
@@ -195,7 +196,7 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         "labels": list(node.labels.all()),
         "taints": taints,
         "conditions": list(node.conditions.all()),
-        "forms": panel_forms(bound),
+        "forms": panel_forms(bound, dedicated=dedicated_to if operator else None),
         "dedicated": dedicated,
         "no_schedule_reasons": [services.redact(r, scope) for r in node.no_schedule_reasons],
     }

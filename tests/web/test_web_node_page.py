@@ -138,6 +138,12 @@ def test_dedicate_and_end_the_dedication(op, lab):
     assert not NodeTaint.objects.exists()
 
 
+def test_the_dedicate_form_starts_at_the_nodes_current_dedication(op, lab, other_tenant):
+    panel = op.post("/nodes/node-a/actions/dedicate/", {"dedicate-tenant": "globex"}, **HX).text
+    assert re.search(r'<option value="globex" selected>', panel)
+    assert re.search(r'<option value="globex" selected>', op.get("/nodes/node-a/").text)
+
+
 def test_dedicating_to_an_unknown_tenant_is_refused_at_the_field(op, lab):
     panel = op.post("/nodes/node-a/actions/dedicate/", {"dedicate-tenant": "initech"}, **HX).text
     assert "Select a valid choice" in error_next_to(panel, "dedicate-tenant")
