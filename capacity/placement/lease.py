@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from .eligibility import ineligibility
-from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, Plan, gang_members
+from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON, Plan, gang_members
 from .types import NodeView, PlacementRequest, Pool, Ranked, Rejection
 
 # Scorer name in a lease candidate's scores: the share of the node's devices that are healthy and
@@ -80,7 +80,8 @@ def _evaluate(request: PlacementRequest, node: NodeView, pool: Pool, busy: Busy 
     if found is not None:
         return Rejection(node.id, found.filter, found.reason)
     if node.id in request.exclude_nodes:
-        return Rejection(node.id, EXCLUDED_FILTER, EXCLUDED_REASON)
+        lost = node.id in request.lost_nodes
+        return Rejection(node.id, EXCLUDED_FILTER, LOST_RACE_REASON if lost else EXCLUDED_REASON)
     if busy is not None:
         return Rejection(node.id, FITS_FILTER, busy_reason(node, busy))
     devices = top_level(node)

@@ -38,6 +38,8 @@ from .types import (
 
 EXCLUDED_FILTER: Final = "excluded"
 EXCLUDED_REASON: Final = "excluded by the request"
+# A node left out after a lost race on it (spec: planned again without that node).
+LOST_RACE_REASON: Final = "taken by a concurrent booking while this one was placed"
 LABELS_FILTER: Final = "labels"
 FITS_FILTER: Final = "fits"
 TOPOLOGY_FILTER: Final = "topology"
@@ -192,6 +194,7 @@ class _Planner:
         self.pool = pool
         self.tenant_id = request.tenant_id
         self.excluded = request.exclude_nodes
+        self.lost = request.lost_nodes
         self.labels = tuple(request.node_labels.items())
         # A zero claim takes nothing, so it needs no resource row either.
         self.resources = tuple((name, n) for name, n in request.resources.items() if n > 0)
@@ -210,7 +213,8 @@ class _Planner:
         """Run the filters, the atom pick and the scorers for one node."""
         node_id = node.id
         if node_id in self.excluded:
-            return Rejection(node_id, EXCLUDED_FILTER, EXCLUDED_REASON)
+            lost = node_id in self.lost
+            return Rejection(node_id, EXCLUDED_FILTER, LOST_RACE_REASON if lost else EXCLUDED_REASON)
         bad = ineligibility(node, self.pool, self.tenant_id)
         if bad is not None:
             return Rejection(node_id, bad.filter, bad.reason)

@@ -157,6 +157,8 @@ class PlacementRequest:
     project_id: str | None = None
     # A whole-node lease (`binding: 'node'`): takes every device and all scalar room of its node(s).
     lease: bool = False
+    # The nodes among exclude_nodes that a lost race left out (not the caller): their reason says so.
+    lost_nodes: frozenset[str] = frozenset()
 
     def topology_for(self, device: DeviceRequest) -> str:
         """Return the topology a device request asks for, inheriting the request's."""
@@ -164,7 +166,9 @@ class PlacementRequest:
 
     def with_excluded(self, node_id: str) -> PlacementRequest:
         """Return a copy that also leaves out node_id, as after a lost race."""
-        return dataclasses.replace(self, exclude_nodes=self.exclude_nodes | {node_id})
+        return dataclasses.replace(
+            self, exclude_nodes=self.exclude_nodes | {node_id}, lost_nodes=self.lost_nodes | {node_id}
+        )
 
 
 @dataclass(frozen=True, slots=True)

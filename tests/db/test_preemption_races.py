@@ -80,7 +80,7 @@ def test_a_spot_placement_racing_a_preemption_never_double_books(tenant, other_t
         else:
             assert regular.status == "pending"
             # Planned again without the node it lost it on (spec), nothing else was left.
-            assert "excluded" in regular.condition("Unschedulable")["message"]
+            assert "excluded: taken by a concurrent booking" in regular.condition("Unschedulable")["message"]
             assert (first.status, second.status) == ("placed", "placed")
     # Which side wins each round is up to the scheduler (a loaded machine can give every round to
     # spot); both outcomes are checked above.

@@ -35,6 +35,15 @@ def test_an_excluded_node_is_rejected_before_anything_else() -> None:
     assert rejections(plan) == [("a", "excluded", "excluded by the request")]
 
 
+def test_a_node_left_out_after_a_lost_race_says_so_not_that_the_caller_excluded_it() -> None:
+    asked = request(gpus(1), exclude_nodes=frozenset({"a"})).with_excluded("b")
+    plan = plan_placement(asked, [dgx_h100("a"), dgx_h100("b")], POOL)
+    assert rejections(plan) == [
+        ("a", "excluded", "excluded by the request"),
+        ("b", "excluded", "taken by a concurrent booking while this one was placed"),
+    ]
+
+
 def test_with_excluded_adds_a_node_to_the_request() -> None:
     req = request(gpus(1)).with_excluded("a").with_excluded("b")
     assert req.exclude_nodes == frozenset({"a", "b"})
