@@ -139,6 +139,11 @@ CONDITIONS = {"sfo2-a100-09": ("Ready", NodeCondition.Status.FALSE, "KubeletDown
 UNHEALTHY_GPUS = {("sfo2-pcie-14", 6)}
 
 
+def mig_capable(shape) -> bool:
+    """Return whether a GPU model can be split into MIG slices (split here, or an H100)."""
+    return bool(shape.mig) or shape.model == "H100"
+
+
 def node_names() -> list[tuple[PoolPlan, str, int]]:
     """Return every demo node as (pool plan, name, number)."""
     return [(p, f"{p.prefix}-{i:02d}", i) for p in POOLS for i in range(1, p.count + 1)]
@@ -218,7 +223,7 @@ def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict
                     "numaNode": i // 4,
                     "architecture": shape.architecture,
                     "computeCapability": shape.compute_capability,
-                    "migCapable": bool(shape.mig) or shape.model == "H100",
+                    "migCapable": mig_capable(shape),
                 },
             )
         )
@@ -252,7 +257,8 @@ def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict
         "gpu.product": shape.product,
         "gpu.model": shape.model,
         "cuda.driver.major": "550",
-        "mig.capable": "true" if shape.mig else "false",
+        # The label says what the devices' migCapable says (an H100 can be split, even unsplit).
+        "mig.capable": "true" if mig_capable(shape) else "false",
         "rack": f"{'ab'[number % 2]}{(number - 1) // 4 + 1:02d}",
     }
     if shape.fabric:

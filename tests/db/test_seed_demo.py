@@ -51,3 +51,18 @@ def test_the_demo_holds_the_promised_shapes_and_states():
     assert Node.objects.filter(owner_tenant__slug="globex").count() == 1
     assert NodeLabel.objects.filter(key="bc.dev/cap.devices.limits", source="system").exists()
     assert DeviceBooking.objects.exists()
+
+
+def test_the_mig_capable_label_agrees_with_the_devices(db):
+    """Every demo node's mig.capable label says what its GPUs' migCapable attribute says."""
+    from capacity.demo import build_demo
+    from inventory.models import Device, NodeLabel
+
+    build_demo()
+    for label in NodeLabel.objects.filter(key="mig.capable").select_related("node"):
+        capable = {
+            d.attributes.get("migCapable")
+            for d in Device.objects.filter(node=label.node, parent__isnull=True)
+            if "migCapable" in d.attributes
+        }
+        assert capable == {label.value == "true"}, label.node.name
