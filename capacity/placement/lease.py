@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from .eligibility import ineligibility
-from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON, Plan, gang_members
+from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON, Plan, ranked_plan
 from .types import NodeView, PlacementRequest, Pool, Ranked, Rejection
 
 # Scorer name in a lease candidate's scores: the share of the node's devices that are healthy and
@@ -111,16 +111,4 @@ def plan_lease(
         outcome = _evaluate(request, node, pool, busy.get(node.id))
         (ranked if isinstance(outcome, Ranked) else rejected).append(outcome)  # type: ignore[arg-type]
     ranked.sort(key=lambda r: (-r.score, r.node_id))
-    if gang is None:
-        return Plan(tuple(ranked), tuple(rejected), ranked[0] if ranked else None, len(nodes))
-    members, fitting = gang_members(ranked, {n.id: n for n in nodes}, gang.size, gang.topology_key)
-    return Plan(
-        tuple(ranked),
-        tuple(rejected),
-        members[0] if members else None,
-        len(nodes),
-        gang=members,
-        gang_size=gang.size,
-        gang_topology_key=gang.topology_key,
-        gang_fitting=fitting,
-    )
+    return ranked_plan(request, ranked, rejected, nodes, lambda: ranked[0] if ranked else None)

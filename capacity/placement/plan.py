@@ -410,8 +410,20 @@ def plan_placement(
             assert isinstance(outcome, Rejection)
             rejected.append(outcome)
     ranked.sort(key=_rank_key)
+    return ranked_plan(request, ranked, rejected, views, lambda: _choose(ranked, top_n, random))
+
+
+def ranked_plan(
+    request: PlacementRequest,
+    ranked: Sequence[Ranked],
+    rejected: Sequence[Rejection],
+    views: Sequence[NodeView],
+    choose: Callable[[], Ranked | None],
+) -> Plan:
+    """Return the plan of nodes ranked best first: `choose()` picks one, or a gang takes its members."""
+    gang = request.gang
     if gang is None:
-        return Plan(tuple(ranked), tuple(rejected), _choose(ranked, top_n, random), len(views))
+        return Plan(tuple(ranked), tuple(rejected), choose(), len(views))
     members, fitting = gang_members(ranked, {n.id: n for n in views}, gang.size, gang.topology_key)
     return Plan(
         tuple(ranked),

@@ -94,7 +94,6 @@ class Preemption:
     members: tuple[Ranked, ...]  # the node (or gang members) and the atoms to commit
     victims: tuple[int, ...]  # spot reservation pks, ascending
     at: datetime
-    cost: float
     index: NodeIndex
 
 
@@ -218,7 +217,7 @@ def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemptio
     if not members:
         return None
     victims = sorted({pk for m in members for pk in spot_on.get(m.node_id, ())})
-    return Preemption(members, tuple(victims), at, sum(cost(m.node_id) for m in members), index.nodes)
+    return Preemption(members, tuple(victims), at, index.nodes)
 
 
 def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, datetime, Holds] | None:
@@ -294,8 +293,7 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
             return None
         victims = set().union(*(c[2] for c in chosen if c is not None))
         members = tuple(c[1] for c in chosen if c is not None)
-        total = sum(holds.cost[p] for p in victims)
-        return Preemption(members, tuple(sorted(victims)), at, total, index.nodes)
+        return Preemption(members, tuple(sorted(victims)), at, index.nodes)
     best: tuple[float, float, str, Ranked, set[int]] | None = None
     # Only a node with spot work on it can fit by preempting (the request did not fit as it is).
     # A node costs at least its cheapest spot reservation: nodes are tried cheapest bound first,
@@ -318,7 +316,7 @@ def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Pree
             best = (cost, -ranked.score, node, ranked, freed)
     if best is None:
         return None
-    return Preemption((best[3],), tuple(sorted(best[4])), at, best[0], index.nodes)
+    return Preemption((best[3],), tuple(sorted(best[4])), at, index.nodes)
 
 
 def _used(
