@@ -216,3 +216,11 @@ def report(tenant_pk: int, window: Window, now: datetime) -> list[Use]:
     if default is not None:
         uses.append(Use(DEFAULT_RESOURCE, default, 0, 0, True))
     return uses
+
+
+def limits(tenant_pk: int, resources: Iterable[str]) -> dict[str, int | None]:
+    """Return each resource's limit for the tenant (its own row, else the default row, else None)."""
+    with connection.cursor() as cur:
+        cur.execute('SELECT resource, "limit" FROM capacity_quota WHERE tenant_id = %s', [tenant_pk])
+        rows = dict(cur.fetchall())
+    return {r: rows.get(r, rows.get(DEFAULT_RESOURCE)) for r in resources}

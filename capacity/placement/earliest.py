@@ -1,0 +1,130 @@
+"""The earliest start at which a request's window fits, from every booking of its pool over time.
+
+A node's free atoms only grow when a booking or claim on it ends, so the earliest start at which a
+node can take the request is the requested start or the end of one of its own bookings or claims.
+The search walks those moments in time order: a cheap count (free atoms per class and scalar room
+over the shifted window) skips most of them, and `fits` (the real planner, passed in) has the last
+word on each that passes. The first moment the planner accepts is the answer.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .timeline import peak
+
+Interval = tuple[int, int]  # [start, end) in epoch milliseconds
+Claim = tuple[int, int, int]  # start, end, amount
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTime:
+    """One node over the horizon: its atoms per class and what holds them, and its scalars.
+
+    `busy` maps an atom to the intervals in which it cannot be booked: its own bookings and those
+    of its parent GPU or slices. `held` maps a scalar resource to its claims.
+    """
+
+    atoms: Mapping[str, Sequence[int]]
+    busy: Mapping[int, Sequence[Interval]]
+    capacity: Mapping[str, int]
+    held: Mapping[str, Sequence[Claim]]
+    group: str | None = None  # the gang's topology key value, when the request has one
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the request takes on each node: atoms per class and scalar claims, for `duration` ms."""
+
+    need: Mapping[str, int]
+    claims: Mapping[str, int]
+    duration: int
+    gang_size: int | None = None
+    whole_node: bool = False  # a lease: every atom and no claim may be held in the window
+
+
+# fits(start, node names) returns the planner's answer for the window starting there, or None.
+Fits = Callable[[int, Sequence[str]], object | None]
+
+
+def free_atoms(node: NodeTime, device_class: str, start: int, end: int) -> int:
+    """Return how many of the node's atoms of a class are free for the whole window."""
+    busy = node.busy
+    return sum(
+        1
+        for atom in node.atoms.get(device_class, ())
+        if not any(s < end and e > start for s, e in busy.get(atom, ()))
+    )
+
+
+def passes(node: NodeTime, shape: Shape, start: int) -> bool:
+    """Return whether the node has the atoms and scalar room the shape needs for the window at `start`."""
+    end = start + shape.duration
+    if shape.whole_node:
+        held_atoms = any(s < end and e > start for spans in node.busy.values() for s, e in spans)
+        return not held_atoms and not any(s < end and e > start for c in node.held.values() for s, e, _ in c)
+    for device_class, count in shape.need.items():
+        if free_atoms(node, device_class, start, end) < count:
+            return False
+    for resource, amount in shape.claims.items():
+        if amount <= 0:
+            continue
+        if resource not in node.capacity:
+            return False
+        if node.capacity[resource] - peak(node.held.get(resource, ()), start, end) < amount:
+            return False
+    return True
+
+
+def moments(node: NodeTime, start: int, latest: int) -> list[int]:
+    """Return the requested start and every end of the node's bookings and claims up to `latest`."""
+    ends = {e for spans in node.busy.values() for _, e in spans if start < e <= latest}
+    ends.update(e for claims in node.held.values() for _, e, _ in claims if start < e <= latest)
+    return [start, *sorted(ends)]
+
+
+def earliest_start(
+    shape: Shape, nodes: Mapping[str, NodeTime], start: int, latest: int, fits: Fits
+) -> tuple[int, list[str]] | None:
+    """Return the earliest start in [start, latest] at which the request fits, and the nodes to plan.
+
+    The nodes are those whose counts pass at that start: `fits(answer, nodes)` gives the plan the
+    placer would make then. None when nothing fits within the horizon.
+    """
+    if shape.gang_size is not None:
+        return _earliest_gang(shape, nodes, start, latest, fits)
+    queue = [(start, name, 0) for name in nodes]
+    heapq.heapify(queue)
+    # A node's moments, computed when it is first passed over.
+    later: dict[str, list[int]] = {}
+    while queue:
+        at, name, position = heapq.heappop(queue)
+        node = nodes[name]
+        if passes(node, shape, at) and fits(at, [name]) is not None:
+            return at, [n for n in sorted(nodes) if passes(nodes[n], shape, at)]
+        times = later.get(name)
+        if times is None:
+            times = later[name] = moments(node, start, latest)
+        if position + 1 < len(times):
+            heapq.heappush(queue, (times[position + 1], name, position + 1))
+    return None
+
+
+def _earliest_gang(
+    shape: Shape, nodes: Mapping[str, NodeTime], start: int, latest: int, fits: Fits
+) -> tuple[int, list[str]] | None:
+    size = shape.gang_size or 0
+    every = sorted({t for node in nodes.values() for t in moments(node, start, latest)})
+    for at in every:
+        groups: dict[str | None, list[str]] = {}
+        for name in sorted(nodes):
+            if passes(nodes[name], shape, at):
+                groups.setdefault(nodes[name].group, []).append(name)
+        if not any(len(names) >= size for names in groups.values()):
+            continue
+        names = sorted(n for g in groups.values() if len(g) >= size for n in g)
+        if fits(at, names) is not None:
+            return at, names
+    return None

@@ -1,0 +1,182 @@
+"""The DB half of the earliest start: one read of the pool's bookings and claims over the horizon.
+
+The pure search (capacity.placement.earliest) walks the moments; each candidate it passes is
+planned here from the same in-memory intervals (no further SQL), with the planner the placer uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+
+from capacity.placement import PlacementRequest, Plan, Window
+from capacity.placement.earliest import Claim, Interval, NodeTime, Shape, earliest_start
+from capacity.placement.lease import plan_lease
+from capacity.placement.timeline import peak
+
+from .db import prepared_cursor
+from .index import PoolIndex, pool_index, views_for
+from .inline import PlacerConfig, planner
+from .loader import PoolRow, window_range
+
+_HORIZON_SQL = """
+SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amounts
+  FROM (SELECT array_agg(device_id) AS devices,
+               array_agg((extract(epoch FROM lower(during)) * 1000)::bigint) AS starts,
+               array_agg((extract(epoch FROM upper(during)) * 1000)::bigint) AS ends
+          FROM capacity_devicebooking
+         WHERE during && %(during)s::tstzrange
+           AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE) AS b,
+       (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
+               array_agg((extract(epoch FROM lower(during)) * 1000)::bigint) AS starts,
+               array_agg((extract(epoch FROM upper(during)) * 1000)::bigint) AS ends,
+               array_agg(amount) AS amounts
+          FROM capacity_scalarclaim
+         WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
+           AND resource = ANY(%(names)s::text[])
+           AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE) AS c
+"""
+
+
+@dataclasses.dataclass
+class Horizon:
+    """The pool's bookings (by device pk) and scalar claims (by node and resource) over a horizon."""
+
+    busy: dict[int, list[Interval]]
+    held: dict[str, dict[str, list[Claim]]]
+
+
+def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> Horizon:
+    """Return every booking and claim of the pool overlapping `window`, in one query.
+
+    A booked GPU holds its slices and a booked slice its GPU, so each interval is given to both.
+    """
+    low, high = index.device_range
+    node_low, node_high = index.node_range
+    with prepared_cursor() as cur:
+        cur.execute(
+            _HORIZON_SQL,
+            {
+                "during": window_range(window),
+                "low": low,
+                "high": high,
+                "node_low": node_low,
+                "node_high": node_high,
+                "names": sorted(resources),
+            },
+        )
+        devices, starts, ends, nodes, names, claim_starts, claim_ends, amounts = cur.fetchone()
+    busy: dict[int, list[Interval]] = defaultdict(list)
+    device_node = index.device_node
+    for pk, s, e in zip(devices or (), starts or (), ends or (), strict=True):
+        if pk not in device_node:
+            continue
+        busy[pk].append((s, e))
+        if pk in index.parent:
+            busy[index.parent[pk]].append((s, e))
+        for child in index.children.get(pk, ()):
+            busy[child].append((s, e))
+    held: dict[str, dict[str, list[Claim]]] = defaultdict(lambda: defaultdict(list))
+    for node, name, s, e, n in zip(
+        nodes or (), names or (), claim_starts or (), claim_ends or (), amounts or (), strict=True
+    ):
+        if node in index.node_name:
+            held[index.node_name[node]][name].append((s, e, n))
+    return Horizon(dict(busy), held)
+
+
+def shape_of(request: PlacementRequest) -> Shape:
+    """Return what the request takes on each node, and for how long."""
+    need: dict[str, int] = defaultdict(int)
+    for device in request.devices:
+        need[device.device_class] += device.count
+    return Shape(
+        need=dict(need),
+        claims={r: n for r, n in request.resources.items() if n > 0},
+        duration=request.during.end - request.during.start,
+        gang_size=request.gang.size if request.gang is not None else None,
+        whole_node=request.lease,
+    )
+
+
+def node_times(
+    request: PlacementRequest, pool: PoolRow, index: PoolIndex, horizon: Horizon, names: Sequence[str]
+) -> dict[str, NodeTime]:
+    """Return each named node over the horizon, as the pure search reads it."""
+    key = request.gang.topology_key if request.gang is not None else None
+    result = {}
+    for name in names:
+        group = None
+        if key is not None:
+            group = index.by_name[name].labels.get(key)
+            if group is None:
+                continue  # a gang member must carry the key
+        atoms: dict[str, list[int]] = defaultdict(list)
+        busy = {}
+        for pk in sorted(index.node_devices[name]):
+            if pk in horizon.busy:
+                busy[pk] = horizon.busy[pk]
+            if pk in index.device_class:
+                atoms[index.device_class[pk]].append(pk)
+        capacity = {r: index.capacities(r)[name] for r in request.resources if name in index.capacities(r)}
+        if request.lease:
+            capacity = {r: v.capacity for r, v in index.by_name[name].resources.items()}
+        result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group)
+    return result
+
+
+def find_earliest(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, latest: int
+) -> tuple[Window, Plan] | None:
+    """Return the earliest window (the request's length, starting by `latest`) that fits, and its plan.
+
+    The plan is the one the placer would make for that window, over the nodes that could take it.
+    """
+    index = pool_index(pool)
+    duration = request.during.end - request.during.start
+    start = request.during.start
+    # A lease needs every claim of its node; other requests only those of what they claim.
+    resources = (
+        {r for v in index.nodes.views for r in v.resources} if request.lease else set(request.resources)
+    )
+    horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
+    allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
+    names = sorted(n for n in allowed.names if n not in request.exclude_nodes)
+    nodes = node_times(request, pool, index, horizon, names)
+    shape = shape_of(request)
+    plan_at = _planner_at(request, pool, config, index, nodes, duration)
+    found = earliest_start(shape, nodes, start, latest, plan_at)
+    if found is None:
+        return None
+    at, names = found
+    plan = plan_at(at, names)
+    assert plan is not None
+    return Window(at, at + duration), plan
+
+
+def _planner_at(request, pool, config, index, nodes, duration):
+    """Return fits(start, names): the plan for the window at `start` over those nodes, when it fits."""
+    plan = planner(request, pool, config)
+
+    def fits(at: int, names: Sequence[str]) -> Plan | None:
+        end = at + duration
+        shifted = dataclasses.replace(request, during=Window(at, end))
+        if request.lease:
+            # passes() already found every device and claim of these nodes free in the window.
+            result = plan_lease(shifted, [index.by_name[n] for n in names], pool.view, {})
+            return result if result.fits else None
+        taken = {
+            pk
+            for name in names
+            for pk, spans in nodes[name].busy.items()
+            if any(s < end and e > at for s, e in spans)
+        }
+        used = {
+            name: {r: most for r, claims in nodes[name].held.items() if (most := peak(claims, at, end))}
+            for name in names
+        }
+        result = plan(views_for(index, list(names), taken, used), index.memo())
+        return result if result.fits else None
+
+    return fits

@@ -1,0 +1,98 @@
+"""When could this run: the earliest start at which a request's whole window fits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from capacity.conf import placer_config
+from capacity.placement import INVALID_INPUT, CapacityError, Plan, Window, validate_request
+from capacity.placers.earliest import find_earliest
+from capacity.placers.inline import PlacerConfig
+from capacity.placers.loader import to_datetime
+
+from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
+from .satisfiable import never_fits
+
+DEFAULT_HORIZON = timedelta(days=14)
+MAX_HORIZON = timedelta(days=90)
+
+
+@dataclass
+class Earliest:
+    """The earliest window that fits within the horizon and the plan for it, or why none does."""
+
+    fits: bool
+    window: Window | None
+    plan: Plan | None
+    reason: str
+    horizon: timedelta
+    candidates: list[dict]
+
+    @property
+    def start(self) -> datetime | None:
+        """Return the answered start as a datetime."""
+        return to_datetime(self.window.start) if self.window else None
+
+    @property
+    def end(self) -> datetime | None:
+        """Return the answered end as a datetime."""
+        return to_datetime(self.window.end) if self.window else None
+
+
+def parse_horizon(value: object) -> timedelta:
+    """Return the horizon a caller gave ("14d", "36h"), at most 90 days; 14 days when not given."""
+    if value is None:
+        return DEFAULT_HORIZON
+    horizon = parse_duration(value, "horizon")
+    if horizon > MAX_HORIZON:
+        raise CapacityError(INVALID_INPUT, "horizon must be at most 90d")
+    return horizon
+
+
+def earliest(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+) -> Earliest:
+    """Return the earliest start, from the requested one up to the horizon after it, at which it fits.
+
+    Exact at millisecond precision: the request placed at the answer places (unless something is
+    booked meanwhile), and any earlier start within the horizon does not fit. Checks neither quota
+    nor admission policy, as preview does.
+    """
+    if not isinstance(data, Mapping):
+        raise CapacityError(INVALID_INPUT, "the request must be an object")
+    now = now or timezone.now()
+    config = config or placer_config()
+    horizon = parse_horizon(data.get("horizon"))
+    core, _extra = normalize({k: v for k, v in data.items() if k != "horizon"}, now=now)
+    request = validate_request(core)
+    tenant, pool = _tenant_and_pool(request, scope)
+    check_gang_size(request, pool)
+    why = never_fits(request, pool, tenant.pk, config)
+    if why is not None:
+        return Earliest(False, None, None, why.message, horizon, [])
+    latest = request.during.start + int(horizon.total_seconds() * 1000)
+    found = find_earliest(request, pool, config, latest)
+    if found is None:
+        until = to_datetime(latest).strftime("%Y-%m-%dT%H:%MZ")
+        return Earliest(False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, [])
+    window, plan = found
+    members = plan.gang or plan.ranked
+    candidates = [
+        {"nodeId": r.node_id, "atoms": [a for group in r.atoms for a in group], "score": round(r.score, 6)}
+        for r in members[: (len(plan.gang) if plan.gang else 10)]
+    ]
+    return Earliest(True, window, plan, "", horizon, candidates)
+
+
+def _days(horizon: timedelta) -> str:
+    hours = int(horizon.total_seconds() // 3600)
+    return f"horizon {hours // 24}d" if hours % 24 == 0 else f"horizon {hours}h"

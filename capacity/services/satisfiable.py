@@ -1,0 +1,78 @@
+"""Name at once a request that could never be placed: no node of its pool could take it, even empty."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from capacity import quota
+from capacity.placement import NodeView, PlacementRequest, Plan
+from capacity.placement.satisfiable import UNSATISFIABLE, unsatisfiable
+from capacity.placers.index import pool_index
+from capacity.placers.inline import PlacerConfig, planner
+from capacity.placers.loader import PoolRow
+
+__all__ = ["UNSATISFIABLE", "NeverFits", "never_fits", "unsatisfiable_condition"]
+
+
+@dataclass(frozen=True)
+class NeverFits:
+    """Why a request can never be placed, and the request field the limit is about."""
+
+    message: str
+    field: str  # "class", "selector", "count", "quota" or "request"
+
+
+def _field(message: str) -> str:
+    if " has class " in message:
+        return "class"
+    if message.startswith("no device or node"):
+        return "selector"
+    if message.startswith("the largest node"):
+        return "count"
+    return "request"
+
+
+def never_fits(
+    request: PlacementRequest,
+    pool: PoolRow,
+    tenant_pk: int,
+    config: PlacerConfig,
+    *,
+    plan_empty: bool = True,
+) -> NeverFits | None:
+    """Return why the request could never be placed in its pool, or None when it could.
+
+    The pool's shape comes from the cached pool index and the tenant's limits cost one query.
+    With `plan_empty` the whole pool is also planned emptied (milliseconds at 1,000 nodes), which
+    names selectors, links and scalars no node satisfies: callers that only need the cheap checks
+    (before queueing) leave it out.
+    """
+    if pool.view.archived:
+        return None
+    index = pool_index(pool)
+    empty = None
+    if plan_empty:
+        plan = planner(request, pool, config)
+
+        def empty(views: Sequence[NodeView]) -> Plan:
+            return plan(dataclasses.replace(index.nodes, views=list(views)))
+
+    message = unsatisfiable(request, index.nodes.views, pool.view.id, empty)
+    if message is not None:
+        return NeverFits(message, _field(message))
+    demand = quota.demand(request)
+    for resource, limit in quota.limits(tenant_pk, demand).items():
+        if limit is not None and demand[resource] > limit:
+            return NeverFits(
+                f"more than the tenant's quota allows at once: {demand[resource]} {resource} asked,"
+                f" the limit is {limit}",
+                "quota",
+            )
+    return None
+
+
+def unsatisfiable_condition(why: NeverFits) -> dict:
+    """Return the condition a never-fitting reservation carries beside its Unschedulable one."""
+    return {"type": UNSATISFIABLE, "status": "True", "reason": why.field, "message": why.message}
