@@ -55,6 +55,8 @@ from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
+from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
+
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
 UNSCHEDULABLE = "Unschedulable"
@@ -390,6 +392,12 @@ def _apply(
     return outcome
 
 
+def _mark_unsatisfiable(reservation: Reservation, why: NeverFits) -> None:
+    """Add the Unsatisfiable condition to a pending reservation: the placer no longer retries it."""
+    reservation.conditions = [*reservation.conditions, unsatisfiable_condition(why)]
+    reservation.save(update_fields=["conditions", "updated_at"])
+
+
 def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any]:
     """Return what admit hooks see of a create: the tenant, who asks, how (user or cli), the action."""
     return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
@@ -421,6 +429,10 @@ def reserve(
     # Plain reads, before the transaction: they take no lock, and its BEGIN then goes with the insert.
     tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
+    # A queued request gets the cheap never-fit checks now (the batch would only find it pending);
+    # an inline one plans the emptied pool only if it ends up pending.
+    never = never_fits(request, pool, tenant.pk, config, plan_empty=False) if queue else None
+    queue = queue and never is None
     with transaction.atomic():
         if key is not None:
             existing = _idempotent(tenant, key, data)
@@ -461,8 +473,16 @@ def reserve(
             # pending. A refusal rolls the row back with it.
             quota.charge(tenant.pk, tenant.slug, reservation.pk, quota.demand(request), request.during)
             outcome = Outcome("queued")
+        elif never is not None:
+            outcome = Outcome("pending", reason=never.message)
+            _set_pending(reservation, never.message)
+            _mark_unsatisfiable(reservation, never)
         else:
             outcome = _apply(reservation, tenant, request, config, pool, now)
+            if outcome.status == "pending":
+                never = never_fits(request, pool, tenant.pk, config)
+                if never is not None:
+                    _mark_unsatisfiable(reservation, never)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -739,6 +759,7 @@ def retry_pending(
             pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
         )
         .exclude(QUEUED)  # the pool-lease placer's own
+        .exclude(conditions__contains=[{"type": UNSATISFIABLE}])  # no node could ever take them
         .annotate(turn=turn)
         .order_by("turn", "created_at", "pk")
         .values_list("pk", flat=True)[:limit]

@@ -69,8 +69,23 @@ def test_a_request_that_does_not_fit_is_created_pending_with_the_reason(as_acme,
             "status": "True",
             "reason": "NoFit",
             "message": "no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned",
-        }
+        },
+        # No node of the pool has 5 GPUs: named at once, and the placer does not retry it.
+        {
+            "type": "Unsatisfiable",
+            "status": "True",
+            "reason": "count",
+            "message": "the largest node in lab-pool has 4 gpu",
+        },
     ]
+
+
+def test_a_request_that_fits_later_is_pending_without_unsatisfiable(as_acme, lab, ask):
+    nodes.cordon("node-b")
+    assert as_acme.post("/api/v1/reservations", ask(4), format="json").json()["status"] == "placed"
+    later = as_acme.post("/api/v1/reservations", ask(4), format="json").json()
+    assert later["status"] == "pending"
+    assert [c["type"] for c in later["conditions"]] == ["Unschedulable"]
 
 
 def test_the_same_idempotency_key_twice_makes_one_reservation(as_acme, lab, ask):

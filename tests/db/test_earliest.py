@@ -177,3 +177,45 @@ def test_a_booked_slice_holds_its_gpu(tenant, make_node):
     assert first({**slice_ask}).window.start == MS
     two = {**ask(hours=2), "devices": [{"class": "mig-1g", "count": 2}]}
     assert first(two).window.start == MS + 5 * HOUR
+
+
+def test_a_never_fitting_reservation_is_pending_unsatisfiable_and_not_retried(tenant, make_node):
+    from capacity import services
+
+    make_node("n1", gpus=8)
+    made = reserve(ask(9)).reservation
+    assert made.status == "pending"
+    types = [c["type"] for c in made.conditions]
+    assert types == ["Unschedulable", "Unsatisfiable"]
+    assert made.conditions[0]["message"] == "no node fits (1 node): 1 × fits: 8 of 9 gpu free"
+    assert made.conditions[1]["message"] == "the largest node in lab-pool has 8 gpu"
+    make_node("n2", gpus=1)
+    services.retry_pending([made.pool_id], now=NOW, config=config())
+    made.refresh_from_db()
+    assert [c["type"] for c in made.conditions] == ["Unschedulable", "Unsatisfiable"]
+
+
+def test_a_queued_never_fitting_request_is_not_queued(tenant, make_node):
+    from capacity.placers.inline import POOL_LEASE
+
+    make_node("n1", gpus=8)
+    result = services_reserve_queued(ask(1, devices=[{"class": "tpu", "count": 1}]), POOL_LEASE)
+    conditions = result.reservation.conditions
+    assert [c["type"] for c in conditions] == ["Unschedulable", "Unsatisfiable"]
+    assert conditions[1]["message"] == "no node in lab-pool has class tpu: classes are gpu"
+
+
+def services_reserve_queued(data, placer):
+    from capacity import services
+
+    return services.reserve(data, now=NOW, config=config(placer=placer))
+
+
+def test_a_selector_key_nothing_carries_is_named_with_the_nearest_key(tenant, make_node):
+    from inventory.models import Device
+
+    make_node("n1", gpus=2)
+    Device.objects.update(attributes={"gpuProduct": "H100"})
+    data = ask(1, devices=[{"class": "gpu", "count": 1, "selector": "gpuproduct=H100"}])
+    made = reserve(data).reservation
+    assert made.conditions[-1]["message"] == "no device or node in lab-pool has gpuproduct; did you mean gpuProduct?"
