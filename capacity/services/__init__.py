@@ -55,6 +55,7 @@ from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
+from .hints import hints
 from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
@@ -398,6 +399,16 @@ def _mark_unsatisfiable(reservation: Reservation, why: NeverFits) -> None:
     reservation.save(update_fields=["conditions", "updated_at"])
 
 
+def _add_hint(
+    reservation: Reservation, request: PlacementRequest, pool: PoolRow, config: PlacerConfig
+) -> None:
+    """Give a new pending reservation's Unschedulable condition the best hint, when there is one."""
+    found = hints(request, pool, config)
+    if found and reservation.conditions:
+        reservation.conditions[0] = {**reservation.conditions[0], "hint": found[0]}
+        reservation.save(update_fields=["conditions", "updated_at"])
+
+
 def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any]:
     """Return what admit hooks see of a create: the tenant, who asks, how (user or cli), the action."""
     return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
@@ -483,6 +494,8 @@ def reserve(
                 never = never_fits(request, pool, tenant.pk, config)
                 if never is not None:
                     _mark_unsatisfiable(reservation, never)
+                else:
+                    _add_hint(reservation, request, pool, config)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -799,6 +812,9 @@ class Preview:
     plan: Plan
     # For a regular request that fits only by preempting spot work: {"reservations": [ids], "startsAt": datetime}.
     preemptible: dict | None = None
+    # When it does not fit: alternatives that would (best first), or why no node ever could.
+    hints: list[str] = dataclasses.field(default_factory=list)
+    unsatisfiable: str | None = None
 
 
 def preview(
@@ -819,7 +835,7 @@ def preview(
     config = config or placer_config()
     core, _extra = normalize(data, now=now, node_labels=node_labels)
     request = validate_request(core)
-    _tenant, pool_row = _tenant_and_pool(request, scope)
+    tenant, pool_row = _tenant_and_pool(request, scope)
     check_gang_size(request, pool_row)
     if request.lease:
         plan, _static = plan_lease_now(request, pool_row)
@@ -849,10 +865,18 @@ def preview(
         )
         if found is not None:
             preemptible = {"reservations": list(found.victims), "startsAt": found.at}
+    found_hints: list[str] = []
+    never = None
+    if not plan.fits:
+        never = never_fits(request, pool_row, tenant.pk, config)
+        if never is None:
+            found_hints = hints(request, pool_row, config)
     return Preview(
         fits=plan.fits,
         candidates=candidates if plan.fits else [],
         reason=plan.pending_reason(),
         plan=plan,
         preemptible=preemptible,
+        hints=found_hints,
+        unsatisfiable=never.message if never is not None else None,
     )

@@ -218,4 +218,62 @@ def test_a_selector_key_nothing_carries_is_named_with_the_nearest_key(tenant, ma
     Device.objects.update(attributes={"gpuProduct": "H100"})
     data = ask(1, devices=[{"class": "gpu", "count": 1, "selector": "gpuproduct=H100"}])
     made = reserve(data).reservation
-    assert made.conditions[-1]["message"] == "no device or node in lab-pool has gpuproduct; did you mean gpuProduct?"
+    assert (
+        made.conditions[-1]["message"]
+        == "no device or node in lab-pool has gpuproduct; did you mean gpuProduct?"
+    )
+
+
+def test_preview_hints_name_what_would_fit(tenant, make_node):
+    """
+    n1: 4 gpus, 2 booked 0h-6h     n2: 4 gpus, 1 booked 0h-3h
+    An 4-gpu request fits nowhere now: from 3h on n2, or with 3 gpu on 1 node now.
+    """
+    from capacity import services
+
+    make_node("n1", gpus=4)
+    make_node("n2", gpus=4)
+    reserve({**ask(2, hours=6), "excludeNodes": ["n2"]})
+    reserve({**ask(1, hours=3), "excludeNodes": ["n1"]})
+    answer = services.preview(ask(4, hours=2), now=NOW, config=config())
+    assert not answer.fits
+    assert answer.hints == ["fits from 2026-12-02T15:00Z on n2", "fits with 3 gpu on 1 node"]
+    assert answer.unsatisfiable is None
+
+
+def test_hints_drop_nvlink_and_selector_expressions_one_at_a_time(tenant, make_node):
+    """
+    n1: 2 gpus, links unknown, vramGiB 80      n2: 2 gpus, NVLink, vramGiB 120, booked 0h-4h
+    """
+    from capacity import services
+    from inventory.models import Device
+
+    make_node("n1", gpus=2, links=None)
+    make_node("n2", gpus=2)
+    Device.objects.filter(node__name="n1").update(attributes={"vramGiB": 80})
+    Device.objects.filter(node__name="n2").update(attributes={"vramGiB": 120})
+    reserve({**ask(2, hours=4), "excludeNodes": ["n1"]})
+    nvlink = services.preview(ask(2, topology="nvlink-all"), now=NOW, config=config())
+    assert nvlink.hints == [
+        "fits from 2026-12-02T16:00Z on n2",
+        "fits with 1 gpu on 1 node",
+        "fits without nvlink-all on 1 node",
+    ]
+    big = ask(2, devices=[{"class": "gpu", "count": 2, "selector": "vramGiB>=100"}])
+    answer = services.preview(big, now=NOW, config=config())
+    assert answer.hints == ["fits from 2026-12-02T16:00Z on n2", "fits without `vramGiB >= 100`"]
+    # No device at all has 200 GiB: that is no hint but a request no node could ever take.
+    never = services.preview(
+        ask(2, devices=[{"class": "gpu", "count": 2, "selector": "vramGiB>=200"}]), now=NOW, config=config()
+    )
+    assert never.hints == []
+    assert never.unsatisfiable.startswith("no node in lab-pool could take it even with nothing booked: ")
+
+
+def test_a_new_pending_reservation_carries_the_best_hint(tenant, make_node):
+    make_node("n1", gpus=2)
+    reserve(ask(2, hours=5))
+    made = reserve(ask(1, hours=2)).reservation
+    assert made.status == "pending"
+    assert made.conditions[0]["hint"] == "fits from 2026-12-02T17:00Z on n1"
+    assert made.conditions[0]["message"] == "no node fits (1 node): 1 × fits: 0 of 1 gpu free"
