@@ -63,7 +63,7 @@ def _smaller(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> 
     index = pool_index(pool)
     taken, _short, _used = plan_reads(pool, index, request.during, request.resources)
     most = 0  # the most free atoms of the class on any one node: no smaller count beyond it fits
-    for name, devices in index.node_devices.items():
+    for devices in index.node_devices.values():
         free = sum(
             1 for pk in devices if index.device_class.get(pk) == device.device_class and pk not in taken
         )
