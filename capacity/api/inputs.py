@@ -33,11 +33,14 @@ API_FIELDS = frozenset(
 )
 
 
-def reservation_input(data: Any) -> Mapping[str, Any]:
-    """Return the body of a create or preview request, or raise INVALID_INPUT."""
+def reservation_input(data: Any, extra: frozenset[str] = frozenset()) -> Mapping[str, Any]:
+    """Return the body of a create or preview request, or raise INVALID_INPUT.
+
+    `extra` names fields one endpoint takes besides (earliest's horizon).
+    """
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be a JSON object")
     for name in data:
-        if name not in API_FIELDS:
+        if name not in API_FIELDS and name not in extra:
             raise CapacityError(INVALID_INPUT, f"{name} is not a known field")
     return data

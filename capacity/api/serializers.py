@@ -209,6 +209,45 @@ class PreviewSerializer(serializers.Serializer):
         required=False,
         help_text="Only for a regular request that does not fit but would by preempting spot work.",
     )
+    hints = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="When it does not fit: alternatives that would, best first, such as "
+        "'fits from 2026-12-04T10:00Z on n5' or 'fits with 8 gpu on 19 nodes'.",
+    )
+    unsatisfiable = serializers.CharField(
+        required=False,
+        help_text="When no node of the pool could take it even with nothing booked: the limit it passes.",
+    )
+
+
+class EarliestInputSerializer(ReservationInputSerializer):
+    """The input of reservations.create, and how far ahead to look."""
+
+    horizon = serializers.CharField(
+        required=False, help_text="Such as 36h or 30d; 14d by default, at most 90d."
+    )
+
+
+class EarliestCandidateSerializer(serializers.Serializer):
+    """A node the request would take at the earliest start, with its atoms."""
+
+    nodeId = serializers.CharField()
+    atoms = serializers.ListField(child=serializers.CharField())
+    score = serializers.FloatField()
+
+
+class EarliestSerializer(serializers.Serializer):
+    """The earliest window that fits within the horizon, or why none does."""
+
+    fits = serializers.BooleanField()
+    start = serializers.DateTimeField(required=False)
+    end = serializers.DateTimeField(required=False)
+    candidates = EarliestCandidateSerializer(
+        many=True, help_text="At that start, best first (a gang's members); empty when nothing fits."
+    )
+    reason = serializers.CharField(required=False, help_text="Only when fits is false.")
+    horizon = serializers.CharField(help_text="How far after the requested start was searched.")
 
 
 class PoolCapacitySerializer(KeywordFieldsMixin, serializers.Serializer):

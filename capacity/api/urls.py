@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import drain, nodes, views
+from . import drain, earliest, nodes, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -13,6 +13,7 @@ urlpatterns = [
         name="api-reservation-release",
     ),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
+    path("capacity/earliest", earliest.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),

@@ -206,6 +206,10 @@ class PreviewView(BerthAPIView):
             body["reason"] = services.redact(preview.reason, self.scope)
             if preview.preemptible is not None:
                 body["preemptible"] = preview.preemptible
+            if preview.hints:
+                body["hints"] = [services.redact(h, self.scope) for h in preview.hints]
+            if preview.unsatisfiable is not None:
+                body["unsatisfiable"] = services.redact(preview.unsatisfiable, self.scope)
         if explain:
             body["rejected"] = [
                 {"nodeId": r.node_id, "filter": r.filter, "reason": services.redact(r.reason, self.scope)}

@@ -30,6 +30,7 @@ def test_a_preview_that_does_not_fit_says_why(as_acme, lab, ask):
         "fits": False,
         "candidates": [],
         "reason": "no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned",
+        "unsatisfiable": "the largest node in lab-pool has 4 gpu",
     }
 
 

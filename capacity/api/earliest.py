@@ -1,0 +1,56 @@
+"""POST /api/v1/capacity/earliest: the earliest start at which a request's whole window fits."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from capacity import services
+from capacity.services.earliest import earliest
+
+from .base import BerthAPIView
+from .inputs import reservation_input
+from .serializers import EarliestInputSerializer, EarliestSerializer
+from .views import errors
+
+
+def horizon_text(seconds: float) -> str:
+    """Return a horizon as the shortest duration text: 14d, 36h, 90m."""
+    minutes = int(seconds // 60)
+    if minutes % (24 * 60) == 0:
+        return f"{minutes // (24 * 60)}d"
+    if minutes % 60 == 0:
+        return f"{minutes // 60}h"
+    return f"{minutes}m"
+
+
+class EarliestView(BerthAPIView):
+    """Find when a request could run."""
+
+    @extend_schema(
+        operation_id="capacity_earliest",
+        tags=["capacity"],
+        summary="Earliest start of a request",
+        description=(
+            "Takes the input of reservations.create plus an optional horizon (14d by default, at most "
+            "90d) and answers the earliest start, from the requested one, at which the whole window "
+            "fits: GPU-level bookings, slices, topology, selectors, dedications, scalars over the "
+            "window and gangs, with the node(s) and atoms it would take. Exact: the request booked at "
+            "that start places, and no earlier start within the horizon fits. No quota, no admission."
+        ),
+        request=EarliestInputSerializer,
+        responses={200: EarliestSerializer, **errors(400, 401, 403, 404, 422)},
+    )
+    def post(self, request):
+        data = reservation_input(request.data, extra=frozenset({"horizon"}))
+        answer = earliest(data, scope=self.scope)
+        body: dict = {
+            "fits": answer.fits,
+            "candidates": answer.candidates,
+            "horizon": horizon_text(answer.horizon.total_seconds()),
+        }
+        if answer.fits:
+            body["start"], body["end"] = answer.start, answer.end
+        else:
+            body["reason"] = services.redact(answer.reason, self.scope)
+        return Response(EarliestSerializer(body).data)
