@@ -173,7 +173,54 @@ def test_preview_explain_lists_every_rejected_node(run, hosts):
 def test_preview_says_why_nothing_fits_and_exits_0(run, hosts):
     inventory.cordon("node-b")
     out = run("preview", *BOOK, "--gpus", "5", "--for", "1d")
-    assert out == "does not fit: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned\n"
+    assert out == (
+        "does not fit: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned\n"
+        "never fits: the largest node in lab-pool has 4 gpu\n"
+    )
+
+
+def test_preview_prints_hints_when_nothing_fits(run, hosts):
+    run("reserve", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "6h")
+    run("reserve", *BOOK, "--gpus", "2", "--start", "2031-01-01T00:00Z", "--for", "3h")
+    out = run("preview", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "2h")
+    assert out.splitlines()[1:] == [
+        "hint: fits from 2031-01-01T03:00Z on node-b",
+        "hint: fits with 2 gpu on 1 node",
+    ]
+
+
+def test_earliest_prints_the_start_and_the_node(run, hosts):
+    run("reserve", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "6h")
+    run("reserve", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "9h")
+    out = run("earliest", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "2h")
+    lines = out.splitlines()
+    assert lines[0] == "earliest start: 2031-01-01T06:00:00Z (until 2031-01-01T08:00:00Z)"
+    assert lines[1].startswith("  node-")
+    data = json.loads(
+        run("earliest", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "2h", "--json")
+    )
+    assert (data["fits"], data["start"], data["horizon"]) == (True, "2031-01-01T06:00:00Z", "14d")
+
+
+def test_earliest_within_a_horizon_that_is_too_short_exits_3_with_fail_if_no_fit(run, hosts):
+    run("reserve", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "2d")
+    run("reserve", *BOOK, "--gpus", "4", "--start", "2031-01-01T00:00Z", "--for", "2d")
+    args = (
+        "earliest",
+        *BOOK,
+        "--gpus",
+        "1",
+        "--start",
+        "2031-01-01T00:00Z",
+        "--for",
+        "1h",
+        "--horizon",
+        "1d",
+    )
+    assert run(*args) == "does not fit: no start fits before 2031-01-02T00:00Z (horizon 1d)\n"
+    with pytest.raises(CommandError) as failed:
+        run(*args, "--fail-if-no-fit")
+    assert failed.value.returncode == 3
 
 
 def test_preview_fail_if_no_fit_exits_3(run, hosts):

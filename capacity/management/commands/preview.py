@@ -27,6 +27,9 @@ def describe(body: dict) -> list[str]:
             taken = body["preemptible"]
             ids = ", ".join(str(pk) for pk in taken["reservations"])
             lines.append(f"fits by preempting spot reservation(s) {ids} from {taken['startsAt']}")
+        if "unsatisfiable" in body:
+            lines.append(f"never fits: {body['unsatisfiable']}")
+        lines.extend(f"hint: {hint}" for hint in body.get("hints", ()))
     if "rejected" in body:
         lines.append(f"rejected ({len(body['rejected'])}):")
         lines.extend(f"  {r['nodeId']}  {r['filter']}: {r['reason']}" for r in body["rejected"])
@@ -57,6 +60,10 @@ class Command(BerthCommand):
                     **preview.preemptible,
                     "startsAt": at.isoformat().replace("+00:00", "Z"),
                 }
+            if preview.hints:
+                body["hints"] = preview.hints
+            if preview.unsatisfiable is not None:
+                body["unsatisfiable"] = preview.unsatisfiable
         if options["explain"]:
             body["rejected"] = [
                 {"nodeId": r.node_id, "filter": r.filter, "reason": r.reason} for r in preview.plan.rejected
