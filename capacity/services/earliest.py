@@ -16,7 +16,7 @@ from capacity.placers.inline import PlacerConfig
 from capacity.placers.loader import to_datetime
 
 from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
-from .satisfiable import never_fits
+from .satisfiable import NeverFits, never_fits
 
 DEFAULT_HORIZON = timedelta(days=14)
 MAX_HORIZON = timedelta(days=90)
@@ -91,6 +91,23 @@ def earliest(
         for r in members[: (len(plan.gang) if plan.gang else 10)]
     ]
     return Earliest(True, window, plan, "", horizon, candidates)
+
+
+def never_fits_input(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+) -> NeverFits | None:
+    """Return why caller input could never be placed in its pool, or None; validates as reserve does."""
+    now = now or timezone.now()
+    config = config or placer_config()
+    core, _extra = normalize({k: v for k, v in data.items() if k != "wait"}, now=now)
+    request = validate_request(core)
+    tenant, pool = _tenant_and_pool(request, scope)
+    check_gang_size(request, pool)
+    return never_fits(request, pool, tenant.pk, config)
 
 
 def _days(horizon: timedelta) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
@@ -19,6 +20,7 @@ from capacity.placement import (
     parse_selector,
 )
 from capacity.placement.reasons import rejection_label
+from capacity.services.earliest import earliest, never_fits_input
 from config.web import login_required, page, wants_partial
 from inventory.models import Device
 
@@ -32,6 +34,8 @@ from .reservations import reservation_rows
 # --- preview and booking ---------------------------------------------------------------------------
 
 
+# The form field each never-fits limit is about ("request": above the form).
+NEVER_FIELDS = {"class": "device_class", "selector": "selector", "count": "count", "quota": "count"}
 # How long the booking form holds its answer for the pool-lease placer's batch.
 BOOKING_WAIT_MS = 2_000
 
@@ -143,6 +147,8 @@ def preview(request: HttpRequest) -> HttpResponse:
                 form.add_capacity_error(err)
             else:
                 answer = explain(result, scope_for(request.user), lease=form.lease)
+                if not result.fits:
+                    answer.update(_when(request, form, result))
     else:
         form = _request_form(
             request, initial={k: v for k, v in request.GET.items() if k in ("pool", "tenant")}
@@ -153,6 +159,47 @@ def preview(request: HttpRequest) -> HttpResponse:
         {"nav": "preview", "form": form, "answer": answer, "device_classes": _device_classes(request.user)},
         partial="preview-body",
     )
+
+
+def _when(request: HttpRequest, form: RequestForm, result: services.Preview) -> dict:
+    """Return what the page says when nothing fits now: never, or the earliest start and the hints.
+
+    The earliest start comes with the form's fields to book exactly that window (full precision:
+    a start rounded to the minute could overlap the booking that ends then).
+    """
+    scope = scope_for(request.user)
+    out: dict = {
+        "never": services.redact(result.unsatisfiable or "", scope),
+        "hints": [services.redact(h, scope) for h in result.hints],
+    }
+    if result.unsatisfiable or result.preemptible:
+        return out
+    try:
+        found = earliest(form.request_data(), scope=scope)
+    except CapacityError:
+        return out
+    if found.fits:
+        kept = [(k, v) for k, v in request.POST.items() if k not in REBOOK_DROPPED]
+        out["earliest"] = {
+            "start": found.start,
+            "end": found.end,
+            "nodes": [c["nodeId"] for c in found.candidates[:1]]
+            if not found.plan.gang
+            else [c["nodeId"] for c in found.candidates],
+            "fields": [
+                *kept,
+                ("start", found.start.isoformat()),
+                ("end", found.end.isoformat()),
+                ("idempotency_key", f"web-{uuid.uuid4().hex}"),
+            ],
+        }
+    else:
+        out["earliest_reason"] = services.redact(found.reason, scope)
+    return out
+
+
+# Fields the earliest-start button replaces: the window, and the key (a new one is made).
+REBOOK_DROPPED = frozenset({"csrfmiddlewaretoken", "start", "end", "duration", "idempotency_key"})
 
 
 def _device_classes(user) -> list[str]:
@@ -183,6 +230,27 @@ def selector_check(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _book(request: HttpRequest, form: BookForm) -> services.ReserveResult | None:
+    """Reserve what a valid form asks for, or put the refusal next to its field and return None.
+
+    A request no node of the pool could ever take is refused here, before anything is created.
+    """
+    scope = scope_for(request.user)
+    # With the pool-lease placer, answer with the batch's outcome when it runs soon.
+    data = {**form.request_data(), "wait": {"timeoutMs": BOOKING_WAIT_MS}}
+    # Admitted as the API admits: a policy plugin sees the browser's bookings too.
+    admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
+    try:
+        never = never_fits_input(data, scope=scope)
+        if never is not None:
+            form.add_error(NEVER_FIELDS.get(never.field), never.message)
+            return None
+        return services.reserve(data, scope=scope, admission=admission)
+    except CapacityError as err:
+        form.add_capacity_error(err)
+        return None
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def book(request: HttpRequest) -> HttpResponse:
@@ -190,24 +258,14 @@ def book(request: HttpRequest) -> HttpResponse:
     booked = None
     if request.method == "POST":
         form = _request_form(request, BookForm, data=request.POST)
-        if form.is_valid():
-            try:
-                # With the pool-lease placer, answer with the batch's outcome when it runs soon.
-                data = {**form.request_data(), "wait": {"timeoutMs": BOOKING_WAIT_MS}}
-                # Admitted as the API admits: a policy plugin sees the browser's bookings too.
-                admission = services.admission_context(
-                    data.get("tenantId"), request.user.get_username(), "user"
-                )
-                result = services.reserve(data, scope=scope_for(request.user), admission=admission)
-            except CapacityError as err:
-                form.add_capacity_error(err)
-            else:
-                if not wants_partial(request):
-                    return redirect("reservation-detail", pk=result.reservation.pk)
-                booked = reservation_rows([result.reservation], scope_for(request.user))[0]
-                # A fresh key, so the next booking from this page is a new one.
-                again = {k: v for k, v in form.cleaned_data.items() if k != "idempotency_key"}
-                form = _request_form(request, BookForm, initial=again)
+        result = _book(request, form) if form.is_valid() else None
+        if result is not None:
+            if not wants_partial(request):
+                return redirect("reservation-detail", pk=result.reservation.pk)
+            booked = reservation_rows([result.reservation], scope_for(request.user))[0]
+            # A fresh key, so the next booking from this page is a new one.
+            again = {k: v for k, v in form.cleaned_data.items() if k != "idempotency_key"}
+            form = _request_form(request, BookForm, initial=again)
     else:
         form = _request_form(request, BookForm, initial={k: v for k, v in request.GET.items() if k == "pool"})
     return page(

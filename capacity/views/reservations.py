@@ -44,6 +44,8 @@ class ReservationRow:
     repairs: list[tuple[str, str]] = field(default_factory=list)
     # Allocations a placed reservation no longer holds (BookingRepair moved them): node and when.
     moved_off: list[dict] = field(default_factory=list)
+    hint: str = ""  # the best alternative that would fit, found when it went pending
+    never: str = ""  # why no node of the pool could ever take it (the Unsatisfiable condition)
 
     @property
     def nodes(self) -> list[str]:
@@ -105,6 +107,7 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
             # A placed reservation holds only its live allocations; the ended ones were moved.
             moved_off = [a for a in held if a["released_at"] is not None]
             held = [a for a in held if a["released_at"] is None]
+        never = r.condition(services.UNSATISFIABLE) if r.status == Reservation.Status.PENDING else None
         out.append(
             ReservationRow(
                 r,
@@ -113,6 +116,8 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
                 condition.get("type", ""),
                 repairs,
                 moved_off,
+                hint=services.redact(condition.get("hint", ""), scope),
+                never=services.redact(never.get("message", ""), scope) if never else "",
             )
         )
     return out

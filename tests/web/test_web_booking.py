@@ -126,11 +126,22 @@ def test_a_window_books_that_window(op, lab):
     assert reservation.ends_at.isoformat() == "2030-01-03T10:00:00+00:00"
 
 
-def test_a_quota_refusal_is_a_form_error_and_leaves_no_rows(op, lab, tenant):
+def test_a_quota_refusal_is_a_form_error_and_leaves_no_rows(op, lab, tenant, book):
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=2)
+    book("acme", gpus=2)
+    html = op.post("/book/", {**BASE, "count": "1"}).text
+    errors = re.search(r'<div class="errors" role="alert">(.*?)</div>', html, re.S).group(1)
+    assert "quota exceeded for acme: gpu 2 used + 1 requested &gt; limit 2" in errors
+    assert Reservation.objects.count() == 1
+
+
+def test_more_than_the_quota_limit_is_refused_next_to_the_count(op, lab, tenant):
     Quota.objects.create(tenant=tenant, resource="gpu", limit=2)
     html = op.post("/book/", {**BASE, "count": "3"}).text
-    errors = re.search(r'<div class="errors" role="alert">(.*?)</div>', html, re.S).group(1)
-    assert "quota exceeded for acme: gpu 0 used + 3 requested &gt; limit 2" in errors
+    assert (
+        error_next_to(html, "count")
+        == "more than the tenant&#x27;s quota allows at once: 3 gpu asked, the limit is 2"
+    )
     assert no_rows()
 
 
@@ -148,14 +159,18 @@ def test_booking_answers_placed_with_the_node_and_atoms(alice, lab):
     assert all(uuid.startswith(f"GPU-{node}-") and uuid.endswith(label[-1]) for uuid, label in atoms)
 
 
-def test_booking_answers_pending_with_the_reason(alice, lab):
-    html = alice.post("/book/", {**BASE, "count": "5"}, **HX).text
-    reservation = Reservation.objects.get()
+def test_booking_answers_pending_with_the_reason(alice, lab, book):
+    for _ in range(3):
+        book("acme", gpus=3)
+    html = alice.post("/book/", {**BASE, "count": "2"}, **HX).text
+    reservation = Reservation.objects.order_by("pk").last()
     assert reservation.status == "pending"
     assert "◷ pending" in html
-    assert "no node fits (3 nodes): 3 × fits: 4 of 5 gpu free" in html
+    assert "no node fits (3 nodes): 3 × fits: 1 of 2 gpu free" in html
+    # The best hint goes with the reason: when it would fit, or what would fit now.
+    assert "Hint:</span> fits from " in html
     listing = alice.get("/reservations/").text
-    assert "Unschedulable:</span> no node fits (3 nodes): 3 × fits: 4 of 5 gpu free" in listing
+    assert "Unschedulable:</span> no node fits (3 nodes): 3 × fits: 1 of 2 gpu free" in listing
 
 
 def test_the_tenant_is_preselected_for_a_tenant_user(alice, lab):

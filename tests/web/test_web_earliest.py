@@ -1,0 +1,75 @@
+"""When nothing fits now: the preview page says when it would, books that window, and names never-fits."""
+
+import re
+from html import unescape
+
+import pytest
+
+from capacity.models import Reservation
+
+from web_helpers import error_next_to
+
+BASE = {"tenant": "acme", "pool": "lab-pool", "count": "1", "device_class": "gpu", "duration": "1d"}
+
+
+@pytest.fixture
+def lab(make_node, tenant):
+    """node-a and node-b, four GPUs each."""
+    for name in ("node-a", "node-b"):
+        make_node(name, gpus=4)
+
+
+def test_the_preview_shows_the_earliest_start_and_a_button_that_books_that_window(op, lab, book):
+    book("acme", gpus=4, duration="6h")
+    book("acme", gpus=4, duration="9h")
+    html = op.post("/preview/", {**BASE, "count": "4", "duration": "2h"}).text
+    shown = re.search(r'<div class="earliest" id="earliest">(.*?)</div>', html, re.S).group(1)
+    assert "earliest start: " in shown and " UTC</strong> on node-" in shown
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', shown))
+    assert fields["count"] == "4" and "duration" not in fields
+    first_end = Reservation.objects.order_by("ends_at").first().ends_at
+    assert fields["start"] == first_end.isoformat()
+    # The button books exactly that window: it places.
+    response = op.post("/book/", {k: unescape(v) for k, v in fields.items()})
+    made = Reservation.objects.order_by("-pk").first()
+    assert response.status_code == 302
+    assert made.status == "placed"
+    assert made.starts_at == first_end
+
+
+def test_the_preview_lists_hints(op, lab, book):
+    book("acme", gpus=4, duration="6h")
+    book("acme", gpus=2, duration="3h")
+    html = op.post("/preview/", {**BASE, "count": "4", "duration": "2h"}).text
+    hints = re.findall(
+        r"<li>(.*?)</li>", re.search(r'<ul class="hints" id="hints">(.*?)</ul>', html, re.S).group(1)
+    )
+    assert hints[0].startswith("fits from ") and hints[0].endswith(" on node-b")
+    assert hints[1] == "fits with 2 gpu on 1 node"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"count": "9"}, "count", "the largest node in lab-pool has 4 gpu"),
+        ({"device_class": "tpu"}, "device_class", "no node in lab-pool has class tpu: classes are gpu"),
+        (
+            {"selector": "gpuproduct=H100"},
+            "selector",
+            "no device or node in lab-pool has gpuproduct; did you mean gpuProduct?",
+        ),
+    ],
+)
+def test_the_booking_form_refuses_what_could_never_fit_next_to_the_field(op, lab, fields, field, message):
+    from inventory.models import Device
+
+    Device.objects.update(attributes={"gpuProduct": "H100"})
+    html = op.post("/book/", {**BASE, **fields}).text
+    assert unescape(error_next_to(html, field)) == message
+    assert not Reservation.objects.exists()
+
+
+def test_the_preview_says_when_a_request_never_fits(op, lab):
+    html = op.post("/preview/", {**BASE, "count": "9"}).text
+    assert "Never fits:</strong> the largest node in lab-pool has 4 gpu." in html
+    assert 'id="earliest"' not in html
