@@ -7,6 +7,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from .pick import node_shape
 from .plan import Plan
 from .types import NodeView, PlacementRequest, Resource
 
@@ -42,6 +43,28 @@ def emptied(node: NodeView) -> NodeView:
     )
 
 
+def kinds(nodes: Sequence[NodeView]) -> list[list[NodeView]]:
+    """Return the nodes emptied and grouped by everything the planner reads of an empty node.
+
+    Nodes of one kind get the same verdict on an empty pool, so one of each need be planned.
+    """
+    groups: dict[tuple[object, ...], list[NodeView]] = {}
+    for node in nodes:
+        empty = emptied(node)
+        key = (
+            node_shape(empty),
+            tuple(tuple(sorted(a.attributes.items())) for a in empty.devices),
+            tuple(sorted(empty.labels.items())),
+            empty.owner_tenant_id,
+            empty.role,
+            empty.trust,
+            empty.site_id,
+            tuple(sorted((r, v.capacity) for r, v in empty.resources.items())),
+        )
+        groups.setdefault(key, []).append(empty)
+    return list(groups.values())
+
+
 def _known_keys(nodes: Sequence[NodeView]) -> set[str]:
     keys = {k for n in nodes for k in n.labels}
     keys.update(k for n in nodes for a in n.devices for k in a.attributes)
@@ -61,13 +84,15 @@ def unsatisfiable(
     nodes: Sequence[NodeView],
     pool_name: str,
     plan_empty: Callable[[Sequence[NodeView]], Plan] | None = None,
+    grouped: Sequence[Sequence[NodeView]] | None = None,
 ) -> str | None:
     """Return why no node of the pool could take the request even if it were empty, or None.
 
     Checked in order: device classes, selector keys, atoms per node, then the planner itself over
     the pool emptied (`plan_empty`, when given), which names selectors, links and scalars no node
-    satisfies.
-    Leases and gangs larger than the pool are left to their own checks.
+    satisfies. `grouped` (kinds() of the nodes) lets it plan one node of each kind first: only
+    when none fits is the whole pool planned, for a reason that counts every node. Leases and
+    gangs larger than the pool are left to their own checks.
     """
     if not nodes:
         return None  # an empty pool is reported as such by the planner
@@ -94,7 +119,13 @@ def unsatisfiable(
             return f"the largest node in {pool_name} has {largest} {device_class}"
     if request.lease or plan_empty is None:
         return None
-    plan = plan_empty([emptied(n) for n in nodes])
+    if grouped is not None and request.gang is None:
+        excluded = request.exclude_nodes
+        firsts = [next((n for n in g if n.id not in excluded), None) for g in grouped]
+        if plan_empty([n for n in firsts if n is not None]).fits:
+            return None
+    every = [n for g in grouped for n in g] if grouped is not None else [emptied(n) for n in nodes]
+    plan = plan_empty(sorted(every, key=lambda n: n.id))
     if plan.fits or plan.archived:
         return None
     return f"no node in {pool_name} could take it even with nothing booked: {plan.pending_reason()}"

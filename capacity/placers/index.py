@@ -83,6 +83,9 @@ class PoolIndex:
     small_cache: dict[tuple[str, int], frozenset[str]] = dataclasses.field(default_factory=dict)
     # Atom picks shared by nodes of one shape (their views carry node_shape()); bounded below.
     pick_memo: PickMemo = dataclasses.field(default_factory=dict)
+    # What other modules derive from the static views once per generation, by their own key
+    # (the emptied pool the never-fits check plans, for one).
+    derived: dict[str, object] = dataclasses.field(default_factory=dict)
 
     def memo(self) -> PickMemo:
         """Return the pick memo, emptied first when it has grown past its bound."""

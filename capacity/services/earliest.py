@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,7 +13,8 @@ from django.utils import timezone
 from capacity.conf import placer_config
 from capacity.placement import INVALID_INPUT, CapacityError, Plan, Window, validate_request
 from capacity.placers.earliest import find_earliest
-from capacity.placers.inline import PlacerConfig
+from capacity.placers.inline import PlacerConfig, plan_request
+from capacity.placers.lease import plan_lease_now
 from capacity.placers.loader import to_datetime
 
 from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
@@ -76,15 +78,22 @@ def earliest(
     request = validate_request(core)
     tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
-    why = never_fits(request, pool, tenant.pk, config)
-    if why is not None:
-        return Earliest(False, None, None, why.message, horizon, [])
-    latest = request.during.start + int(horizon.total_seconds() * 1000)
-    found = find_earliest(request, pool, config, latest)
-    if found is None:
-        until = to_datetime(latest).strftime("%Y-%m-%dT%H:%MZ")
-        return Earliest(False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, [])
-    window, plan = found
+    # Most requests fit at their own start: the placer's own plan answers, no horizon is read.
+    if request.lease:
+        plan, _static = plan_lease_now(request, pool)
+    else:
+        plan, _index = plan_request(request, pool, dataclasses.replace(config, random=None))
+    window = request.during
+    if not plan.fits:
+        why = never_fits(request, pool, tenant.pk, config)
+        if why is not None:
+            return Earliest(False, None, None, why.message, horizon, [])
+        latest = request.during.start + int(horizon.total_seconds() * 1000)
+        found = find_earliest(request, pool, config, latest)
+        if found is None:
+            until = to_datetime(latest).strftime("%Y-%m-%dT%H:%MZ")
+            return Earliest(False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, [])
+        window, plan = found
     members = plan.gang or plan.ranked
     candidates = [
         {"nodeId": r.node_id, "atoms": [a for group in r.atoms for a in group], "score": round(r.score, 6)}

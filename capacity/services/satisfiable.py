@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from capacity import quota
 from capacity.placement import NodeView, PlacementRequest, Plan
-from capacity.placement.satisfiable import UNSATISFIABLE, unsatisfiable
+from capacity.placement.satisfiable import UNSATISFIABLE, kinds, unsatisfiable
 from capacity.placers.index import pool_index
 from capacity.placers.inline import PlacerConfig, planner
 from capacity.placers.loader import PoolRow
@@ -59,7 +59,10 @@ def never_fits(
         def empty(views: Sequence[NodeView]) -> Plan:
             return plan(dataclasses.replace(index.nodes, views=list(views)))
 
-    message = unsatisfiable(request, index.nodes.views, pool.view.id, empty)
+    grouped = index.derived.get("kinds")
+    if grouped is None:
+        grouped = index.derived["kinds"] = kinds(index.nodes.views)
+    message = unsatisfiable(request, index.nodes.views, pool.view.id, empty, grouped)
     if message is not None:
         return NeverFits(message, _field(message))
     demand = quota.demand(request)

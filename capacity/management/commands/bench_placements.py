@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from capacity.bench import run
+from capacity.bench_earliest import run_earliest
 from capacity.bench_preempt import run_preemption
 from capacity.bench_repair import run_repair
 from capacity.placers.inline import INLINE, PLACERS, POOL_LEASE
@@ -36,13 +37,22 @@ class Command(BaseCommand):
             help="Repair run: book this many future windows on one node, put it in maintenance, time the repair.",
         )
         parser.add_argument(
+            "--earliest",
+            type=int,
+            metavar="BOOKINGS",
+            help="Earliest-start run: book this many windows over the next three days, then time "
+            "--previews earliest-start queries and check a sample against preview.",
+        )
+        parser.add_argument(
             "--spot-fill",
             type=float,
             help="Preemption run: fill this share of the nodes with spot work and the rest with regular "
             "work for a day, then preview and place --count regular requests that must take spot work back.",
         )
 
-    def handle(self, *args, nodes, count, clients, seed, previews, placer, spot_fill, repair, **options):
+    def handle(
+        self, *args, nodes, count, clients, seed, previews, placer, spot_fill, repair, earliest, **options
+    ):
         def bar(items):
             return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
 
@@ -52,6 +62,17 @@ class Command(BaseCommand):
                 f"{figures['repairs_per_s']} repairs/s: {figures['repaired']} of {figures['bookings_on_failed_node']} "
                 f"bookings moved off a failed node in {figures['seconds']} s ({figures['left_on_failed_node']} left "
                 f"on it) in a {figures['nodes']}-node pool\n"
+                f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
+            )
+            return self.finish(figures)
+        if earliest is not None:
+            figures = run_earliest(nodes, earliest, previews, seed, progress=bar)
+            self.stdout.write(
+                f"earliest start p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms over {figures['queries']} "
+                f"queries ({figures['answers_after_requested_start']} answered a later start) on "
+                f"{figures['nodes']} nodes with {figures['bookings']} bookings; gang of 4 x 8 GPUs "
+                f"{figures['gang_of_4x8_ms']} ms; {figures['checked_against_preview']} answers checked against "
+                f"preview, {len(figures['errors'])} wrong\n"
                 f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
             )
             return self.finish(figures)
