@@ -92,7 +92,9 @@ def earliest(
         found = find_earliest(request, pool, config, latest)
         if found is None:
             until = to_datetime(latest).strftime("%Y-%m-%dT%H:%MZ")
-            return Earliest(False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, [])
+            return Earliest(
+                False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, []
+            )
         window, plan = found
     members = plan.gang or plan.ranked
     candidates = [

@@ -179,6 +179,8 @@ def _when(request: HttpRequest, form: RequestForm, result: services.Preview) -> 
     except CapacityError:
         return out
     if found.fits:
+        # The earliest start is shown with its button: its hint would say it again.
+        out["hints"] = [h for h in out["hints"] if not h.startswith("fits from ")]
         kept = [(k, v) for k, v in request.POST.items() if k not in REBOOK_DROPPED]
         out["earliest"] = {
             "start": found.start,
