@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 
 from inventory.models import Pool
@@ -15,8 +15,17 @@ from .services import stored_request
 
 
 def audit() -> list[str]:
-    """Return one line per drift; an empty list means everything agrees."""
-    return [*rollup_drift(), *scalar_drift(), *quota_drift(), *booking_drift()]
+    """Return one line per drift; an empty list means everything agrees.
+
+    Outside a transaction every check reads one snapshot (repeatable read): on a live system a
+    reservation committed between two of the checks' queries would otherwise read as drift.
+    """
+    if connection.in_atomic_block:
+        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *booking_drift()]
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *booking_drift()]
 
 
 def rollup_drift() -> list[str]:
