@@ -35,12 +35,13 @@ def run_earliest(nodes: int, bookings: int, queries: int, seed: int, progress=No
     pool = build_pool(nodes, 1, progress=progress)
     config = dataclasses.replace(placer_config(), placer="inline", random=None)
     rng = random.Random(seed)
-    now = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    # Filling takes minutes: windows start from the clock at each request, never before it.
+    first = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=10)
     placed = 0
     errors: list[str] = []
     with override_settings(DEBUG=False):
         while placed < bookings:
-            start = now + timedelta(hours=rng.randrange(0, 72))
+            start = max(first + timedelta(hours=rng.randrange(0, 72)), timezone.now())
             data = {
                 "tenantId": "bench-0",
                 "poolId": pool.slug,
@@ -51,6 +52,7 @@ def run_earliest(nodes: int, bookings: int, queries: int, seed: int, progress=No
             if services.preview(data, config=config).fits:
                 placed += services.reserve(data, config=config).reservation.status == "placed"
         timings, later, checked = [], 0, 0
+        now = timezone.now()
         for n in range(queries):
             data = {
                 "tenantId": "bench-0",

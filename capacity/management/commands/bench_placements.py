@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from capacity.bench import run
+from capacity.bench import BUILD_CHUNK, run
 from capacity.bench_earliest import run_earliest
 from capacity.bench_preempt import run_preemption
 from capacity.bench_repair import run_repair
@@ -54,7 +54,7 @@ class Command(BaseCommand):
         self, *args, nodes, count, clients, seed, previews, placer, spot_fill, repair, earliest, **options
     ):
         def bar(items):
-            return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
+            return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
 
         if repair is not None:
             figures = run_repair(nodes, repair, seed, progress=bar)
