@@ -85,11 +85,14 @@ class NodeFilterSet(django_filters.FilterSet):
     """Filter nodes by name, state (as the viewer sees it), label and GPUs bookable now."""
 
     q = django_filters.CharFilter(label="Name", method="filter_name")
+    # Labels are given: filters with a method and no model field would read "[invalid name]".
     state = StateFilter(
-        choices=[(s, s) for s in STATE_CHOICES], empty_label="any state", method="filter_state"
+        label="State", choices=[(s, s) for s in STATE_CHOICES], empty_label="any state", method="filter_state"
     )
     label = django_filters.CharFilter(
-        method="filter_label", widget=forms.TextInput(attrs={"placeholder": "key or key=value"})
+        label="Label",
+        method="filter_label",
+        widget=forms.TextInput(attrs={"placeholder": "key or key=value"}),
     )
     free_gpus = WholeNumberFilter(
         param="free_gpus",

@@ -204,6 +204,8 @@ def test_the_filter_form_works_with_and_without_htmx(op, make_node):
     form = re.search(r'<form class="filters card"[^>]*>', html).group(0)
     assert 'method="get"' in form and 'action="/pools/lab-pool/"' in form
     assert 'hx-get="/pools/lab-pool/"' in form and 'hx-push-url="true"' in form
+    labels = re.findall(r'<label for="id_(\w+)">([^<]*)</label>', html)
+    assert labels[:4] == [("q", "Name"), ("state", "State"), ("label", "Label"), ("free_gpus", "Free GPUs ≥")]
 
 
 def test_fifty_nodes_to_a_page_with_links_that_keep_the_filter(op, make_node):
