@@ -12,7 +12,7 @@ from django.db import connection
 
 from .models import PoolCapacityRollup
 
-BUCKETS = ("excluded", "maintenance", "provisioning", "unreachable", "unhealthy")
+BUCKETS = ("excluded", "maintenance", "cordoned", "provisioning", "unreachable", "unhealthy")
 COUNTERS = ("total", *BUCKETS)
 
 # Mirrors capacity.placement's eligibility table, row for row, for whole pools at once.
@@ -21,7 +21,8 @@ CASE
   WHEN n.role <> 'host' OR n.trust = 'tenant-controlled'
        OR (n.owner_tenant_id IS NOT NULL AND p.owner_tenant_id IS DISTINCT FROM n.owner_tenant_id)
     THEN 'excluded'
-  WHEN n.maintenance OR n.cordoned THEN 'maintenance'
+  WHEN n.maintenance THEN 'maintenance'
+  WHEN n.cordoned THEN 'cordoned'
   WHEN n.provision_state <> 'active' OR NOT n.converged THEN 'provisioning'
   WHEN n.connectivity <> 'connected' THEN 'unreachable'
   WHEN cardinality(n.no_schedule_reasons) > 1

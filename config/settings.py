@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
+    "django_filters",
     "inventory",
     "capacity",
 ]
@@ -118,7 +119,7 @@ SPECTACULAR_SETTINGS = {
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
-        "NodeStateEnum": "inventory.api.serializers.NODE_STATES",
+        "NodeStateEnum": "inventory.states.NAMES",
     },
 }
 

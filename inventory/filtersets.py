@@ -1,24 +1,24 @@
-"""Node filters shared by the pool page and the API: state, label and free GPUs now."""
+"""Node filters, declared once with django-filter and shared by the pool page and the nodes API.
+
+NetBox's pattern: one FilterSet whose form the page renders (errors next to their fields) and whose
+errors the API answers as INVALID_INPUT. The states are the vocabulary of inventory.states.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+import django_filters
+import django_filters.fields
+from django import forms
+from django.core.validators import RegexValidator
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Device, Node, NodeLabel, NodeTaint
+from .models import Device, Node, NodeLabel
+from .states import NAMES, state_q
 
-STATES = (
-    "schedulable",
-    "cordoned",
-    "maintenance",
-    "tainted",
-    "dedicated",
-    "unreachable",
-    "provisioning",
-    "unhealthy",
-)
+STATE_CHOICES = NAMES
 
 
 class FilterError(ValueError):
@@ -30,44 +30,14 @@ class FilterError(ValueError):
         self.message = message
 
 
-def _state_q(state: str) -> Q:
-    if state == "cordoned":
-        return Q(cordoned=True)
-    if state == "maintenance":
-        return Q(maintenance=True)
-    if state == "unreachable":
-        return ~Q(connectivity=Node.Connectivity.CONNECTED)
-    if state == "provisioning":
-        return ~Q(provision_state=Node.ProvisionState.ACTIVE) | Q(converged=False)
-    if state == "tainted":
-        return Q(Exists(NodeTaint.objects.filter(node=OuterRef("pk"))))
-    if state == "dedicated":
-        return Q(Exists(NodeTaint.objects.filter(node=OuterRef("pk"), key="dedicated")))
-    if state == "unhealthy":
-        return ~Q(no_schedule_reasons=[])
-    # schedulable: nothing in the eligibility table stops it (for some tenant); a test keeps this
-    # in step with the placer's may_be_schedulable().
-    return (
-        Q(
-            role=Node.Role.HOST,
-            cordoned=False,
-            maintenance=False,
-            connectivity=Node.Connectivity.CONNECTED,
-            provision_state=Node.ProvisionState.ACTIVE,
-            converged=True,
-        )
-        & ~Q(trust=Node.Trust.TENANT_CONTROLLED)
-        & (Q(owner_tenant__isnull=True) | Q(owner_tenant=F("pool__owner_tenant")))
-    ) & (
-        Q(no_schedule_reasons=[])
-        | Q(no_schedule_reasons__len=1, no_schedule_reasons__0__startswith="dedicated=")
-    )
+def free_gpus_now(
+    queryset: QuerySet[Node], tenants: Collection[str] | None = None, device_class: str = "gpu"
+) -> QuerySet[Node]:
+    """Annotate `free_now`: the GPUs of the class the viewer could book now.
 
-
-def free_gpus_now(queryset: QuerySet[Node], device_class: str = "gpu") -> QuerySet[Node]:
-    """Annotate `free_now`: healthy, bookable atoms of the class with no booking covering now.
-
-    A GPU split into MIG slices is not a whole-GPU atom, so it never counts as a free GPU.
+    Healthy, bookable atoms with no booking covering now, on nodes schedulable to the viewer
+    (inventory.states): a cordoned, NotReady or unreachable node has none. A GPU split into MIG
+    slices is not a whole-GPU atom, so it never counts as a free GPU.
     """
     from django.apps import apps
 
@@ -82,33 +52,96 @@ def free_gpus_now(queryset: QuerySet[Node], device_class: str = "gpu") -> QueryS
             filter=Q(devices__device_class=device_class, devices__healthy=True, devices__bookable=True)
             & ~Q(Exists(busy))
             & ~Q(Exists(split))
-            & ~Q(Exists(parent_busy)),
+            & ~Q(Exists(parent_busy))
+            & state_q("schedulable", tenants),
             distinct=True,
         )
     )
 
 
-def filter_nodes(queryset: QuerySet[Node], params: Mapping[str, str]) -> QuerySet[Node]:
-    """Apply `state`, `label` (key or key=value), `free_gpus` (at least n free now) and `q` (name)."""
-    state = (params.get("state") or "").strip()
-    if state:
-        if state not in STATES:
-            raise FilterError("state", f"state must be one of {', '.join(STATES)}")
-        queryset = queryset.filter(_state_q(state))
-    label = (params.get("label") or "").strip()
-    if label:
-        key, _, value = label.partition("=")
+class StateField(django_filters.fields.ChoiceField):
+    """A state of the vocabulary; surrounding spaces are forgiven, as in the other filters."""
+
+    default_error_messages = {"invalid_choice": f"state must be one of {', '.join(STATE_CHOICES)}"}
+
+    def to_python(self, value):
+        return super().to_python(value).strip()
+
+
+class StateFilter(django_filters.ChoiceFilter):
+    field_class = StateField
+
+
+class WholeNumberFilter(django_filters.CharFilter):
+    """A count: ASCII digits only (str.isdigit() also accepts '²', which int() refuses)."""
+
+    def __init__(self, *args, **kwargs):
+        message = f"{kwargs.pop('param')} must be a whole number"
+        kwargs["validators"] = [RegexValidator(r"\A[0-9]{1,6}\Z", message)]
+        super().__init__(*args, **kwargs)
+
+
+class NodeFilterSet(django_filters.FilterSet):
+    """Filter nodes by name, state (as the viewer sees it), label and GPUs bookable now."""
+
+    q = django_filters.CharFilter(label="Name", method="filter_name")
+    # Labels are given: filters with a method and no model field would read "[invalid name]".
+    state = StateFilter(
+        label="State", choices=[(s, s) for s in STATE_CHOICES], empty_label="any state", method="filter_state"
+    )
+    label = django_filters.CharFilter(
+        label="Label",
+        method="filter_label",
+        widget=forms.TextInput(attrs={"placeholder": "key or key=value"}),
+    )
+    free_gpus = WholeNumberFilter(
+        param="free_gpus",
+        label="Free GPUs ≥",
+        method="filter_free_gpus",
+        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 3, "placeholder": "0"}),
+    )
+
+    class Meta:
+        model = Node
+        fields: list[str] = []
+
+    def __init__(self, data=None, queryset=None, *, tenants: Collection[str] | None = None, **kwargs):
+        super().__init__(data, queryset, **kwargs)
+        self.tenants = tenants
+
+    def filter_name(self, queryset, name, value):
+        return queryset.filter(name__icontains=value)
+
+    def filter_state(self, queryset, name, value):
+        return queryset.filter(state_q(value, self.tenants))
+
+    def filter_label(self, queryset, name, value):
+        key, _, wanted = value.partition("=")
         labels = NodeLabel.objects.filter(node=OuterRef("pk"), key=key.strip())
-        if value.strip() and value.strip() != "*":
-            labels = labels.filter(value=value.strip())
-        queryset = queryset.filter(Exists(labels))
-    name = (params.get("q") or "").strip()
-    if name:
-        queryset = queryset.filter(name__icontains=name)
-    free = (params.get("free_gpus") or "").strip()
-    if free:
-        # isascii(): isdigit() also accepts '²' and other scripts' digits, which int() refuses.
-        if not (free.isascii() and free.isdigit()) or len(free) > 6:
-            raise FilterError("free_gpus", "free_gpus must be a whole number")
-        queryset = free_gpus_now(queryset).filter(free_now__gte=int(free))
-    return queryset
+        if wanted.strip() and wanted.strip() != "*":
+            labels = labels.filter(value=wanted.strip())
+        return queryset.filter(Exists(labels))
+
+    def filter_free_gpus(self, queryset, name, value):
+        return free_gpus_now(queryset, self.tenants).filter(free_now__gte=int(value))
+
+    def first_error(self) -> FilterError | None:
+        """Return the first invalid parameter as a FilterError, or None when every value is good."""
+        if self.is_valid():
+            return None
+        field, messages = next(iter(self.errors.items()))
+        return FilterError(field, messages[0])
+
+
+def filter_nodes(
+    queryset: QuerySet[Node], params: Mapping[str, str], tenants: Collection[str] | None = None
+) -> QuerySet[Node]:
+    """Apply `state`, `label` (key or key=value), `free_gpus` (at least n bookable now) and `q` (name).
+
+    Raise FilterError for the first value that cannot be used.
+    """
+    filterset = NodeFilterSet(params, queryset, tenants=tenants)
+    error = filterset.first_error()
+    if error is not None:
+        raise error
+    return filterset.qs

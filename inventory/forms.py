@@ -1,4 +1,4 @@
-"""Forms for the node pages: the shared node filters and the operator actions on one node."""
+"""Forms for the node pages: the operator actions on one node (the filters are inventory.filtersets)."""
 
 from __future__ import annotations
 
@@ -6,22 +6,7 @@ from django import forms
 
 from . import services
 from .errors import InventoryError
-from .filtersets import STATES
 from .models import Node, NodeTaint, Tenant
-
-
-class NodeFilterForm(forms.Form):
-    """The GET form in front of `filter_nodes`; the filterset itself validates the values."""
-
-    q = forms.CharField(required=False, label="Name")
-    state = forms.ChoiceField(required=False, choices=[("", "any state"), *((s, s) for s in STATES)])
-    label = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "key or key=value"}))
-    # A text field, so that the filterset's message is the one the operator sees.
-    free_gpus = forms.CharField(
-        required=False,
-        label="Free GPUs ≥",
-        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 3, "placeholder": "0"}),
-    )
 
 
 class ActionForm(forms.Form):

@@ -36,7 +36,7 @@ from inventory.api.serializers import (
     node_summary,
 )
 from inventory.errors import InventoryError
-from inventory.filtersets import STATES, filter_nodes, free_gpus_now
+from inventory.filtersets import STATE_CHOICES, filter_nodes, free_gpus_now
 from inventory.ingest import apply_node_report
 from inventory.models import Device, Node, NodeTaint
 
@@ -53,10 +53,10 @@ def visible_nodes(scope: services.Scope):
     return services.nodes_for(scope)
 
 
-def with_summary_rows(nodes):
+def with_summary_rows(nodes, scope: services.Scope = services.EVERYONE):
     """Load what a summary shows in a fixed number of queries, whatever the number of nodes."""
     if "free_now" not in nodes.query.annotations:
-        nodes = free_gpus_now(nodes)
+        nodes = free_gpus_now(nodes, scope.tenants)
     return nodes.select_related("pool__site", "owner_tenant").prefetch_related("labels", "taints")
 
 
@@ -73,17 +73,26 @@ def device_counts(nodes: list[Node]) -> dict[int, dict[str, int]]:
     return counts
 
 
-def render_summaries(nodes: list[Node]) -> list[dict]:
-    counts = device_counts(nodes)
-    return NodeSummarySerializer(
-        [node_summary(n, device_counts=counts[n.pk], free_gpus_now=n.free_now) for n in nodes], many=True
-    ).data
+def summaries_renderer(scope: services.Scope):
+    """Return a function that renders a page of nodes as the caller sees them."""
+
+    def render(nodes: list[Node]) -> list[dict]:
+        counts = device_counts(nodes)
+        return NodeSummarySerializer(
+            [
+                node_summary(n, device_counts=counts[n.pk], free_gpus_now=n.free_now, tenants=scope.tenants)
+                for n in nodes
+            ],
+            many=True,
+        ).data
+
+    return render
 
 
 def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> dict:
     """Return the detail dict of a node the caller may read, or raise NOT_FOUND."""
     node = (
-        with_summary_rows(visible_nodes(scope).filter(name=node_name))
+        with_summary_rows(visible_nodes(scope).filter(name=node_name), scope)
         .prefetch_related(
             Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
             "links",
@@ -99,7 +108,7 @@ def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> di
     counts: dict[str, int] = {}
     for d in devices:
         counts[d.device_class] = counts.get(d.device_class, 0) + 1
-    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now)
+    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now, tenants=scope.tenants)
     data["devices"] = device_items(devices, uuids)
     data["links"] = link_items(node.links.all(), uuids)
     data["conditions"] = condition_items(node.conditions.all())
@@ -158,9 +167,13 @@ class NodesView(BerthAPIView):
         ),
         parameters=[
             OpenApiParameter("pool", str, description="Pool slug."),
-            OpenApiParameter("state", str, enum=STATES),
+            OpenApiParameter(
+                "state", str, enum=STATE_CHOICES, description="Nodes in this state (among others)."
+            ),
             OpenApiParameter("label", str, description="key, or key=value."),
-            OpenApiParameter("free_gpus", int, description="At least this many GPUs free now."),
+            OpenApiParameter(
+                "free_gpus", int, description="At least this many GPUs the caller could book now."
+            ),
             OpenApiParameter("q", str, description="Part of the node name."),
         ],
         responses={200: NodeSummarySerializer(many=True), **errors(400, 401, 404)},
@@ -170,8 +183,11 @@ class NodesView(BerthAPIView):
         pool = text_param(request, "pool")
         if pool is not None:
             nodes = nodes.filter(pool__slug=pool)
-        nodes = filter_nodes(nodes, {k: request.query_params.get(k, "") for k in NODE_FILTERS})
-        return self.paginated(with_summary_rows(nodes).order_by("name"), render_summaries)
+        params = {k: request.query_params.get(k, "") for k in NODE_FILTERS}
+        nodes = filter_nodes(nodes, params, self.scope.tenants)
+        return self.paginated(
+            with_summary_rows(nodes, self.scope).order_by("name"), summaries_renderer(self.scope)
+        )
 
 
 class NodeView(BerthAPIView):

@@ -16,6 +16,7 @@ class PoolCapacityRollup(models.Model):
     total = models.IntegerField(default=0)
     excluded = models.IntegerField(default=0)
     maintenance = models.IntegerField(default=0)
+    cordoned = models.IntegerField(default=0, help_text="Cordoned nodes not in maintenance.")
     provisioning = models.IntegerField(default=0)
     unreachable = models.IntegerField(default=0)
     unhealthy = models.IntegerField(default=0)

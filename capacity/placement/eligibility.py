@@ -17,7 +17,9 @@ IN_MAINTENANCE: Final = "in maintenance"
 CORDONED: Final = "cordoned"
 AWAITING_SPEC: Final = "awaiting its first converged spec"
 
-BUCKETS: Final = ("excluded", "maintenance", "provisioning", "unreachable", "unhealthy")
+# The spec's table puts cordoned nodes in the maintenance bucket; issue 18 keeps them apart, so
+# that pools say how much capacity operators hold back each way (inventory.states, one vocabulary).
+BUCKETS: Final = ("excluded", "maintenance", "cordoned", "provisioning", "unreachable", "unhealthy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ def _before_no_schedule(node: NodeView, pool: Pool) -> Ineligibility | None:
     if node.maintenance:
         return Ineligibility(ELIGIBLE_FILTER, IN_MAINTENANCE, "maintenance")
     if node.cordoned:
-        return Ineligibility(ELIGIBLE_FILTER, CORDONED, "maintenance")
+        return Ineligibility(ELIGIBLE_FILTER, CORDONED, "cordoned")
     if node.provision_state != "active":
         return Ineligibility(ELIGIBLE_FILTER, f"provision state {node.provision_state}", "provisioning")
     if not node.converged:

@@ -16,8 +16,8 @@ from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
 from config.web import login_required, operator_required, page, safe_next, wants_partial
-from inventory.filtersets import FilterError, filter_nodes
-from inventory.forms import ACTIONS, ROW_ACTIONS, NodeFilterForm
+from inventory.filtersets import NodeFilterSet
+from inventory.forms import ACTIONS, ROW_ACTIONS
 from inventory.models import Node
 
 from .common import (
@@ -35,10 +35,11 @@ SEGMENT_TEXT = {
     "allocated": "atoms booked now",
     "free": "on schedulable nodes and not booked",
     "excluded": "nodes that add no capacity to this pool",
-    "maintenance": "nodes cordoned or in maintenance",
+    "maintenance": "nodes in maintenance",
+    "cordoned": "cordoned nodes (not in maintenance): no new placements",
     "provisioning": "nodes still provisioning",
     "unreachable": "nodes not connected",
-    "unhealthy": "NoSchedule nodes, unhealthy or unbookable devices",
+    "unhealthy": "NotReady, unhealthy or tainted nodes; unhealthy or unbookable devices",
 }
 
 
@@ -96,20 +97,17 @@ def pools(request: HttpRequest) -> HttpResponse:
 def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a pool's nodes with their GPU grid, filtered and 50 to a page."""
     pool = visible_pool(request.user, slug)
-    form = NodeFilterForm(request.GET)
-    form.is_valid()
+    scope = scope_for(request.user)
     queryset = services.nodes_for(
-        scope_for(request.user),
-        Node.objects.filter(pool=pool).select_related("owner_tenant"),
+        scope,
+        Node.objects.filter(pool=pool).select_related("owner_tenant", "pool"),
         pools_checked=True,  # visible_pool above
     ).order_by("name")
-    filter_error = None
-    try:
-        queryset = filter_nodes(queryset, request.GET)
-    except FilterError as err:
-        filter_error = err
-        form.add_error(err.field if err.field in form.fields else None, err.message)
-        queryset = queryset.none()
+    # The API's filters (NodeFilterSet): its form shows each error next to its field.
+    filterset = NodeFilterSet(request.GET, queryset, tenants=scope.tenants)
+    form = filterset.form
+    filter_error = filterset.first_error()
+    queryset = queryset.none() if filter_error is not None else filterset.qs
     paginator = Paginator(queryset, NODES_PER_PAGE)
     page_obj = paginator.get_page(request.GET.get("page"))
     now = timezone.now()

@@ -9,15 +9,11 @@ from django.db.models import Prefetch, prefetch_related_objects
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.placement import (
-    NodeView,
-    may_be_schedulable,
-    scalar_capacity,
-)
-from capacity.placement import Pool as PoolView
+from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
 from capacity.services.drain import drain_state
 from inventory.models import Device, Node, NodeLabel, Pool
+from inventory.states import BLOCKING_EFFECTS, NodeState, node_states
 
 from .common import (
     GRID_AHEAD,
@@ -100,6 +96,12 @@ class NodeRow:
     actions: list[str] = field(default_factory=list)
     own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
     lease: LeaseBlock | None = None
+    states: list[NodeState] = field(default_factory=list)  # inventory.states, as the viewer sees them
+
+    @property
+    def state_text(self) -> str:
+        """Return the node's states in words: "NotReady · cordoned", or "schedulable"."""
+        return " · ".join(s.text for s in self.states)
 
     @property
     def scalar_map(self) -> dict[str, Scalar]:
@@ -162,58 +164,26 @@ def lease_now(devices: list[Device], bookings: dict[int, list[Booking]], now: da
 
 
 def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
-    badges = []
-    if node.role != Node.Role.HOST:
-        badges.append(Badge(f"role {node.role}", "muted", "not a host: adds no capacity"))
-    if node.trust == Node.Trust.TENANT_CONTROLLED:
-        badges.append(Badge("tenant-controlled", "muted", "tenant-controlled nodes add no capacity"))
-    if node.owner_tenant_id is not None and node.owner_tenant_id != pool.owner_tenant_id:
-        badges.append(
-            Badge(
-                f"✕ excluded: owned by {node.owner_tenant.slug}",
-                "muted",
-                "tenant-owned node outside its owner's pool",
-            )
-        )
-    elif node.owner_tenant_id is not None:
-        badges.append(
+    """Return the node's states (inventory.states, as the viewer sees them) as badges, with the drain.
+
+    Besides the states: who owns a node in its owner's pool, and taints that only prefer other
+    nodes (PreferNoSchedule), which stop nothing.
+    """
+    found = []
+    for state in node_states(node, scope.tenants):
+        found.append(Badge(state.label, state.badge, state.meaning))
+        if state.name == "cordoned":
+            drain = drain_badge(node, scope)
+            if drain is not None:
+                found.append(drain)
+    if node.owner_tenant_id is not None and node.owner_tenant_id == pool.owner_tenant_id:
+        found.append(
             Badge(f"owned by {node.owner_tenant.slug}", "info", "tenant-owned node in its owner's pool")
         )
-    if node.maintenance:
-        badges.append(Badge("⚙ maintenance", "warn", "in maintenance"))
-    if node.cordoned:
-        badges.append(Badge("⊘ cordoned", "warn", "no new placements"))
-    drain = drain_badge(node, scope)
-    if drain is not None:
-        badges.append(drain)
-    if node.provision_state != Node.ProvisionState.ACTIVE:
-        text = (
-            "provisioning"
-            if node.provision_state == Node.ProvisionState.PROVISIONING
-            else node.provision_state
-        )
-        badges.append(Badge(f"◌ {text}", "muted", f"provision state {node.provision_state}"))
-    elif not node.converged:
-        badges.append(Badge("◌ provisioning: awaiting spec", "muted", "awaiting its first converged spec"))
-    if node.connectivity != Node.Connectivity.CONNECTED:
-        badges.append(Badge(f"✕ unreachable: {node.connectivity}", "bad", "connectivity"))
-    taint_reasons = set()
     for taint in node.taints.all():
-        reason = f"{taint.key}={taint.value}" if taint.value else taint.key
-        taint_reasons.add(reason)
-        if taint.key == "dedicated":
-            if not services.sees_tenant(
-                scope, taint.value or None
-            ):  # another tenant's: not named to this one
-                badges.append(Badge(f"⚑ {services.ANOTHER_TENANTS_DEDICATION}", "info", "taint dedicated"))
-            else:
-                badges.append(Badge(f"⚑ dedicated to {taint.value}", "info", f"taint {taint}"))
-        else:
-            badges.append(Badge(f"▲ tainted {taint}", "warn", "taint"))
-    others = [r for r in node.no_schedule_reasons if r not in taint_reasons]
-    if others:
-        badges.append(Badge(f"✕ NoSchedule: {', '.join(others)}", "bad", "from node conditions"))
-    return badges
+        if taint.effect not in BLOCKING_EFFECTS:
+            found.append(Badge(f"△ tainted {taint}", "muted", "prefers other nodes; places here when needed"))
+    return found
 
 
 def drain_badge(node: Node, scope=services.EVERYONE, now: datetime | None = None) -> Badge | None:
@@ -235,25 +205,6 @@ def drain_badge(node: Node, scope=services.EVERYONE, now: datetime | None = None
     return Badge("⇣ drained", "warn", f"{title}; nothing runs here now")
 
 
-def _node_view(node: Node, pool: Pool) -> tuple[NodeView, PoolView]:
-    # The placement core's own check decides "schedulable", so the page and the placer agree.
-    view = NodeView(
-        id=node.name,
-        pool_id=pool.slug,
-        owner_tenant_id=node.owner_tenant.slug if node.owner_tenant_id else None,
-        role=node.role,
-        provision_state=node.provision_state,
-        connectivity=node.connectivity,
-        trust=node.trust,
-        maintenance=node.maintenance,
-        cordoned=node.cordoned,
-        converged=node.converged,
-        no_schedule_reasons=tuple(node.no_schedule_reasons),
-    )
-    owner = pool.owner_tenant.slug if pool.owner_tenant_id else None
-    return view, PoolView(id=pool.slug, archived=pool.archived, owner_tenant_id=owner)
-
-
 def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRow]:
     """Build the rows of these nodes in five queries whatever their number.
 
@@ -270,8 +221,10 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
     device_ids = [d.pk for n in nodes for d in n.devices.all()]
     bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
     claimed = claimed_at([n.pk for n in nodes], now)
+    scope = scope_for(user)
     rows = []
     for node in nodes:
+        node.pool = pool  # the states read the pool's owner; no query per node
         devices = list(node.devices.all())
         by_pk = {d.pk: d for d in devices}
         cells: dict[int, Cell] = {}
@@ -288,12 +241,13 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
         gpus = [c for c in whole if not c.slices]
         slices = [s for c in whole for s in c.slices]
         labels = list(node.labels.all())
-        view, pool_view = _node_view(node, pool)
+        states = node_states(node, scope.tenants)
+        bookable = states[-1].name == "schedulable"
         rows.append(
             NodeRow(
                 node=node,
                 cells=list(cells.values()),
-                badges=badges(node, pool, scope_for(user)),
+                badges=badges(node, pool, scope),
                 labels=[label for label in labels if label.source != NodeLabel.Source.SYSTEM],
                 system_labels=[label for label in labels if label.source == NodeLabel.Source.SYSTEM],
                 scalars=[
@@ -304,13 +258,15 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                     )
                     for r in node.resources.all()
                 ],
-                schedulable=may_be_schedulable(view, pool_view),
-                free_gpus=sum(1 for c in gpus if _free_now(c)),
+                schedulable=bookable,
+                # Bookable now, as the free_gpus filter and the API's freeGpusNow count.
+                free_gpus=sum(1 for c in gpus if _free_now(c)) if bookable else 0,
                 total_gpus=len(gpus),
-                free_slices=sum(1 for c in slices if _free_now(c)),
+                free_slices=sum(1 for c in slices if _free_now(c)) if bookable else 0,
                 total_slices=len(slices),
                 actions=["uncordon" if node.cordoned else "cordon"],
                 lease=lease_now(devices, bookings, now),
+                states=states,
             )
         )
     return rows

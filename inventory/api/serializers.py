@@ -6,15 +6,12 @@ those dicts from rows the view has already fetched, so rendering runs no queries
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from rest_framework import serializers
 
-from inventory.filtersets import STATES
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
-
-# What a node's state reads as: the first row of the eligibility table that applies, or schedulable.
-NODE_STATES = ("excluded", *STATES)
+from inventory.states import NAMES, node_states
 
 
 class KeywordFieldsMixin:
@@ -89,7 +86,14 @@ class NodeSummarySerializer(serializers.Serializer):
     name = serializers.CharField()
     pool = serializers.CharField()
     site = serializers.CharField()
-    state = serializers.ChoiceField(choices=NODE_STATES)
+    state = serializers.ChoiceField(
+        choices=NAMES,
+        help_text="The first state the node is in, as the caller sees it (the vocabulary of the pages).",
+    )
+    states = serializers.ListField(
+        child=serializers.ChoiceField(choices=NAMES),
+        help_text="Every state the node is in, in vocabulary order; schedulable: the caller's work may go here now.",
+    )
     role = serializers.ChoiceField(choices=Node.Role.choices)
     provisionState = serializers.ChoiceField(choices=Node.ProvisionState.choices)
     connectivity = serializers.ChoiceField(choices=Node.Connectivity.choices)
@@ -104,7 +108,9 @@ class NodeSummarySerializer(serializers.Serializer):
     deviceCounts = serializers.DictField(
         child=serializers.IntegerField(), help_text="Atoms per device class."
     )
-    freeGpusNow = serializers.IntegerField(help_text="Healthy, bookable GPUs with no booking now.")
+    freeGpusNow = serializers.IntegerField(
+        help_text="GPUs the caller could book now: healthy, bookable, not booked, on a node schedulable to it."
+    )
 
 
 class NodeDetailSerializer(NodeSummarySerializer):
@@ -191,24 +197,6 @@ class TopologyResultSerializer(serializers.Serializer):
     links = serializers.IntegerField()
 
 
-def node_state(node: Node) -> str:
-    """Return the one word for a node's state, in the order of the placer's eligibility table."""
-    if node.role != Node.Role.HOST or node.trust == Node.Trust.TENANT_CONTROLLED:
-        return "excluded"
-    if node.maintenance:
-        return "maintenance"
-    if node.cordoned:
-        return "cordoned"
-    if node.provision_state != Node.ProvisionState.ACTIVE or not node.converged:
-        return "provisioning"
-    if node.connectivity != Node.Connectivity.CONNECTED:
-        return "unreachable"
-    reasons = list(node.no_schedule_reasons)
-    if len(reasons) == 1 and reasons[0].startswith("dedicated="):
-        return "dedicated"
-    return "unhealthy" if reasons else "schedulable"
-
-
 def label_items(labels: Iterable[NodeLabel]) -> list[dict]:
     return [{"key": x.key, "value": x.value, "source": x.source} for x in labels]
 
@@ -259,13 +247,24 @@ def condition_items(conditions: Iterable[NodeCondition]) -> list[dict]:
     ]
 
 
-def node_summary(node: Node, *, device_counts: Mapping[str, int], free_gpus_now: int) -> dict:
-    """Return the summary dict of a node whose pool, site, owner, labels and taints are loaded."""
+def node_summary(
+    node: Node,
+    *,
+    device_counts: Mapping[str, int],
+    free_gpus_now: int,
+    tenants: Collection[str] | None = None,
+) -> dict:
+    """Return the summary dict of a node whose pool, site, owner, labels and taints are loaded.
+
+    `tenants` is the caller's (None: an operator): the states are as the caller sees them.
+    """
+    states = [s.name for s in node_states(node, tenants)]
     return {
         "name": node.name,
         "pool": node.pool.slug,
         "site": node.pool.site.slug,
-        "state": node_state(node),
+        "state": states[0],
+        "states": states,
         "role": node.role,
         "provisionState": node.provision_state,
         "connectivity": node.connectivity,

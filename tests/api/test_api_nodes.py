@@ -26,6 +26,7 @@ def test_the_node_list_summarises_each_node(as_operator, lab, as_acme, ask):
         "pool": "lab-pool",
         "site": "lab",
         "state": "schedulable",
+        "states": ["schedulable"],
         "role": "host",
         "provisionState": "active",
         "connectivity": "connected",
@@ -54,7 +55,8 @@ def test_the_node_list_filters_by_state_label_free_gpus_name_and_pool(
     assert names(nodes_.get("/api/v1/nodes?state=schedulable")) == ["globex-node", "node-a"]
     assert names(nodes_.get("/api/v1/nodes?label=rack=a01")) == ["node-a"]
     assert names(nodes_.get("/api/v1/nodes?label=rack")) == ["node-a"]
-    assert names(nodes_.get("/api/v1/nodes?free_gpus=2")) == ["globex-node", "node-b"]
+    # node-b's four GPUs are free, but it is cordoned: none can be booked now.
+    assert names(nodes_.get("/api/v1/nodes?free_gpus=2")) == ["globex-node"]
     assert names(nodes_.get("/api/v1/nodes?q=NODE")) == ["globex-node", "node-a", "node-b"]
     assert names(nodes_.get("/api/v1/nodes?pool=globex-pool")) == ["globex-node"]
     assert names(nodes_.get("/api/v1/nodes?pool=nowhere")) == []
@@ -63,14 +65,91 @@ def test_the_node_list_filters_by_state_label_free_gpus_name_and_pool(
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("state=asleep", "state must be one of schedulable, cordoned, maintenance, tainted, dedicated, "
-         "unreachable, provisioning, unhealthy"),
+        ("state=asleep", "state must be one of excluded, maintenance, cordoned, provisioning, unreachable, "
+         "NotReady, unhealthy, tainted, dedicated, schedulable"),
         ("free_gpus=two", "free_gpus must be a whole number"),
     ],
 )  # fmt: skip
 def test_a_bad_node_filter_is_invalid_input(as_operator, lab, query, message):
     response = as_operator.get(f"/api/v1/nodes?{query}")
     assert (response.status_code, response.json()) == (400, {"code": "INVALID_INPUT", "message": message})
+
+
+def _make_ready_false(name):
+    from inventory.models import Node
+
+    NodeCondition.objects.create(node=Node.objects.get(name=name), type="Ready", status="False")
+
+
+def _update(name, **fields):
+    from inventory.models import Node
+
+    Node.objects.filter(name=name).update(**fields)
+
+
+# Each way a node takes no new work, the state the API calls it, and how to get there.
+NOT_BOOKABLE = [
+    ("cordoned", lambda: inventory_services().cordon("node-b")),
+    ("maintenance", lambda: inventory_services().set_maintenance("node-b", True)),
+    ("unreachable", lambda: _update("node-b", connectivity="disconnected")),
+    ("provisioning", lambda: _update("node-b", provision_state="provisioning")),
+    ("provisioning", lambda: _update("node-b", converged=False)),
+    ("NotReady", lambda: _make_ready_false("node-b")),
+    ("tainted", lambda: inventory_services().add_taint("node-b", "gpu-burn", "1")),
+]
+
+
+def inventory_services():
+    from inventory import services
+
+    return services
+
+
+@pytest.mark.parametrize(
+    ("state", "change"), NOT_BOOKABLE, ids=[f"{s}-{i}" for i, (s, _) in enumerate(NOT_BOOKABLE)]
+)
+def test_free_gpus_now_counts_only_gpus_that_could_be_booked_now(as_operator, lab, state, change):
+    """node-b's four GPUs are healthy and unbooked; once it takes no new work none is free now."""
+    change()
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Pool
+
+    refresh_rollups([Pool.objects.get(slug="lab-pool").pk])  # rows written around the services
+    data = as_operator.get("/api/v1/nodes/node-b").json()
+    assert (data["state"], data["freeGpusNow"]) == (state, 0)
+    assert state in data["states"] and "schedulable" not in data["states"]
+    assert names(as_operator.get("/api/v1/nodes?free_gpus=1")) == ["node-a"]
+    assert names(as_operator.get(f"/api/v1/nodes?state={state}")) == ["node-b"]
+
+
+def test_a_node_dedicated_to_another_tenant_is_not_schedulable_to_a_tenant(
+    as_operator, as_acme, as_globex, lab
+):
+    as_operator.post("/api/v1/nodes/node-b/dedicate", {"tenant": "globex"}, format="json")
+    seen = {
+        who: client.get("/api/v1/nodes/node-b").json()
+        for who, client in (("operator", as_operator), ("acme", as_acme), ("globex", as_globex))
+    }
+    assert {who: (d["state"], d["states"], d["freeGpusNow"]) for who, d in seen.items()} == {
+        "operator": ("dedicated", ["dedicated", "schedulable"], 4),
+        "acme": ("dedicated", ["dedicated"], 0),
+        "globex": ("dedicated", ["dedicated", "schedulable"], 4),
+    }
+    # The filters see the node as the caller does.
+    assert names(as_acme.get("/api/v1/nodes?state=schedulable")) == ["node-a"]
+    assert names(as_acme.get("/api/v1/nodes?free_gpus=1")) == ["node-a"]
+    assert names(as_globex.get("/api/v1/nodes?pool=lab-pool&state=schedulable")) == ["node-a", "node-b"]
+
+
+def test_a_node_owned_outside_its_owners_pool_is_excluded_not_schedulable(as_operator, lab, other_tenant):
+    _update("node-b", owner_tenant=other_tenant)
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Pool
+
+    refresh_rollups([Pool.objects.get(slug="lab-pool").pk])
+    data = as_operator.get("/api/v1/nodes/node-b").json()
+    assert (data["state"], data["states"], data["freeGpusNow"]) == ("excluded", ["excluded"], 0)
+    assert names(as_operator.get("/api/v1/nodes?state=excluded")) == ["node-b"]
 
 
 def test_a_tenant_sees_only_the_nodes_of_pools_it_may_use(as_acme, as_globex, lab, globex_node):
@@ -122,7 +201,9 @@ def test_the_node_detail_shows_devices_links_labels_taints_conditions_and_resour
     assert data["resources"] == [
         {"resource": "vcpu", "allocatable": 100.0, "ratio": 0.29, "allocated": 0, "capacity": 29}
     ]
-    assert data["state"] == "unhealthy"
+    # Ready False reads NotReady, as the NoSchedule reason and the pages say it.
+    assert (data["state"], data["states"]) == ("NotReady", ["NotReady", "tainted"])
+    assert data["freeGpusNow"] == 0
     assert sorted(data["noScheduleReasons"]) == sorted(
         NodeTaint.objects.get(node=node).node.no_schedule_reasons
     )
@@ -205,7 +286,7 @@ def test_taints_are_added_and_removed(as_operator, lab):
         format="json",
     ).json()
     assert data["taints"] == [{"key": "example.com/gpu-burn", "value": "1", "effect": "NoExecute"}]
-    assert data["state"] == "unhealthy"
+    assert data["state"] == "tainted"
     # Keys may hold '/': the path takes the rest of the URL.
     data = as_operator.delete("/api/v1/nodes/node-a/taints/example.com/gpu-burn").json()
     assert (data["taints"], data["state"]) == ([], "schedulable")

@@ -107,6 +107,7 @@ def test_pools_show_capacity_per_device_class(as_operator, as_acme, lab, ask):
                     "free": 1,
                     "excluded": 0,
                     "maintenance": 4,
+                    "cordoned": 0,
                     "provisioning": 0,
                     "unreachable": 0,
                     "unhealthy": 0,

@@ -28,7 +28,7 @@ def test_an_operator_cordons_a_node_and_the_row_changes_in_place(login, demo):
     page = login("operator")
     page.click("text=pcie-batch")
     row = page.locator("#row-sfo2-pcie-02")
-    expect(row.locator(".badge")).to_have_text("✓ ready")
+    expect(row.locator(".badge")).to_have_text("✓ schedulable")
     mark_page(page)
     row.get_by_role("button", name="⊘ Cordon").click()
     expect(row.locator(".badge")).to_have_text("⊘ cordoned")
@@ -37,7 +37,7 @@ def test_an_operator_cordons_a_node_and_the_row_changes_in_place(login, demo):
     assert still_same_page(page)
     assert Node.objects.get(name="sfo2-pcie-02").cordoned
     row.get_by_role("button", name="↺ Uncordon").click()
-    expect(row.locator(".badge")).to_have_text("✓ ready")
+    expect(row.locator(".badge")).to_have_text("✓ schedulable")
     assert not Node.objects.get(name="sfo2-pcie-02").cordoned
 
 

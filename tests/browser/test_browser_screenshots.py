@@ -38,6 +38,7 @@ def test_screenshots_of_the_operator_pages(login, demo, shots):
         ("pool-detail-mig", "/pools/a100-mig/"),
         ("node-detail", "/nodes/sfo2-pcie-14/"),
         ("node-detail-mig", "/nodes/sfo2-a100-01/"),
+        ("node-detail-notready", "/nodes/sfo2-a100-09/"),
     ]:
         page.goto(f"{demo}{url}")
         expect(page.locator("h1")).to_be_visible()

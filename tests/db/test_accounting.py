@@ -181,7 +181,7 @@ def test_booked_atoms_on_a_cordoned_node_are_not_subtracted_twice(tenant, make_n
     reserve(running, now=booked_at(running))
     nodes.cordon("node-a")
     counts = capacity()
-    assert (counts["allocated"], counts["maintenance"], counts["free"]) == (8, 8, 8)
+    assert (counts["allocated"], counts["cordoned"], counts["maintenance"], counts["free"]) == (8, 8, 0, 8)
 
 
 def test_quota_report_shows_the_peak_against_each_limit_for_a_window(tenant, make_node):

@@ -9,6 +9,7 @@ from capacity.placement import Pool as PoolView
 from capacity.placers.sql import MAY_BE_SCHEDULABLE, SCHEDULABLE_TOLERATING
 from inventory.filtersets import filter_nodes
 from inventory.models import Node, Tenant
+from inventory.states import NAMES, node_states
 
 REASONS = st.lists(
     st.sampled_from(["dedicated=acme", "dedicated=globex", "NotReady", "gpu-fault=xid79", "GpuXidErrors"]),
@@ -79,6 +80,21 @@ def test_sql_and_python_agree_on_schedulability(make_node, pool, tenants, state)
     # The node filter's "schedulable" state (pool page and API) is the same check as ORM conditions.
     listed = filter_nodes(Node.objects.filter(pk=node.pk), {"state": "schedulable"}).exists()
     assert listed is may_be_schedulable(view, pool_view)
+    # The state vocabulary: each state's filter (SQL) holds the nodes node_states (Python) puts in
+    # it, for an operator and for a tenant; "schedulable" is the placer's check for that viewer.
+    loaded = Node.objects.select_related("pool", "owner_tenant").prefetch_related("taints").get(pk=node.pk)
+    for viewer in (None, state["tenant"]):
+        tenants = None if viewer is None else {viewer}
+        python_states = {s.name for s in node_states(loaded, tenants)}
+        for name in NAMES:
+            in_sql = filter_nodes(Node.objects.filter(pk=node.pk), {"state": name}, tenants).exists()
+            assert in_sql is (name in python_states), (name, viewer)
+        placer = (
+            may_be_schedulable(view, pool_view)
+            if viewer is None
+            else ineligibility(view, pool_view, viewer) is None
+        )
+        assert ("schedulable" in python_states) is placer
     # Rows written around the services leave the rollups behind; settle them for the audit.
     from capacity.rollups import refresh_rollups
 

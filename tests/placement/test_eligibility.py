@@ -29,7 +29,7 @@ ROWS: list[tuple[dict[str, Any], str, str | None]] = [
     ({"trust": "tenant-controlled"}, "tenant-controlled nodes add no capacity", "excluded"),
     ({"owner_tenant_id": "acme"}, "tenant-owned node outside its owner's pool", "excluded"),
     ({"maintenance": True}, "in maintenance", "maintenance"),
-    ({"cordoned": True}, "cordoned", "maintenance"),
+    ({"cordoned": True}, "cordoned", "cordoned"),  # its own bucket (issue 18), not maintenance
     ({"provision_state": "provisioning"}, "provision state provisioning", "provisioning"),
     ({"converged": False}, "awaiting its first converged spec", "provisioning"),
     ({"connectivity": "disconnected"}, "connectivity disconnected", "unreachable"),

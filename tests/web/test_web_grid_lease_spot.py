@@ -55,7 +55,7 @@ def test_a_node_a_lease_holds_now_is_one_block_on_the_pool_page(op, lab):
     assert block, html
     assert block.group(1) == f"whole-node lease: every device of the node, until {until(leased)}"
     assert f'<a href="/reservations/{leased.pk}/">leased by acme until {until(leased)}</a>' in block.group(2)
-    assert '<span class="free-count" title="GPUs free now / all GPUs">0/4</span>' in html
+    assert '<span class="free-count" title="GPUs bookable now / all GPUs">0/4</span>' in html
     # The other nodes keep their cells.
     other = next(n for n in ("node-a", "node-b", "node-c") if n != node)
     assert cells(row(op.get("/pools/lab-pool/").text, other)) == ["free"] * 4

@@ -180,3 +180,39 @@ def test_every_form_carries_the_csrf_token(op, lab):
     assert len(forms) >= 5
     assert all("csrfmiddlewaretoken" in form for form in forms)
     assert 'hx-headers=\'{"X-CSRFToken":' in html
+
+
+def _header(html: str) -> str:
+    return re.search(r'<div class="page-head">.*?</div>\s*</div>', html, re.S).group(0)
+
+
+def test_a_notready_nodes_header_says_notready_and_nothing_bookable(op, lab):
+    """Not "active · connected · 4/4 GPUs free now": the state the API and the pool page use."""
+    from inventory.models import NodeCondition
+
+    NodeCondition.objects.create(node=lab, type="Ready", status="False", reason="KubeletDown")
+    header = _header(op.get("/nodes/node-a/").text)
+    assert '<span class="muted node-state">NotReady</span>' in header
+    assert "0 of 4 whole GPUs bookable now" in header and "(NotReady)" in header
+    assert "active" not in header and "connected" not in header and "free now" not in header
+
+
+def test_a_schedulable_nodes_header_counts_the_gpus_bookable_now(op, lab, book):
+    book("acme", gpus=1)
+    header = _header(op.get("/nodes/node-a/").text)
+    assert '<span class="muted node-state">schedulable</span>' in header
+    assert "3 of 4 whole GPUs bookable now" in header
+
+
+def test_the_header_names_every_state_and_hides_another_tenants_dedication(op, alice, lab):
+    from inventory import services as nodes
+
+    nodes.cordon("node-a")
+    nodes.dedicate("node-a", "globex")
+    assert '<span class="muted node-state">cordoned · dedicated to globex</span>' in _header(
+        op.get("/nodes/node-a/").text
+    )
+    nodes.uncordon("node-a")
+    header = _header(alice.get("/nodes/node-a/").text)
+    assert '<span class="muted node-state">dedicated to another tenant</span>' in header
+    assert "0 of 4 whole GPUs bookable now" in header and "globex" not in header

@@ -30,8 +30,20 @@ def test_the_pools_page_shows_each_pool_with_its_buckets(op, make_node, tenant, 
     assert re.search(r"<dt>Site</dt><dd>lab</dd>", html)
     assert "8 × gpu" in html
     # Numbers and names, not colour alone: every non-empty bucket is written out.
-    assert "1 allocated" in html and "3 free" in html and "4 maintenance" in html
-    for name in ("allocated", "free", "excluded", "maintenance", "provisioning", "unreachable", "unhealthy"):
+    # A cordoned node's atoms count as cordoned, not as maintenance (one vocabulary, issue 18).
+    assert "1 allocated" in html and "3 free" in html and "4 cordoned" in html
+    assert "4 maintenance" not in html
+    names = (
+        "allocated",
+        "free",
+        "excluded",
+        "maintenance",
+        "cordoned",
+        "provisioning",
+        "unreachable",
+        "unhealthy",
+    )
+    for name in names:
         assert f"seg-{name}" in html  # the legend lists every bucket
 
 
@@ -116,9 +128,11 @@ def test_state_badges_name_every_state(op, make_node, tenant):
         "◌ provisioning",
         "dedicated to acme",
         "tainted gpu-burn=true:NoSchedule",
-        "NoSchedule: NotReady",
+        "✕ NotReady",
     ):
         assert text in html
+    # NotReady reads as the API's state says it, not as the placer's NoSchedule reason.
+    assert "NoSchedule: NotReady" not in html
 
 
 def test_labels_and_scalar_room(op, make_node, tenant):
@@ -156,7 +170,7 @@ def test_labels_and_scalar_room(op, make_node, tenant):
         ("state=schedulable", ["node-a", "node-c"]),
         ("label=rack=a01", ["node-a"]),
         ("label=rack", ["node-a", "node-c"]),
-        ("free_gpus=2", ["node-b", "node-c"]),
+        ("free_gpus=2", ["node-c"]),  # node-b is cordoned: its free GPUs cannot be booked now
         ("q=node-c", ["node-c"]),
     ],
 )
@@ -190,6 +204,8 @@ def test_the_filter_form_works_with_and_without_htmx(op, make_node):
     form = re.search(r'<form class="filters card"[^>]*>', html).group(0)
     assert 'method="get"' in form and 'action="/pools/lab-pool/"' in form
     assert 'hx-get="/pools/lab-pool/"' in form and 'hx-push-url="true"' in form
+    labels = re.findall(r'<label for="id_(\w+)">([^<]*)</label>', html)
+    assert labels[:4] == [("q", "Name"), ("state", "State"), ("label", "Label"), ("free_gpus", "Free GPUs ≥")]
 
 
 def test_fifty_nodes_to_a_page_with_links_that_keep_the_filter(op, make_node):
@@ -260,3 +276,64 @@ def test_the_row_action_keeps_the_labels_the_page_shows_once(op, make_node):
     row = op.post("/nodes/node-a/row/cordon/", {"common": "team=ml"}, **HX).text
     assert '<span class="chip">team=ml</span>' not in row
     assert 'name="common" value="team=ml"' in row
+
+
+def test_the_free_gpus_filter_and_the_row_count_only_gpus_bookable_now(op, make_node, tenant):
+    """Cordoned, maintenance, unreachable, provisioning and NotReady nodes have no GPU to book now."""
+    from inventory.models import Node, NodeCondition
+
+    for name in ("ok", "cord", "maint", "away", "prov", "notready"):
+        make_node(name, gpus=2)
+    nodes.cordon("cord")
+    nodes.set_maintenance("maint", True)
+    Node.objects.filter(name="away").update(connectivity=Node.Connectivity.DISCONNECTED)
+    Node.objects.filter(name="prov").update(converged=False)
+    NodeCondition.objects.create(node=Node.objects.get(name="notready"), type="Ready", status="False")
+    from capacity.rollups import refresh_rollups
+
+    refresh_rollups([Node.objects.get(name="ok").pool_id])  # rows written around the services
+    html = op.get("/pools/lab-pool/?free_gpus=1").text
+    assert re.findall(r'<tr id="row-([\w-]+)"', html) == ["ok"]
+    everything = op.get("/pools/lab-pool/").text
+    counts = dict(
+        re.findall(
+            r'<tr id="row-([\w-]+)".*?<span class="free-count"[^>]*>(\d+/\d+)</span>', everything, re.S
+        )
+    )
+    assert counts == {
+        "ok": "2/2",
+        "cord": "0/2",
+        "maint": "0/2",
+        "away": "0/2",
+        "prov": "0/2",
+        "notready": "0/2",
+    }
+
+
+def test_a_tenant_reads_another_tenants_dedication_as_not_bookable(alice, make_node, tenant, other_tenant):
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    nodes.dedicate("node-b", "globex")
+    html = alice.get("/pools/lab-pool/").text
+    row_b = re.search(r'<tr id="row-node-b".*?</tr>', html, re.S).group(0)
+    assert 'class="node-row blocked"' in row_b and ">0/2</span>" in row_b
+    assert "dedicated to another tenant" in row_b and "schedulable" not in row_b
+    assert re.findall(r'<tr id="row-([\w-]+)"', alice.get("/pools/lab-pool/?state=schedulable").text) == [
+        "node-a"
+    ]
+
+
+def test_the_state_filter_offers_the_vocabulary_and_finds_notready_nodes(op, make_node):
+    from inventory.models import Node, NodeCondition
+    from inventory.states import NAMES
+
+    make_node("node-a", gpus=1)
+    make_node("node-b", gpus=1)
+    NodeCondition.objects.create(node=Node.objects.get(name="node-b"), type="Ready", status="False")
+    html = op.get("/pools/lab-pool/?state=NotReady").text
+    assert re.findall(r'<tr id="row-([\w-]+)"', html) == ["node-b"]
+    select = re.search(r'<select name="state".*?</select>', html, re.S).group(0)
+    assert re.findall(r'<option value="([^"]*)"', select) == ["", *NAMES]
+    assert error_next_to(op.get("/pools/lab-pool/?state=asleep").text, "state").startswith(
+        "state must be one of excluded, maintenance, cordoned"
+    )
