@@ -262,18 +262,6 @@ class SelectorForm(forms.Form):
     selector = forms.CharField(required=False)
 
 
-class ReservationFilterForm(forms.Form):
-    """Filters of the reservations list; tenant only for operators."""
-
-    tenant = forms.ChoiceField(required=False)
-    # Every status a reservation may have, preempted included.
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Reservation.Status.choices])
-
-    def __init__(self, *args: Any, tenants: list[Tenant], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["tenant"].choices = [("", "all tenants"), *((t.slug, t.slug) for t in tenants)]
-
-
 class DrainForm(forms.Form):
     """Drain a node from its page: why (optional, shown to operators while the node drains)."""
 

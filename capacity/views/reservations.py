@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.forms import ReservationFilterForm
+from capacity.filtersets import ReservationFilterSet
 from capacity.models import Reservation
 from capacity.models.reservations import PREEMPTED_CONDITION, QUEUED_CONDITION
 from capacity.placement import (
@@ -120,20 +120,31 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
 
 @login_required
 def reservations(request: HttpRequest) -> HttpResponse:
-    """List the user's reservations (operators: everyone's, with a tenant filter)."""
+    """List the user's reservations (operators: everyone's), filtered by tenant, pool, node, status, time.
+
+    A filter value that cannot be read shows its error next to its field and lists nothing: a list
+    that silently left the filter out would read as its answer.
+    """
     scope = scope_for(request.user)
     tenants = visible_tenants(request.user)
-    form = ReservationFilterForm(request.GET, tenants=tenants)
-    form.is_valid()
-    filters = getattr(form, "cleaned_data", {})
-    queryset = services.list_reservations(
-        scope=scope,
-        status=filters.get("status") or None,
-        tenant=filters.get("tenant") or None,
-    ).order_by("-created_at", "-id")
-    page_obj = Paginator(queryset, RESERVATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    filters = ReservationFilterSet(
+        request.GET,
+        services.list_reservations(scope=scope),
+        request=request,
+        tenants=[t.slug for t in tenants],
+        pools=[p.slug for p in services.pools_for(scope)],
+    )
+    valid = filters.is_valid()
+    queryset = filters.qs if valid else filters.queryset.none()
+    page_obj = Paginator(queryset.order_by("-created_at", "-id"), RESERVATIONS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    tenant = filters.form.cleaned_data.get("tenant") if valid else None
     # Quota: a tenant user's own tenants; an operator's only once a tenant is picked.
-    quota_for = [filters["tenant"]] if filters.get("tenant") else ([] if scope.tenants is None else tenants)
+    if tenant:
+        quota_for = [t for t in tenants if t.slug == tenant]
+    else:
+        quota_for = [] if scope.tenants is None else tenants
     query = request.GET.copy()
     query.pop("page", None)
     return page(
@@ -141,7 +152,8 @@ def reservations(request: HttpRequest) -> HttpResponse:
         "capacity/reservations.html",
         {
             "nav": "reservations",
-            "form": form,
+            "form": filters.form,
+            "filtered": any(query.get(name) for name in filters.filters),
             "rows": reservation_rows(list(page_obj.object_list), scope),
             "page_obj": page_obj,
             "query": query.urlencode(),
@@ -149,7 +161,10 @@ def reservations(request: HttpRequest) -> HttpResponse:
             "next": request.get_full_path(),
             "quotas": quota_cards(quota_for, scope),
         },
-        partial="reservation-list",
+        # The filter form answers with itself (its errors), the quota and the list; the pager the list.
+        partial="reservations-body"
+        if getattr(request.htmx, "target", None) == "reservations-body"
+        else "reservation-list",
     )
 
 
