@@ -74,7 +74,7 @@ def test_a_filter_that_cannot_be_read_shows_its_error_next_to_it_and_lists_nothi
     html = op.get("/reservations/?from=yesterday&node=node-a").text
     assert error_next_to(html, "from").startswith("must be an ISO 8601 date or time in UTC")
     assert listed(html) == []
-    assert "Nothing listed: a filter above cannot be read." in html
+    assert "Nothing listed: fix the filter marked above." in html
     html = op.get("/reservations/?from=2027-02-03&to=2027-02-01").text
     assert error_next_to(html, "to") == "must be after from"
 
