@@ -20,6 +20,7 @@ from capacity.placement import (
     NOT_FOUND,
     CapacityError,
 )
+from capacity.services.history import condition_history
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from config.web import login_required, page, safe_next, wants_partial
 
@@ -215,6 +216,7 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "row": reservation_rows([reservation], scope)[0],
             "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
+            "history": condition_history(reservation, scope),
         },
     )
 
