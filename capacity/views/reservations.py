@@ -20,6 +20,7 @@ from capacity.placement import (
     NOT_FOUND,
     CapacityError,
 )
+from capacity.placement.reasons import format_groups
 from capacity.services.history import condition_history
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from config.web import login_required, page, safe_next, wants_partial
@@ -45,6 +46,16 @@ class ReservationRow:
     repairs: list[tuple[str, str]] = field(default_factory=list)
     # Allocations a placed reservation no longer holds (BookingRepair moved them): node and when.
     moved_off: list[dict] = field(default_factory=list)
+    # The rejection groups past the pending summary's five (count, label): the page lists them too.
+    more: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def more_text(self) -> str:
+        """Return "and 1 more: 1 × in maintenance", the nodes the summary left out ("" if none)."""
+        if not self.more:
+            return ""
+        nodes = sum(count for count, _ in self.more)
+        return f"and {nodes} more: {format_groups(self.more)}"
 
     @property
     def nodes(self) -> list[str]:
@@ -114,6 +125,7 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
                 condition.get("type", ""),
                 repairs,
                 moved_off,
+                [(count, services.redact(label, scope)) for count, label in condition.get("more", [])],
             )
         )
     return out
