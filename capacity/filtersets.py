@@ -138,7 +138,7 @@ for _name, _filter in (
         InstantFilter(
             method="ends_after",
             label="From (UTC)",
-            widget=forms.TextInput(attrs={"placeholder": "2027-02-01", "size": 16}),
+            widget=forms.TextInput(attrs={"placeholder": "YYYY-MM-DD", "size": 16}),
         ),
     ),
     (
@@ -146,7 +146,7 @@ for _name, _filter in (
         InstantFilter(
             method="starts_before",
             label="To (UTC)",
-            widget=forms.TextInput(attrs={"placeholder": "2027-03-01", "size": 16}),
+            widget=forms.TextInput(attrs={"placeholder": "YYYY-MM-DD", "size": 16}),
         ),
     ),
 ):
