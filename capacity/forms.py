@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -262,16 +263,27 @@ class SelectorForm(forms.Form):
     selector = forms.CharField(required=False)
 
 
-class ReservationFilterForm(forms.Form):
-    """Filters of the reservations list; tenant only for operators."""
+class TimelineForm(forms.Form):
+    """Where the node page's booking timeline starts: `?from=2027-02-01` (UTC); empty is two days ago."""
 
-    tenant = forms.ChoiceField(required=False)
-    # Every status a reservation may have, preempted included.
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *Reservation.Status.choices])
+    FIRST, LAST = date(2000, 1, 1), date(2099, 12, 31)
 
-    def __init__(self, *args: Any, tenants: list[Tenant], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["tenant"].choices = [("", "all tenants"), *((t.slug, t.slug) for t in tenants)]
+    start = forms.DateField(
+        required=False,
+        label="From",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        error_messages={"invalid": "must be a date, YYYY-MM-DD"},
+    )
+
+    def add_prefix(self, field_name: str) -> str:
+        # The query parameter is `from`, a Python keyword: the field is `start` behind that name.
+        return "from" if field_name == "start" else super().add_prefix(field_name)
+
+    def clean_start(self) -> date | None:
+        day = self.cleaned_data.get("start")
+        if day is not None and not self.FIRST <= day <= self.LAST:
+            raise forms.ValidationError(f"must be a date from {self.FIRST} to {self.LAST}")
+        return day
 
 
 class DrainForm(forms.Form):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 
 from django.db.models import Count
 from django.utils import timezone
+from django_filters import FilterSet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -14,6 +15,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from capacity import services
+from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
 from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.placers.loader import to_datetime
@@ -92,6 +94,16 @@ def render_reservations(
     ).data
 
 
+def filter_parameters(filterset: type[FilterSet]) -> list[OpenApiParameter]:
+    """Return the OpenAPI query parameters of a FilterSet's filters, described as it describes them."""
+    out = []
+    for name, declared in filterset.base_filters.items():
+        choices = declared.extra.get("choices")
+        enum = [value for value, _ in choices] if choices else None
+        out.append(OpenApiParameter(name, str, enum=enum, description=DESCRIPTIONS.get(name, "")))
+    return out
+
+
 RESERVATION_ID = OpenApiParameter("reservation_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
@@ -102,25 +114,22 @@ class ReservationsView(BerthAPIView):
         operation_id="reservations_list",
         tags=["reservations"],
         summary="List reservations",
-        description="The caller's reservations (operators: everyone's), newest first.",
-        parameters=[
-            OpenApiParameter("status", str, enum=Reservation.Status.values),
-            OpenApiParameter("pool", str, description="Pool slug."),
-            OpenApiParameter("tenant", str, description="Tenant slug."),
-        ],
+        description=(
+            "The caller's reservations (operators: everyone's), newest first. The filters combine;"
+            " `from` and `to` select the reservations whose window overlaps [from, to). A value that"
+            " cannot be read answers 400 INVALID_INPUT naming its parameter; the `next` link keeps"
+            " the filters."
+        ),
+        parameters=filter_parameters(ReservationFilterSet),
         responses={200: ReservationSerializer(many=True), **errors(400, 401, 404)},
     )
     def get(self, request):
-        status = text_param(request, "status")
-        if status is not None and status not in Reservation.Status.values:
-            raise ValidationError({"status": f"must be one of {', '.join(Reservation.Status.values)}"})
-        reservations = services.list_reservations(
-            scope=self.scope,
-            status=status,
-            pool=text_param(request, "pool"),
-            tenant=text_param(request, "tenant"),
+        filters = ReservationFilterSet(
+            request.query_params, services.list_reservations(scope=self.scope), request=request
         )
-        return self.paginated(reservations, lambda page: render_reservations(page, self.scope))
+        if not filters.is_valid():
+            raise ValidationError(error_text(filters.errors))
+        return self.paginated(filters.qs, lambda page: render_reservations(page, self.scope))
 
     @extend_schema(
         operation_id="reservations_create",

@@ -2,7 +2,7 @@
 
 from .bookings import Allocation, DeviceBooking, ScalarClaim
 from .quota import Quota, QuotaCharge
-from .reservations import Reservation
+from .reservations import Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "Quota",
     "QuotaCharge",
     "Reservation",
+    "ReservationEvent",
     "ScalarClaim",
 ]

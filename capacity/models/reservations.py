@@ -79,3 +79,24 @@ class Reservation(models.Model):
     def condition(self, type_: str) -> dict | None:
         """Return the condition of this type, if any."""
         return next((c for c in self.conditions if c.get("type") == type_), None)
+
+
+class ReservationEvent(models.Model):
+    """A reservation's status and conditions as they stood from `at`: its condition history.
+
+    Written by a database trigger whenever a reservation row is inserted or its status or
+    conditions change, whichever path wrote it (the ORM, the placers' statements, repair), so the
+    history cannot miss a change. `at` is the row's own updated_at, the writer's clock.
+    """
+
+    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField()
+    status = models.CharField(max_length=10)
+    conditions = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["reservation", "at"], name="reservation_event_at_idx")]
+
+    def __str__(self) -> str:
+        return f"reservation {self.reservation_id} {self.status} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -44,6 +44,7 @@ from .plan import (
     TOPOLOGY_FILTER,
     Plan,
     plan_placement,
+    reason_rest,
 )
 from .plugins import (
     Picker,
@@ -149,6 +150,7 @@ __all__ = [
     "parse_selector",
     "plan_placement",
     "rank_matrix",
+    "reason_rest",
     "run_admit",
     "scalar_capacity",
     "selector_matches",

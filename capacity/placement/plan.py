@@ -9,7 +9,14 @@ from typing import Final
 from .eligibility import ineligibility
 from .pick import NV_RANK, PickMemo, default_pick, memo_pick, worst_rank
 from .plugins import PickFn, SchedulerPlugin, ScoreFn, check_plugins, filter_verdict
-from .reasons import ARCHIVED_REASON, format_groups, nodes_phrase, rejection_groups, summarize
+from .reasons import (
+    ARCHIVED_REASON,
+    format_groups,
+    nodes_phrase,
+    rejection_groups,
+    rest_groups,
+    summarize,
+)
 from .scorers import (
     BINPACK,
     FRAGMENTATION,
@@ -87,6 +94,22 @@ class Plan:
         if self.gang_size is not None and self.ranked:
             return gang_reason(self)
         return summarize(self.rejected, self.node_count)
+
+    def pending_rest(self) -> list[tuple[int, str]]:
+        """Return the rejection groups the pending reason leaves out (it names at most five)."""
+        if self.archived or self.fits or self.node_count == 0:
+            return []
+        return rest_groups(self.rejected)
+
+
+def reason_rest(plan: Plan | None, reason: str) -> list[tuple[int, str]]:
+    """Return the groups `reason` leaves out when it is `plan`'s pending reason (else none).
+
+    A reason from lost races or an archived pool is not the plan's summary: nothing is left out.
+    """
+    if plan is None or not reason or reason != plan.pending_reason():
+        return []
+    return plan.pending_rest()
 
 
 def gang_reason(plan: Plan) -> str:

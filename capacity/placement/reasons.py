@@ -26,8 +26,10 @@ def rejection_label(rejection: Rejection) -> str:
     return f"{rejection.filter}: {rejection.reason}"
 
 
-def rejection_groups(rejections: Iterable[Rejection], limit: int = MAX_GROUPS) -> list[tuple[int, str]]:
-    """Return (count, label) groups, most common first, ties in first-seen order, at most limit."""
+def rejection_groups(
+    rejections: Iterable[Rejection], limit: int | None = MAX_GROUPS
+) -> list[tuple[int, str]]:
+    """Return (count, label) groups, most common first, ties in first-seen order, at most limit (None: all)."""
     counts: dict[str, int] = {}
     for rejection in rejections:
         label = rejection_label(rejection)
@@ -35,6 +37,11 @@ def rejection_groups(rejections: Iterable[Rejection], limit: int = MAX_GROUPS) -
     # sorted() is stable, so equal counts keep the first-seen order of the dict.
     ordered = sorted(counts.items(), key=lambda item: -item[1])
     return [(count, label) for label, count in ordered[:limit]]
+
+
+def rest_groups(rejections: Iterable[Rejection]) -> list[tuple[int, str]]:
+    """Return the groups a summary leaves out after its first MAX_GROUPS, in the same order."""
+    return rejection_groups(rejections, limit=None)[MAX_GROUPS:]
 
 
 def format_groups(groups: Iterable[tuple[int, str]]) -> str:

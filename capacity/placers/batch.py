@@ -30,6 +30,7 @@ from capacity.placement import (
     Plan,
     Ranked,
     Window,
+    reason_rest,
     validate_request,
 )
 
@@ -250,8 +251,13 @@ def plan_from_ledger(
     return plan(index, static.memo()), index
 
 
-def _pending(reason: str) -> list[dict]:
-    return [{"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason}]
+def _pending(reason: str, plan: Plan | None = None) -> list[dict]:
+    condition = {"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason}
+    rest = reason_rest(plan, reason)
+    if rest:
+        # The groups past the summary's five, for the pages (services.unschedulable does the same).
+        condition["more"] = [[count, label] for count, label in rest]
+    return [condition]
 
 
 def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = None) -> BatchResult:
@@ -410,7 +416,7 @@ def _settle(entries: list[Entry], now: datetime) -> set[int]:
                 {
                     "now": now,
                     "ids": [e.pk for e in entries],
-                    "conditions": [json.dumps(_pending(e.reason)) for e in entries],
+                    "conditions": [json.dumps(_pending(e.reason, e.plan)) for e in entries],
                 },
             )
             settled = {row[0] for row in cur.fetchall()}

@@ -39,6 +39,7 @@ from capacity.placement import (
     PlacementRequest,
     Plan,
     Window,
+    reason_rest,
     run_admit,
     validate_request,
 )
@@ -345,11 +346,23 @@ def pools_for(scope: Scope):
     return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
 
 
-def _set_pending(reservation: Reservation, reason: str, kind: str = NO_FIT) -> None:
+def unschedulable(reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] | None = None) -> dict:
+    """Return the Unschedulable condition of a pending reason.
+
+    `more` keeps the rejection groups past the summary's five, for the pages (the API shows the
+    spec's fields only), so what a page lists adds up to the pool's nodes.
+    """
+    condition = {"type": UNSCHEDULABLE, "status": "True", "reason": kind, "message": reason}
+    if rest:
+        condition["more"] = [[count, label] for count, label in rest]
+    return condition
+
+
+def _set_pending(
+    reservation: Reservation, reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] | None = None
+) -> None:
     reservation.status = Reservation.Status.PENDING
-    reservation.conditions = [
-        {"type": UNSCHEDULABLE, "status": "True", "reason": kind, "message": reason},
-    ]
+    reservation.conditions = [unschedulable(reason, kind, rest)]
 
 
 def _apply(
@@ -388,7 +401,7 @@ def _apply(
     else:
         # A pending reservation holds no quota; a retry charges it again.
         quota.refund([reservation.pk])
-        _set_pending(reservation, outcome.reason)
+        _set_pending(reservation, outcome.reason, rest=reason_rest(outcome.plan, outcome.reason))
         reservation.save(update_fields=["status", "conditions", "updated_at"])
     return outcome
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Max
+from django.db.models import Max, Min
 from django.utils import timezone
 
 from capacity.models import Allocation
@@ -113,3 +113,13 @@ def affected(node_name: str, now: datetime | None = None) -> tuple[int, int]:
     running = live.filter(starts_at__lte=now).values("reservation_id", "instance_id").distinct().count()
     later = live.filter(starts_at__gt=now).values("reservation_id", "instance_id").distinct().count()
     return running, later
+
+
+def upcoming(node_name: str, now: datetime | None = None) -> tuple[int, datetime | None]:
+    """Return how many reservations (port instances too) start on a node after now, and when the first does."""
+    now = now or timezone.now()
+    later = Allocation.objects.filter(node__name=node_name, released_at__isnull=True, starts_at__gt=now)
+    first = later.aggregate(first=Min("starts_at"))["first"]
+    if first is None:
+        return 0, None
+    return later.values("reservation_id", "instance_id").distinct().count(), first

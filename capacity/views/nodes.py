@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,8 +15,8 @@ from django.views.decorators.http import require_POST
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.forms import DrainForm
-from capacity.services.drain import DrainResult, affected, drain_state
+from capacity.forms import DrainForm, TimelineForm
+from capacity.services.drain import DrainResult, affected, drain_state, upcoming
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, panel_forms
 from inventory.models import Device, DeviceLink, Node
@@ -45,13 +45,18 @@ class Lane:
     node: bool = False  # the whole node's lane: its leases, each drawn once
 
 
-def timeline(devices: list[Device], user, now: datetime) -> dict:
+def timeline(devices: list[Device], user, now: datetime, first_day: date | None = None) -> dict:
     """Return timeline lanes for the devices over two days back to a week ahead (one query).
 
-    A whole-node lease books every device; it is drawn once, on a lane of its own above the
-    devices, and each device's lane shows only a plain band where the lease holds it.
+    From `first_day` (midnight UTC) the window is as long and starts there instead: the page moves
+    through time a week at a time. A whole-node lease books every device; it is drawn once, on a
+    lane of its own above the devices, and each device's lane shows only a plain band where the
+    lease holds it.
     """
     start, end = now - TIMELINE_BEHIND, now + TIMELINE_AHEAD
+    if first_day is not None:
+        start = datetime.combine(first_day, time.min, tzinfo=UTC)
+        end = start + TIMELINE_BEHIND + TIMELINE_AHEAD
     span = (end - start).total_seconds()
     bookings = bookings_by_device([d.pk for d in devices], start, end, user)
     by_pk = {d.pk: d for d in devices}
@@ -96,7 +101,18 @@ def timeline(devices: list[Device], user, now: datetime) -> dict:
         text = f"{midnight:%a %b %d}" if midnight < end - timedelta(hours=18) else ""
         ticks.append({"left": pos(midnight), "text": text})
         midnight += timedelta(days=1)
-    return {"lanes": lanes, "ticks": ticks, "now": pos(now), "start": start, "end": end}
+    # Earlier and later move the window a week, from the day it starts on.
+    shown = first_day or start.date()
+    return {
+        "lanes": lanes,
+        "ticks": ticks,
+        "now": pos(now) if start <= now <= end else None,
+        "start": start,
+        "end": end,
+        "moved": first_day is not None,
+        "earlier": (shown - timedelta(days=7)).isoformat(),
+        "later": (shown + timedelta(days=7)).isoformat(),
+    }
 
 
 def _parents_first(devices: list[Device]) -> list[Device]:
@@ -202,6 +218,24 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     }
 
 
+def upcoming_text(count: int) -> str:
+    """Return "1 upcoming reservation" or "<count> upcoming reservations"."""
+    return f"{count} upcoming reservation{'' if count == 1 else 's'}"
+
+
+def _timeline_context(request: HttpRequest, node: Node, devices: list[Device], now: datetime) -> dict:
+    """Return the timeline from the page's `?from=` (a bad one shows its error and the current days)."""
+    form = TimelineForm(request.GET if "from" in request.GET else None)
+    first_day = form.cleaned_data["start"] if form.is_bound and form.is_valid() else None
+    count, first = upcoming(node.name, now)
+    return {
+        "timeline": timeline(devices, request.user, now, first_day),
+        "timeline_form": form,
+        "upcoming": upcoming_text(count) if count else "",
+        "next_start": first,
+    }
+
+
 def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = None) -> dict:
     """Return everything the node page shows."""
     now = timezone.now()
@@ -221,7 +255,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
         "row": row,
         "devices": device_rows,
         "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
-        "timeline": timeline(devices, request.user, now),
+        **_timeline_context(request, node, devices, now),
         **_node_context(node, bound, scope_for(request.user)),
     }
 
@@ -230,7 +264,14 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """Show one node: devices, topology matrix, booking timeline, state and (operators) actions."""
     node = visible_node(request.user, name)
-    return page(request, "capacity/node_detail.html", _node_page_context(request, node), partial="panel")
+    # The timeline's earlier/later/today links swap the timeline alone; other htmx gets the panel.
+    moving = getattr(request.htmx, "target", None) == "node-timeline"
+    return page(
+        request,
+        "capacity/node_detail.html",
+        _node_page_context(request, node),
+        partial="timeline" if moving else "panel",
+    )
 
 
 @require_POST

@@ -13,13 +13,15 @@ from django.views.decorators.http import require_http_methods
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.forms import ReservationFilterForm
+from capacity.filtersets import ReservationFilterSet
 from capacity.models import Reservation
 from capacity.models.reservations import PREEMPTED_CONDITION, QUEUED_CONDITION
 from capacity.placement import (
     NOT_FOUND,
     CapacityError,
 )
+from capacity.placement.reasons import format_groups
+from capacity.services.history import condition_history
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from config.web import login_required, page, safe_next, wants_partial
 
@@ -44,8 +46,18 @@ class ReservationRow:
     repairs: list[tuple[str, str]] = field(default_factory=list)
     # Allocations a placed reservation no longer holds (BookingRepair moved them): node and when.
     moved_off: list[dict] = field(default_factory=list)
+    # The rejection groups past the pending summary's five (count, label): the page lists them too.
+    more: list[tuple[int, str]] = field(default_factory=list)
     hint: str = ""  # the best alternative that would fit, found when it went pending
     never: str = ""  # why no node of the pool could ever take it (the Unsatisfiable condition)
+
+    @property
+    def more_text(self) -> str:
+        """Return "and 1 more: 1 × in maintenance", the nodes the summary left out ("" if none)."""
+        if not self.more:
+            return ""
+        nodes = sum(count for count, _ in self.more)
+        return f"and {nodes} more: {format_groups(self.more)}"
 
     @property
     def nodes(self) -> list[str]:
@@ -116,6 +128,7 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
                 condition.get("type", ""),
                 repairs,
                 moved_off,
+                [(count, services.redact(label, scope)) for count, label in condition.get("more", [])],
                 hint=services.redact(condition.get("hint", ""), scope),
                 never=services.redact(never.get("message", ""), scope) if never else "",
             )
@@ -125,20 +138,31 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
 
 @login_required
 def reservations(request: HttpRequest) -> HttpResponse:
-    """List the user's reservations (operators: everyone's, with a tenant filter)."""
+    """List the user's reservations (operators: everyone's), filtered by tenant, pool, node, status, time.
+
+    A filter value that cannot be read shows its error next to its field and lists nothing: a list
+    that silently left the filter out would read as its answer.
+    """
     scope = scope_for(request.user)
     tenants = visible_tenants(request.user)
-    form = ReservationFilterForm(request.GET, tenants=tenants)
-    form.is_valid()
-    filters = getattr(form, "cleaned_data", {})
-    queryset = services.list_reservations(
-        scope=scope,
-        status=filters.get("status") or None,
-        tenant=filters.get("tenant") or None,
-    ).order_by("-created_at", "-id")
-    page_obj = Paginator(queryset, RESERVATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    filters = ReservationFilterSet(
+        request.GET,
+        services.list_reservations(scope=scope),
+        request=request,
+        tenants=[t.slug for t in tenants],
+        pools=[p.slug for p in services.pools_for(scope)],
+    )
+    valid = filters.is_valid()
+    queryset = filters.qs if valid else filters.queryset.none()
+    page_obj = Paginator(queryset.order_by("-created_at", "-id"), RESERVATIONS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    tenant = filters.form.cleaned_data.get("tenant") if valid else None
     # Quota: a tenant user's own tenants; an operator's only once a tenant is picked.
-    quota_for = [filters["tenant"]] if filters.get("tenant") else ([] if scope.tenants is None else tenants)
+    if tenant:
+        quota_for = [t for t in tenants if t.slug == tenant]
+    else:
+        quota_for = [] if scope.tenants is None else tenants
     query = request.GET.copy()
     query.pop("page", None)
     return page(
@@ -146,7 +170,8 @@ def reservations(request: HttpRequest) -> HttpResponse:
         "capacity/reservations.html",
         {
             "nav": "reservations",
-            "form": form,
+            "form": filters.form,
+            "filtered": any(query.get(name) for name in filters.filters),
             "rows": reservation_rows(list(page_obj.object_list), scope),
             "page_obj": page_obj,
             "query": query.urlencode(),
@@ -154,7 +179,10 @@ def reservations(request: HttpRequest) -> HttpResponse:
             "next": request.get_full_path(),
             "quotas": quota_cards(quota_for, scope),
         },
-        partial="reservation-list",
+        # The filter form answers with itself (its errors), the quota and the list; the pager the list.
+        partial="reservations-body"
+        if getattr(request.htmx, "target", None) == "reservations-body"
+        else "reservation-list",
     )
 
 
@@ -205,6 +233,7 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "row": reservation_rows([reservation], scope)[0],
             "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
+            "history": condition_history(reservation, scope),
         },
     )
 

@@ -241,3 +241,60 @@ def test_screenshots_of_a_draining_node_and_a_repaired_reservation(
     expect(result).to_contain_text(f"{node} is draining")
     shots(tenant, "reservation-repaired")
     context.close()
+
+
+def test_screenshots_of_a_node_in_february_filtered_reservations_and_a_reservation(login, demo, shots):
+    """acme books sfo2-pcie-08 in February; the operator moves the node's timeline there, lists the
+    node's reservations with the filters, and opens one that waited before it was placed."""
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from capacity import services
+    from capacity.conf import placer_config
+
+    node = "sfo2-pcie-08"
+    config = dataclasses.replace(placer_config(), random=None)
+    steer = _steer("pcie-batch", node)
+
+    def reserve(gpus, start, end, tenant="acme"):
+        window = {
+            "start": datetime.fromisoformat(start).replace(tzinfo=UTC).isoformat(),
+            "end": datetime.fromisoformat(end).replace(tzinfo=UTC).isoformat(),
+        }
+        data = {"tenantId": tenant, "poolId": "pcie-batch", "devices": [{"class": "gpu", "count": gpus}]}
+        return services.reserve({**data, "during": window, "excludeNodes": steer}, config=config).reservation
+
+    made = [
+        reserve(4, "2027-02-01T08:00", "2027-02-03T20:00"),
+        reserve(2, "2027-02-02T00:00", "2027-02-06T00:00", tenant="globex"),
+        reserve(2, "2027-02-04T12:00", "2027-02-05T12:00"),
+    ]
+    assert all(r.status == "placed" for r in made)
+
+    page = login("operator")
+    page.goto(f"{demo}/nodes/{node}/")
+    expect(page.locator("#upcoming")).to_contain_text("3 upcoming reservations")
+    page.get_by_role("link", name="Feb 01 08:00 UTC").click()
+    expect(page.locator("#node-timeline h2")).to_contain_text("Feb 01 – Feb 10")
+    page.wait_for_url(f"{demo}/nodes/{node}/?from=2027-02-01")
+    page.locator("#node-timeline").scroll_into_view_if_needed()
+    shots(page, "node-detail-february")
+
+    page.goto(f"{demo}/reservations/?node={node}&from=2027-02-01&to=2027-03-01")
+    expect(page.locator("#reservation-list .count")).to_contain_text("Reservations 1–3 of 3")
+    shots(page, "reservations-filtered")
+    page.fill("#id_to", "2027-01-01")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#id_to-error")).to_have_text("must be after from")
+    shots(page, "reservations-filter-error")
+
+    # Six GPUs on the node from Feb 01 08:00 wait behind the first booking, and are placed once it goes.
+    waited = reserve(6, "2027-02-01T08:00", "2027-02-02T08:00")
+    assert waited.status == "pending"
+    services.release(made[0].pk)
+    services.retry_pending([waited.pool_id])
+    page.goto(f"{demo}/reservations/{waited.pk}/")
+    expect(page.locator("#booking-result")).to_contain_text("placed")
+    expect(page.locator("#condition-history")).to_contain_text("Unschedulable")
+    page.locator("#reservation-details").scroll_into_view_if_needed()
+    shots(page, "reservation-detail")

@@ -44,3 +44,22 @@ def test_groups_are_most_common_first_ties_in_first_seen_order_at_most_five() ->
     assert summarize(rejected(*pairs), 12) == (
         f"no node fits (12 nodes): 3 {TIMES} g; 2 {TIMES} c; 1 {TIMES} a; 1 {TIMES} b; 1 {TIMES} d"
     )
+
+
+def test_the_groups_past_the_fifth_are_kept_apart_in_order() -> None:
+    from capacity.placement.reasons import rest_groups
+
+    rows = rejected(
+        ("fits", "0 of 4 gpu free"),
+        ("fits", "0 of 4 gpu free"),
+        ("eligible", "cordoned"),
+        ("eligible", "in maintenance"),
+        ("eligible", "unreachable"),
+        ("eligible", "provisioning"),
+        ("eligible", "NotReady"),
+        ("eligible", "not converged"),
+    )
+    shown = summarize(rows, 8)
+    assert shown.count(TIMES) == 5
+    assert rest_groups(rows) == [(1, "NotReady"), (1, "not converged")]
+    assert rest_groups(rows[:6]) == []

@@ -8,7 +8,10 @@ from hypothesis import strategies as st
 
 PAGES = ["/", "/pools/lab-pool/", "/nodes/node-a/", "/reservations/", "/preview/", "/book/"]
 API = ["/api/v1/pools", "/api/v1/nodes", "/api/v1/reservations", "/api/v1/tenants/acme/quota"]
-PARAMS = ["q", "label", "free_gpus", "state", "page", "status", "tenant", "pool", "start", "end", "page_size"]
+PARAMS = [
+    "q", "label", "free_gpus", "state", "page", "status", "tenant", "pool", "start", "end", "page_size",
+    "node", "from", "to",
+]  # fmt: skip
 ODD = [
     "\x00",
     "a=\x00",

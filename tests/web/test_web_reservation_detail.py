@@ -33,3 +33,34 @@ def test_a_released_reservation_says_when_and_a_pending_one_lists_its_condition(
     table = re.search(r'<table class="compact" id="conditions">.*?</table>', page, re.S).group(0)
     assert "<code>Unschedulable</code>" in table and "NoFit" in table
     assert "no node fits (1 node): 1 × fits: 2 of 3 gpu free" in table
+
+
+def history_rows(page: str) -> list[tuple[str, str, str]]:
+    """Return (status, condition, reason) of each row of the history table, as read."""
+    table = re.search(r'<table class="compact" id="condition-history">.*?</table>', page, re.S).group(0)
+    rows = []
+    for row in re.findall(r"<tr><td class=\"nowrap\">.*?</tr>", table, re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        rows.append((cells[1].split()[-1], cells[2], cells[3]))
+    return rows
+
+
+def test_the_reservation_page_shows_its_whole_condition_history_oldest_first(alice, lab, book, make_node):
+    book("acme", gpus=2)
+    waiting = book("acme", gpus=1)
+    assert waiting.status == "pending"
+    make_node("node-b", gpus=1)  # room arrives: the retry places it
+    assert services.retry_pending([lab.pool_id]) == 1
+    services.release(waiting.pk)
+    page = alice.get(f"/reservations/{waiting.pk}/").text
+    assert history_rows(page) == [
+        ("pending", "none", ""),  # as it was created, before the placer answered
+        ("pending", "Unschedulable", "NoFit"),
+        ("placed", "none", ""),
+        ("released", "none", ""),
+    ]
+    # The message of the condition it no longer has is still there, with its time.
+    table = re.search(r'<table class="compact" id="condition-history">.*?</table>', page, re.S).group(0)
+    assert "no node fits (1 node): 1 × fits: 0 of 1 gpu free" in table
+    times = re.findall(r'<td class="nowrap">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)</td>', table)
+    assert len(times) == 4 and times == sorted(times)
