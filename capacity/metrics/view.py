@@ -1,0 +1,82 @@
+"""`/metrics`: Prometheus text for operators (session or API token) and for a configured scrape token."""
+
+from __future__ import annotations
+
+import hmac
+import os
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+
+from capacity.access import is_operator
+from capacity.api.auth import AUTHENTICATION_CLASSES
+
+from .state import DatabaseCollector
+from .store import SharedFilesCollector, metrics_dir
+
+TOKEN_SETTING = "BERTH_METRICS_TOKEN"
+
+
+def scrape_token() -> str:
+    """Return the configured scrape token (setting, else environment); empty means none."""
+    return getattr(settings, TOKEN_SETTING, None) or os.environ.get(TOKEN_SETTING, "")
+
+
+class Scraper:
+    """The caller a valid scrape token stands for: it may read metrics and nothing else."""
+
+    is_authenticated = True
+    is_staff = False
+    pk = None
+
+
+class ScrapeTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <BERTH_METRICS_TOKEN>`, as Prometheus sends its `authorization` setting."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request):
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None  # not ours: an API token or the session may still say who it is
+        expected = scrape_token()
+        if len(parts) != 2 or not expected or not hmac.compare_digest(parts[1], expected.encode()):
+            raise AuthenticationFailed("invalid metrics token")
+        return Scraper(), SCRAPE
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="metrics"'
+
+
+SCRAPE = "metrics-scrape"
+
+
+class MayReadMetrics(BasePermission):
+    """Operators and the scrape token; tenants never (the figures cover every tenant's bookings)."""
+
+    message = "only operators may read metrics"
+
+    def has_permission(self, request, view) -> bool:
+        return request.auth == SCRAPE or is_operator(request.user)
+
+
+@extend_schema(exclude=True)
+@api_view(["GET"])
+@authentication_classes([ScrapeTokenAuthentication, *AUTHENTICATION_CLASSES])
+@permission_classes([MayReadMetrics])
+def metrics(request):
+    """Answer every metric: the shared event counters and the gauges read from the database now."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SharedFilesCollector(metrics_dir()))
+    registry.register(DatabaseCollector())
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    response = HttpResponse(encoder(registry), content_type=content_type)
+    response["Cache-Control"] = "no-store"
+    return response
