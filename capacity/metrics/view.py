@@ -11,9 +11,17 @@ from drf_spectacular.utils import extend_schema
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.decorators import (
+    api_view,
+    authentication_classes,
+    content_negotiation_class,
+    permission_classes,
+    renderer_classes,
+)
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
+from rest_framework.renderers import JSONRenderer
 
 from capacity.access import is_operator
 from capacity.api.auth import AUTHENTICATION_CLASSES
@@ -67,10 +75,25 @@ class MayReadMetrics(BasePermission):
         return request.auth == SCRAPE or is_operator(request.user)
 
 
+class ScraperAccept(BaseContentNegotiation):
+    """Answer whatever the scraper accepts: the metrics pick their own format, errors are JSON.
+
+    DRF's negotiation would refuse `Accept: text/plain` (406) before the view runs.
+    """
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 @extend_schema(exclude=True)
 @api_view(["GET"])
 @authentication_classes([ScrapeTokenAuthentication, *AUTHENTICATION_CLASSES])
 @permission_classes([MayReadMetrics])
+@renderer_classes([JSONRenderer])
+@content_negotiation_class(ScraperAccept)
 def metrics(request):
     """Answer every metric: the shared event counters and the gauges read from the database now."""
     registry = CollectorRegistry(auto_describe=False)

@@ -160,6 +160,27 @@ def test_giving_up_after_lost_races_is_the_lost_race_outcome():
     assert outcome_of("placed", preempted=(7,)) == "preempting"
 
 
+@pytest.mark.parametrize(
+    ("accept", "content_type"),
+    [
+        ("text/plain", "text/plain; version=0.0.4"),
+        ("application/openmetrics-text; version=1.0.0", "application/openmetrics-text; version=1.0.0"),
+    ],
+)
+def test_the_format_follows_what_the_scraper_accepts(as_operator, lab, accept, content_type):
+    response = as_operator.get("/metrics", HTTP_ACCEPT=accept)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith(content_type)
+    text = response.content.decode()
+    assert 'berth_capacity_total_atoms{device_class="gpu",pool="lab-pool"} 8' in text
+
+
+def test_a_tenant_that_accepts_only_text_is_still_refused_in_json(as_acme, lab):
+    response = as_acme.get("/metrics", HTTP_ACCEPT="text/plain")
+    assert response.status_code == 403
+    assert response.json()["code"] == "FORBIDDEN"
+
+
 def test_a_tenant_is_refused_with_403_and_reads_no_numbers(as_acme, lab):
     response = as_acme.get("/metrics")
     assert response.status_code == 403
