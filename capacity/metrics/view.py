@@ -30,6 +30,7 @@ from .state import DatabaseCollector
 from .store import SharedFilesCollector, metrics_dir
 
 TOKEN_SETTING = "BERTH_METRICS_TOKEN"
+SCRAPE = "metrics-scrape"  # request.auth of a caller that gave the scrape token
 
 
 def scrape_token() -> str:
@@ -61,9 +62,6 @@ class ScrapeTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="metrics"'
-
-
-SCRAPE = "metrics-scrape"
 
 
 class MayReadMetrics(BasePermission):
