@@ -53,7 +53,10 @@ SELECT n.pool_id, d.device_class, count(*) AS total,
 
 # Per atom (split GPUs are not atoms): booked at the instant, free then but booked later, and free
 # (in no bucket, not booked) then. A booked split GPU books its slices too, so counting atoms' own
-# bookings counts silicon once.
+# bookings counts silicon once. "Booked at the instant" compares the bounds instead of
+# `during @> now`: with `@>` Postgres probed the GiST index on `during` once per device (3.5 s for
+# a pool of 8,000 devices, against 0.17 s through the device_id index); bookings are '[)' ranges,
+# so both say the same.
 _LIVE_SQL = f"""
 SELECT n.pool_id, d.device_class,
        count(*) FILTER (WHERE now_.booked),
@@ -64,7 +67,8 @@ SELECT n.pool_id, d.device_class,
   JOIN inventory_pool p ON p.id = n.pool_id
   CROSS JOIN LATERAL (SELECT {_BUCKET_SQL} AS bucket) k
   CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM capacity_devicebooking b
-                                      WHERE b.device_id = d.id AND b.during @> %(now)s::timestamptz) AS booked) now_
+                                      WHERE b.device_id = d.id AND lower(b.during) <= %(now)s::timestamptz
+                                        AND upper(b.during) > %(now)s::timestamptz) AS booked) now_
   CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM capacity_devicebooking b
                                       WHERE b.device_id = d.id AND lower(b.during) > %(now)s::timestamptz) AS booked) later
  WHERE n.pool_id = ANY(%(pools)s) AND {_ATOM}

@@ -3,9 +3,11 @@
 from django.urls import path
 
 from . import views
+from .metrics.view import metrics
 
 urlpatterns = [
     path("", views.pools, name="pools"),
+    path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),

@@ -25,6 +25,18 @@ def fast_password_hasher():
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def metrics_dir(tmp_path_factory):
+    """Count this run's metrics in a directory of its own (worker processes it starts inherit it).
+
+    /metrics sums every process's files in the directory: a shared one would mix in the counts of
+    another test run or of a server started from this checkout.
+    """
+    import os
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path_factory.mktemp("metrics"))
+
+
 @pytest.fixture(autouse=True)
 def capacity_audit(request):
     """Run check_capacity's audit after every test that touched the database: it must find nothing."""

@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity import quota
+from capacity.metrics import events as metrics
 from capacity.placement import (
     ARCHIVED_REASON,
     PlacementRequest,
@@ -37,7 +38,7 @@ from capacity.placement import (
 from .commit import Committed, LostRace, Owner, read_member, send_member
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse, pool_index, views_for
-from .inline import Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
+from .inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
@@ -55,7 +56,7 @@ QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]':
 
 _CLAIM_SQL = f"""
 WITH owner AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(%(class)s::int, %(pool)s::int) AS ok)
-SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug
+SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
   FROM capacity_reservation r
   JOIN inventory_tenant t ON t.id = r.tenant_id
   JOIN inventory_pool p ON p.id = r.pool_id
@@ -107,6 +108,8 @@ class Entry:
     reason: str = ""
     lost: list[str] = field(default_factory=list)
     committed: list[Committed] = field(default_factory=list)
+    queued_at: datetime | None = None
+    preempted: tuple[int, ...] = ()  # spot reservations taken back to place it
 
     @property
     def fits(self) -> bool:
@@ -278,8 +281,14 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
         pool = load_pool(rows[0][4])
         entries = [
             # Django's connection leaves jsonb as text for its fields to decode.
-            Entry(pk, tenant_pk, slug, validate_request({**json.loads(placement), "reservationId": str(pk)}))
-            for pk, tenant_pk, slug, placement, _pool in rows
+            Entry(
+                pk,
+                tenant_pk,
+                slug,
+                validate_request({**json.loads(placement), "reservationId": str(pk)}),
+                queued_at=queued_at,
+            )
+            for pk, tenant_pk, slug, placement, _pool, queued_at in rows
         ]
         if pool is None or pool.view.archived:
             for e in entries:
@@ -302,6 +311,17 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
         if placed:
             _notify(placed)
     settled = _settle([e for e in entries if not e.committed], now)
+    metrics.batch(len(entries))
+    for e in (e for e in entries if e.committed or e.pk in settled):  # not those released meanwhile
+        status = "placed" if e.committed else "pending"
+        metrics.placement(
+            POOL_LEASE,
+            status,
+            reason=e.reason,
+            lost=len(e.lost),
+            preempted=e.preempted,
+            queued_at=e.queued_at,
+        )
     return BatchResult(
         placed=placed,
         pending=[e.pk for e in entries if e.pk in settled],
@@ -398,6 +418,7 @@ def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) 
     e.lost = outcome.lost
     if outcome.status == "placed":
         e.committed = outcome.committed
+        e.preempted = outcome.preempted
     else:
         e.reason = outcome.reason
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from capacity import quota
 from capacity.conf import placer_config
+from capacity.metrics import events as metrics
 from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.models.reservations import QUEUED, QUEUED_CONDITION
 from capacity.placement import (
@@ -47,7 +48,7 @@ from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.commit import Owner
 from capacity.placers.db import prepared_cursor
 from capacity.placers.index import pool_index
-from capacity.placers.inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
+from capacity.placers.inline import INLINE, POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
 from capacity.placers.loader import PoolRow, load_pool, load_tenant_and_pool, may_use, to_datetime
 from capacity.placers.preempt import find_lease_preemption, find_preemption
@@ -393,6 +394,9 @@ def _apply(
     else:
         charge(quota.demand(request))
         outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
+    metrics.placement(
+        INLINE, outcome.status, reason=outcome.reason, lost=len(outcome.lost), preempted=outcome.preempted
+    )
     if outcome.status == "placed":
         # The commit's own statement marked the row placed; this copy follows.
         reservation.status = Reservation.Status.PLACED

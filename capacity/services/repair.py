@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from capacity import quota
 from capacity.conf import placer_config
+from capacity.metrics import events as metrics
 from capacity.models import Allocation, Reservation
 from capacity.placement import PlacementRequest, Window
 from capacity.placers.commit import Owner
@@ -157,6 +158,7 @@ def repair_reservation(
             conditions.append(
                 {"type": REPAIR_PENDING, "status": "True", "reason": "NoFit", "message": "; ".join(waiting)}
             )
+        metrics.repair(kind, moved=len(notes), no_room=len(waiting))
         # The commit of a move marks the row placed with no conditions; put ours back.
         Reservation.objects.filter(pk=reservation.pk).update(
             status=Reservation.Status.PLACED, conditions=conditions, updated_at=now

@@ -1,0 +1,133 @@
+"""Event counters the placers and services write: a few dict and mmap writes, never a statement.
+
+Each is recorded when the transaction that did the work commits (`on_commit`): a placement rolled
+back, or retried after a serialization conflict, is not counted. Outside a transaction the
+callback runs at once. Labels take a handful of fixed values, so series stay few. Every metric has a label, so no
+process opens its file before it first counts something (tests point each run at its own directory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from .store import fold_dead, metrics_dir
+
+# Before prometheus-client is imported: it picks per-process or shared values when first imported.
+metrics_dir()
+
+from prometheus_client import Counter, Histogram, values  # noqa: E402
+
+if not getattr(values.ValueClass, "_multiprocess", False):
+    # Another package imported prometheus-client before the directory was set: without this each
+    # process would count alone and a scrape of the web server would never see the worker's batches.
+    values.ValueClass = values.MultiProcessValue()
+
+# This process is starting: fold what exited processes left behind.
+fold_dead()
+
+INLINE = "inline"
+POOL_LEASE = "pool-lease"
+PLACED = "placed"
+PREEMPTING = "preempting"  # placed by taking spot work back
+PENDING = "pending"
+LOST_RACE = "lost_race"  # gave up after max_attempts lost races
+OUTCOMES = (PLACED, PREEMPTING, PENDING, LOST_RACE)
+# Both placers say so when they give up after losing every attempt (capacity.placers.inline.gave_up).
+GAVE_UP_PREFIX = "Unschedulable after "
+
+PLACEMENTS = Counter(
+    "berth_placements",
+    "Placements by placer and outcome: placed, preempting (placed by taking spot work back), "
+    "pending (nothing fits), lost_race (gave up after losing every attempt).",
+    ["placer", "outcome"],
+    registry=None,
+)
+LOST_RACES = Counter(
+    "berth_placement_lost_races",
+    "Plans that lost the race at commit (a concurrent booking or change took the node): each was replanned.",
+    ["placer"],
+    registry=None,
+)
+PREEMPTIONS = Counter(
+    "berth_preemptions",
+    "Spot reservations taken back by regular work that fit only over them.",
+    ["placer"],
+    registry=None,
+)
+REPAIRS = Counter(
+    "berth_repairs",
+    "Allocations BookingRepair (kind repair) or drain (kind drain) tried to move: moved, or no_room "
+    "(kept as they were; the worker tries again every round, so each try counts).",
+    ["kind", "outcome"],
+    registry=None,
+)
+BATCH_SIZE = Histogram(
+    "berth_placement_batch_size",
+    "Reservations taken by one pool-lease batch.",
+    ["placer"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+    registry=None,
+)
+QUEUE_SECONDS = Histogram(
+    "berth_placement_queue_seconds",
+    "Seconds from a reservation queued for the pool-lease placer to its batch's commit that placed it.",
+    ["placer"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+    registry=None,
+)
+
+
+def outcome_of(status: str, reason: str = "", preempted: Sequence[int] = ()) -> str:
+    """Return the outcome label of a placement's status ("placed" or "pending") and reason."""
+    if status == PLACED:
+        return PREEMPTING if preempted else PLACED
+    return LOST_RACE if reason.startswith(GAVE_UP_PREFIX) else PENDING
+
+
+def placement(
+    placer: str,
+    status: str,
+    *,
+    reason: str = "",
+    lost: int = 0,
+    preempted: Sequence[int] = (),
+    queued_at: datetime | None = None,
+) -> None:
+    """Count one placement when the transaction commits: its outcome, lost races and preemptions.
+
+    `queued_at` (pool-lease) also observes the time from queued to placed, as of the commit.
+    """
+    outcome = outcome_of(status, reason, preempted)
+    taken = len(preempted)
+
+    def record() -> None:
+        PLACEMENTS.labels(placer, outcome).inc()
+        if lost:
+            LOST_RACES.labels(placer).inc(lost)
+        if taken:
+            PREEMPTIONS.labels(placer).inc(taken)
+        if queued_at is not None and outcome in (PLACED, PREEMPTING):
+            QUEUE_SECONDS.labels(placer).observe(max(0.0, (timezone.now() - queued_at).total_seconds()))
+
+    transaction.on_commit(record, robust=True)
+
+
+def batch(size: int) -> None:
+    """Observe one pool-lease batch of `size` reservations when it commits."""
+    transaction.on_commit(lambda: BATCH_SIZE.labels(POOL_LEASE).observe(size), robust=True)
+
+
+def repair(kind: str, moved: int, no_room: int) -> None:
+    """Count a reservation's allocations moved and left for lack of room when the repair commits."""
+
+    def record() -> None:
+        if moved:
+            REPAIRS.labels(kind, "moved").inc(moved)
+        if no_room:
+            REPAIRS.labels(kind, "no_room").inc(no_room)
+
+    transaction.on_commit(record, robust=True)
