@@ -69,7 +69,8 @@ class Command(BaseCommand):
             figures = run_earliest(nodes, earliest, previews, seed, progress=bar)
             self.stdout.write(
                 f"earliest start p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms over {figures['queries']} "
-                f"queries ({figures['answers_after_requested_start']} answered a later start) on "
+                f"queries ({figures['answers_after_requested_start']} answered a later start, p50 "
+                f"{figures['searched_p50_ms']} ms) on "
                 f"{figures['nodes']} nodes with {figures['bookings']} bookings; gang of 4 x 8 GPUs "
                 f"{figures['gang_of_4x8_ms']} ms; {figures['checked_against_preview']} answers checked against "
                 f"preview, {len(figures['errors'])} wrong\n"
