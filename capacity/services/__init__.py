@@ -373,8 +373,12 @@ def _apply(
     config: PlacerConfig,
     pool: PoolRow | None = None,
     now: datetime | None = None,
+    explain: bool = False,
 ) -> Outcome:
     """Charge quota, place, and record the outcome on the reservation (in the caller's transaction).
+
+    With `explain` (a new reservation, not a retry) a pending outcome also says whether it could
+    ever fit (Unsatisfiable) or what would (the best hint).
 
     A refused charge raises QUOTA_EXCEEDED having written nothing. `now` is the placement's time
     (when spot work it takes back ends, at the earliest).
@@ -406,24 +410,32 @@ def _apply(
         # A pending reservation holds no quota; a retry charges it again.
         quota.refund([reservation.pk])
         _set_pending(reservation, outcome.reason, rest=reason_rest(outcome.plan, outcome.reason))
+        row = (pool or load_pool(request.pool_id)) if explain else None
+        if row is not None and not row.view.archived:
+            _explain_pending(reservation, request, row, tenant, config)
         reservation.save(update_fields=["status", "conditions", "updated_at"])
     return outcome
+
+
+def _explain_pending(
+    reservation: Reservation, request: PlacementRequest, pool: PoolRow, tenant: Tenant, config: PlacerConfig
+) -> None:
+    """Tell a new pending reservation why it may never fit (Unsatisfiable), else its best hint.
+
+    Written with the pending status, in one save: the condition history shows one change.
+    """
+    never = never_fits(request, pool, tenant.pk, config)
+    if never is not None:
+        _mark_unsatisfiable(reservation, never)
+        return
+    found = hints(request, pool, config)
+    if found and reservation.conditions:
+        reservation.conditions[0] = {**reservation.conditions[0], "hint": found[0]}
 
 
 def _mark_unsatisfiable(reservation: Reservation, why: NeverFits) -> None:
     """Add the Unsatisfiable condition to a pending reservation: the placer no longer retries it."""
     reservation.conditions = [*reservation.conditions, unsatisfiable_condition(why)]
-    reservation.save(update_fields=["conditions", "updated_at"])
-
-
-def _add_hint(
-    reservation: Reservation, request: PlacementRequest, pool: PoolRow, config: PlacerConfig
-) -> None:
-    """Give a new pending reservation's Unschedulable condition the best hint, when there is one."""
-    found = hints(request, pool, config)
-    if found and reservation.conditions:
-        reservation.conditions[0] = {**reservation.conditions[0], "hint": found[0]}
-        reservation.save(update_fields=["conditions", "updated_at"])
 
 
 def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any]:
@@ -505,14 +517,9 @@ def reserve(
             outcome = Outcome("pending", reason=never.message)
             _set_pending(reservation, never.message)
             _mark_unsatisfiable(reservation, never)
+            reservation.save(update_fields=["status", "conditions", "updated_at"])
         else:
-            outcome = _apply(reservation, tenant, request, config, pool, now)
-            if outcome.status == "pending":
-                never = never_fits(request, pool, tenant.pk, config)
-                if never is not None:
-                    _mark_unsatisfiable(reservation, never)
-                else:
-                    _add_hint(reservation, request, pool, config)
+            outcome = _apply(reservation, tenant, request, config, pool, now, explain=True)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)

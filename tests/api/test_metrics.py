@@ -110,12 +110,13 @@ def test_pending_reservations_are_grouped_by_kind_of_reason_as_the_database_hold
     from capacity.models import Quota
     from inventory.models import Pool
 
-    services.reserve(body(8))
-    services.reserve(body(5))
+    for _ in range(2):  # globex fills the pool's two 4-GPU nodes
+        assert services.reserve(body(4, tenant="globex")).reservation.status == "placed"
+    services.reserve(body(3))
+    services.reserve(body(2))
     Quota.objects.create(tenant=tenant, resource="gpu", limit=1)
     services.retry_pending([Pool.objects.get(slug="lab-pool").pk])  # both are now refused by quota
-    services.reserve(body(1, tenant="globex"))  # placed: globex has no gpu limit
-    services.reserve(body(6, tenant="globex"))
+    services.reserve(body(6, tenant="globex"))  # no node has 6 GPUs: no fit, for good
     Pool.objects.filter(slug="lab-pool").update(archived=True)
     services.reserve(body(1, tenant="globex"))
     samples = scrape(as_operator)
