@@ -40,6 +40,7 @@ def test_placement_modules_import_only_the_allowed_standard_library() -> None:
         "dataclasses",
         "difflib",
         "enum",
+        "heapq",
         "itertools",
         "math",
         "re",
