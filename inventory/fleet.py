@@ -58,7 +58,7 @@ class NodeDiff:
 
 @dataclass
 class NodeResult:
-    """One node's outcome: `imported`, `unchanged` or `failed` (with code and message)."""
+    """One node's outcome: `imported` (`would import` in a dry run), `unchanged`, or `failed` (code, message)."""
 
     name: str
     status: str
@@ -132,7 +132,9 @@ def _import_node(files: NodeFiles, pool: Pool | None, options: FleetOptions) -> 
     except DatabaseError as exc:
         # Such as another import creating the same node at the same time; the node's transaction is gone.
         return NodeResult(files.name, "failed", code="CONFLICT", message=f"{files.name}: {exc}".strip())
-    return NodeResult(files.name, "imported" if diff.changes else "unchanged", diff=diff)
+    if not diff.changes:
+        return NodeResult(files.name, "unchanged", diff=diff)
+    return NodeResult(files.name, "would import" if options.dry_run else "imported", diff=diff)
 
 
 def _name(device: Device | WantedDevice, gpu_index: dict[str, int]) -> str:

@@ -60,6 +60,7 @@ def test_a_dry_run_answers_the_diff_and_stores_nothing(as_operator, pool):
 
     assert response.status_code == 200
     assert response.json()["summary"] == "dry run: would import 1 node; nothing stored"
+    assert response.json()["nodes"][0]["status"] == "would import"
     assert response.json()["nodes"][0]["diff"]["links"]["added"][0] == "+ GPU0-GPU1 NV12"
     assert not Node.objects.filter(name="api-0").exists()
 
@@ -107,8 +108,8 @@ def test_replace_devices_and_keep_numa_are_asked_for_in_the_body(as_operator, po
     ("body", "message"),
     [
         ([], "the request must be a JSON object"),
-        ({"nodes": []}, "nodes must be a list of 1 to 256 nodes"),
-        ({"nodes": [{"name": "n"}] * 257}, "nodes must be a list of 1 to 256 nodes"),
+        ({"nodes": []}, "nodes must be a list of 1 to 64 nodes"),
+        ({"nodes": [{"name": "n"}] * 65}, "nodes must be a list of 1 to 64 nodes"),
         (
             {"nodes": [{"name": "n"}], "dryrun": True},
             "unknown field 'dryrun' (expected dryRun, keepNuma, nodes, pool, replaceDevices)",
