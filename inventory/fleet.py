@@ -14,97 +14,26 @@ Devices the files leave out are marked unhealthy, never deleted: bookings refere
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import DatabaseError, transaction
 
 from inventory.fleet_files import NodeFiles, valid_node_name
 from inventory.fleet_read import FleetInputError, NodeInventory, WantedDevice, read_node
+from inventory.fleet_results import FleetOptions, FleetResult, NodeDiff, NodeResult
 from inventory.models import Device, DeviceLink, Node, Pool
 from inventory.signals import node_state_changed
 
 __all__ = ["FleetOptions", "FleetResult", "NodeDiff", "NodeResult", "import_fleet"]
 
 
-@dataclass(frozen=True)
-class FleetOptions:
-    """How to import: the pool of new nodes, and the operator's explicit permissions."""
-
-    pool: str | None = None
-    dry_run: bool = False
-    replace_devices: bool = False
-    keep_numa: bool = False
-
-
-@dataclass
-class NodeDiff:
-    """What an import changes (or would change) on one node, as lines an operator reads."""
-
-    node: str  # "added" or "exists"
-    pool: str
-    devices: dict[str, list[str]] = field(default_factory=lambda: {"added": [], "changed": [], "removed": []})
-    links: dict[str, list[str]] = field(default_factory=lambda: {"added": [], "changed": [], "removed": []})
-
-    @property
-    def changes(self) -> bool:
-        """Whether anything changes at all."""
-        return self.node == "added" or any(self.devices.values()) or any(self.links.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the diff as the API answers it."""
-        return {"node": self.node, "pool": self.pool, "devices": self.devices, "links": self.links}
-
-
-@dataclass
-class NodeResult:
-    """One node's outcome: `imported` (`would import` in a dry run), `unchanged`, or `failed` (code, message)."""
-
-    name: str
-    status: str
-    diff: NodeDiff | None = None
-    code: str | None = None
-    message: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the result as the API answers it."""
-        data: dict[str, Any] = {"name": self.name, "status": self.status}
-        if self.diff is not None:
-            data["diff"] = self.diff.as_dict()
-        if self.code is not None:
-            data.update(code=self.code, message=self.message)
-        return data
-
-
-@dataclass
-class FleetResult:
-    """Every node's outcome, in the order given."""
-
-    dry_run: bool
-    nodes: list[NodeResult]
-
-    @property
-    def failed(self) -> list[NodeResult]:
-        """The nodes that failed."""
-        return [n for n in self.nodes if n.status == "failed"]
-
-    def summary(self) -> str:
-        """Return `imported 9 nodes, 1 failed: n7 (…)`; a dry run says what it would do."""
-        done = len(self.nodes) - len(self.failed)
-        line = f"{'dry run: would import' if self.dry_run else 'imported'} {done} node{'s' * (done != 1)}"
-        if self.failed:
-            line += f", {len(self.failed)} failed: " + ", ".join(
-                f"{n.name} ({n.message})" for n in self.failed
-            )
-        return line + ("; nothing stored" if self.dry_run else "")
-
-
 def import_fleet(
     nodes: Iterable[NodeFiles],
-    options: FleetOptions = FleetOptions(),
+    options: FleetOptions | None = None,
     on_node: Callable[[NodeResult], None] | None = None,
 ) -> FleetResult:
     """Import each node in its own transaction; raise `FleetInputError` (NOT_FOUND) for an unknown pool."""
+    options = options or FleetOptions()
     pool = None
     if options.pool is not None:
         pool = Pool.objects.filter(slug=options.pool).first()
@@ -177,14 +106,13 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
     for d in existing:
         if d.parent_id is None and d.device_class == "gpu" and (d.index not in slot or d.healthy):
             slot[d.index] = d
-    healthy_gpus = sorted(i for i, d in slot.items() if d.healthy)
     diff = NodeDiff(node="exists" if node else "added", pool=(node.pool if node else pool).slug)  # type: ignore[union-attr]
 
     wanted_gpus = inv.gpus
     if wanted_gpus is None:  # topology only: the GPUs are the node's, by index
         assert inv.matrix is not None
         numbers = sorted(int(g.removeprefix("GPU")) for g in inv.matrix.gpus)
-        _check_count(name, inv.topo_from, len(numbers), healthy_gpus, options, "the matrix has")
+        _check_count(name, inv.topo_from, numbers, slot, options, "the matrix has")
         for n in numbers:
             if n not in slot:
                 raise FleetInputError(
@@ -193,7 +121,7 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
                 )
         wanted_gpus = [WantedDevice(slot[n].uuid, "gpu", n, None, {}) for n in numbers]
     else:
-        _check_count(name, inv.devices_from, len(wanted_gpus), healthy_gpus, options, "lists")
+        _check_count(name, inv.devices_from, [g.index for g in wanted_gpus], slot, options, "lists")
     wanted = [*wanted_gpus, *(inv.slices or [])]
     elsewhere = (
         Device.objects.filter(uuid__in=[w.uuid for w in wanted])
@@ -263,14 +191,31 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
 
 
 def _check_count(
-    name: str, source: str | None, count: int, healthy_gpus: list[int], options: FleetOptions, verb: str
+    name: str,
+    source: str | None,
+    numbers: list[int],
+    slot: dict[int, Device],
+    options: FleetOptions,
+    verb: str,
 ) -> None:
-    if healthy_gpus and count != len(healthy_gpus) and not options.replace_devices:
-        raise FleetInputError(
-            f"{source}: {verb} {count} GPUs, node {name} has {len(healthy_gpus)}; nothing was changed. "
-            "If the node really changed, run again with --replace-devices (replaceDevices in the API): "
-            "GPUs the files leave out are then marked unhealthy, never deleted"
-        )
+    """Refuse files that lose a healthy GPU of the node or name a slot it never had, unless asked to."""
+    if not slot or options.replace_devices:
+        return
+    healthy = {i for i, d in slot.items() if d.healthy}
+    # A GPU that is unhealthy but listed again is the same count; one listed at a new index is not.
+    lost, gained = sorted(healthy - set(numbers)), sorted(set(numbers) - set(slot))
+    if not lost and not gained:
+        return
+    details = []
+    if lost:
+        details.append(f"{', '.join(f'GPU{i}' for i in lost)} not in the file")
+    if gained:
+        details.append(f"{', '.join(f'GPU{i}' for i in gained)} new")
+    raise FleetInputError(
+        f"{source}: {verb} {len(numbers)} GPUs, node {name} has {len(healthy)} ({'; '.join(details)}); "
+        "nothing was changed. If the node really changed, run again with --replace-devices "
+        "(replaceDevices in the API): GPUs the files leave out are then marked unhealthy, never deleted"
+    )
 
 
 def _wanted_numa(
@@ -314,7 +259,7 @@ def _changes(
     if parent != w.parent:
         fields["parent"] = w.parent  # a uuid: resolved to the row when written
         notes.append(f"parent {parent or 'none'} → {w.parent or 'none'}")
-    if not device.healthy:
+    if not device.healthy and inv.gpus is not None:  # a matrix alone does not show a GPU answers
         fields["healthy"] = True
         notes.append("healthy false → true (present again)")
     merged = {**device.attributes, **w.attributes}

@@ -7,7 +7,7 @@ affinity. When two files describe the same GPUs they must agree; nothing is gues
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from inventory.fleet_files import NodeFiles
@@ -48,7 +48,6 @@ class NodeInventory:
     matrix: TopoMatrix | None
     devices_from: str | None = None  # the label of the file the GPU list came from
     topo_from: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _where(label: str, exc: SmiParseError | TopologyParseError) -> str:
@@ -76,6 +75,14 @@ def read_node(files: NodeFiles) -> NodeInventory:
         raise FleetInputError(_where(files.label("smi_l"), exc)) from None
     if query is not None and listed is not None:
         _check_agree(query, listed, files)
+    elif query is not None:
+        split = next((g for g in query.gpus if g.mig_mode == "Enabled" and g.mig_devices), None)
+        if split is not None:
+            # Without their UUIDs the slices cannot be created, and the GPU alone is no whole-GPU atom.
+            raise FleetInputError(
+                f"{files.label('smi_q')} line {split.line}: GPU {split.index} has MIG enabled with "
+                f"{split.mig_devices} MIG devices, whose UUIDs only `nvidia-smi -L` gives: add nvidia-smi-L.txt"
+            )
     try:
         matrix = parse_topo_matrix(files.topo) if files.topo is not None else None
     except TopologyParseError as exc:

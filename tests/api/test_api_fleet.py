@@ -95,7 +95,7 @@ def test_replace_devices_and_keep_numa_are_asked_for_in_the_body(as_operator, po
     done = post(as_operator, {"replaceDevices": True, "keepNuma": True, "nodes": [four]}).json()["nodes"][0]
 
     assert refused["message"].startswith(
-        "api-0.topo: the matrix has 2 GPUs, node api-0 has 8; nothing was changed."
+        "api-0.topo: the matrix has 2 GPUs, node api-0 has 8 (GPU2, GPU3, GPU4, GPU5, GPU6, GPU7 not in the file); nothing was changed."
     )
     assert done["status"] == "imported"
     assert len(done["diff"]["devices"]["removed"]) == 6

@@ -196,8 +196,8 @@ def test_a_gpu_count_that_differs_from_the_nodes_is_refused_unless_replace_devic
     out, _ = refused(str(tmp_path))
 
     assert (
-        "n1: failed: n1/nvidia-smi-q.xml: lists 7 GPUs, node n1 has 8; nothing was changed. If the node "
-        "really changed, run again with --replace-devices"
+        "n1: failed: n1/nvidia-smi-q.xml: lists 7 GPUs, node n1 has 8 (GPU7 not in the file); nothing was "
+        "changed. If the node really changed, run again with --replace-devices"
     ) in out
     assert not Device.objects.filter(healthy=False).exists()
 
@@ -401,3 +401,58 @@ def test_read_fleet_lists_nodes_by_name(tmp_path):
     copy_samples(tmp_path)
 
     assert [n.name for n in read_fleet(tmp_path)] == ["dgx-a100-01", "dgx-h100-01"]
+
+
+def test_mig_enabled_gpus_without_nvidia_smi_l_fail_the_node(tmp_path, h100_pool):
+    write_node(tmp_path, "n1", sample="dgx-h100-01", files={"nvidia-smi-L.txt": None})
+
+    out, _ = refused(str(tmp_path), "--pool", "h100-prod")
+
+    assert (
+        "n1: failed: n1/nvidia-smi-q.xml line 8: GPU 0 has MIG enabled with 4 MIG devices, whose UUIDs only "
+        "`nvidia-smi -L` gives: add nvidia-smi-L.txt"
+    ) in out
+    assert not Node.objects.exists()
+
+
+def test_slices_left_out_of_nvidia_smi_l_are_marked_unhealthy(tmp_path, h100_pool):
+    write_node(tmp_path, "n1", sample="dgx-h100-01")
+    run(str(tmp_path), "--pool", "h100-prod")
+    xml = (tmp_path / "n1" / "nvidia-smi-q.xml").read_text()
+    start = xml.index("\t\t\t<mig_device>")
+    end = xml.index("</mig_device>", start) + len("</mig_device>\n")
+    (tmp_path / "n1" / "nvidia-smi-q.xml").write_text(xml[:start] + xml[end:])
+    listed = (tmp_path / "n1" / "nvidia-smi-L.txt").read_text().splitlines()
+    gone = listed.pop(1)
+    listed = [
+        line.replace("Device  1:", "Device  0:")
+        .replace("Device  2:", "Device  1:")
+        .replace("Device  3:", "Device  2:")
+        if n < 4
+        else line
+        for n, line in enumerate(listed)
+    ]
+    (tmp_path / "n1" / "nvidia-smi-L.txt").write_text("\n".join(listed) + "\n")
+
+    out = run(str(tmp_path), "-v", "2")
+
+    uuid = gone.split("UUID: ")[1].rstrip(")")
+    assert f"  - GPU0/MIG0 {uuid}: not in the files; marked unhealthy, kept for its bookings" in out
+    assert not Device.objects.get(uuid=uuid).healthy
+    assert Device.objects.filter(node__name="n1", healthy=True).exclude(parent=None).count() == 10
+
+
+def test_a_topology_alone_never_marks_an_unhealthy_gpu_healthy(tmp_path, h100_pool):
+    write_node(tmp_path, "n1", files={"topo-m.txt": None})
+    run(str(tmp_path), "--pool", "h100-prod")
+    gpu5 = Device.objects.get(index=5)
+    gpu5.healthy = False
+    gpu5.save()  # through the model signal, so the rollups follow
+    for name in ("nvidia-smi-q.xml", "nvidia-smi-L.txt"):
+        (tmp_path / "n1" / name).unlink()
+    (tmp_path / "n1" / "topo-m.txt").write_text(node_files("dgx-a100-01", "n1")["topo-m.txt"])
+
+    out = run(str(tmp_path))
+
+    assert "links: 28 added" in out
+    assert list(Device.objects.filter(healthy=False).values_list("index", flat=True)) == [5]

@@ -44,13 +44,31 @@ def test_a_matrix_with_fewer_gpus_than_the_node_is_refused_with_the_reason(tmp_p
         run(tmp_path, FOUR_GPUS)
 
     assert str(caught.value) == (
-        f"INVALID_INPUT: {tmp_path / 'topo.txt'}: the matrix has 4 GPUs, node dgx-01 has 8; nothing was "
-        "changed. If the node really changed, run again with --replace-devices (replaceDevices in the API): "
-        "GPUs the files leave out are then marked unhealthy, never deleted"
+        f"INVALID_INPUT: {tmp_path / 'topo.txt'}: the matrix has 4 GPUs, node dgx-01 has 8 (GPU4, GPU5, "
+        "GPU6, GPU7 not in the file); nothing was changed. If the node really changed, run again with "
+        "--replace-devices (replaceDevices in the API): GPUs the files leave out are then marked unhealthy, "
+        "never deleted"
     )
     assert caught.value.returncode == 2
     assert not DeviceLink.objects.exists()
     assert not Device.objects.filter(healthy=False).exists()
+
+
+def test_a_matrix_naming_a_gpu_slot_the_node_never_had_is_refused(tmp_path, node):
+    nine = "\tGPU0\tGPU8\nGPU0\t X \tNV4\nGPU8\tNV4\t X \n"
+
+    with pytest.raises(
+        CommandError, match=r"the matrix has 2 GPUs, node dgx-01 has 8 \(GPU1, .* not in the file; GPU8 new\)"
+    ):
+        run(tmp_path, nine)
+
+
+def test_an_unhealthy_gpu_listed_again_is_not_a_different_count(tmp_path, node):
+    gpu = Device.objects.get(index=6)
+    gpu.healthy = False
+    gpu.save()
+
+    assert run(tmp_path, DGX_H100).strip() == "node dgx-01: 28 links (28 NV), 8 devices"
 
 
 def test_replace_devices_takes_the_matrix_as_the_truth(tmp_path, node):
