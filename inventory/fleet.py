@@ -92,14 +92,7 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
         raise FleetInputError(
             f"{inv.topo_from}: {name} is a new node: its GPUs need UUIDs from nvidia-smi-q.xml or nvidia-smi-L.txt"
         )
-    existing = list(Device.objects.filter(node=node).select_related("parent").order_by("pk")) if node else []
-    if node is not None and not options.dry_run:
-        existing = list(
-            Device.objects.select_for_update(of=("self",))
-            .filter(node=node)
-            .select_related("parent")
-            .order_by("pk")
-        )
+    existing = _devices(node, lock=not options.dry_run)
     by_uuid = {d.uuid: d for d in existing}
     # The GPU in each slot now: the healthy one, else the newest (a replaced GPU keeps its row).
     slot: dict[int, Device] = {}
@@ -161,21 +154,7 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
             updates.append((device, fields))
             diff.devices["changed"].append(f"~ {_name(w, gpu_index)} {w.uuid}: " + "; ".join(notes))
 
-    wanted_uuids = {w.uuid for w in wanted}
-    gpus_known = inv.gpus is not None or options.replace_devices
-    retire = [
-        d for d in existing if d.parent_id is None and d.healthy and gpus_known and d.uuid not in wanted_uuids
-    ]
-    retired_gpus = {d.uuid for d in retire}
-    # Slices go when -L leaves them out, or with their GPU.
-    retire += [
-        d
-        for d in existing
-        if d.parent_id is not None
-        and d.healthy
-        and d.uuid not in wanted_uuids
-        and (inv.slices is not None or d.parent.uuid in retired_gpus)
-    ]
+    retire = _retired(existing, {w.uuid for w in wanted}, inv, options)
     for d in retire:
         diff.devices["removed"].append(
             f"- {_name(d, gpu_index)} {d.uuid}: not in the files; marked unhealthy, kept for its bookings"
@@ -188,6 +167,44 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
     if not options.dry_run:
         _write(name, node, pool, creates, updates, retire, link_rows, by_uuid)
     return diff
+
+
+def _devices(node: Node | None, *, lock: bool) -> list[Device]:
+    """Return the node's devices (locked, after the node row, unless a dry run)."""
+    if node is None:
+        return []
+    devices = Device.objects.filter(node=node).select_related("parent").order_by("pk")
+    return list(devices.select_for_update(of=("self",)) if lock else devices)
+
+
+def _retired(
+    existing: list[Device], wanted: set[str], inv: NodeInventory, options: FleetOptions
+) -> list[Device]:
+    """Return the healthy devices the files leave out, which are to be marked unhealthy.
+
+    GPUs only when the files list GPUs (or --replace-devices says the matrix is the truth); slices when
+    `nvidia-smi -L` leaves them out, or with their GPU.
+    """
+    gpus_known = inv.gpus is not None or options.replace_devices
+    retire = [
+        d
+        for d in existing
+        if d.parent_id is None
+        and d.device_class == "gpu"
+        and d.healthy
+        and gpus_known
+        and d.uuid not in wanted
+    ]
+    gone = {d.uuid for d in retire}
+    retire += [
+        d
+        for d in existing
+        if d.parent_id is not None
+        and d.healthy
+        and d.uuid not in wanted
+        and (inv.slices is not None or d.parent.uuid in gone)
+    ]
+    return retire
 
 
 def _check_count(

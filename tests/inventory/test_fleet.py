@@ -1,6 +1,7 @@
 """manage.py import_fleet and the fleet import service (database)."""
 
 import io
+import re
 import tarfile
 
 import pytest
@@ -456,3 +457,26 @@ def test_a_topology_alone_never_marks_an_unhealthy_gpu_healthy(tmp_path, h100_po
 
     assert "links: 28 added" in out
     assert list(Device.objects.filter(healthy=False).values_list("index", flat=True)) == [5]
+
+
+def test_a_node_that_fails_while_writing_keeps_nothing_and_the_next_goes_on(tmp_path, h100_pool, monkeypatch):
+    from django.db import DatabaseError
+
+    for name in ("n1", "n2", "n3"):
+        write_node(tmp_path, name)
+    real = DeviceLink.objects.bulk_create
+
+    def failing(rows, *args, **kwargs):
+        if rows and rows[0].node.name == "n2":
+            raise DatabaseError("the disk is full")
+        return real(rows, *args, **kwargs)
+
+    monkeypatch.setattr(DeviceLink.objects, "bulk_create", failing)
+
+    out, _ = refused(str(tmp_path), "--pool", "h100-prod")
+
+    assert out.splitlines()[-1] == "imported 2 nodes, 1 failed: n2 (n2: the disk is full)"
+    assert sorted(Node.objects.values_list("name", flat=True)) == ["n1", "n3"]
+    n2_gpus = re.findall(r"GPU-[0-9a-f-]{36}", node_files("dgx-a100-01", "n2")["nvidia-smi-L.txt"])
+    assert len(n2_gpus) == 8
+    assert not Device.objects.filter(uuid__in=n2_gpus).exists()
