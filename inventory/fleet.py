@@ -143,7 +143,7 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
         if device is None:
             attributes = (
                 {"gpuProduct": w.attributes["productName"], **w.attributes}
-                if "productName" in w.attributes and w.parent is None
+                if "productName" in w.attributes
                 else dict(w.attributes)
             )
             creates.append((WantedDevice(w.uuid, w.device_class, w.index, w.parent, attributes), target_numa))

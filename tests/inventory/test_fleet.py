@@ -88,7 +88,13 @@ def test_import_creates_nodes_gpus_mig_slices_links_and_numa(tmp_path, h100_pool
     ]
     assert len(slices) == 11
     assert {s.numa_node for s in slices} == {0}
-    assert slices[0].attributes["migProfile"] == "3g.40gb" and slices[0].attributes["vramGiB"] == 40
+    assert slices[0].attributes == {
+        "gpuProduct": "NVIDIA H100 80GB HBM3",
+        "productName": "NVIDIA H100 80GB HBM3",
+        "architecture": "hopper",
+        "migProfile": "3g.40gb",
+        "vramGiB": 40,
+    }
     assert DeviceLink.objects.filter(node=h100, rank="NV", nvlinks=18).count() == 28
     a100 = Node.objects.get(name="dgx-a100-01")
     assert list(a100.devices.order_by("index").values_list("numa_node", flat=True)) == [
@@ -480,3 +486,16 @@ def test_a_node_that_fails_while_writing_keeps_nothing_and_the_next_goes_on(tmp_
     n2_gpus = re.findall(r"GPU-[0-9a-f-]{36}", node_files("dgx-a100-01", "n2")["nvidia-smi-L.txt"])
     assert len(n2_gpus) == 8
     assert not Device.objects.filter(uuid__in=n2_gpus).exists()
+
+
+def test_json_output_holds_each_nodes_result(tmp_path, h100_pool):
+    import json
+
+    write_node(tmp_path, "n1")
+
+    data = json.loads(run(str(tmp_path), "--pool", "h100-prod", "--json"))
+
+    assert data["summary"] == "imported 1 node"
+    assert data["dryRun"] is False
+    assert data["nodes"][0]["status"] == "imported"
+    assert data["nodes"][0]["diff"]["links"]["added"][:1] == ["+ GPU0-GPU1 NV12"]
