@@ -317,7 +317,8 @@ def _refuse_pcie_only_legend(lines: list[str], at: int) -> None:
         if line.strip() == "NIC Legend:":
             break
         legend.append(line.split("=")[0].strip())
-    if "NV#" not in legend:
+    # Only a legend that lists the PCIe link types says which command printed it; a trimmed one does not.
+    if "PIX" in legend and "NV#" not in legend:
         raise TopologyParseError(
             "the legend has no NV#: this is `nvidia-smi topo -mp` output, which shows PCIe paths only "
             "and hides NVLink; run `nvidia-smi topo -m` instead",

@@ -216,6 +216,12 @@ def test_topo_mp_output_is_refused_and_says_to_run_topo_m():
     )
 
 
+def test_a_trimmed_legend_that_lists_no_link_types_says_nothing_about_the_command():
+    text = "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n\nLegend:\n\n  X    = Self\n"
+
+    assert parse_topo_matrix(text).links == {(0, 1): ("NV", 18)}
+
+
 def test_a_matrix_without_any_legend_is_still_read():
     assert parse_topo_matrix(DGX_H100.split("\nLegend:")[0]).links == parse_topo_matrix(DGX_H100).links
 
