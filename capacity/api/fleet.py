@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
-import io
+import json
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser, get_encoding
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -23,7 +25,7 @@ from inventory.fleet_read import FleetInputError
 
 from .auth import IsOperator
 from .base import BerthAPIView
-from .parsers import StrictJSONParser
+from .parsers import MAX_DEPTH, check_document
 from .views import errors
 
 # Each node takes one transaction of its own (~0.1-0.3 s with its rollup refresh, measured on a loaded
@@ -36,14 +38,34 @@ _FIELDS = {"pool", "dryRun", "replaceDevices", "keepNuma", "nodes"}
 _FILES = {"smiQ": "smi_q", "smiL": "smi_l", "topo": "topo"}
 
 
-class FleetJSONParser(StrictJSONParser):
-    """Strict JSON with the fleet import's own size limit (larger than a single request's)."""
+class FleetJSONParser(BaseParser):
+    """Strict JSON with the fleet import's own size limit, larger than DATA_UPLOAD_MAX_MEMORY_SIZE.
+
+    Not a JSONParser subclass on purpose: DRF reads `request.body` for those, which enforces the
+    global limit (2.5 MiB by default) before any parser sees the stream. Only operators get here:
+    permissions are checked before the body is read.
+    """
+
+    media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read(MAX_BODY_BYTES + 1) if stream is not None else b""
         if len(raw) > MAX_BODY_BYTES:
             raise RequestDataTooBig(f"the request body is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-        return super().parse(io.BytesIO(raw), media_type, parser_context)
+        encoding = get_encoding(parser_context or {})
+        try:
+            # As DRF's strict JSON: NaN and Infinity are refused.
+            data = json.loads(raw.decode(encoding), parse_constant=_refuse_constant)
+        except RecursionError:
+            raise ParseError(f"JSON parse error - nested more than {MAX_DEPTH} levels deep") from None
+        except (ValueError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        check_document(data)
+        return data
+
+
+def _refuse_constant(value: str) -> None:
+    raise ValueError(f"{value} is not valid JSON")
 
 
 class FleetNodeInputSerializer(serializers.Serializer):

@@ -158,6 +158,35 @@ def test_a_body_over_the_limit_is_413(as_operator, pool, monkeypatch):
     assert response.json()["code"] == "PAYLOAD_TOO_LARGE"
 
 
+def test_a_body_larger_than_djangos_upload_limit_is_read_up_to_the_fleet_limit(as_operator, pool, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    nodes = [node_body(f"api-{n}") for n in range(2)]
+
+    response = as_operator.post(
+        URL, json.dumps({"pool": "lab-pool", "nodes": nodes}), content_type="application/json"
+    )
+
+    assert response.status_code == 200, response.content
+    assert response.json()["summary"] == "imported 2 nodes"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"nodes": [{"name": "a", "topo": NaN}]}', "JSON parse error - NaN is not valid JSON"),
+        ('{"nodes": [', "JSON parse error - Expecting value"),
+        ('{"nodes": [{"name": "a\\u0000"}]}', "nodes[0].name: strings must not contain NUL characters"),
+        ("[" * 100 + "]" * 100, "nested more than 32 levels deep"),
+    ],
+)
+def test_bad_json_is_invalid_input(as_operator, pool, raw, message):
+    response = as_operator.post(URL, raw, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert message in response.json()["message"]
+
+
 def test_only_operators_may_import(as_acme, anonymous, pool):
     body = {"pool": "lab-pool", "nodes": [node_body("api-0")]}
 
