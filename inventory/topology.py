@@ -33,6 +33,7 @@ _NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _MULTI_SPACE_RE = re.compile(r" {2,}")
 _HEADER_WORD_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
 _DEVICE_NAME_RE = re.compile(r"^(GPU|NIC)\d+$")
+_CPU_LIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 _CPU_AFFINITY = "CPU Affinity"
 _NUMA_AFFINITY = "NUMA Affinity"
@@ -44,7 +45,16 @@ _NOT_AVAILABLE = "N/A"
 
 
 class TopologyParseError(ValueError):
-    """The text is not a topology matrix this parser understands."""
+    """The text is not a topology matrix this parser understands; `line` and `column` say where."""
+
+    def __init__(self, message: str, line: int | None = None, column: str | None = None) -> None:
+        where = f"line {line}" if line is not None else ""
+        if column is not None:
+            where += f", column {column}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.problem = message
+        self.line = line
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,10 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     GPU links. A matrix should be symmetric; when the two cells of a pair disagree, the better link is
     kept (NV with more links beats NV with fewer, which beats PIX, ..., SYS).
 
-    Raise `TopologyParseError`, naming the line, when there is no GPU header, a row does not match the
-    header, or a cell holds a token that is not a link rank.
+    Raise `TopologyParseError` for the first problem in file order, naming its line and column: no GPU
+    header, a row that does not match the header, a cell that is not a link type, affinity columns
+    that ran into each other (a lost tab), or the output of `nvidia-smi topo -mp`, whose legend has no
+    NV# because it shows PCIe paths only and would hide every NVLink.
     """
     lines = [_ANSI_RE.sub("", line).rstrip("\r") for line in text.splitlines()]
     header_at = _find_header(lines)
@@ -89,44 +101,45 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     device_columns = _device_columns(columns, header_at + 1)
     gpu_numbers = _gpu_numbers(device_columns, header_at + 1)
 
-    cells_by_row: dict[str, tuple[int, list[str]]] = {}
-    at = header_at + 1
-    while at < len(lines) and lines[at].strip() and not lines[at].strip().startswith("Legend"):
-        line_no, line = at + 1, lines[at]
-        label, cells = _split_row(line, columns, device_columns, line_no)
-        if label in cells_by_row:
-            raise TopologyParseError(f"line {line_no}: second row for {label}: {line.strip()!r}")
-        cells_by_row[label] = (line_no, cells)
-        at += 1
-
-    for name in device_columns:
-        if name not in cells_by_row:
-            raise TopologyParseError(f"line {at + 1}: no row for {name}; the header has a column for it")
-
     links: dict[tuple[int, int], tuple[str, int]] = {}
     cpu_affinity: dict[int, str] = {}
     numa_affinity: dict[int, int | None] = {}
-    for row_pos, name in enumerate(device_columns):
-        line_no, cells = cells_by_row[name]
+    seen: set[str] = set()
+    at = header_at + 1
+    # One pass in file order, so that the error reported is the first one in the file.
+    while at < len(lines) and lines[at].strip() and not lines[at].strip().startswith("Legend"):
+        line_no, line = at + 1, lines[at]
+        label, cells = _split_row(line, columns, device_columns, line_no)
+        if label in seen:
+            raise TopologyParseError(f"second row for {label}: {line.strip()!r}", line_no)
+        seen.add(label)
+        row_pos = device_columns.index(label)
         for col_pos, cell in enumerate(cells[: len(device_columns)]):
+            column = device_columns[col_pos]
             if col_pos == row_pos:
                 if cell != "X":
                     raise TopologyParseError(
-                        f"line {line_no}: {name} against itself should be X, found {cell!r}"
+                        f"{label} against itself should be X, found {cell!r}", line_no, column
                     )
                 continue
-            link = _parse_cell(cell, line_no, name, device_columns[col_pos])
-            i, j = gpu_numbers.get(name), gpu_numbers.get(device_columns[col_pos])
+            link = _parse_cell(cell, line_no, column)
+            i, j = gpu_numbers.get(label), gpu_numbers.get(column)
             if i is None or j is None:
                 continue  # a NIC cell: it tells us nothing about GPU pairs
             pair = (min(i, j), max(i, j))
             links[pair] = _better(links[pair], link) if pair in links else link
-        if name in gpu_numbers:
+        if label in gpu_numbers:
             extras = dict(zip(columns[len(device_columns) :], cells[len(device_columns) :], strict=False))
             if _CPU_AFFINITY in extras:
-                cpu_affinity[gpu_numbers[name]] = extras[_CPU_AFFINITY]
+                cpu_affinity[gpu_numbers[label]] = _check_cpus(extras[_CPU_AFFINITY], line_no, extras)
             if _NUMA_AFFINITY in extras:
-                numa_affinity[gpu_numbers[name]] = _parse_numa(extras[_NUMA_AFFINITY])
+                numa_affinity[gpu_numbers[label]] = _parse_numa(extras[_NUMA_AFFINITY], line_no, extras)
+        at += 1
+
+    for name in device_columns:
+        if name not in seen:
+            raise TopologyParseError(f"no row for {name}; the header has a column for it", at + 1)
+    _refuse_pcie_only_legend(lines, at)
 
     return TopoMatrix(
         gpus=[name for name in device_columns if name in gpu_numbers],
@@ -170,7 +183,7 @@ def _device_columns(columns: list[str], line_no: int) -> list[str]:
             break
         device_columns.append(name)
     if len(set(device_columns)) != len(device_columns):
-        raise TopologyParseError(f"line {line_no}: the header names a column twice: {columns}")
+        raise TopologyParseError(f"the header names a column twice: {columns}", line_no)
     return device_columns
 
 
@@ -178,7 +191,7 @@ def _gpu_numbers(device_columns: list[str], line_no: int) -> dict[str, int]:
     # Other device columns are NICs: NIC0.. on current drivers, the device name (mlx5_0) on old ones.
     numbers = {name: int(m.group(1)) for name in device_columns if (m := _GPU_RE.match(name))}
     if len(set(numbers.values())) != len(numbers):
-        raise TopologyParseError(f"line {line_no}: two GPU columns have the same number: {device_columns}")
+        raise TopologyParseError(f"two GPU columns have the same number: {device_columns}", line_no)
     return numbers
 
 
@@ -190,36 +203,61 @@ def _split_row(
     raw = [cell.strip() for cell in line.split("\t")] if "\t" in line else line.split()
     label, cells = raw[0], raw[1:]
     if label not in device_columns:
-        raise TopologyParseError(
-            f"line {line_no}: row {label!r} has no column in the header: {line.strip()!r}"
-        )
+        raise TopologyParseError(f"row {label!r} has no column in the header: {line.strip()!r}", line_no)
     while cells and not cells[-1]:
         cells.pop()
     if len(cells) != len(columns):
         # nvidia-smi pads some values with an extra tab (`0\t\tN/A`); empty cells are padding.
         cells = [cell for cell in cells if cell]
     is_gpu = _GPU_RE.match(label) is not None
+    if is_gpu and len(cells) == len(columns) - 1 and _NUMA_AFFINITY in columns:
+        _refuse_lost_tab(cells, columns, len(device_columns), line_no)
     # NIC rows stop after the device columns: a NIC has no CPU or NUMA affinity of its own.
     fits = len(cells) == len(columns) if is_gpu else len(device_columns) <= len(cells) <= len(columns)
     if not fits:
         raise TopologyParseError(
-            f"line {line_no}: row {label} has {len(cells)} cells, the header has {len(columns)} columns: "
-            f"{line.strip()!r}"
+            f"row {label} has {len(cells)} cells, the header has {len(columns)} columns: {line.strip()!r}",
+            line_no,
         )
     return label, cells
 
 
-def _parse_cell(cell: str, line_no: int, row: str, column: str) -> tuple[str, int]:
+def _refuse_lost_tab(cells: list[str], columns: list[str], devices: int, line_no: int) -> None:
+    """Refuse a GPU row one cell short whose CPU Affinity swallowed the next value (a lost tab)."""
+    cpu_at = columns.index(_CPU_AFFINITY) if _CPU_AFFINITY in columns else None
+    if cpu_at is None or cpu_at >= len(cells) or len(cells) <= devices:
+        return
+    cpu = cells[cpu_at]
+    if any(cell != "X" and _parse_cell_or_none(cell) is None for cell in cells[:devices]):
+        return  # an affinity value among the link cells: a device cell is missing, not a tab
+    raise TopologyParseError(
+        f"{cpu!r} and no {_NUMA_AFFINITY} after it: the tab between {_CPU_AFFINITY} and "
+        f"{_NUMA_AFFINITY} looks lost; fix the file (Berth does not guess where the value ends)",
+        line_no,
+        _CPU_AFFINITY,
+    )
+
+
+def _parse_cell_or_none(cell: str) -> tuple[str, int] | None:
+    try:
+        return _parse_cell(cell, 0, "")
+    except TopologyParseError:
+        return None
+
+
+def _parse_cell(cell: str, line_no: int, column: str) -> tuple[str, int]:
     cell = _RANK_ALIASES.get(cell, cell)
     if m := _NV_RE.match(cell):
         count = int(m.group(1))
         if count < 1:
-            raise TopologyParseError(f"line {line_no}: {row}-{column}: NV needs at least one link: {cell!r}")
+            raise TopologyParseError(
+                f"{cell!r} is not a link type: NV needs at least one link", line_no, column
+            )
         return ("NV", count)
     if cell in RANKS:
         return (cell, 0)
     raise TopologyParseError(
-        f"line {line_no}: {row}-{column}: unknown link {cell!r} (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"
+        f"{cell!r} is not a link type (expected X, NV#, PIX, PXB, PHB, NODE or SYS)", line_no, column
     )
 
 
@@ -227,9 +265,65 @@ def _better(a: tuple[str, int], b: tuple[str, int]) -> tuple[str, int]:
     return min(a, b, key=lambda link: (RANKS.index(link[0]), -link[1]))
 
 
-def _parse_numa(value: str) -> int | None:
+def _check_cpus(value: str, line_no: int, extras: dict[str, str]) -> str:
+    """Return a CPU list (`0-55,112-167`, or N/A) after checking it; refuse what ran into NUMA."""
+    if _NUMA_AFFINITY in extras and extras[_NUMA_AFFINITY] == "":
+        raise TopologyParseError(
+            f"{value!r} and an empty {_NUMA_AFFINITY} after it: the tab between {_CPU_AFFINITY} and "
+            f"{_NUMA_AFFINITY} looks lost; fix the file (Berth does not guess where the value ends)",
+            line_no,
+            _CPU_AFFINITY,
+        )
+    if value == _NOT_AVAILABLE:
+        return value
+    if not _CPU_LIST_RE.match(value) or not _ascending(value):
+        raise TopologyParseError(
+            f"{value!r} is not a CPU list (expected ascending ranges such as 0-55,112-167)",
+            line_no,
+            _CPU_AFFINITY,
+        )
+    return value
+
+
+def _ascending(value: str) -> bool:
+    last = -1
+    for part in value.split(","):
+        low, _, high = part.partition("-")
+        lo, hi = int(low), int(high or low)
+        if lo <= last or hi < lo:
+            return False
+        last = hi
+    return True
+
+
+def _parse_numa(value: str, line_no: int, extras: dict[str, str]) -> int | None:
     # "N/A" on single-socket boxes; a GPU spanning NUMA nodes has no single one to record.
-    return int(value) if value.isdigit() else None
+    if value.isascii() and value.isdigit():
+        return int(value)
+    if value == _NOT_AVAILABLE or _CPU_LIST_RE.match(value):
+        return None
+    raise TopologyParseError(
+        f"{value!r} is not a NUMA node (expected a number or N/A)", line_no, _NUMA_AFFINITY
+    )
+
+
+def _refuse_pcie_only_legend(lines: list[str], at: int) -> None:
+    """Refuse `nvidia-smi topo -mp` output: its legend lists no NV#, its matrix no NVLink."""
+    legend_at = next((n for n in range(at, len(lines)) if lines[n].strip() == "Legend:"), None)
+    if legend_at is None:
+        return  # a matrix copied without its legend: nothing says which command printed it
+    legend = []
+    for line in lines[legend_at + 1 :]:
+        if line.strip() == "NIC Legend:":
+            break
+        legend.append(line.split("=")[0].strip())
+    # Only a legend that lists the PCIe link types says which command printed it; a trimmed one does not.
+    if "PIX" in legend and "NV#" not in legend:
+        raise TopologyParseError(
+            "the legend has no NV#: this is `nvidia-smi topo -mp` output, which shows PCIe paths only "
+            "and hides NVLink; run `nvidia-smi topo -m` instead",
+            legend_at + 1,
+        )
 
 
 def _parse_nic_legend(lines: list[str]) -> dict[str, str]:

@@ -68,6 +68,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/reservations/{reservation_id}",
         "/api/v1/reservations/{reservation_id}/release",
         "/api/v1/capacity/preview",
+        "/api/v1/capacity/earliest",
         "/api/v1/tenants/{slug}/quota",
         "/api/v1/pools",
         "/api/v1/pools/{slug}",
@@ -84,6 +85,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/nodes/{name}/labels/{key}",
         "/api/v1/nodes/{name}/report",
         "/api/v1/nodes/{name}/topology",
+        "/api/v1/fleet/import",
     }
     create = schema["paths"]["/api/v1/reservations"]["post"]
     assert create["operationId"] == "reservations_create"

@@ -329,7 +329,7 @@ def test_report_with_topology_syncs_links_in_the_same_call():
 def test_report_with_bad_topology_writes_nothing():
     node = make_node(gpus=0)
 
-    with pytest.raises(IngestError, match="topology: line 2: GPU0-GPU1: unknown link 'NVX'"):
+    with pytest.raises(IngestError, match="topology: line 2, column GPU1: 'NVX' is not a link type"):
         apply_node_report(node, gpu_report("dgx-01", range(8), topology=DGX_H100.replace("NV18", "NVX", 1)))
 
     assert not node.devices.exists()

@@ -1,6 +1,7 @@
 """The `nvidia-smi topo -m` parser: pure, no database."""
 
 import itertools
+import re
 
 import pytest
 from hypothesis import given
@@ -8,7 +9,7 @@ from hypothesis import strategies as st
 
 from inventory.topology import RANKS, TopologyParseError, parse_topo_matrix
 
-from topo_samples import A100_WITH_NICS, DGX_H100, PCIE_TWO_SOCKETS
+from topo_samples import A100_WITH_NICS, DGX_H100, DGX_H100_MP, PCIE_TWO_SOCKETS
 
 ALL_PAIRS_8 = list(itertools.combinations(range(8), 2))
 
@@ -157,10 +158,16 @@ def test_text_around_the_matrix_is_ignored():
         ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", "no GPU header"),
         ("\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \tNV18\n", "line 3: row GPU1 has 3 cells"),
         ("\tGPU0\tGPU1\nGPU0\t X \nGPU1\tNV18\t X \n", "line 2: row GPU0 has 1 cells, the header has 2"),
-        ("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNV18\t X \n", "line 2: GPU0-GPU1: unknown link 'NVX'"),
-        ("\tGPU0\tGPU1\nGPU0\t X \tQPI\nGPU1\tQPI\t X \n", "line 2: GPU0-GPU1: unknown link 'QPI'"),
-        ("\tGPU0\tGPU1\nGPU0\t X \tNV0\nGPU1\tNV0\t X \n", "NV needs at least one link"),
-        ("\tGPU0\tGPU1\nGPU0\tNV2\tNV2\nGPU1\tNV2\t X \n", "line 2: GPU0 against itself should be X"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNV18\t X \n", "line 2, column GPU1: 'NVX' is not a link type"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tQPI\nGPU1\tQPI\t X \n", "line 2, column GPU1: 'QPI' is not a link type"),
+        (
+            "\tGPU0\tGPU1\nGPU0\t X \tNV0\nGPU1\tNV0\t X \n",
+            "line 2, column GPU1: 'NV0' is not a link type: NV needs at least one link",
+        ),
+        (
+            "\tGPU0\tGPU1\nGPU0\tNV2\tNV2\nGPU1\tNV2\t X \n",
+            "line 2, column GPU0: GPU0 against itself should be X",
+        ),
         ("\tGPU0\tGPU1\nGPU0\t X \tNV2\n\nLegend:\n", "line 3: no row for GPU1"),
         ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU0\t X \tNV2\n", "line 3: second row for GPU0"),
         ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU7\tNV2\t X \n", "line 3: row 'GPU7' has no column"),
@@ -183,6 +190,97 @@ def test_text_around_the_matrix_is_ignored():
 )
 def test_malformed_matrix_raises_parse_error_naming_the_line(text, message):
     with pytest.raises(TopologyParseError, match=message.replace("(", r"\(")):
+        parse_topo_matrix(text)
+
+
+def test_the_first_error_in_file_order_is_reported_not_the_first_checked():
+    # A bad cell on line 2 comes before a short row on line 4 (which used to be reported first).
+    text = "\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV19x\tNV4\nGPU1\tNV4\t X \tNV4\nGPU2\tNV4\n"
+
+    with pytest.raises(TopologyParseError) as caught:
+        parse_topo_matrix(text)
+
+    assert str(caught.value) == (
+        "line 2, column GPU1: 'NV19x' is not a link type (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"
+    )
+    assert (caught.value.line, caught.value.column) == (2, "GPU1")
+
+
+def test_topo_mp_output_is_refused_and_says_to_run_topo_m():
+    with pytest.raises(TopologyParseError) as caught:
+        parse_topo_matrix(DGX_H100_MP)
+
+    assert str(caught.value) == (
+        "line 7: the legend has no NV#: this is `nvidia-smi topo -mp` output, which shows PCIe paths only "
+        "and hides NVLink; run `nvidia-smi topo -m` instead"
+    )
+
+
+def test_a_trimmed_legend_that_lists_no_link_types_says_nothing_about_the_command():
+    text = "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n\nLegend:\n\n  X    = Self\n"
+
+    assert parse_topo_matrix(text).links == {(0, 1): ("NV", 18)}
+
+
+def test_a_matrix_without_any_legend_is_still_read():
+    assert parse_topo_matrix(DGX_H100.split("\nLegend:")[0]).links == parse_topo_matrix(DGX_H100).links
+
+
+LOST_TAB = "looks lost; fix the file (Berth does not guess where the value ends)"
+LOST_TAB_RE = re.escape(LOST_TAB)
+
+
+def test_a_lost_tab_between_cpu_and_numa_affinity_is_refused_not_read_as_a_cpu_range():
+    broken = DGX_H100.replace("56-111,168-223\t1\t\tN/A", "56-111,168-2231\t\tN/A", 1)
+
+    with pytest.raises(TopologyParseError) as caught:
+        parse_topo_matrix(broken)
+
+    assert str(caught.value) == (
+        "line 6, column CPU Affinity: '56-111,168-2231' and an empty NUMA Affinity after it: the tab "
+        f"between CPU Affinity and NUMA Affinity {LOST_TAB}"
+    )
+
+
+def test_a_lost_tab_in_a_matrix_without_gpu_numa_id_is_refused():
+    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t X \t8-151\n"
+
+    with pytest.raises(
+        TopologyParseError, match=f"line 3, column CPU Affinity: '8-151' and no NUMA Affinity.*{LOST_TAB_RE}"
+    ):
+        parse_topo_matrix(text)
+
+
+def test_a_lost_tab_in_a_terminal_rendering_is_refused():
+    broken = DGX_H100.replace("56-111,168-223\t1\t\tN/A", "56-111,168-2231\t\tN/A", 1)
+    spaced = "\n".join(line.expandtabs(8) for line in broken.splitlines())
+
+    with pytest.raises(
+        TopologyParseError, match=f"line 6, column CPU Affinity: '56-111,168-2231'.*{LOST_TAB_RE}"
+    ):
+        parse_topo_matrix(spaced)
+
+
+def test_a_missing_link_cell_is_a_short_row_not_a_lost_tab():
+    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\t X \t0-7\t0\n"
+
+    with pytest.raises(TopologyParseError, match="line 3: row GPU1 has 3 cells, the header has 4 columns"):
+        parse_topo_matrix(text)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "numa", "message"),
+    [
+        ("0-7,3-5", "0", "column CPU Affinity: '0-7,3-5' is not a CPU list"),
+        ("7-0", "0", "column CPU Affinity: '7-0' is not a CPU list"),
+        ("0-7;8", "0", "column CPU Affinity: '0-7;8' is not a CPU list"),
+        ("0-7", "zero", "column NUMA Affinity: 'zero' is not a NUMA node"),
+    ],
+)
+def test_affinity_cells_are_checked(cpus, numa, message):
+    text = f"\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t{cpus}\t{numa}\n"
+
+    with pytest.raises(TopologyParseError, match=f"^line 2, {message}"):
         parse_topo_matrix(text)
 
 

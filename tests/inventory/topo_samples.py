@@ -85,3 +85,22 @@ A100_WITH_NICS = (
     "  NIC0: mlx5_0\n"
     "  NIC1: mlx5_1\n"
 )
+
+# The same DGX as `nvidia-smi topo -mp` prints it: PCIe paths only, so the GPU pairs read NODE/SYS and the
+# legend has no NV# line. Importing it would erase every NVLink.
+DGX_H100_MP = (
+    "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tNODE\tNODE\tNODE\t0-55,112-167\t0\t\tN/A\n"
+    "GPU1\tNODE\t X \tNODE\tNODE\t0-55,112-167\t0\t\tN/A\n"
+    "GPU2\tNODE\tNODE\t X \tNODE\t0-55,112-167\t0\t\tN/A\n"
+    "GPU3\tNODE\tNODE\tNODE\t X \t0-55,112-167\t0\t\tN/A\n"
+    "\n"
+    "Legend:\n"
+    "\n"
+    "  X    = Self\n"
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+    "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+    "  PIX  = Connection traversing at most a single PCIe bridge\n"
+)

@@ -7,7 +7,9 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from inventory.ingest import IngestError, apply_node_report, sync_device_links
+from inventory.fleet import FleetOptions, import_fleet
+from inventory.fleet_files import NodeFiles
+from inventory.ingest import IngestError, apply_node_report
 from inventory.management.base import CodedErrorCommand
 from inventory.models import Node
 from inventory.topology import RANKS, TopologyParseError, parse_topo_matrix
@@ -23,13 +25,26 @@ def _fail(code: str, message: str) -> CommandError:
 class Command(CodedErrorCommand):
     help = (
         "Import FILE for node NODE: a JSON node report (devices, labels, topology) or the text of "
-        "`nvidia-smi topo -m`. FILE '-' reads standard input."
+        "`nvidia-smi topo -m`. FILE '-' reads standard input. A matrix whose GPU count differs from the "
+        "node's is refused unless --replace-devices; NUMA nodes the matrix does not give are cleared "
+        "unless --keep-numa; `nvidia-smi topo -mp` output is refused (it hides NVLink)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("node", help="Node name.")
         parser.add_argument("file", help="Path of the report or matrix; '-' for standard input.")
         parser.add_argument("--json", action="store_true", help="Print a JSON summary.")
+        parser.add_argument(
+            "--replace-devices",
+            action="store_true",
+            help="Accept a matrix with fewer GPUs than the node (the others are marked unhealthy).",
+        )
+        parser.add_argument(
+            "--keep-numa", action="store_true", help="Keep NUMA nodes the matrix does not give."
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Print what would change (devices, links); store nothing."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["node"]
@@ -60,7 +75,7 @@ class Command(CodedErrorCommand):
                     summary["linkRanks"] = parse_topo_matrix(report["topology"]).rank_counts()
             else:
                 matrix = parse_topo_matrix(text)
-                links = sync_device_links(node, matrix)
+                links = self._import_matrix(node, text, options)
                 summary = {
                     "node": node.name,
                     "kind": "topology",
@@ -73,7 +88,28 @@ class Command(CodedErrorCommand):
         except TopologyParseError as exc:
             raise _fail("INVALID_INPUT", str(exc)) from exc
 
+        if options["dry_run"]:
+            summary["dryRun"] = True
         self.stdout.write(json.dumps(summary, sort_keys=True) if options["json"] else _describe(summary))
+
+    def _import_matrix(self, node: Node, text: str, options: dict[str, Any]) -> int:
+        """Import the matrix through the fleet import (the same checks); return the links it holds."""
+        label = "stdin" if options["file"] == "-" else options["file"]
+        files = NodeFiles(name=node.name, topo=text, labels={"topo": label})
+        fleet_options = FleetOptions(
+            dry_run=options["dry_run"],
+            replace_devices=options["replace_devices"],
+            keep_numa=options["keep_numa"],
+        )
+        (result,) = import_fleet([files], fleet_options).nodes
+        if result.diff is None:
+            raise _fail(result.code or "INVALID_INPUT", result.message or "refused")
+        if options["dry_run"]:
+            for part in (result.diff.devices, result.diff.links):
+                for kind in ("added", "changed", "removed"):
+                    for line in part[kind]:
+                        self.stdout.write(f"  {line}")
+        return len(parse_topo_matrix(text).links)
 
     def _read(self, path: str) -> str:
         if path == "-":
@@ -95,6 +131,8 @@ def _describe(summary: dict[str, Any]) -> str:
         by_rank = ", ".join(f"{ranks[rank]} {rank}" for rank in RANKS if rank in ranks)
         links = f"{summary['links']} links" + (f" ({by_rank})" if by_rank else "")
     line = f"node {summary['node']}: {links}, {summary['devices']} devices"
+    if summary.get("dryRun"):
+        line = f"dry run, nothing stored: {line}"
     if summary["kind"] == "report":
         line += (
             f" ({summary['created']} new, {summary['becameHealthy']} now healthy,"
