@@ -4,6 +4,7 @@ from .bookings import Allocation, DeviceBooking, ScalarClaim
 from .quota import Quota, QuotaCharge
 from .reservations import Reservation
 from .rollups import PoolCapacityRollup
+from .tokens import TokenLifetime
 
 __all__ = [
     "Allocation",
@@ -13,4 +14,5 @@ __all__ = [
     "QuotaCharge",
     "Reservation",
     "ScalarClaim",
+    "TokenLifetime",
 ]
