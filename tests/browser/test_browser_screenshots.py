@@ -236,3 +236,22 @@ def test_screenshots_of_a_draining_node_and_a_repaired_reservation(
     expect(result).to_contain_text(f"{node} is draining")
     shots(tenant, "reservation-repaired")
     context.close()
+
+
+def test_screenshots_of_not_found_and_of_a_locked_sign_in(login, demo, shots):
+    page = login("acme")
+    response = page.goto(f"{demo}/pool/h100-prod/")
+    assert response.status == 404
+    expect(page.locator("h1")).to_have_text("Not found")
+    shots(page, "not-found")
+
+    page.context.clear_cookies()
+    page.goto(f"{demo}/accounts/login/")
+    for attempt in range(5):
+        page.fill("#id_username", "globex")
+        page.fill("#id_password", f"wrong-{attempt}")
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+    expect(page.locator("h1")).to_have_text("Sign-in locked for a while")
+    expect(page.locator(".errors")).to_contain_text("locked for 15 minutes")
+    shots(page, "sign-in-locked")
