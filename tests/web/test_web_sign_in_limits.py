@@ -167,3 +167,11 @@ def test_without_a_mail_server_sending_fails_loudly_instead_of_dialling():
 
     with pytest.raises(RuntimeError, match="Berth sends no mail: set EMAIL_HOST"):
         NoMailServer().send_messages([EmailMessage("hi", "body", to=["a@example.com"])])
+
+
+def test_a_form_without_its_csrf_token_gets_berths_own_page(acme_user):
+    client = Client(enforce_csrf_checks=True)
+    response = sign_in(client, RIGHT)
+    assert response.status_code == 403
+    assert "<h1>Form expired</h1>" in response.text
+    assert "CSRF verification failed" not in response.text
