@@ -175,3 +175,11 @@ def test_a_form_without_its_csrf_token_gets_berths_own_page(acme_user):
     assert response.status_code == 403
     assert "<h1>Form expired</h1>" in response.text
     assert "CSRF verification failed" not in response.text
+
+
+def test_without_a_mail_server_a_caller_that_asks_for_silence_sends_nothing():
+    from django.core.mail import EmailMessage
+
+    from config.mail import NoMailServer
+
+    assert NoMailServer(fail_silently=True).send_messages([EmailMessage("hi", "body", to=["a@x.org"])]) == 0
