@@ -1,16 +1,23 @@
-# Berth: `make run` serves the demo, `make test` runs every test. Both do their own set-up.
+# Berth: `make run` serves the demo as production does, `make dev` with the autoreloading
+# development server, `make test` runs every test. Each does its own set-up.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# gunicorn: threads, as API calls that wait for the placer hold their thread up to 30 s.
+WEB_WORKERS ?= 2
+WEB_THREADS ?= 8
+SECRET_KEY_FILE := .secret_key
+# What `make run` serves with: DEBUG off and the demo's own secret key (yours when exported).
+PROD_ENV = DJANGO_DEBUG=0 DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECRET_KEY_FILE))}"
 
 # The newest CPython >= 3.12 that has wheels for the embedded Postgres (pgserver: up to 3.12),
 # then 3.13 (which needs DATABASE_URL), from PATH or pyenv.
 PYTHON ?= $(shell for c in python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3.13 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.13.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3; do \
 	  command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$c; break; }; done)
 
-.PHONY: run test venv migrate seed lint typecheck bench clean-db
+.PHONY: run dev test venv migrate seed static lint typecheck bench clean-db
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Berth needs Python >= 3.12 (python3.12 recommended): install it, e.g. 'apt-get install python3.12' or 'pyenv install 3.12'."; exit 1; fi
@@ -28,13 +35,31 @@ migrate: venv
 seed: migrate
 	$(PY) manage.py seed_demo
 
+# The demo's secret key: made once, readable by this user only, kept out of git (.gitignore).
+$(SECRET_KEY_FILE): | venv
+	@umask 077 && $(PY) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@.tmp && mv $@.tmp $@
+	@echo "Made a secret key for the demo in $@"
+
+# Hashed, compressed copies of the static files in staticfiles/ (git-ignored), which WhiteNoise serves.
+static: venv $(SECRET_KEY_FILE)
+	$(PROD_ENV) $(PY) manage.py collectstatic --no-input --verbosity 0
+
 # The worker (`run_placer`: queued batches, ended reservations, pending retries) runs beside the
 # server; when the server stops (Ctrl-C, `kill` of make, a port in use), the trap stops both.
-run: seed
+run: seed static
 	@echo "Berth on http://$(HOST):$(PORT)/  (users: operator, acme, globex; password berth-demo)"
 	@trap 'kill $$worker $$server 2>/dev/null; wait' EXIT INT TERM; \
-	$(PY) manage.py run_placer & worker=$$!; \
-	$(PY) manage.py runserver $(HOST):$(PORT) & server=$$!; \
+	$(PROD_ENV) $(PY) manage.py run_placer & worker=$$!; \
+	$(PROD_ENV) $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WEB_WORKERS) \
+	  --threads $(WEB_THREADS) --access-logfile - --no-control-socket & server=$$!; \
+	wait $$server
+
+# Development: DEBUG on, the autoreloading server, static files from their folders; the worker too.
+dev: seed
+	@echo "Berth (development) on http://$(HOST):$(PORT)/  (users: operator, acme, globex; password berth-demo)"
+	@trap 'kill $$worker $$server 2>/dev/null; wait' EXIT INT TERM; \
+	DJANGO_DEBUG=1 $(PY) manage.py run_placer & worker=$$!; \
+	DJANGO_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT) & server=$$!; \
 	wait $$server
 
 test: venv

@@ -1,6 +1,8 @@
 """Admin for capacity: what the system maintains is read-only here."""
 
 from django.contrib import admin
+from rest_framework.authtoken import admin as authtoken_admin
+from rest_framework.authtoken.models import TokenProxy
 
 from .models import (
     Allocation,
@@ -11,6 +13,8 @@ from .models import (
     Reservation,
     ScalarClaim,
 )
+from .models.tokens import token_expiry, token_revoked_at
+from .services.tokens import revoke_token
 
 
 @admin.register(Quota)
@@ -115,3 +119,30 @@ class PoolCapacityRollupAdmin(admin.ModelAdmin):
         "unhealthy",
         "updated_at",
     ]
+
+
+class TokenAdmin(authtoken_admin.TokenAdmin):
+    """DRF's token admin with each token's expiry and revocation, and an action to revoke."""
+
+    list_display = ["key", "user", "created", "expires", "revoked"]
+    list_select_related = ["user", "lifetime"]
+    actions = ["revoke"]
+
+    @admin.display(description="expires")
+    def expires(self, token):
+        return token_expiry(token)
+
+    @admin.display(description="revoked")
+    def revoked(self, token):
+        return token_revoked_at(token) or "-"
+
+    @admin.action(description="Revoke the selected tokens (they answer 401 from now on)")
+    def revoke(self, request, queryset):
+        tokens = list(queryset.select_related("user"))
+        for token in tokens:
+            revoke_token(token, by=f"{request.user.get_username()} (admin)")
+        self.message_user(request, f"Revoked {len(tokens)} token{'s' if len(tokens) != 1 else ''}.")
+
+
+admin.site.unregister(TokenProxy)
+admin.site.register(TokenProxy, TokenAdmin)

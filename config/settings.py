@@ -2,21 +2,25 @@
 
 Everything that differs between development and production comes from the environment:
 DATABASE_URL (else an embedded Postgres under .pgdata/), DJANGO_SECRET_KEY, DJANGO_DEBUG,
-DJANGO_ALLOWED_HOSTS.
+DJANGO_ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, BERTH_TLS (TLS is terminated by a proxy in front),
+EMAIL_HOST and EMAIL_* (password reset by mail), BERTH_TOKEN_DAYS. README.md, "Production", lists them.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 
+from config import env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = os.environ.get("DJANGO_DEBUG", "1" if "DJANGO_SECRET_KEY" not in os.environ else "0") == "1"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-do-not-use-in-production")
-if not DEBUG and SECRET_KEY.startswith("dev-only"):
-    raise RuntimeError("Set DJANGO_SECRET_KEY when DJANGO_DEBUG is off.")
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+# On by default only when no secret key is set: a development checkout, or the tests.
+DEBUG = env.flag("DJANGO_DEBUG", "DJANGO_SECRET_KEY" not in os.environ)
+SECRET_KEY = env.secret_key(DEBUG)
+ALLOWED_HOSTS = env.words("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = env.words("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -31,12 +35,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "django_filters",
+    "axes",
     "inventory",
     "capacity",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RejectUnstorableInput",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -45,6 +51,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -95,7 +103,18 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("BERTH_STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Served by WhiteNoise from STATIC_ROOT (`collectstatic`) with hashed, compressed names when DEBUG is
+# off; with DEBUG on (development, and the tests, whose settings load with DEBUG on) from the source
+# folders as they are, so nothing needs collecting first.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -131,3 +150,54 @@ CAPACITY = {
     "MAX_ATTEMPTS": 3,
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }
+
+# API tokens stop working this many days after they are issued (capacity/api/auth.py).
+TOKEN_DAYS = env.number("BERTH_TOKEN_DAYS", 90)
+
+# Sign-in limits (django-axes): the 5th wrong password for one username from one address locks that
+# pair out for 15 minutes; the page says so (registration/locked.html).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=env.number("BERTH_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.accounts.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.accounts.client_ip"
+AXES_VERBOSE = False
+
+# Mail (Django 6.1's MAILERS): only when EMAIL_HOST is set. Without it Berth sends none, and the
+# password reset pages say to ask an operator (config/accounts.py) instead of dialling localhost:25;
+# anything else that tried to send would fail loudly (config/mail.py) rather than dial anyone.
+MAIL_CONFIGURED = bool(os.environ.get("EMAIL_HOST", "").strip())
+MAILERS = (
+    {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": os.environ["EMAIL_HOST"].strip(),
+                "port": env.number("EMAIL_PORT", 587),
+                "username": os.environ.get("EMAIL_HOST_USER", ""),
+                "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+                "use_tls": env.flag("EMAIL_USE_TLS", True),
+                "timeout": 10,
+            },
+        }
+    }
+    if MAIL_CONFIGURED
+    else {"default": {"BACKEND": "config.mail.NoMailServer"}}
+)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "berth@localhost")
+
+# TLS terminated by a proxy in front (BERTH_TLS=1): it sets X-Forwarded-Proto and X-Forwarded-For.
+BERTH_TLS = env.flag("BERTH_TLS", False)
+if BERTH_TLS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.number("BERTH_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("BERTH_HSTS_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env.flag("BERTH_HSTS_PRELOAD", True)

@@ -1,15 +1,24 @@
 """Root URLs: the browser pages, the REST API under /api/v1/, and the admin."""
 
 from django.contrib import admin
+from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
+
+
+def favicon(request):
+    """Redirect to the icon (browsers ask for /favicon.ico whatever the page links)."""
+    # Looked up per request: with hashed static names the manifest exists only after collectstatic,
+    # and importing the URLs (`check`, `migrate`) must not need it.
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
 
 urlpatterns = [
-    # Browsers ask for /favicon.ico whatever the page links.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
+    # Ahead of django.contrib.auth.urls (in inventory.urls): password reset only with mail.
+    path("accounts/", include("config.accounts")),
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
 ]

@@ -10,6 +10,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
 from capacity.access import is_operator
+from capacity.services.tokens import token_refusal
 
 
 class IsOperator(BasePermission):
@@ -22,12 +23,23 @@ class IsOperator(BasePermission):
 
 
 class StrictTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication, refusing keys Postgres could not even compare (a NUL) as 401s."""
+    """DRF's token authentication, refusing revoked and expired tokens, and keys Postgres could not
+    even compare (a NUL), as 401s."""
 
     def authenticate_credentials(self, key):
         if "\x00" in key:
             raise AuthenticationFailed("Invalid token.")
-        return super().authenticate_credentials(key)
+        # One query, as DRF's own: the user and the token's lifetime row come with the token.
+        try:
+            token = self.get_model().objects.select_related("user", "lifetime").get(key=key)
+        except self.get_model().DoesNotExist:
+            raise AuthenticationFailed("Invalid token.") from None
+        if not token.user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        refusal = token_refusal(token)
+        if refusal is not None:
+            raise AuthenticationFailed(refusal)
+        return token.user, token
 
 
 # The settings' pair (token first, so an anonymous caller hears 401 with `WWW-Authenticate: Token`),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import drain, earliest, fleet, nodes, views
+from . import drain, earliest, fleet, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -12,6 +12,7 @@ urlpatterns = [
         views.ReleaseView.as_view(),
         name="api-reservation-release",
     ),
+    path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),

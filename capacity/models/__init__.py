@@ -4,6 +4,7 @@ from .bookings import Allocation, DeviceBooking, ScalarClaim
 from .quota import Quota, QuotaCharge
 from .reservations import Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
+from .tokens import TokenLifetime
 
 __all__ = [
     "Allocation",
@@ -14,4 +15,5 @@ __all__ = [
     "Reservation",
     "ReservationEvent",
     "ScalarClaim",
+    "TokenLifetime",
 ]

@@ -298,3 +298,22 @@ def test_screenshots_of_a_node_in_february_filtered_reservations_and_a_reservati
     expect(page.locator("#condition-history")).to_contain_text("Unschedulable")
     page.locator("#reservation-details").scroll_into_view_if_needed()
     shots(page, "reservation-detail")
+
+
+def test_screenshots_of_not_found_and_of_a_locked_sign_in(login, demo, shots):
+    page = login("acme")
+    response = page.goto(f"{demo}/pool/h100-prod/")
+    assert response.status == 404
+    expect(page.locator("h1")).to_have_text("Not found")
+    shots(page, "not-found")
+
+    page.context.clear_cookies()
+    page.goto(f"{demo}/accounts/login/")
+    for attempt in range(5):
+        page.fill("#id_username", "globex")
+        page.fill("#id_password", f"wrong-{attempt}")
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+    expect(page.locator("h1")).to_have_text("Sign-in locked for a while")
+    expect(page.locator(".errors")).to_contain_text("locked for 15 minutes")
+    shots(page, "sign-in-locked")

@@ -1,0 +1,32 @@
+"""The API's own token endpoint: a caller revokes the token it holds."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from capacity.services.tokens import revoke_token
+
+from .base import BerthAPIView
+
+
+class RevokeOwnTokenView(BerthAPIView):
+    """Revoke the token this request came with (or, signed in by session, the user's token)."""
+
+    @extend_schema(
+        request=None,
+        responses={200: inline_serializer("TokenRevoked", {"revokedAt": serializers.DateTimeField()})},
+    )
+    def post(self, request):
+        token = (
+            request.auth
+            if isinstance(request.auth, Token)
+            else Token.objects.filter(user=request.user).first()
+        )
+        if token is None:
+            raise NotFound("you have no API token")
+        revoked_at = revoke_token(token, by=f"{request.user.get_username()} (API)")
+        return Response({"revokedAt": revoked_at.isoformat().replace("+00:00", "Z")})

@@ -1,0 +1,32 @@
+"""Issue an API token for a user, replacing the one they had, with an expiry."""
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandParser
+
+from capacity.api.cli import BerthCommand, refused
+from capacity.models.tokens import token_expiry
+from capacity.services.tokens import issue_token
+
+
+class Command(BerthCommand):
+    help = (
+        "Issue a new API token for USER (the old one stops working) and print it. It expires after "
+        "--days, else after TOKEN_DAYS (BERTH_TOKEN_DAYS, 90 by default)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("user", help="Username.")
+        parser.add_argument("--days", type=int, help="Days until it expires (1 to 3650).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        days = options["days"]
+        if days is not None and not 1 <= days <= 3650:
+            raise refused("INVALID_INPUT", "--days must be 1 to 3650")
+        user = get_user_model().objects.filter(username=options["user"]).first()
+        if user is None:
+            raise refused("NOT_FOUND", f"no user {options['user']!r}")
+        token = issue_token(user, days=days)
+        expires = token_expiry(token).isoformat(timespec="minutes").replace("+00:00", "Z")
+        self.stdout.write(f"{token.key}  ({user.get_username()}, expires {expires})")

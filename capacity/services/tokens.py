@@ -1,0 +1,50 @@
+"""API tokens: issue one with an expiry, revoke, and say why a presented token no longer works."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from capacity.models.tokens import TokenLifetime, token_expiry, token_revoked_at
+
+
+def issue_token(user: AbstractBaseUser, days: int | None = None, now: datetime | None = None) -> Token:
+    """Give the user a new token (replacing any old one), expiring after `days` or TOKEN_DAYS."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()
+        token = Token.objects.create(user=user)
+        if days is not None:
+            TokenLifetime.objects.create(token=token, expires_at=now + timedelta(days=days))
+    return token
+
+
+def revoke_token(token: Token, by: str, now: datetime | None = None) -> datetime:
+    """Revoke the token (it answers 401 from now on) and return when; revoking twice keeps the first."""
+    now = now or timezone.now()
+    lifetime, _ = TokenLifetime.objects.get_or_create(token=token)
+    if lifetime.revoked_at is None:
+        lifetime.revoked_at = now
+        lifetime.revoked_by = by[:150]
+        lifetime.save(update_fields=["revoked_at", "revoked_by"])
+    return lifetime.revoked_at
+
+
+def token_refusal(token: Token, now: datetime | None = None) -> str | None:
+    """Return why this token may not be used (revoked or expired), or None when it may."""
+    now = now or timezone.now()
+    revoked_at = token_revoked_at(token)
+    if revoked_at is not None:
+        return f"Token revoked at {_stamp(revoked_at)}: ask an operator for a new one."
+    expires_at = token_expiry(token)
+    if expires_at <= now:
+        return f"Token expired at {_stamp(expires_at)}: ask an operator for a new one."
+    return None
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
