@@ -10,7 +10,8 @@ word on each that passes. The first moment the planner accepts is the answer.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .timeline import peak
@@ -49,24 +50,69 @@ class Shape:
 Fits = Callable[[int, Sequence[str]], object | None]
 
 
+class Counts:
+    """A node's busy atoms per class at any start, for one request length, in two bisections.
+
+    An atom cannot take a window starting at t when one of its bookings [s, e) overlaps
+    [t, t + duration): when t lies in the open interval (s - duration, e). Merged per atom, such
+    intervals never overlap, so the atoms busy at t are the intervals opened before t minus those
+    already closed.
+    """
+
+    def __init__(self, node: NodeTime, duration: int) -> None:
+        self.opens: dict[str, list[int]] = {}
+        self.closes: dict[str, list[int]] = {}
+        for device_class, atoms in node.atoms.items():
+            opens, closes = [], []
+            for atom in atoms:
+                spans = node.busy.get(atom)
+                if not spans:
+                    continue
+                if len(spans) == 1:  # most atoms: nothing to merge
+                    (s, e) = spans[0]
+                    opens.append(s - duration)
+                    closes.append(e)
+                    continue
+                for low, high in _merged((s - duration, e) for s, e in spans):
+                    opens.append(low)
+                    closes.append(high)
+            self.opens[device_class], self.closes[device_class] = sorted(opens), sorted(closes)
+        self.totals = {c: len(atoms) for c, atoms in node.atoms.items()}
+
+    def free(self, device_class: str, start: int) -> int:
+        """Return how many atoms of the class are free for the whole window starting at `start`."""
+        opens = self.opens.get(device_class)
+        if opens is None:
+            return 0
+        busy = bisect_left(opens, start) - bisect_right(self.closes[device_class], start)
+        return self.totals[device_class] - busy
+
+
+def _merged(spans: Iterable[Interval]) -> list[Interval]:
+    """Return open intervals merged where they overlap (touching ones stay apart: the point is free)."""
+    out: list[Interval] = []
+    for low, high in sorted(spans):
+        if out and low < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return out
+
+
 def free_atoms(node: NodeTime, device_class: str, start: int, end: int) -> int:
     """Return how many of the node's atoms of a class are free for the whole window."""
-    busy = node.busy
-    return sum(
-        1
-        for atom in node.atoms.get(device_class, ())
-        if not any(s < end and e > start for s, e in busy.get(atom, ()))
-    )
+    return Counts(node, end - start).free(device_class, start)
 
 
-def passes(node: NodeTime, shape: Shape, start: int) -> bool:
+def passes(node: NodeTime, shape: Shape, start: int, counts: Counts | None = None) -> bool:
     """Return whether the node has the atoms and scalar room the shape needs for the window at `start`."""
     end = start + shape.duration
     if shape.whole_node:
         held_atoms = any(s < end and e > start for spans in node.busy.values() for s, e in spans)
         return not held_atoms and not any(s < end and e > start for c in node.held.values() for s, e, _ in c)
+    counts = counts or Counts(node, shape.duration)
     for device_class, count in shape.need.items():
-        if free_atoms(node, device_class, start, end) < count:
+        if counts.free(device_class, start) < count:
             return False
     for resource, amount in shape.claims.items():
         if amount <= 0:
@@ -97,13 +143,21 @@ def earliest_start(
         return _earliest_gang(shape, nodes, start, latest, fits)
     queue = [(start, name, 0) for name in nodes]
     heapq.heapify(queue)
-    # A node's moments, computed when it is first passed over.
+    # A node's moments and counts, computed when it is first passed over.
     later: dict[str, list[int]] = {}
+    counts: dict[str, Counts] = {}
+
+    def counted(name: str) -> Counts:
+        found = counts.get(name)
+        if found is None:
+            found = counts[name] = Counts(nodes[name], shape.duration)
+        return found
+
     while queue:
         at, name, position = heapq.heappop(queue)
         node = nodes[name]
-        if passes(node, shape, at) and fits(at, [name]) is not None:
-            return at, [n for n in sorted(nodes) if passes(nodes[n], shape, at)]
+        if passes(node, shape, at, counted(name)) and fits(at, [name]) is not None:
+            return at, [n for n in sorted(nodes) if passes(nodes[n], shape, at, counted(n))]
         times = later.get(name)
         if times is None:
             times = later[name] = moments(node, start, latest)
@@ -117,10 +171,11 @@ def _earliest_gang(
 ) -> tuple[int, list[str]] | None:
     size = shape.gang_size or 0
     every = sorted({t for node in nodes.values() for t in moments(node, start, latest)})
+    counts = {name: Counts(node, shape.duration) for name, node in nodes.items()}
     for at in every:
         groups: dict[str | None, list[str]] = {}
         for name in sorted(nodes):
-            if passes(nodes[name], shape, at):
+            if passes(nodes[name], shape, at, counts[name]):
                 groups.setdefault(nodes[name].group, []).append(name)
         if not any(len(names) >= size for names in groups.values()):
             continue

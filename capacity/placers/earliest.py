@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import Claim, Interval, NodeTime, Shape, earliest_start
 from capacity.placement.lease import plan_lease
+from capacity.placement.satisfiable import kinds
 from capacity.placement.timeline import peak
 
 from .db import prepared_cursor
-from .index import PoolIndex, pool_index, views_for
-from .inline import PlacerConfig, planner
+from .index import PoolIndex, plan_reads, pool_index, views_for
+from .inline import PlacerConfig, plan_request, plan_shortlist, planner, uses_shortlist
+from .lease import plan_lease_now
 from .loader import PoolRow, window_range
 
 _HORIZON_SQL = """
@@ -70,13 +72,14 @@ def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> 
     busy: dict[int, list[Interval]] = defaultdict(list)
     device_node = index.device_node
     for pk, s, e in zip(devices or (), starts or (), ends or (), strict=True):
-        if pk not in device_node:
-            continue
-        busy[pk].append((s, e))
-        if pk in index.parent:
-            busy[index.parent[pk]].append((s, e))
-        for child in index.children.get(pk, ()):
-            busy[child].append((s, e))
+        if pk in device_node:
+            busy[pk].append((s, e))
+    if index.parent:  # only partitioned GPUs tie devices together
+        for pk, spans in list(busy.items()):
+            if pk in index.parent:
+                busy[index.parent[pk]].extend(spans)
+            for child in index.children.get(pk, ()):
+                busy[child].extend(spans)
     held: dict[str, dict[str, list[Claim]]] = defaultdict(lambda: defaultdict(list))
     for node, name, s, e, n in zip(
         nodes or (), names or (), claim_starts or (), claim_ends or (), amounts or (), strict=True
@@ -140,19 +143,60 @@ def find_earliest(
     resources = (
         {r for v in index.nodes.views for r in v.resources} if request.lease else set(request.resources)
     )
-    horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
-    names = sorted(n for n in allowed.names if n not in request.exclude_nodes)
+    names = [n for n in viable(request, pool, config, index) if n in allowed.names]
+    horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
     nodes = node_times(request, pool, index, horizon, names)
-    shape = shape_of(request)
     plan_at = _planner_at(request, pool, config, index, nodes, duration)
-    found = earliest_start(shape, nodes, start, latest, plan_at)
+    found = earliest_start(shape_of(request), nodes, start, latest, plan_at)
     if found is None:
         return None
-    at, names = found
-    plan = plan_at(at, names)
+    at, fitting = found
+    plan = plan_at(at, fitting)
     assert plan is not None
     return Window(at, at + duration), plan
+
+
+def plan_if_it_fits(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> Plan | None:
+    """Return the placer's plan for the request's own window when it fits there, else None.
+
+    The shortlist answers most requests; a refusal is not explained (no plan of every node).
+    """
+    if request.lease:
+        plan, _static = plan_lease_now(request, pool)
+        return plan if plan.fits else None
+    if not uses_shortlist(request, config) or pool.view.archived:
+        plan, _index = plan_request(request, pool, config)
+        return plan if plan.fits else None
+    static = pool_index(pool)
+    taken, short, used = plan_reads(pool, static, request.during, request.resources)
+    found = plan_shortlist(
+        request, pool, config, static, taken, short, used, planner(request, pool, config), protect=10
+    )
+    return found[0] if found is not None else None
+
+
+def viable(request: PlacementRequest, pool: PoolRow, config: PlacerConfig, index: PoolIndex) -> list[str]:
+    """Return the nodes (not excluded) that could take one member of the request with nothing booked.
+
+    One node of each kind is planned emptied: a kind that cannot (a selector it does not match, an
+    NVLink shape it lacks, too little scalar room) is left out of the search, which would
+    otherwise plan its nodes at every moment their counts pass.
+    """
+    grouped = index.derived.get("kinds")
+    if grouped is None:
+        grouped = index.derived["kinds"] = kinds(index.nodes.views)
+    single = dataclasses.replace(request, gang=None, during=Window(request.during.start, request.during.end))
+    plan = planner(single, pool, config)
+    excluded = request.exclude_nodes
+    names: list[str] = []
+    for group in grouped:
+        members = [n for n in group if n.id not in excluded]
+        if not members:
+            continue
+        if request.lease or plan(dataclasses.replace(index.nodes, views=[members[0]])).fits:
+            names.extend(n.id for n in members)
+    return sorted(names)
 
 
 def _planner_at(request, pool, config, index, nodes, duration):

@@ -12,9 +12,8 @@ from django.utils import timezone
 
 from capacity.conf import placer_config
 from capacity.placement import INVALID_INPUT, CapacityError, Plan, Window, validate_request
-from capacity.placers.earliest import find_earliest
-from capacity.placers.inline import PlacerConfig, plan_request
-from capacity.placers.lease import plan_lease_now
+from capacity.placers.earliest import find_earliest, plan_if_it_fits
+from capacity.placers.inline import PlacerConfig
 from capacity.placers.loader import to_datetime
 
 from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
@@ -79,12 +78,9 @@ def earliest(
     tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
     # Most requests fit at their own start: the placer's own plan answers, no horizon is read.
-    if request.lease:
-        plan, _static = plan_lease_now(request, pool)
-    else:
-        plan, _index = plan_request(request, pool, dataclasses.replace(config, random=None))
+    plan = plan_if_it_fits(request, pool, dataclasses.replace(config, random=None))
     window = request.during
-    if not plan.fits:
+    if plan is None:
         why = never_fits(request, pool, tenant.pk, config)
         if why is not None:
             return Earliest(False, None, None, why.message, horizon, [])

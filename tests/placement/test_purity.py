@@ -39,6 +39,7 @@ def test_placement_modules_import_only_the_allowed_standard_library() -> None:
         "collections",
         "dataclasses",
         "difflib",
+        "bisect",
         "enum",
         "heapq",
         "itertools",
