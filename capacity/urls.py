@@ -11,6 +11,7 @@ urlpatterns = [
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
+    path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
     path("nodes/<str:name>/actions/<slug:action>/", views.node_action, name="node-action"),
     path("nodes/<str:name>/row/<slug:action>/", views.node_row_action, name="node-row-action"),
     path("preview/", views.preview, name="preview"),

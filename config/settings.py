@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_filters",
     "axes",
+    "simple_history",
     "inventory",
     "capacity",
 ]
@@ -51,6 +52,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After authentication: history rows name the signed-in user who made the change.
+    "simple_history.middleware.HistoryRequestMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -1,6 +1,7 @@
 """Admin for inventory: devices and labels inline on their node."""
 
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
 from .models import (
     Device,
@@ -68,7 +69,7 @@ class NodeResourceInline(admin.TabularInline):
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(SimpleHistoryAdmin):
     list_display = [
         "name",
         "pool",
@@ -88,7 +89,7 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeLabel)
-class NodeLabelAdmin(admin.ModelAdmin):
+class NodeLabelAdmin(SimpleHistoryAdmin):
     list_display = ["node", "key", "value", "source"]
     list_filter = ["source"]
     search_fields = ["node__name", "key", "value"]
@@ -97,7 +98,7 @@ class NodeLabelAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeTaint)
-class NodeTaintAdmin(admin.ModelAdmin):
+class NodeTaintAdmin(SimpleHistoryAdmin):
     list_display = ["node", "key", "value", "effect"]
     list_filter = ["effect"]
     search_fields = ["node__name", "key", "value"]

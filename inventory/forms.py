@@ -6,11 +6,24 @@ from django import forms
 
 from . import services
 from .errors import InventoryError
+from .history import REASON_MAX
 from .models import Node, NodeTaint, Tenant
+
+
+def reason_field() -> forms.CharField:
+    """Return the optional reason every action takes; the service checks it (its message shows)."""
+    return forms.CharField(
+        required=False,
+        label="Reason",
+        strip=False,
+        widget=forms.TextInput(attrs={"maxlength": REASON_MAX, "placeholder": "optional", "size": 18}),
+    )
 
 
 class ActionForm(forms.Form):
     """An operator action on one node; `apply` runs the service and maps its refusal to a field."""
+
+    reason = reason_field()
 
     def apply(self, node: Node) -> bool:
         """Run the action; return False with the service's message attached to a field on refusal."""
@@ -36,24 +49,31 @@ class ActionForm(forms.Form):
         self.add_error(first if first in self.fields else None, err.message)
 
 
-class CordonForm(ActionForm):
+class ButtonForm(ActionForm):
+    """An action that is a button: its reason is the one input the row of buttons shares."""
+
+    def add_prefix(self, field_name: str) -> str:
+        return "reason" if field_name == "reason" else super().add_prefix(field_name)
+
+
+class CordonForm(ButtonForm):
     def run(self, node: Node) -> None:
-        services.cordon(node)
+        services.cordon(node, self.cleaned_data["reason"])
 
 
-class UncordonForm(ActionForm):
+class UncordonForm(ButtonForm):
     def run(self, node: Node) -> None:
-        services.uncordon(node)
+        services.uncordon(node, self.cleaned_data["reason"])
 
 
-class MaintenanceOnForm(ActionForm):
+class MaintenanceOnForm(ButtonForm):
     def run(self, node: Node) -> None:
-        services.set_maintenance(node, True)
+        services.set_maintenance(node, True, self.cleaned_data["reason"])
 
 
-class MaintenanceOffForm(ActionForm):
+class MaintenanceOffForm(ButtonForm):
     def run(self, node: Node) -> None:
-        services.set_maintenance(node, False)
+        services.set_maintenance(node, False, self.cleaned_data["reason"])
 
 
 class TaintForm(ActionForm):
@@ -63,14 +83,14 @@ class TaintForm(ActionForm):
 
     def run(self, node: Node) -> None:
         data = self.cleaned_data
-        services.add_taint(node, data["key"], data["value"], data["effect"])
+        services.add_taint(node, data["key"], data["value"], data["effect"], data["reason"])
 
 
 class UntaintForm(ActionForm):
     key = forms.CharField(max_length=253)
 
     def run(self, node: Node) -> None:
-        if not services.remove_taint(node, self.cleaned_data["key"]):
+        if not services.remove_taint(node, self.cleaned_data["key"], self.cleaned_data["reason"]):
             raise InventoryError("NOT_FOUND", f"the node has no taint {self.cleaned_data['key']}")
 
 
@@ -78,12 +98,12 @@ class DedicateForm(ActionForm):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.all(), to_field_name="slug", empty_label=None)
 
     def run(self, node: Node) -> None:
-        services.dedicate(node, self.cleaned_data["tenant"].slug)
+        services.dedicate(node, self.cleaned_data["tenant"].slug, self.cleaned_data["reason"])
 
 
 class UndedicateForm(ActionForm):
     def run(self, node: Node) -> None:
-        services.dedicate(node, None)
+        services.dedicate(node, None, self.cleaned_data["reason"])
 
 
 class LabelForm(ActionForm):
@@ -92,14 +112,15 @@ class LabelForm(ActionForm):
     value = forms.CharField(max_length=253, required=False)
 
     def run(self, node: Node) -> None:
-        services.set_label(node, self.cleaned_data["key"].strip(), self.cleaned_data["value"])
+        data = self.cleaned_data
+        services.set_label(node, data["key"].strip(), data["value"], data["reason"])
 
 
 class UnlabelForm(ActionForm):
     key = forms.CharField(max_length=253)
 
     def run(self, node: Node) -> None:
-        if not services.remove_label(node, self.cleaned_data["key"]):
+        if not services.remove_label(node, self.cleaned_data["key"], self.cleaned_data["reason"]):
             raise InventoryError("NOT_FOUND", f"the node has no label {self.cleaned_data['key']}")
 
 

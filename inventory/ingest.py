@@ -12,6 +12,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from inventory.history import recording
 from inventory.models import Device, DeviceLink, Node, NodeLabel
 from inventory.signals import node_state_changed
 from inventory.topology import TopologyParseError, TopoMatrix, parse_topo_matrix
@@ -88,7 +89,9 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
     before writing anything when the report is malformed.
     """
     devices, labels, matrix = _validate_report(report)
-    with transaction.atomic():
+    # The history names the reporter (the signed-in user, else "system"); a report that repeats
+    # itself writes no row, since nothing in it changed.
+    with transaction.atomic(), recording(reason="node report"):
         node = Node.objects.select_for_update().get(pk=node.pk)
         created = marked_unhealthy = became_healthy = 0
         health_changed = woke = False

@@ -1,16 +1,23 @@
-"""Operator actions on nodes: cordon, maintenance, taints, dedication and labels.
+"""Operator actions on nodes: cordon, maintenance, drain, taints, dedication and labels.
 
 Each locks the node row (pools → nodes in the lock order; nothing here locks a pool), changes it,
 and sends `node_state_changed` in the same transaction so capacity's rollups follow; `woke` says
 whether capacity may have freed up (pending reservations are then retried after commit).
+
+Each takes an optional `reason` and leaves a history row (inventory.history) saying who did what,
+when and why; an action that changes nothing (cordoning a cordoned node) leaves none.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .errors import InventoryError
+from .history import reason_problem, record_update, recording
 from .models import Node, NodeLabel, NodeTaint, Tenant
 from .signals import node_state_changed
 from .validators import SYSTEM_LABEL_PREFIX, label_value_problem, validate_label_key, validate_taint_key
@@ -30,47 +37,65 @@ def _changed(node: Node, *, woke: bool) -> None:
     node_state_changed.send(sender=Node, pool_ids={node.pool_id}, woke=woke)
 
 
-def _set_flag(node: str | Node, field: str, value: bool) -> Node:
-    with transaction.atomic():
+@contextmanager
+def _action(reason: str):
+    """Check the reason, then run the action in one transaction that records it with that reason."""
+    problem = reason_problem(reason)
+    if problem:
+        raise InventoryError("INVALID_INPUT", problem)
+    with transaction.atomic(), recording(reason=reason):
+        yield
+
+
+def _update(node: Node, **values) -> bool:
+    """Set `values` on the locked node and record the change; return whether anything changed."""
+    values = {k: v for k, v in values.items() if getattr(node, k) != v}
+    if values:
+        # .update() rather than .save(): the model signal would refresh rollups a second time.
+        Node.objects.filter(pk=node.pk).update(**values)
+        for field, value in values.items():
+            setattr(node, field, value)
+        record_update(node)
+    return bool(values)
+
+
+def cordon(node: str | Node, reason: str = "") -> Node:
+    """Stop new placements on a node; what it runs stays."""
+    with _action(reason):
         locked = _locked(node)
-        if getattr(locked, field) != value:
-            # .update() rather than .save(): the model signal would refresh rollups a second time.
-            Node.objects.filter(pk=locked.pk).update(**{field: value})
-            setattr(locked, field, value)
-            _changed(locked, woke=not value)
+        if _update(locked, cordoned=True):
+            _changed(locked, woke=False)
         return locked
 
 
-def cordon(node: str | Node) -> Node:
-    """Stop new placements on a node; what it runs stays."""
-    return _set_flag(node, "cordoned", True)
-
-
-def uncordon(node: str | Node) -> Node:
+def uncordon(node: str | Node, reason: str = "") -> Node:
     """Let the placer use a node again (ending a drain)."""
-    with transaction.atomic():
-        found = _set_flag(node, "cordoned", False)
-        if found.drain_started_at is not None:
-            Node.objects.filter(pk=found.pk).update(drain_started_at=None, drain_reason="")
-            found.drain_started_at, found.drain_reason = None, ""
-        return found
+    with _action(reason):
+        locked = _locked(node)
+        if _update(locked, cordoned=False, drain_started_at=None, drain_reason=""):
+            _changed(locked, woke=True)
+        return locked
 
 
-def start_drain(node: str | Node, reason: str, at) -> Node:
+def start_drain(node: str | Node, reason: str, at: datetime) -> Node:
     """Cordon a node and mark it draining since `at` (capacity moves what has not started off it)."""
-    if not isinstance(reason, str) or len(reason) > 200 or any(ord(c) < 32 for c in reason):
-        raise InventoryError("INVALID_INPUT", "reason must be text of at most 200 characters")
-    with transaction.atomic():
-        found = _set_flag(node, "cordoned", True)
-        if found.drain_started_at is None:
-            Node.objects.filter(pk=found.pk).update(drain_started_at=at, drain_reason=reason)
-            found.drain_started_at, found.drain_reason = at, reason
-        return found
+    with _action(reason):
+        locked = _locked(node)
+        was_cordoned = locked.cordoned
+        drain = {"drain_started_at": at, "drain_reason": reason} if locked.drain_started_at is None else {}
+        _update(locked, cordoned=True, **drain)
+        if not was_cordoned:
+            _changed(locked, woke=False)
+        return locked
 
 
-def set_maintenance(node: str | Node, on: bool) -> Node:
+def set_maintenance(node: str | Node, on: bool, reason: str = "") -> Node:
     """Put a node in maintenance, or take it out."""
-    return _set_flag(node, "maintenance", on)
+    with _action(reason):
+        locked = _locked(node)
+        if _update(locked, maintenance=on):
+            _changed(locked, woke=not on)
+        return locked
 
 
 def _check_key(key: str, field: str = "key", validate=validate_label_key) -> None:
@@ -87,14 +112,18 @@ def _check_value(value: object) -> None:
 
 
 def add_taint(
-    node: str | Node, key: str, value: str = "", effect: str = NodeTaint.Effect.NO_SCHEDULE
+    node: str | Node,
+    key: str,
+    value: str = "",
+    effect: str = NodeTaint.Effect.NO_SCHEDULE,
+    reason: str = "",
 ) -> NodeTaint:
     """Add or replace the taint with this key."""
     _check_key(key, validate=validate_taint_key)
     if effect not in NodeTaint.Effect.values:
         raise InventoryError("INVALID_INPUT", f"effect must be one of {', '.join(NodeTaint.Effect.values)}")
     _check_value(value)
-    with transaction.atomic():
+    with _action(reason):
         locked = _locked(node)
         taint, _ = NodeTaint.objects.update_or_create(
             node=locked, key=key, defaults={"value": value, "effect": effect}
@@ -103,9 +132,9 @@ def add_taint(
         return taint
 
 
-def remove_taint(node: str | Node, key: str) -> bool:
+def remove_taint(node: str | Node, key: str, reason: str = "") -> bool:
     """Remove the taint with this key; return whether there was one."""
-    with transaction.atomic():
+    with _action(reason):
         locked = _locked(node)
         removed = bool(NodeTaint.objects.filter(node=locked, key=key).delete()[0])
         if removed:
@@ -113,11 +142,11 @@ def remove_taint(node: str | Node, key: str) -> bool:
         return removed
 
 
-def dedicate(node: str | Node, tenant: str | None) -> Node:
+def dedicate(node: str | Node, tenant: str | None, reason: str = "") -> Node:
     """Dedicate a node to one tenant (taint `dedicated=<tenant>`), or end the dedication with None."""
     if tenant is not None and not Tenant.objects.filter(slug=tenant).exists():
         raise InventoryError("NOT_FOUND", f"no tenant {tenant}")
-    with transaction.atomic():
+    with _action(reason):
         locked = _locked(node)
         if tenant is None:
             NodeTaint.objects.filter(node=locked, key=DEDICATED).delete()
@@ -130,7 +159,7 @@ def dedicate(node: str | Node, tenant: str | None) -> Node:
         return locked
 
 
-def set_label(node: str | Node, key: str, value: str) -> NodeLabel:
+def set_label(node: str | Node, key: str, value: str, reason: str = "") -> NodeLabel:
     """Set an operator label; keys under `bc.dev/` belong to inventory and are refused."""
     _check_key(key)
     if key.startswith(SYSTEM_LABEL_PREFIX):
@@ -138,7 +167,7 @@ def set_label(node: str | Node, key: str, value: str) -> NodeLabel:
             "INVALID_INPUT", f"key: labels under {SYSTEM_LABEL_PREFIX} are written by inventory only"
         )
     _check_value(value)
-    with transaction.atomic():
+    with _action(reason):
         locked = _locked(node)
         label, _ = NodeLabel.objects.update_or_create(
             node=locked, key=key, defaults={"value": value, "source": NodeLabel.Source.OPERATOR}
@@ -147,13 +176,13 @@ def set_label(node: str | Node, key: str, value: str) -> NodeLabel:
         return label
 
 
-def remove_label(node: str | Node, key: str) -> bool:
+def remove_label(node: str | Node, key: str, reason: str = "") -> bool:
     """Remove an operator label; system labels are refused."""
     if key.startswith(SYSTEM_LABEL_PREFIX):
         raise InventoryError(
             "INVALID_INPUT", f"key: labels under {SYSTEM_LABEL_PREFIX} are written by inventory only"
         )
-    with transaction.atomic():
+    with _action(reason):
         locked = _locked(node)
         removed = bool(NodeLabel.objects.filter(node=locked, key=key).delete()[0])
         if removed:

@@ -19,6 +19,7 @@ from django.core.management.base import CommandError, CommandParser
 from capacity import services
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.errors import InventoryError
+from inventory.history import recording
 from inventory.management.base import CodedErrorCommand
 
 from .inputs import reservation_input
@@ -36,11 +37,16 @@ class BerthCommand(CodedErrorCommand):
     """A command that reports refusals as `error: CODE: message` and exits with its code."""
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call a service; its refusal becomes the command's error."""
+        """Call a service as this command; its refusal becomes the command's error."""
         try:
-            return fn(*args, **kwargs)
+            with recording(actor=self.actor()):
+                return fn(*args, **kwargs)
         except (CapacityError, InventoryError) as err:
             raise refused(err.code, err.message) from None
+
+    def actor(self) -> str:
+        """Return who the history names for this command's changes: "manage.py cordon (root)"."""
+        return f"manage.py {type(self).__module__.rsplit('.', 1)[-1]} ({os_user()})"
 
     def print_json(self, data: Any) -> None:
         self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
@@ -135,10 +141,14 @@ def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
     return dict(reservation_input(data))
 
 
+def os_user() -> str:
+    """Return the login running the command ("unknown" when the system cannot say)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
 def admission(tenant: str) -> dict[str, str]:
     """The admission context of a booking made from the command line."""
-    try:
-        who = getpass.getuser()
-    except (KeyError, OSError):
-        who = "unknown"
-    return services.admission_context(tenant, who, "cli")
+    return services.admission_context(tenant, os_user(), "cli")

@@ -26,6 +26,7 @@ from inventory.api.serializers import (
     NodeDetailSerializer,
     NodeReportInputSerializer,
     NodeSummarySerializer,
+    ReasonInputSerializer,
     ReportResultSerializer,
     TaintInputSerializer,
     TopologyInputSerializer,
@@ -39,6 +40,7 @@ from inventory.errors import InventoryError
 from inventory.filtersets import STATE_CHOICES, filter_nodes, free_gpus_now
 from inventory.ingest import apply_node_report
 from inventory.models import Device, Node, NodeTaint
+from inventory.node_history import state_entries
 
 from .auth import IsOperator
 from .base import BerthAPIView
@@ -123,6 +125,8 @@ def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> di
         }
         for r in node.resources.all()
     ]
+    # The operators' own words: a tenant reads that the node is cordoned, not who did it or why.
+    data["stateChanges"] = state_entries(node) if scope.tenants is None else None
     return NodeDetailSerializer(data).data
 
 
@@ -137,6 +141,20 @@ def body_object(data: Any) -> dict:
     if not isinstance(data, dict):
         raise InventoryError("INVALID_INPUT", "the request must be a JSON object")
     return data
+
+
+def action_body(data: Any, fields: tuple[str, ...]) -> dict:
+    """Return an action's JSON object, refusing a field it does not take (as reservations do)."""
+    data = body_object(data)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InventoryError("INVALID_INPUT", f"unknown field {unknown[0]!r} (expected {', '.join(fields)})")
+    return data
+
+
+def reason(data: dict) -> str:
+    """Return the action's optional reason (the service checks its length)."""
+    return body_text(data, "reason", required=False)
 
 
 def body_text(data: dict, name: str, *, required: bool = True, default: str = "") -> str:
@@ -227,16 +245,18 @@ def action_schema(operation_id: str, summary: str, request: Any = None, **kw: An
 
 
 class CordonView(OperatorView):
-    @action_schema("nodes_cordon", "Cordon a node: no new placements; what runs stays", codes=(401, 403, 404))
+    @action_schema("nodes_cordon", "Cordon a node: no new placements; what runs stays", ReasonInputSerializer)
     def post(self, request, name):
-        inventory.cordon(name)
+        data = action_body(request.data, ("reason",))
+        inventory.cordon(name, reason=reason(data))
         return Response(node_detail(name))
 
 
 class UncordonView(OperatorView):
-    @action_schema("nodes_uncordon", "Uncordon a node", codes=(401, 403, 404))
+    @action_schema("nodes_uncordon", "Uncordon a node (ending a drain)", ReasonInputSerializer)
     def post(self, request, name):
-        inventory.uncordon(name)
+        data = action_body(request.data, ("reason",))
+        inventory.uncordon(name, reason=reason(data))
         return Response(node_detail(name))
 
 
@@ -247,30 +267,32 @@ class MaintenanceView(OperatorView):
         MaintenanceInputSerializer,
     )
     def post(self, request, name):
-        data = body_object(request.data)
+        data = action_body(request.data, ("on", "reason"))
         if not isinstance(data.get("on"), bool):
             raise InventoryError("INVALID_INPUT", "on must be true or false")
-        inventory.set_maintenance(name, data["on"])
+        inventory.set_maintenance(name, data["on"], reason=reason(data))
         return Response(node_detail(name))
 
 
 class TaintsView(OperatorView):
     @action_schema("nodes_taint", "Add or replace a taint", TaintInputSerializer)
     def post(self, request, name):
-        data = body_object(request.data)
+        data = action_body(request.data, ("key", "value", "effect", "reason"))
         inventory.add_taint(
             name,
             body_text(data, "key"),
             body_text(data, "value", required=False),
             body_text(data, "effect", required=False, default=NodeTaint.Effect.NO_SCHEDULE),
+            reason=reason(data),
         )
         return Response(node_detail(name))
 
 
 class TaintView(OperatorView):
-    @action_schema("nodes_untaint", "Remove a taint", parameters=[KEY])
+    @action_schema("nodes_untaint", "Remove a taint", ReasonInputSerializer, parameters=[KEY])
     def delete(self, request, name, key):
-        if not inventory.remove_taint(name, key):
+        data = action_body(request.data, ("reason",))
+        if not inventory.remove_taint(name, key, reason=reason(data)):
             raise InventoryError("NOT_FOUND", f"node {name} has no taint {key}")
         return Response(node_detail(name))
 
@@ -280,14 +302,14 @@ class DedicateView(OperatorView):
         "nodes_dedicate", "Dedicate a node to a tenant, or end the dedication", DedicateInputSerializer
     )
     def post(self, request, name):
-        data = body_object(request.data)
+        data = action_body(request.data, ("tenant", "reason"))
         if "tenant" not in data:
             raise InventoryError("INVALID_INPUT", "tenant is required: a tenant slug, or null")
         tenant = data["tenant"]
         if tenant is not None and (not isinstance(tenant, str) or not tenant):
             raise InventoryError("INVALID_INPUT", "tenant must be a tenant slug or null")
         existing_node(name)
-        inventory.dedicate(name, tenant)
+        inventory.dedicate(name, tenant, reason=reason(data))
         return Response(node_detail(name))
 
 
@@ -296,15 +318,18 @@ class LabelsView(OperatorView):
         "nodes_label", "Set an operator label (bc.dev/ keys are inventory's)", LabelInputSerializer
     )
     def post(self, request, name):
-        data = body_object(request.data)
-        inventory.set_label(name, body_text(data, "key"), body_text(data, "value", required=False))
+        data = action_body(request.data, ("key", "value", "reason"))
+        inventory.set_label(
+            name, body_text(data, "key"), body_text(data, "value", required=False), reason=reason(data)
+        )
         return Response(node_detail(name))
 
 
 class LabelView(OperatorView):
-    @action_schema("nodes_unlabel", "Remove an operator label", parameters=[KEY])
+    @action_schema("nodes_unlabel", "Remove an operator label", ReasonInputSerializer, parameters=[KEY])
     def delete(self, request, name, key):
-        if not inventory.remove_label(name, key):
+        data = action_body(request.data, ("reason",))
+        if not inventory.remove_label(name, key, reason=reason(data)):
             raise InventoryError("NOT_FOUND", f"node {name} has no label {key}")
         return Response(node_detail(name))
 

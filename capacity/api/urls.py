@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import drain, earliest, fleet, nodes, tokens, views
+from . import drain, earliest, fleet, history, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -23,6 +23,7 @@ urlpatterns = [
     path("nodes/<str:name>/cordon", nodes.CordonView.as_view(), name="api-node-cordon"),
     path("nodes/<str:name>/uncordon", nodes.UncordonView.as_view(), name="api-node-uncordon"),
     path("nodes/<str:name>/drain", drain.DrainView.as_view(), name="api-node-drain"),
+    path("nodes/<str:name>/history", history.NodeHistoryView.as_view(), name="api-node-history"),
     path("nodes/<str:name>/maintenance", nodes.MaintenanceView.as_view(), name="api-node-maintenance"),
     path("nodes/<str:name>/taints", nodes.TaintsView.as_view(), name="api-node-taints"),
     path("nodes/<str:name>/taints/<path:key>", nodes.TaintView.as_view(), name="api-node-taint"),

@@ -14,12 +14,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from capacity import services
-from capacity.access import scope_for
+from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
 from capacity.services.drain import DrainResult, affected, drain_state, upcoming
 from config.web import login_required, operator_required, page, wants_partial
-from inventory.forms import ACTIONS, PANEL_FORMS, panel_forms
+from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Device, DeviceLink, Node
+from inventory.node_history import state_entries
 
 from .common import (
     TIMELINE_AHEAD,
@@ -29,6 +30,7 @@ from .common import (
     device_label,
     visible_node,
 )
+from .node_history import history_page
 from .rows import badges, node_rows
 
 # --- one node ----------------------------------------------------------------------------------------
@@ -165,6 +167,7 @@ class DrainInfo:
     until: datetime | None
     since: datetime
     reason: str
+    by: str = ""  # who started it (operators only)
 
 
 def affected_text(running: int, later: int) -> str:
@@ -174,6 +177,11 @@ def affected_text(running: int, later: int) -> str:
     noun = "reservation" if last == 1 else "reservations"
     verb = "is" if running + later == 1 else "are"
     return f"{' and '.join(parts)} {noun} {verb} on this node"
+
+
+def button_form(bound: dict[str, ActionForm] | None) -> ActionForm:
+    """Return the form whose reason the cordon and maintenance buttons share (a refused one kept)."""
+    return next((f for f in (bound or {}).values() if isinstance(f, ButtonForm)), CordonForm())
 
 
 def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE) -> dict:
@@ -194,11 +202,14 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
             if t.key == "dedicated":
                 t.value = "another tenant"
     operator = scope.tenants is None
+    # Who cordoned, drained or started maintenance, when and why: the operators' own record.
+    state_changes = state_entries(node) if operator else {}
     drain = None
     state = drain_state(node)
     if state is not None:
         reason = node.drain_reason if operator else ""
-        drain = DrainInfo(state[0], state[1], node.drain_started_at, reason)
+        started = state_changes.get("drain")
+        drain = DrainInfo(state[0], state[1], node.drain_started_at, reason, started.actor if started else "")
     impact = ""
     if operator:
         running, later = affected(node.name)
@@ -208,6 +219,8 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         "drain": drain,
         "impact": impact,
         "drain_form": DrainForm(prefix="drain"),
+        "state_changes": state_changes,
+        "button_form": button_form(bound),
         "badges": badges(node, node.pool, scope),
         "labels": list(node.labels.all()),
         "taints": taints,
@@ -257,6 +270,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
         "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
         **_timeline_context(request, node, devices, now),
         **_node_context(node, bound, scope_for(request.user)),
+        **({"history": history_page(node)} if is_operator(request.user) else {}),
     }
 
 

@@ -113,6 +113,28 @@ class NodeSummarySerializer(serializers.Serializer):
     )
 
 
+class HistoryEntrySerializer(serializers.Serializer):
+    """One change of a node, its taints or labels: when, who, what and why."""
+
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(
+        help_text='A username, a command such as "manage.py cordon (root)", or "system".'
+    )
+    action = serializers.CharField(
+        help_text="cordon, uncordon, drain, maintenance-on, taint-add, label-set, …"
+    )
+    change = serializers.CharField(help_text='In words, such as "label rack: r1 → r2".')
+    reason = serializers.CharField(allow_blank=True)
+
+
+class StateChangesSerializer(serializers.Serializer):
+    """The change that put the node in each state it is in now (null: not in it, or not recorded)."""
+
+    cordoned = HistoryEntrySerializer(allow_null=True)
+    maintenance = HistoryEntrySerializer(allow_null=True)
+    drain = HistoryEntrySerializer(allow_null=True)
+
+
 class NodeDetailSerializer(NodeSummarySerializer):
     """A node with its devices, links, conditions and resources."""
 
@@ -120,12 +142,31 @@ class NodeDetailSerializer(NodeSummarySerializer):
     links = LinkSerializer(many=True)
     conditions = NodeConditionSerializer(many=True)
     resources = NodeResourceSerializer(many=True)
+    stateChanges = StateChangesSerializer(
+        allow_null=True,
+        help_text="Who cordoned, drained or put the node in maintenance, when and why (operators; null for tenants).",
+    )
+
+
+# Every operator action takes one; the history keeps it.
+def reason_field() -> serializers.CharField:
+    """Return the optional `reason` every operator action takes (kept in the node's history)."""
+    return serializers.CharField(
+        max_length=200, allow_blank=True, required=False, help_text="Why (kept in the node's history)."
+    )
+
+
+class ReasonInputSerializer(serializers.Serializer):
+    """Why (optional)."""
+
+    reason = reason_field()
 
 
 class MaintenanceInputSerializer(serializers.Serializer):
     """Maintenance on (true) or off (false)."""
 
     on = serializers.BooleanField()
+    reason = reason_field()
 
 
 # Label and taint keys: the selector key syntax.
@@ -138,12 +179,14 @@ class TaintInputSerializer(serializers.Serializer):
     key = serializers.RegexField(KEY_PATTERN, max_length=253)
     value = serializers.CharField(max_length=253, allow_blank=True, required=False)
     effect = serializers.ChoiceField(choices=NodeTaint.Effect.choices, required=False)
+    reason = reason_field()
 
 
 class DedicateInputSerializer(serializers.Serializer):
     """The tenant to dedicate the node to, or null."""
 
     tenant = serializers.CharField(allow_null=True, help_text="A tenant slug, or null to end the dedication.")
+    reason = reason_field()
 
 
 class LabelInputSerializer(serializers.Serializer):
@@ -151,6 +194,7 @@ class LabelInputSerializer(serializers.Serializer):
 
     key = serializers.RegexField(KEY_PATTERN, max_length=253, help_text="Not under bc.dev/ (inventory's).")
     value = serializers.CharField(max_length=253, allow_blank=True, required=False)
+    reason = reason_field()
 
 
 class ReportedDeviceSerializer(KeywordFieldsMixin, serializers.Serializer):

@@ -2,12 +2,13 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
+from inventory.history import ChangeHistory, RemembersLoaded, describe_label, describe_node, describe_taint
 from inventory.validators import validate_label_key, validate_taint_key
 
 from .tenancy import Pool, Tenant
 
 
-class Node(models.Model):
+class Node(RemembersLoaded, models.Model):
     """A machine in a pool; its state decides whether the placer may use it."""
 
     class Role(models.TextChoices):
@@ -49,6 +50,8 @@ class Node(models.Model):
     no_schedule_reasons = ArrayField(models.TextField(), default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Who cordoned, drained or edited the node, when and why (the trigger-kept reasons are derived).
+    history = ChangeHistory(describe_node, excluded_fields=["no_schedule_reasons", "updated_at"])
 
     class Meta:
         ordering = ["name"]
@@ -58,7 +61,7 @@ class Node(models.Model):
         return self.name
 
 
-class NodeLabel(models.Model):
+class NodeLabel(RemembersLoaded, models.Model):
     """A key/value on a node; `bc.dev/` keys count only when written by inventory (source system)."""
 
     class Source(models.TextChoices):
@@ -69,6 +72,7 @@ class NodeLabel(models.Model):
     key = models.CharField(max_length=253, validators=[validate_label_key])
     value = models.CharField(max_length=253, blank=True)
     source = models.CharField(max_length=10, choices=Source, default=Source.OPERATOR)
+    history = ChangeHistory(describe_label)
 
     class Meta:
         ordering = ["node", "key"]
@@ -89,7 +93,7 @@ class NodeLabel(models.Model):
         return f"{self.key}={self.value}"
 
 
-class NodeTaint(models.Model):
+class NodeTaint(RemembersLoaded, models.Model):
     """A taint; NoSchedule and NoExecute taints add `<key>=<value>` to the node's no_schedule_reasons."""
 
     class Effect(models.TextChoices):
@@ -101,6 +105,7 @@ class NodeTaint(models.Model):
     key = models.CharField(max_length=253, validators=[validate_taint_key])
     value = models.CharField(max_length=253, blank=True)
     effect = models.CharField(max_length=20, choices=Effect, default=Effect.NO_SCHEDULE)
+    history = ChangeHistory(describe_taint)
 
     class Meta:
         ordering = ["node", "key"]

@@ -77,6 +77,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/nodes/{name}/cordon",
         "/api/v1/nodes/{name}/uncordon",
         "/api/v1/nodes/{name}/drain",
+        "/api/v1/nodes/{name}/history",
         "/api/v1/nodes/{name}/maintenance",
         "/api/v1/nodes/{name}/taints",
         "/api/v1/nodes/{name}/taints/{key}",

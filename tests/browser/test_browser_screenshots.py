@@ -317,3 +317,31 @@ def test_screenshots_of_not_found_and_of_a_locked_sign_in(login, demo, shots):
     expect(page.locator("h1")).to_have_text("Sign-in locked for a while")
     expect(page.locator(".errors")).to_contain_text("locked for 15 minutes")
     shots(page, "sign-in-locked")
+
+
+def test_screenshot_of_a_nodes_history(login, demo, shots):
+    """The operator cordons a node with a reason, labels and taints it from its page, and reads
+    who did what, when and why in the panel and in the history below the devices."""
+    page = login("operator")
+    page.goto(f"{demo}/nodes/sfo2-pcie-12/")
+    page.fill("#id_reason", "fan noise, waiting for DC ops")
+    page.get_by_role("button", name="⊘ Cordon").click()
+    expect(page.locator("#cordon-why")).to_contain_text("fan noise, waiting for DC ops")
+    page.fill("#id_label-key", "rack")
+    page.fill("#id_label-value", "r12")
+    page.fill("#id_label-reason", "moved after the fan swap")
+    page.get_by_role("button", name="Set label").click()
+    expect(page.locator("#node-panel")).to_contain_text("r12")
+    page.fill("#id_taint-key", "gpu-fault")
+    page.fill("#id_taint-value", "xid79")
+    page.fill("#id_taint-reason", "GPU 3 fell off the bus")
+    page.get_by_role("button", name="Add taint").click()
+    expect(page.locator("#node-panel")).to_contain_text("xid79")
+    page.reload()
+    history = page.locator("#node-history")
+    expect(history).to_contain_text("GPU 3 fell off the bus")
+    expect(history).to_contain_text("cordoned")
+    page.evaluate("window.scrollTo(0, 0)")
+    shots(page, "node-panel-reasons")
+    history.scroll_into_view_if_needed()
+    shots(page, "node-history")

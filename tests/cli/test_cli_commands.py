@@ -314,3 +314,28 @@ def test_drain_cordons_and_lists_what_runs(run, hosts):
     assert first.startswith(f"node {node} draining until ")
     assert second.startswith(f"  running: reservation {reservation.pk} until ")
     assert Node.objects.get(name=node).cordoned
+
+
+def test_cordon_uncordon_and_drain_take_a_reason_and_the_history_names_the_command(run, hosts):
+    import getpass
+
+    from inventory.node_history import entries, node_history
+
+    run("cordon", "node-a", "--reason", "bad fan")
+    run("uncordon", "node-a")
+    run("drain", "node-a", "--reason", "psu swap")
+    node = Node.objects.get(name="node-a")
+    who = getpass.getuser()
+    assert [(e.actor, e.change, e.reason) for e in entries(node_history(node))][:3] == [
+        (f"manage.py drain ({who})", "drain started", "psu swap"),
+        (f"manage.py uncordon ({who})", "uncordoned", ""),
+        (f"manage.py cordon ({who})", "cordoned", "bad fan"),
+    ]
+
+
+def test_a_reason_over_200_characters_is_refused_with_exit_code_2(run, hosts):
+    with pytest.raises(CommandError) as err:
+        run("cordon", "node-a", "--reason", "x" * 201)
+    assert err.value.returncode == 2
+    assert str(err.value) == "INVALID_INPUT: reason must be text of at most 200 characters"
+    assert not Node.objects.get(name="node-a").cordoned

@@ -54,3 +54,15 @@ def test_maintained_fields_are_read_only(superuser_client):
         reverse("admin:capacity_poolcapacityrollup_change", args=[rollup.pk])
     ).content.decode()
     assert 'name="allocated"' not in page
+
+
+def test_a_nodes_admin_history_lists_its_changes_with_their_reasons(superuser_client):
+    from inventory import services as inventory
+    from inventory.models import Node
+
+    node = Node.objects.order_by("pk").first()
+    inventory.uncordon(node)
+    inventory.cordon(node, reason="bad fan")
+    page = superuser_client.get(reverse("admin:inventory_node_history", args=[node.pk]))
+    assert page.status_code == 200
+    assert "bad fan" in page.text

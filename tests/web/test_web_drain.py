@@ -292,3 +292,17 @@ def test_outside_a_test_transaction_the_drain_still_names_the_bookings_it_moved(
     assert nodes_of(later) == {"node-b"}
     assert Reservation.objects.get(pk=later.pk).condition("Repaired")["reason"] == "Drained"
     assert f'Moved to other nodes: <a href="/reservations/{later.pk}/">#{later.pk}</a>' in panel
+
+
+def test_the_drain_banner_says_who_drained_the_node_and_when_and_the_history_keeps_it(
+    op, alice, running_and_later
+):
+    op.post("/nodes/node-a/actions/drain/", {"drain-reason": "fan replacement"})
+    node = Node.objects.get(name="node-a")
+    html = op.get("/nodes/node-a/").text
+    state = re.search(r'<p class="drain-state".*?</p>', html, re.S).group(0)
+    assert f"Since {node.drain_started_at:%b %d %H:%M} UTC, by olga;" in state
+    history = re.search(r'<section class="card" id="node-history".*?</section>', html, re.S).group(0)
+    assert re.search(r"<td>olga</td><td>drain started</td><td>fan replacement</td>", history)
+    # A tenant reads neither who nor why.
+    assert "olga" not in alice.get("/nodes/node-a/").text

@@ -6,7 +6,7 @@ import pytest
 
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeTaint
 
-from web_helpers import HX, error_next_to
+from web_helpers import HX, error_next_to, field_block
 
 
 @pytest.fixture
@@ -219,3 +219,70 @@ def test_the_header_names_every_state_and_hides_another_tenants_dedication(op, a
     header = _header(alice.get("/nodes/node-a/").text)
     assert '<span class="muted node-state">dedicated to another tenant</span>' in header
     assert "0 of 4 whole GPUs bookable now" in header and "globex" not in header
+
+
+# --- reasons and history ---------------------------------------------------------------------
+
+
+def history_rows(html: str) -> list[list[str]]:
+    """Return the cells of the history table's rows (time left out), newest first."""
+    section = re.search(r'<section class="card" id="node-history".*?</section>', html, re.S).group(0)
+    rows = re.findall(r"<tr><td[^>]*>.*?</td>(.*?)</tr>", section, re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows]
+
+
+def test_the_buttons_share_one_reason_and_the_history_says_who_what_and_why(op, lab):
+    op.post("/nodes/node-a/actions/cordon/", {"reason": "bad fan"}, **HX)
+    panel = op.post("/nodes/node-a/actions/maintenance-on/", {"reason": "firmware 1.2"}, **HX).text
+    assert re.search(r"Cordoned .* UTC by olga: <q>bad fan</q>", panel)
+    assert re.search(r"In maintenance since .* UTC, by olga: <q>firmware 1.2</q>", panel)
+    op.post("/nodes/node-a/actions/taint/", {"taint-key": "gpu-fault", "taint-value": "true", "taint-effect": "NoSchedule", "taint-reason": "xid 79"}, **HX)  # fmt: skip
+    op.post("/nodes/node-a/actions/label/", {"label-key": "rack", "label-value": "r1"}, **HX)
+    op.post(
+        "/nodes/node-a/actions/label/",
+        {"label-key": "rack", "label-value": "r2", "label-reason": "moved"},
+        **HX,
+    )
+    op.post(
+        "/nodes/node-a/actions/dedicate/", {"dedicate-tenant": "globex", "dedicate-reason": "contract"}, **HX
+    )
+    page = op.get("/nodes/node-a/").text
+    assert history_rows(page)[:6] == [
+        ["olga", "dedicated to globex", "contract"],
+        ["olga", "label rack: r1 → r2", "moved"],
+        ["olga", "label rack=r1 set", "—"],
+        ["olga", "taint gpu-fault=true:NoSchedule added", "xid 79"],
+        ["olga", "maintenance started", "firmware 1.2"],
+        ["olga", "cordoned", "bad fan"],
+    ]
+    assert 'name="reason"' in field_block(page, "reason")
+
+
+def test_a_reason_over_200_characters_is_refused_and_nothing_changes(op, lab):
+    panel = op.post("/nodes/node-a/actions/cordon/", {"reason": "x" * 201}, **HX).text
+    assert "reason must be text of at most 200 characters" in panel
+    assert not Node.objects.get(name="node-a").cordoned
+    panel = op.post("/nodes/node-a/actions/label/", {"label-key": "rack", "label-value": "r1", "label-reason": "\x07"}, **HX).text  # fmt: skip
+    assert error_next_to(panel, "label-reason") == "reason must be text of at most 200 characters"
+    assert not NodeLabel.objects.exists()
+
+
+def test_the_history_shows_twenty_rows_and_pages_to_older_ones(op, lab):
+    for i in range(20):
+        op.post("/nodes/node-a/actions/label/", {"label-key": "rack", "label-value": f"r{i}"}, **HX)
+    page = op.get("/nodes/node-a/").text
+    assert len(history_rows(page)) == 20
+    assert history_rows(page)[0][1] == "label rack: r18 → r19"
+    assert "1–20 of 21" in page
+    older = op.get("/nodes/node-a/history/?page=2", **HX)
+    assert older.text.lstrip().startswith('<section class="card" id="node-history"')
+    assert history_rows(older.text) == [["system", "node created", "—"]]
+    assert "HX-Request" in older["Vary"]
+    # Without JavaScript the link gives the whole page, at that page of the history.
+    full = op.get("/nodes/node-a/history/?page=2").text
+    assert "<html" in full and history_rows(full) == [["system", "node created", "—"]]
+
+
+def test_tenants_see_no_history(alice, lab):
+    assert 'id="node-history"' not in alice.get("/nodes/node-a/").text
+    assert alice.get("/nodes/node-a/history/").status_code == 403

@@ -16,10 +16,11 @@ class Command(BerthCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("node", help="Node name.")
+        parser.add_argument("--reason", default="", help="Why (kept in the node's history).")
         parser.add_argument("--json", action="store_true", help="Print the node as the API shows it.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        node = self.call(self.action, options["node"])
+        node = self.call(self.action, options["node"], reason=options["reason"])
         if options["json"]:
             self.print_json(node_detail(node.name))
         else:

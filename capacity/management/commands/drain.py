@@ -18,7 +18,7 @@ class Command(BerthCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("node", help="Node name.")
-        parser.add_argument("--reason", default="", help="Why (shown on the node page).")
+        parser.add_argument("--reason", default="", help="Why (shown on the node page, kept in its history).")
         parser.add_argument("--json", action="store_true", help="Print what the API answers.")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -1,0 +1,30 @@
+"""GET /api/v1/nodes/{name}/history: who changed the node, its taints and labels, when and why."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+
+from inventory.api.serializers import HistoryEntrySerializer
+from inventory.node_history import entries, node_history
+
+from .nodes import NODE_NAME, OperatorView, existing_node
+from .views import errors
+
+
+class NodeHistoryView(OperatorView):
+    """A node's history, newest first, paged like every list."""
+
+    @extend_schema(
+        operation_id="nodes_history",
+        tags=["nodes"],
+        summary="List a node's history",
+        description=(
+            "Every change of the node, its taints and its labels, newest first: when, who (a user, a "
+            'command such as "manage.py cordon (root)", or "system"), what and why. Operators only.'
+        ),
+        parameters=[NODE_NAME],
+        responses={200: HistoryEntrySerializer(many=True), **errors(400, 401, 403, 404)},
+    )
+    def get(self, request, name):
+        rows = node_history(existing_node(name))
+        return self.paginated(rows, lambda page: HistoryEntrySerializer(entries(page), many=True).data)
