@@ -14,9 +14,9 @@ from capacity.placement import CapacityError
 from capacity.placement.availability import HOUR_MS, Availability
 from capacity.services.availability import pool_availability
 
-# Geometry in SVG units (pixels at 100 %): two per hour keeps 14 days within a page's width.
-PER_HOUR = 2
-LEFT, RIGHT, TOP = 44, 10, 4
+# Geometry in SVG units (pixels at 100 %): three per hour keeps 14 days within a laptop page's width.
+PER_HOUR = 3
+LEFT, RIGHT, TOP = 44, 28, 4
 PANEL, HEADING, BOTTOM = 46, 20, 30
 NVLINK_TITLE = "largest free NVLink block"
 
@@ -61,7 +61,8 @@ class Chart:
     width: int
     height: int
     panels: list[Panel]
-    ticks: list[tuple[float, str]]  # (x, label) at each midnight UTC
+    ticks: list[float]  # x of each midnight UTC
+    days: list[tuple[float, str]]  # (x, label) at noon of each day whose noon is drawn
     start: datetime
     end: datetime
     no_nvlink: bool
@@ -128,11 +129,13 @@ def build_chart(pool: str, found: Availability) -> Chart:
         least = min(values)
         panels.append(Panel(title, unit, top, most, bars, least, _when(edges[values.index(least)])))
         top += HEADING + PANEL + 8
-    ticks = []
-    midnight = (start // (24 * HOUR_MS) + 1) * 24 * HOUR_MS
-    while midnight < end:
-        ticks.append((x(midnight), f"{_at(midnight):%a %d}"))
-        midnight += 24 * HOUR_MS
+    day = 24 * HOUR_MS
+    ticks = [x(t) for t in range((start // day + 1) * day, end, day)]
+    days = [
+        (x(t + day // 2), f"{_at(t):%a %d}")
+        for t in range(start // day * day, end, day)
+        if start <= t + day // 2 < end
+    ]
     width = int(x(end)) + RIGHT
     chart = Chart(
         pool,
@@ -140,6 +143,7 @@ def build_chart(pool: str, found: Availability) -> Chart:
         top + BOTTOM,
         panels,
         ticks,
+        days,
         _at(start),
         _at(end),
         found.nvlink is None,

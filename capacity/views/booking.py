@@ -231,6 +231,7 @@ def book(request: HttpRequest) -> HttpResponse:
             "quotas": booking_quota(form, scope),
             # Drawn only with the whole page, not with the form's htmx answers.
             "availability": partial(_availability, request.user),
+            "availability_open": form["pool"].value(),  # the chosen pool's chart opens
             "availability_tenant_view": scope.tenants is not None,
         },
         partial="book-body",

@@ -121,7 +121,7 @@ def test_the_pool_page_charts_free_gpus_and_the_largest_free_nvlink_block_per_ho
     nvlink = bar_titles(html, "largest free NVLink block")
     assert nvlink[0].endswith("largest free NVLink block: 3 GPUs")
     assert nvlink[-1].endswith("largest free NVLink block: 4 GPUs")
-    # 14 days of hours from now: the day after the bookings end is drawn, as are 14 midnights.
+    # 14 days of hours from now: a label under each day whose noon is drawn, 14 of them.
     assert len(re.findall(r'text-anchor="middle" fill="#5d6778">\w{3} \d\d<', html)) == 14
     # The chart is drawn with the page, not with the node list's htmx answers.
     assert "Free capacity" not in op.get("/pools/lab-pool/?state=", **HX).text
