@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 from .pick import NV_RANK, link_rank
 from .types import NodeView
@@ -112,11 +111,13 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     `nodes` are the nodes to count (the caller leaves out those the viewer may not book); `busy`
     holds the booked intervals of their devices. Nodes of one `shape` (pick.node_shape(), or a
     stand-in for it) share their bit layout and NVLink answers, so a pool of one board type costs
-    little beyond its bookings.
+    little beyond its bookings: a node without bookings in the span costs a few additions, one with
+    bookings a sweep over their starts and ends.
     """
     starts = hour_starts(start, hours)
     first = starts[1] if hours > 1 else start + HOUR_MS
     end = first + (hours - 1) * HOUR_MS
+    last = hours - 1
     totals: dict[str, int] = defaultdict(int)
     lost: dict[str, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # difference arrays
     cover: dict[int, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # NVLink size -> coverage
@@ -124,10 +125,7 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     memo: dict[tuple[int, tuple[int, ...]], int] = {}
     any_nvlink = False
     most = 0
-
-    def block(t: int) -> int:
-        return 0 if t < first else min(hours - 1, 1 + (t - first) // HOUR_MS)
-
+    get = busy.get
     for node in nodes:
         key = node.shape if node.shape is not None else node.id
         shape = shapes.get(key)
@@ -136,34 +134,30 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
         for cls, bits in shape.classes.items():
             totals[cls] += bits.bit_count()
         linked = any(shape.neighbours)
+        whole = largest_clique(shape.gpus, shape.neighbours, memo) if linked else 0
         any_nvlink = any_nvlink or linked
-        if linked:
-            most = max(most, largest_clique(shape.gpus, shape.neighbours, memo))
-        # Blocks where each booking of the node holds a device: [lo, hi) by block index.
-        held: list[tuple[int, int, int]] = []
+        most = max(most, whole)
+        # What the node's bookings hold, by blocks [lo, hi): one booking's devices share a span.
+        spans: dict[tuple[int, int], int] = {}
+        takes = shape.takes
         for position, device in enumerate(node.devices):
-            for s, e in busy.get(device.id, ()):
+            held = get(device.id)
+            if not held:
+                continue
+            for s, e in held:
                 if e <= start or s >= end:
                     continue
+                lo = 0 if s < first else 1 + (s - first) // HOUR_MS
                 # The block holding the end's last instant is the last one taken.
-                held.append((block(s), block(e - 1) + 1, shape.takes[position]))
-        cuts = sorted({0, hours, *(lo for lo, _, _ in held), *(hi for _, hi, _ in held)})
-        for lo, hi in pairwise(cuts):
-            taken = 0
-            for a, b, bits in held:
-                if a <= lo < b:
-                    taken |= bits
-            if taken:
-                for cls, bits in shape.classes.items():
-                    n = (bits & taken).bit_count()
-                    if n:
-                        lost[cls][lo] += n
-                        lost[cls][hi] -= n
-            if linked:
-                size = largest_clique(shape.gpus & ~taken, shape.neighbours, memo)
-                if size:
-                    cover[size][lo] += 1
-                    cover[size][hi] -= 1
+                hi = hours if e >= end else 1 if e <= first else 2 + (e - 1 - first) // HOUR_MS
+                span = (lo if lo < last else last, hi)
+                spans[span] = spans.get(span, 0) | takes[position]
+        if not spans:
+            if whole:
+                cover[whole][0] += 1
+                cover[whole][hours] -= 1
+            continue
+        _sweep(shape, spans, hours, lost, cover if linked else None, memo)
     free = {cls: _running(totals[cls], lost.get(cls), hours, -1) for cls in sorted(totals)}
     nvlink = None
     if any_nvlink:
@@ -172,6 +166,52 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
             max((size for size, counts in running.items() if counts[i] > 0), default=0) for i in range(hours)
         )
     return Availability(starts, end, dict(totals), free, nvlink, most)
+
+
+def _sweep(
+    shape: _Shape,
+    spans: Mapping[tuple[int, int], int],
+    hours: int,
+    lost: dict[str, list[int]],
+    cover: dict[int, list[int]] | None,
+    memo: dict[tuple[int, tuple[int, ...]], int],
+) -> None:
+    """Add one node's taken atoms and free NVLink block to the difference arrays, span by span.
+
+    Spans may overlap in blocks (two bookings of one device can share an hour), so each device bit
+    counts the spans holding it and is taken while that count is above zero.
+    """
+    events: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    events[0] = []  # the hours before the first booking are a segment too
+    for (lo, hi), bits in spans.items():
+        events[lo].append((bits, 1))
+        events[hi].append((bits, -1))
+    counts: dict[int, int] = defaultdict(int)
+    taken = 0
+    times = sorted(events)
+    for at, upto in zip(times, [*times[1:], hours], strict=True):
+        if at >= hours:
+            break
+        for bits, step in events[at]:
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                counts[low] += step
+                if counts[low]:
+                    taken |= low
+                else:
+                    taken &= ~low
+        if taken:
+            for cls, bits in shape.classes.items():
+                n = (bits & taken).bit_count()
+                if n:
+                    lost[cls][at] += n
+                    lost[cls][upto] -= n
+        if cover is not None:
+            size = largest_clique(shape.gpus & ~taken, shape.neighbours, memo)
+            if size:
+                cover[size][at] += 1
+                cover[size][upto] -= 1
 
 
 def _running(base: int, diff: list[int] | None, hours: int, sign: int) -> tuple[int, ...]:

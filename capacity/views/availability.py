@@ -43,6 +43,7 @@ class Panel:
     bars: list[Bar]
     least: int
     least_at: str
+    path: str = ""  # the bars' outline as one step-shaped area: no seams between runs
 
     @property
     def plot_top(self) -> int:
@@ -127,7 +128,9 @@ def build_chart(pool: str, found: Availability) -> Chart:
             )
             i = j + 1
         least = min(values)
-        panels.append(Panel(title, unit, top, most, bars, least, _when(edges[values.index(least)])))
+        panel = Panel(title, unit, top, most, bars, least, _when(edges[values.index(least)]))
+        panel.path = _step_path(bars, panel.plot_bottom)
+        panels.append(panel)
         top += HEADING + PANEL + 8
     day = 24 * HOUR_MS
     ticks = [x(t) for t in range((start // day + 1) * day, end, day)]
@@ -151,6 +154,17 @@ def build_chart(pool: str, found: Availability) -> Chart:
     )
     chart.summary = [f"{p.title}: at least {p.least} of {p.most}, first at {p.least_at} UTC" for p in panels]
     return chart
+
+
+def _step_path(bars: list[Bar], bottom: int) -> str:
+    """Return an SVG path outlining the bars: up and along each run's top, then down to close."""
+    if not bars:
+        return ""
+    steps = [f"M{bars[0].x} {bottom}"]
+    for bar in bars:
+        steps.append(f"L{bar.x} {bar.y}L{round(bar.x + bar.width, 2)} {bar.y}")
+    steps.append(f"L{round(bars[-1].x + bars[-1].width, 2)} {bottom}Z")
+    return "".join(steps)
 
 
 def pool_charts(pools, scope: services.Scope) -> list[Chart]:
