@@ -19,12 +19,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
-from inventory.models import Tenant
+from inventory.models import Pool, Tenant
 
 from . import services
 from .bench import SIZE_WEIGHTS, SIZES, _pct, build_pool
 from .conf import placer_config
-from .models import DeviceBooking
+from .models import DeviceBooking, Reservation
 from .services.availability import pool_availability
 from .views.availability import pool_charts
 
@@ -49,38 +49,51 @@ def _ask(rng: random.Random, pool: str) -> dict:
     }
 
 
-def _timed(repeats: int, call) -> tuple[list[float], int]:
-    """Return the milliseconds of each call after a warm-up, and the queries of the last one."""
+def _timed(repeats: int, call) -> tuple[list[float], list[float], int]:
+    """Return the wall and this process's CPU milliseconds of each call after a warm-up, and its queries.
+
+    CPU time leaves out the database's share and the waits of a machine shared with other work.
+    """
     call()
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
         with CaptureQueriesContext(connection) as captured:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             call()
             times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
     times.sort()
-    return times, len(captured)
+    cpu.sort()
+    return times, cpu, len(captured)
 
 
-def _figures(times: list[float], queries: int) -> dict:
+def _figures(times: list[float], cpu: list[float], queries: int) -> dict:
     return {
         "p50_ms": round(_pct(times, 50), 1),
         "p95_ms": round(_pct(times, 95), 1),
         "mean_ms": round(statistics.fmean(times), 1),
+        "cpu_p50_ms": round(_pct(cpu, 50), 1),
         "queries": queries,
     }
 
 
-def run_availability(nodes: int, count: int, seed: int, repeats: int, progress=None) -> dict:
-    """Book the pool, then time the availability read, the chart and the pool page; return figures."""
-    pool = build_pool(nodes, 1, progress=progress)
-    config = dataclasses.replace(placer_config(), placer="inline")
+def run_availability(
+    nodes: int, count: int, seed: int, repeats: int, progress=None, keep: bool = False
+) -> dict:
+    """Book the pool, then time the availability read, the chart and the pool page; return figures.
+
+    With `keep`, measure the pool as the last run left it (bookings included) without booking.
+    """
+    pool = Pool.objects.filter(slug=f"bench-{nodes}").first() if keep else None
     placed = 0
     started = time.perf_counter()
-    rng = random.Random(seed)
-    with override_settings(DEBUG=False):
-        for _ in range(count):
-            placed += services.reserve(_ask(rng, pool.slug), config=config).reservation.status == "placed"
+    if pool is None:
+        pool = build_pool(nodes, 1, progress=progress)
+        config = dataclasses.replace(placer_config(), placer="inline")
+        rng = random.Random(seed)
+        with override_settings(DEBUG=False):
+            for _ in range(count):
+                placed += services.reserve(_ask(rng, pool.slug), config=config).reservation.status == "placed"
     booking_s = time.perf_counter() - started
     tenant = Tenant.objects.get(slug="bench-0")
     user, _ = User.objects.get_or_create(username=BENCH_USER, defaults={"is_staff": True})
@@ -100,6 +113,12 @@ def run_availability(nodes: int, count: int, seed: int, repeats: int, progress=N
         "placed": placed,
         "booking_seconds": round(booking_s, 1),
         "device_bookings_in_pool": DeviceBooking.objects.filter(allocation__node__pool=pool).count(),
+        "reservations_in_next_14_days": Reservation.objects.filter(
+            pool=pool,
+            status="placed",
+            starts_at__lt=timezone.now() + timedelta(days=14),
+            ends_at__gt=timezone.now(),
+        ).count(),
         "availability_read": _figures(*read),
         "availability_read_tenant": _figures(*read_tenant),
         "chart": _figures(*chart),

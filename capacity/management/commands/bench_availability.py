@@ -19,10 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--count", type=int, default=10_000)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--repeats", type=int, default=20)
+        parser.add_argument("--keep", action="store_true", help="Measure the pool the last run booked.")
 
-    def handle(self, *args, nodes, count, seed, repeats, **options):
+    def handle(self, *args, nodes, count, seed, repeats, keep, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
 
-        figures = run_availability(nodes, count, seed, repeats, progress=bar)
+        figures = run_availability(nodes, count, seed, repeats, progress=bar, keep=keep)
         self.stdout.write(json.dumps(figures, indent=2))
