@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from functools import partial
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -24,11 +25,13 @@ from capacity.services.earliest import earliest, never_fits_input
 from config.web import login_required, page, wants_partial
 from inventory.models import Device
 
+from .availability import pool_charts
 from .common import (
     atom_labels,
     visible_pools,
     visible_tenants,
 )
+from .quota import booking_quota
 from .reservations import reservation_rows
 
 # --- preview and booking ---------------------------------------------------------------------------
@@ -204,6 +207,11 @@ def _when(request: HttpRequest, form: RequestForm, result: services.Preview) -> 
 REBOOK_DROPPED = frozenset({"csrfmiddlewaretoken", "start", "end", "duration", "idempotency_key"})
 
 
+def _availability(user) -> list:
+    """Return the availability chart of every pool the user may book, as that user may book it."""
+    return pool_charts(visible_pools(user), scope_for(user))
+
+
 def _device_classes(user) -> list[str]:
     """Return the device classes of the pools the user may book, in name order."""
     pools = [p.pk for p in visible_pools(user)]
@@ -270,9 +278,21 @@ def book(request: HttpRequest) -> HttpResponse:
             form = _request_form(request, BookForm, initial=again)
     else:
         form = _request_form(request, BookForm, initial={k: v for k, v in request.GET.items() if k == "pool"})
+    scope = scope_for(request.user)
     return page(
         request,
         "capacity/book.html",
-        {"nav": "book", "form": form, "booked": booked, "device_classes": _device_classes(request.user)},
+        {
+            "nav": "book",
+            "form": form,
+            "booked": booked,
+            "device_classes": _device_classes(request.user),
+            # The chosen tenant's quota over the window the form asks for (updated with each answer).
+            "quotas": booking_quota(form, scope),
+            # Drawn only with the whole page, not with the form's htmx answers.
+            "availability": partial(_availability, request.user),
+            "availability_open": form["pool"].value(),  # the chosen pool's chart opens
+            "availability_tenant_view": scope.tenants is not None,
+        },
         partial="book-body",
     )

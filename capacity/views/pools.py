@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -20,6 +21,7 @@ from inventory.filtersets import NodeFilterSet
 from inventory.forms import ACTIONS, ROW_ACTIONS
 from inventory.models import Node
 
+from .availability import pool_charts
 from .common import (
     NODES_PER_PAGE,
     visible_node,
@@ -129,6 +131,9 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "query": query.urlencode(),
             "next": request.get_full_path(),
             "cell_text": CELL_TEXT,
+            # Called by the template only when it draws the chart: not for the nodes partial.
+            "availability": partial(pool_charts, [pool], scope_for(request.user)),
+            "availability_tenant_view": scope_for(request.user).tenants is not None,
         },
         partial="nodes",
     )

@@ -30,6 +30,7 @@ from .common import (
     atom_labels,
     visible_tenants,
 )
+from .quota import quota_cards
 
 # --- reservations ----------------------------------------------------------------------------------
 
@@ -184,31 +185,6 @@ def reservations(request: HttpRequest) -> HttpResponse:
         if getattr(request.htmx, "target", None) == "reservations-body"
         else "reservation-list",
     )
-
-
-@dataclass
-class QuotaLine:
-    """One resource of a tenant's quota as the page draws it."""
-
-    resource: str
-    limit: int | None
-    now: int
-    peak: int
-
-    @property
-    def percent(self) -> float:
-        """Return the week's peak as a share of the limit, for the bar (0 to 100)."""
-        return min(100.0, round(100 * self.peak / self.limit, 1)) if self.limit else 100.0
-
-
-def quota_cards(tenants, scope) -> list[tuple[str, list[QuotaLine]]]:
-    """Return, per tenant, its quota lines for the week from now: held now and the most held at once."""
-    cards = []
-    for tenant in tenants:
-        slug = getattr(tenant, "slug", tenant)
-        found, _start, _end, uses = services.quota_report(slug, scope=scope)
-        cards.append((found.slug, [QuotaLine(u.resource, u.limit, u.now, u.peak) for u in uses]))
-    return cards
 
 
 def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:

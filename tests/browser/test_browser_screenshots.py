@@ -345,3 +345,24 @@ def test_screenshot_of_a_nodes_history(login, demo, shots):
     shots(page, "node-panel-reasons")
     history.scroll_into_view_if_needed()
     shots(page, "node-history")
+
+
+def test_screenshots_of_availability_charts_and_quota_bars(login, demo, shots, browser, browser_context_args):
+    page = login("operator")
+    for name, pool in (("pool-availability", "h100-prod"), ("pool-availability-mig", "a100-mig")):
+        page.goto(f"{demo}/pools/{pool}/")
+        chart = page.locator("section.availability")
+        expect(chart.locator("svg")).to_be_visible()
+        expect(chart).to_contain_text("gpu free")
+        shots(chart, name)
+    context = browser.new_context(**browser_context_args)
+    tenant = login("acme", context.new_page())
+    tenant.goto(f"{demo}/book/")
+    quota = tenant.locator("section.quota")
+    expect(quota).to_contain_text("Quota of acme")
+    shots(tenant.locator("#book-body"), "book-quota")
+    charts = tenant.locator("section.availability")
+    expect(charts.locator("details[open] svg")).to_be_visible()
+    charts.scroll_into_view_if_needed()
+    shots(charts, "book-availability")
+    context.close()

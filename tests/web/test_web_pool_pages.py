@@ -262,8 +262,9 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     filtered = _queries(client, "/pools/lab-pool/?free_gpus=1&state=schedulable&page=2")
     assert small == large == filtered
     # session, user, operators group, (a tenant user: its tenants, their rows), pools, pool tenants,
-    # count, nodes, devices, labels, taints, resources, bookings, scalar claims now.
-    assert small == (13 if who == "op" else 15)
+    # count, nodes, devices, labels, taints, resources, bookings, scalar claims now; the availability
+    # chart: the pool with its generation, (a tenant user: its tenants' keys), the 14 days' bookings.
+    assert small == (15 if who == "op" else 18)
 
 
 def test_the_row_action_keeps_the_labels_the_page_shows_once(op, make_node):
