@@ -10,7 +10,7 @@ from capacity.services.earliest import earliest
 
 from .base import BerthAPIView
 from .inputs import reservation_input
-from .serializers import EarliestInputSerializer, EarliestSerializer
+from .serializers import EarliestSerializer, ReservationInputSerializer
 from .views import errors
 
 
@@ -36,9 +36,12 @@ class EarliestView(BerthAPIView):
             "90d) and answers the earliest start, from the requested one, at which the whole window "
             "fits: GPU-level bookings, slices, topology, selectors, dedications, scalars over the "
             "window and gangs, with the node(s) and atoms it would take. Exact: the request booked at "
-            "that start places, and no earlier start within the horizon fits. No quota, no admission."
+            "that start places, and no earlier start within the horizon fits. No quota, no admission. "
+            "The body may also carry `horizon`: how far after the requested start to look, such as "
+            "36h or 30d (14d by default, at most 90d)."
         ),
-        request=EarliestInputSerializer,
+        # The create body's schema (plus `horizon`, above): a subclass would name its enums twice.
+        request=ReservationInputSerializer,
         responses={200: EarliestSerializer, **errors(400, 401, 403, 404, 422)},
     )
     def post(self, request):

@@ -221,14 +221,6 @@ class PreviewSerializer(serializers.Serializer):
     )
 
 
-class EarliestInputSerializer(ReservationInputSerializer):
-    """The input of reservations.create, and how far ahead to look."""
-
-    horizon = serializers.CharField(
-        required=False, help_text="Such as 36h or 30d; 14d by default, at most 90d."
-    )
-
-
 class EarliestCandidateSerializer(serializers.Serializer):
     """A node the request would take at the earliest start, with its atoms."""
 

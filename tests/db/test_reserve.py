@@ -51,6 +51,8 @@ def test_the_pending_reason_summarises_the_rejections(tenant, make_node):
         "status": "True",
         "reason": "NoFit",
         "message": "no node fits (3 nodes): 2 × fits: 1 of 4 gpu free; 1 × cordoned",
+        # The first two bookings end a day after NOW: node-a takes 4 GPUs from then.
+        "hint": "fits from 2026-12-03T12:00Z on node-a",
     }
 
 

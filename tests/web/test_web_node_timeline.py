@@ -78,7 +78,7 @@ def test_the_page_counts_upcoming_reservations_and_says_when_the_next_starts(ali
     assert "<strong>2 upcoming reservations</strong> on this node" in upcoming
     assert 'href="/nodes/node-a/?from=2027-02-01"' in upcoming and "Feb 01 00:00 UTC" in upcoming
     # Free now stays about now.
-    assert "2/2 whole GPUs free now" in html
+    assert "2 of 2 whole GPUs bookable now" in html
 
 
 def test_a_node_with_nothing_to_come_says_so(op, lab, book):
