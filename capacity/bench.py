@@ -19,6 +19,7 @@ from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, 
 
 from . import services
 from .audit import audit, booking_drift
+from .bench_cpu import Cpu, batch_figures, metric_values, settle
 from .conf import placer_config
 from .models import Allocation, DeviceBooking, Quota, Reservation
 from .models.quota import DEFAULT_RESOURCE
@@ -215,6 +216,7 @@ def run(
             connection.close()
 
     # Timed as served in production: without DEBUG's query log, which formats every statement.
+    cpu_before, metrics_before = Cpu.now(), metric_values()
     with override_settings(DEBUG=False):
         started = time.perf_counter()
         threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
@@ -233,7 +235,10 @@ def run(
         if placer_process.exitcode != 0:
             streams[0].errors.append(f"the placer process exited with {placer_process.exitcode}")
         streams[0].placed, streams[0].pending, queue_ms = _batched(pool, count)
-        streams[0].lost = 0  # not counted across processes
+    # After the join: the placer process's CPU is counted with this one's reaped children.
+    settle()
+    cpu = Cpu.now().since(cpu_before)
+    batches = batch_figures(metrics_before, metric_values(), POOL_LEASE) if batching else {}
 
     preview_ms = []
     explain_ms = []
@@ -264,6 +269,11 @@ def run(
         "p50_ms": round(_pct(latencies, 50), 2),
         "p95_ms": round(_pct(latencies, 95), 2),
         "queries_per_placement": round(query_count, 1),
+        # CPU seconds of the timed run: the clients (with the inline placer, the placing too), the
+        # pool-lease placer process, and every Postgres process; and their sum per request.
+        "cpu_s": cpu,
+        "cpu_ms_per_request": round(sum(cpu.values()) * 1000 / count, 2),
+        **batches,
         "preview_p50_ms": round(_pct(sorted(preview_ms), 50), 2),
         "preview_explain_p50_ms": round(_pct(sorted(explain_ms), 50), 2),
         # pool-lease: from queued to placed (the latencies above are the clients' queue calls)

@@ -23,7 +23,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, nodes, count, seed, repeats, keep, **options):
         def bar(items):
-            return tqdm(items, desc="building nodes", unit="node", file=self.stderr._out)
+            return tqdm(items, desc="building nodes", unit="×20 nodes", file=self.stderr._out)
 
         figures = run_availability(nodes, count, seed, repeats, progress=bar, keep=keep)
         self.stdout.write(json.dumps(figures, indent=2))

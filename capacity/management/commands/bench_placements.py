@@ -94,6 +94,13 @@ class Command(BaseCommand):
                 if placer == POOL_LEASE
                 else ""
             )
+            + (
+                f"{figures['batches']} batches, mean {figures['mean_batch']} requests "
+                f"({figures['batch_sizes']}); {figures['lost_races_in_batches']} lost races in batches\n"
+                if placer == POOL_LEASE
+                else ""
+            )
+            + f"CPU s: {figures['cpu_s']} = {figures['cpu_ms_per_request']} ms per request\n"
             + f"preview p50 {figures['preview_p50_ms']} ms (explain: {figures['preview_explain_p50_ms']} ms)\n"
             f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
         )
