@@ -5,6 +5,7 @@ import json
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
+from capacity.bench import BUILD_CHUNK
 from capacity.bench_availability import run_availability
 
 
@@ -23,7 +24,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, nodes, count, seed, repeats, keep, **options):
         def bar(items):
-            return tqdm(items, desc="building nodes", unit="×20 nodes", file=self.stderr._out)
+            return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
 
         figures = run_availability(nodes, count, seed, repeats, progress=bar, keep=keep)
         self.stdout.write(json.dumps(figures, indent=2))
