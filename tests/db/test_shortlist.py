@@ -143,6 +143,34 @@ def test_the_pool_index_follows_every_inventory_change(tenant, make_node):
     assert len(set(generations)) == len(generations), generations
 
 
+def test_a_statement_moves_the_generation_once_whatever_rows_it_writes(tenant, make_node, pool):
+    """A bulk insert of 28 links, a bulk delete, and links moved between nodes each bump once, and
+    a statement that writes no row does not bump at all."""
+    from django.db import connection
+
+    from inventory.models import DeviceLink
+
+    make_node("a", gpus=8, links=None)
+    make_node("b", gpus=8)
+
+    def bumps(write):
+        with connection.cursor() as cur:
+            cur.execute("SELECT last_value FROM inventory_pool_generation_seq")
+            (first,) = cur.fetchone()
+            write()
+            cur.execute("SELECT last_value FROM inventory_pool_generation_seq")
+            (last,) = cur.fetchone()
+        return last - first
+
+    links = list(DeviceLink.objects.filter(node__name="b"))
+    assert len(links) == 28
+    assert bumps(lambda: DeviceLink.objects.filter(node__name="b").delete()) == 1
+    assert bumps(lambda: DeviceLink.objects.bulk_create(links)) == 1
+    assert bumps(lambda: DeviceLink.objects.filter(node__name="b").update(rank="PIX")) == 1
+    assert bumps(lambda: DeviceLink.objects.filter(node__name="nobody").update(rank="PIX")) == 0
+    assert load_pool("lab-pool").generation is not None
+
+
 def test_a_rolled_back_change_never_reuses_a_generation(tenant, make_node):
     from django.db import transaction
 
