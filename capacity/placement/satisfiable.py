@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from .pick import node_shape
@@ -79,26 +80,45 @@ def _nearest(key: str, keys: set[str]) -> str | None:
     return folded[close[0]] if close else None
 
 
+@dataclass(frozen=True)
+class PoolFacts:
+    """What the cheap checks read of a pool: its device classes, the most atoms of each on one node,
+    and every device attribute and node label key. The same while the pool's inventory is."""
+
+    classes: tuple[str, ...]
+    largest: Mapping[str, int]
+    keys: frozenset[str]
+    node_count: int
+
+
+def pool_facts(nodes: Sequence[NodeView]) -> PoolFacts:
+    """Return the facts of a pool's nodes (linear in their devices: callers keep it per generation)."""
+    largest: dict[str, int] = {}
+    for node in nodes:
+        for device_class, count in atom_totals(node).items():
+            largest[device_class] = max(largest.get(device_class, 0), count)
+    classes = tuple(sorted({a.device_class for n in nodes for a in n.devices}))
+    return PoolFacts(classes, largest, frozenset(_known_keys(nodes)), len(nodes))
+
+
 def unsatisfiable(
     request: PlacementRequest,
-    nodes: Sequence[NodeView],
+    facts: PoolFacts,
     pool_name: str,
     plan_empty: Callable[[Sequence[NodeView]], Plan] | None = None,
     grouped: Sequence[Sequence[NodeView]] | None = None,
 ) -> str | None:
     """Return why no node of the pool could take the request even if it were empty, or None.
 
-    Checked in order: device classes, selector keys, atoms per node, then the planner itself over
-    the pool emptied (`plan_empty`, when given), which names selectors, links and scalars no node
-    satisfies. `grouped` (kinds() of the nodes) lets it plan one node of each kind first: only
-    when none fits is the whole pool planned, for a reason that counts every node. Leases and
-    gangs larger than the pool are left to their own checks.
+    Checked in order: device classes, selector keys, atoms per node (from `facts`), then the
+    planner itself over the pool emptied (`plan_empty` over `grouped`, kinds() of the nodes, when
+    given), which names selectors, links and scalars no node satisfies: one node of each kind is
+    planned first, and only when none fits is the whole pool planned, for a reason that counts
+    every node. Leases and gangs larger than the pool are left to their own checks.
     """
-    if not nodes:
+    if not facts.node_count:
         return None  # an empty pool is reported as such by the planner
-    classes = sorted({a.device_class for n in nodes for a in n.devices})
-    totals = [atom_totals(n) for n in nodes]
-    keys = _known_keys(nodes)
+    classes, keys = facts.classes, facts.keys
     for device in request.devices:
         if device.device_class not in classes:
             listed = ", ".join(classes) if classes else "none"
@@ -108,24 +128,23 @@ def unsatisfiable(
             if expr.op in _ABSENT_OK or expr.key in keys:
                 continue
             text = f"no device or node in {pool_name} has {expr.key}"
-            nearest = _nearest(expr.key, keys)
+            nearest = _nearest(expr.key, set(keys))
             return f"{text}; did you mean {nearest}?" if nearest else text
     need: dict[str, int] = {}
     for device in request.devices:
         need[device.device_class] = need.get(device.device_class, 0) + device.count
     for device_class, count in need.items():
-        largest = max(t.get(device_class, 0) for t in totals)
+        largest = facts.largest.get(device_class, 0)
         if count > largest:
             return f"the largest node in {pool_name} has {largest} {device_class}"
-    if request.lease or plan_empty is None:
+    if request.lease or plan_empty is None or grouped is None:
         return None
-    if grouped is not None and request.gang is None:
+    if request.gang is None:
         excluded = request.exclude_nodes
         firsts = [next((n for n in g if n.id not in excluded), None) for g in grouped]
         if plan_empty([n for n in firsts if n is not None]).fits:
             return None
-    every = [n for g in grouped for n in g] if grouped is not None else [emptied(n) for n in nodes]
-    plan = plan_empty(sorted(every, key=lambda n: n.id))
+    plan = plan_empty(sorted((n for g in grouped for n in g), key=lambda n: n.id))
     if plan.fits or plan.archived:
         return None
     return f"no node in {pool_name} could take it even with nothing booked: {plan.pending_reason()}"

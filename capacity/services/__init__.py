@@ -471,7 +471,9 @@ def reserve(
     check_gang_size(request, pool)
     # A queued request gets the cheap never-fit checks now (the batch would only find it pending);
     # an inline one plans the emptied pool only if it ends up pending.
-    never = never_fits(request, pool, tenant.pk, config, plan_empty=False) if queue else None
+    never = (
+        never_fits(request, pool, tenant.pk, config, plan_empty=False, check_quota=False) if queue else None
+    )
     queue = queue and never is None
     with transaction.atomic():
         if key is not None:
