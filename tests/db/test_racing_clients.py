@@ -1,5 +1,7 @@
-"""Eight clients, each on its own connection, race to fill one small pool."""
+"""Clients, each on its own connection, race to fill one small pool: eight tenants inline, and
+sixteen submitters of one tenant with two pool-lease placers."""
 
+import dataclasses
 import threading
 from datetime import timedelta
 
@@ -10,9 +12,11 @@ from capacity import services
 from capacity.audit import audit
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
+from capacity.models.reservations import QUEUED
+from capacity.placers.batch import place_queued
 from inventory.models import NodeLabel, NodeResource
 
-from booking import NOW, ask, claimed
+from booking import NOW, ask, claimed, from_real_now
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,3 +70,55 @@ def test_racing_clients_fill_the_pool_without_double_booking(pool, make_node):
     assert Reservation.objects.filter(status="placed").count() == 16
     assert audit() == []
     print(f"racing clients: 16 placed, {len(lost)} lost races replanned")
+
+
+def test_sixteen_clients_of_one_tenant_queue_while_two_placers_race(pool, make_node):
+    """
+    4 nodes × 4 GPUs, 12 vcpu each. Sixteen submitters of one tenant queue two 1-GPU, 3-vcpu requests
+    each for the pool-lease placer while two placers drain the queue: 16 placed and 16 pending,
+    whoever wins, no device booked twice, the books exact.
+    """
+    for i in range(4):
+        node = make_node(f"node-{i}", gpus=4, vcpu=12)
+        NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="1", source="system")
+    make_tenant("acme")
+    cfg = dataclasses.replace(placer_config(), placer="pool-lease")
+    data = ask(1, start=from_real_now(1), resources={"vcpu": 3})
+    submitters, placers = 16, 2
+    start = threading.Barrier(submitters + placers)
+    done = threading.Event()
+    errors = []
+
+    def submit(_i):
+        for _ in range(2):
+            services.reserve(data, config=cfg)
+
+    def place(_i):
+        # Drain until every submitter is done and nothing is left queued.
+        while not (done.is_set() and not Reservation.objects.filter(QUEUED).exists()):
+            place_queued(cfg)
+
+    def body(i):
+        try:
+            start.wait()
+            (submit if i < submitters else place)(i)
+        except Exception as err:
+            errors.append(err)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(submitters + placers)]
+    for t in threads:
+        t.start()
+    for t in threads[:submitters]:
+        t.join(120)
+    done.set()
+    for t in threads[submitters:]:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert Reservation.objects.filter(status="placed").count() == 16
+    assert Reservation.objects.filter(status="pending").exclude(QUEUED).count() == 16
+    assert DeviceBooking.objects.count() == 16
+    assert DeviceBooking.objects.values("device").distinct().count() == 16
+    assert audit() == []
