@@ -7,21 +7,12 @@ from rest_framework.response import Response
 
 from capacity import services
 from capacity.services.earliest import earliest
+from capacity.services.hints import horizon_text
 
 from .base import BerthAPIView
 from .inputs import reservation_input
 from .serializers import EarliestSerializer, ReservationInputSerializer
 from .views import errors
-
-
-def horizon_text(seconds: float) -> str:
-    """Return a horizon as the shortest duration text: 14d, 36h, 90m."""
-    minutes = int(seconds // 60)
-    if minutes % (24 * 60) == 0:
-        return f"{minutes // (24 * 60)}d"
-    if minutes % 60 == 0:
-        return f"{minutes // 60}h"
-    return f"{minutes}m"
 
 
 class EarliestView(BerthAPIView):
@@ -50,7 +41,7 @@ class EarliestView(BerthAPIView):
         body: dict = {
             "fits": answer.fits,
             "candidates": answer.candidates,
-            "horizon": horizon_text(answer.horizon.total_seconds()),
+            "horizon": horizon_text(answer.horizon),
         }
         if answer.fits:
             body["start"], body["end"] = answer.start, answer.end

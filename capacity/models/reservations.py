@@ -4,10 +4,24 @@ from django.db.models import Q
 from inventory.models import Pool, Tenant
 
 QUEUED_CONDITION = "Queued"
+UNSCHEDULABLE = "Unschedulable"
+NO_FIT = "NoFit"
 # A spot reservation regular work took back: status preempted, with this condition saying by whom and when.
 PREEMPTED_CONDITION = "Preempted"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
+
+
+def unschedulable(reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] | None = None) -> dict:
+    """Return the Unschedulable condition of a pending reason, as both placers write it.
+
+    `more` keeps the rejection groups past the summary's five, for the pages (the API shows the
+    spec's fields only), so what a page lists adds up to the pool's nodes.
+    """
+    condition = {"type": UNSCHEDULABLE, "status": "True", "reason": kind, "message": reason}
+    if rest:
+        condition["more"] = [[count, label] for count, label in rest]
+    return condition
 
 
 class Reservation(models.Model):

@@ -99,11 +99,6 @@ def _merged(spans: Iterable[Interval]) -> list[Interval]:
     return out
 
 
-def free_atoms(node: NodeTime, device_class: str, start: int, end: int) -> int:
-    """Return how many of the node's atoms of a class are free for the whole window."""
-    return Counts(node, end - start).free(device_class, start)
-
-
 def passes(node: NodeTime, shape: Shape, start: int, counts: Counts | None = None) -> bool:
     """Return whether the node has the atoms and scalar room the shape needs for the window at `start`."""
     end = start + shape.duration

@@ -81,6 +81,14 @@ def _nearest(key: str, keys: set[str]) -> str | None:
 
 
 @dataclass(frozen=True)
+class NeverFits:
+    """Why a request can never be placed, and the request field the limit is about."""
+
+    message: str
+    field: str  # "class", "selector", "count", "quota" or "request"
+
+
+@dataclass(frozen=True)
 class PoolFacts:
     """What the cheap checks read of a pool: its device classes, the most atoms of each on one node,
     and every device attribute and node label key. The same while the pool's inventory is."""
@@ -107,7 +115,7 @@ def unsatisfiable(
     pool_name: str,
     plan_empty: Callable[[Sequence[NodeView]], Plan] | None = None,
     grouped: Sequence[Sequence[NodeView]] | None = None,
-) -> str | None:
+) -> NeverFits | None:
     """Return why no node of the pool could take the request even if it were empty, or None.
 
     Checked in order: device classes, selector keys, atoms per node (from `facts`), then the
@@ -122,21 +130,23 @@ def unsatisfiable(
     for device in request.devices:
         if device.device_class not in classes:
             listed = ", ".join(classes) if classes else "none"
-            return f"no node in {pool_name} has class {device.device_class}: classes are {listed}"
+            return NeverFits(
+                f"no node in {pool_name} has class {device.device_class}: classes are {listed}", "class"
+            )
     for device in request.devices:
         for expr in device.selector:
             if expr.op in _ABSENT_OK or expr.key in keys:
                 continue
             text = f"no device or node in {pool_name} has {expr.key}"
             nearest = _nearest(expr.key, set(keys))
-            return f"{text}; did you mean {nearest}?" if nearest else text
+            return NeverFits(f"{text}; did you mean {nearest}?" if nearest else text, "selector")
     need: dict[str, int] = {}
     for device in request.devices:
         need[device.device_class] = need.get(device.device_class, 0) + device.count
     for device_class, count in need.items():
         largest = facts.largest.get(device_class, 0)
         if count > largest:
-            return f"the largest node in {pool_name} has {largest} {device_class}"
+            return NeverFits(f"the largest node in {pool_name} has {largest} {device_class}", "count")
     if request.lease or plan_empty is None or grouped is None:
         return None
     if request.gang is None:
@@ -147,4 +157,5 @@ def unsatisfiable(
     plan = plan_empty(sorted((n for g in grouped for n in g), key=lambda n: n.id))
     if plan.fits or plan.archived:
         return None
-    return f"no node in {pool_name} could take it even with nothing booked: {plan.pending_reason()}"
+    reason = plan.pending_reason()
+    return NeverFits(f"no node in {pool_name} could take it even with nothing booked: {reason}", "request")

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from capacity import quota
 from capacity.metrics import events as metrics
+from capacity.models.reservations import unschedulable
 from capacity.placement import (
     ARCHIVED_REASON,
     PlacementRequest,
@@ -48,8 +49,6 @@ PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations
 # The batch plans few nodes first: its ledger knows every node's counts, so widening is cheap and
 # the ranking is the same as planning the whole pool (see plan_shortlist).
 BATCH_SHORTLIST = 8
-UNSCHEDULABLE = "Unschedulable"
-NO_FIT = "NoFit"
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""
@@ -255,12 +254,7 @@ def plan_from_ledger(
 
 
 def _pending(reason: str, plan: Plan | None = None) -> list[dict]:
-    condition = {"type": UNSCHEDULABLE, "status": "True", "reason": NO_FIT, "message": reason}
-    rest = reason_rest(plan, reason)
-    if rest:
-        # The groups past the summary's five, for the pages (services.unschedulable does the same).
-        condition["more"] = [[count, label] for count, label in rest]
-    return [condition]
+    return [unschedulable(reason, rest=reason_rest(plan, reason))]
 
 
 def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = None) -> BatchResult:

@@ -28,7 +28,8 @@ from capacity import quota
 from capacity.conf import placer_config
 from capacity.metrics import events as metrics
 from capacity.models import Allocation, DeviceBooking, Reservation
-from capacity.models.reservations import QUEUED, QUEUED_CONDITION
+from capacity.models.reservations import NO_FIT, QUEUED, QUEUED_CONDITION, unschedulable
+from capacity.models.reservations import UNSCHEDULABLE as UNSCHEDULABLE  # views and commands read it here
 from capacity.placement import (
     ARCHIVED_REASON,
     CONFLICT,
@@ -57,13 +58,11 @@ from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
-from .hints import hints
+from .hints import Alternatives, alternatives, hints
 from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
-UNSCHEDULABLE = "Unschedulable"
-NO_FIT = "NoFit"
 MAX_PREVIEW_CANDIDATES = 10
 # Fields that capacity reads itself; everything else goes to the placement core's validator.
 SERVICE_FIELDS = ("idempotencyKey", "binding", "duration", "wait")
@@ -345,18 +344,6 @@ def pools_for(scope: Scope):
         return pools
     tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
     return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
-
-
-def unschedulable(reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] | None = None) -> dict:
-    """Return the Unschedulable condition of a pending reason.
-
-    `more` keeps the rejection groups past the summary's five, for the pages (the API shows the
-    spec's fields only), so what a page lists adds up to the pool's nodes.
-    """
-    condition = {"type": UNSCHEDULABLE, "status": "True", "reason": kind, "message": reason}
-    if rest:
-        condition["more"] = [[count, label] for count, label in rest]
-    return condition
 
 
 def _set_pending(
@@ -841,6 +828,9 @@ class Preview:
     # When it does not fit: alternatives that would (best first), or why no node ever could.
     hints: list[str] = dataclasses.field(default_factory=list)
     unsatisfiable: str | None = None
+    # The earliest window within 14 days that fits, and the node(s) it would take (the first hint's).
+    earliest: tuple[Window, list[str]] | None = None
+    no_start: str = ""  # "no start fits before …" when the 14 days were searched in vain
 
 
 def preview(
@@ -891,18 +881,20 @@ def preview(
         )
         if found is not None:
             preemptible = {"reservations": list(found.victims), "startsAt": found.at}
-    found_hints: list[str] = []
+    found = Alternatives([])
     never = None
     if not plan.fits:
         never = never_fits(request, pool_row, tenant.pk, config)
         if never is None:
-            found_hints = hints(request, pool_row, config)
+            found = alternatives(request, pool_row, config)
     return Preview(
         fits=plan.fits,
         candidates=candidates if plan.fits else [],
         reason=plan.pending_reason(),
         plan=plan,
         preemptible=preemptible,
-        hints=found_hints,
+        hints=found.hints,
         unsatisfiable=never.message if never is not None else None,
+        earliest=found.earliest,
+        no_start=found.no_start,
     )

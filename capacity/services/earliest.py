@@ -17,6 +17,7 @@ from capacity.placers.inline import PlacerConfig
 from capacity.placers.loader import to_datetime
 
 from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
+from .hints import no_start_before
 from .satisfiable import NeverFits, never_fits
 
 DEFAULT_HORIZON = timedelta(days=14)
@@ -87,10 +88,7 @@ def earliest(
         latest = request.during.start + int(horizon.total_seconds() * 1000)
         found = find_earliest(request, pool, config, latest)
         if found is None:
-            until = to_datetime(latest).strftime("%Y-%m-%dT%H:%MZ")
-            return Earliest(
-                False, None, None, f"no start fits before {until} ({_days(horizon)})", horizon, []
-            )
+            return Earliest(False, None, None, no_start_before(latest, horizon), horizon, [])
         window, plan = found
     members = plan.gang or plan.ranked
     candidates = [
@@ -115,8 +113,3 @@ def never_fits_input(
     tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
     return never_fits(request, pool, tenant.pk, config)
-
-
-def _days(horizon: timedelta) -> str:
-    hours = int(horizon.total_seconds() // 3600)
-    return f"horizon {hours // 24}d" if hours % 24 == 0 else f"horizon {hours}h"

@@ -4,34 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from capacity import quota
 from capacity.placement import NodeView, PlacementRequest, Plan
-from capacity.placement.satisfiable import UNSATISFIABLE, kinds, pool_facts, unsatisfiable
+from capacity.placement.satisfiable import UNSATISFIABLE, NeverFits, kinds, pool_facts, unsatisfiable
 from capacity.placers.index import pool_index
 from capacity.placers.inline import PlacerConfig, planner
 from capacity.placers.loader import PoolRow
 
 __all__ = ["UNSATISFIABLE", "NeverFits", "never_fits", "unsatisfiable_condition"]
-
-
-@dataclass(frozen=True)
-class NeverFits:
-    """Why a request can never be placed, and the request field the limit is about."""
-
-    message: str
-    field: str  # "class", "selector", "count", "quota" or "request"
-
-
-def _field(message: str) -> str:
-    if " has class " in message:
-        return "class"
-    if message.startswith("no device or node"):
-        return "selector"
-    if message.startswith("the largest node"):
-        return "count"
-    return "request"
 
 
 def never_fits(
@@ -71,9 +52,9 @@ def never_fits(
         grouped = index.derived.get("kinds")
         if grouped is None:
             grouped = index.derived["kinds"] = kinds(index.nodes.views)
-    message = unsatisfiable(request, facts, pool.view.id, empty, grouped)
-    if message is not None:
-        return NeverFits(message, _field(message))
+    found = unsatisfiable(request, facts, pool.view.id, empty, grouped)
+    if found is not None:
+        return found
     if not check_quota:
         return None
     demand = quota.demand(request)

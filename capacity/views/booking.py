@@ -21,7 +21,8 @@ from capacity.placement import (
     parse_selector,
 )
 from capacity.placement.reasons import rejection_label
-from capacity.services.earliest import earliest, never_fits_input
+from capacity.placers.loader import to_datetime
+from capacity.services.earliest import never_fits_input
 from config.web import login_required, page, wants_partial
 from inventory.models import Device
 
@@ -151,7 +152,7 @@ def preview(request: HttpRequest) -> HttpResponse:
             else:
                 answer = explain(result, scope_for(request.user), lease=form.lease)
                 if not result.fits:
-                    answer.update(_when(request, form, result))
+                    answer.update(_when(request, result))
     else:
         form = _request_form(
             request, initial={k: v for k, v in request.GET.items() if k in ("pool", "tenant")}
@@ -164,7 +165,7 @@ def preview(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _when(request: HttpRequest, form: RequestForm, result: services.Preview) -> dict:
+def _when(request: HttpRequest, result: services.Preview) -> dict:
     """Return what the page says when nothing fits now: never, or the earliest start and the hints.
 
     The earliest start comes with the form's fields to book exactly that window (full precision:
@@ -177,29 +178,25 @@ def _when(request: HttpRequest, form: RequestForm, result: services.Preview) -> 
     }
     if result.unsatisfiable or result.preemptible:
         return out
-    try:
-        found = earliest(form.request_data(), scope=scope)
-    except CapacityError:
+    if result.earliest is None:
+        out["earliest_reason"] = result.no_start
         return out
-    if found.fits:
-        # The earliest start is shown with its button: its hint would say it again.
-        out["hints"] = [h for h in out["hints"] if not h.startswith("fits from ")]
-        kept = [(k, v) for k, v in request.POST.items() if k not in REBOOK_DROPPED]
-        out["earliest"] = {
-            "start": found.start,
-            "end": found.end,
-            "nodes": [c["nodeId"] for c in found.candidates[:1]]
-            if not found.plan.gang
-            else [c["nodeId"] for c in found.candidates],
-            "fields": [
-                *kept,
-                ("start", found.start.isoformat()),
-                ("end", found.end.isoformat()),
-                ("idempotency_key", f"web-{uuid.uuid4().hex}"),
-            ],
-        }
-    else:
-        out["earliest_reason"] = services.redact(found.reason, scope)
+    # The earliest start is shown with its button: its hint would say it again.
+    out["hints"] = [h for h in out["hints"] if not h.startswith("fits from ")]
+    window, nodes = result.earliest
+    start, end = to_datetime(window.start), to_datetime(window.end)
+    kept = [(k, v) for k, v in request.POST.items() if k not in REBOOK_DROPPED]
+    out["earliest"] = {
+        "start": start,
+        "end": end,
+        "nodes": nodes,
+        "fields": [
+            *kept,
+            ("start", start.isoformat()),
+            ("end", end.isoformat()),
+            ("idempotency_key", f"web-{uuid.uuid4().hex}"),
+        ],
+    }
     return out
 
 

@@ -11,12 +11,13 @@ from django.db import connection
 from capacity import services
 from capacity.audit import audit
 from capacity.conf import placer_config
-from capacity.models import DeviceBooking, Reservation
+from capacity.models import DeviceBooking, QuotaCharge, Reservation
 from capacity.models.reservations import QUEUED
 from capacity.placers.batch import place_queued
 from inventory.models import NodeLabel, NodeResource
 
 from booking import NOW, ask, claimed, from_real_now
+from racing import run_threads
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,4 +122,34 @@ def test_sixteen_clients_of_one_tenant_queue_while_two_placers_race(pool, make_n
     assert Reservation.objects.filter(status="pending").exclude(QUEUED).count() == 16
     assert DeviceBooking.objects.count() == 16
     assert DeviceBooking.objects.values("device").distinct().count() == 16
+    assert audit() == []
+
+
+def test_one_tenant_racing_itself_with_requests_that_fit_wait_or_never_fit_keeps_the_books_exact(
+    pool, make_node
+):
+    """
+    2 nodes × 4 GPUs. Six connections of one tenant each ask for 2 GPUs (fits, then waits with a
+    hint once the pool is full) and for 9 GPUs (never fits: no node has 9). No refused or pending
+    request holds quota, no device is booked twice, and the audit is clean.
+    """
+    for i in range(2):
+        make_node(f"node-{i}", gpus=4)
+    make_tenant("acme")
+    cfg = dataclasses.replace(placer_config(), placer="inline")
+    errors = []
+
+    def client(i):
+        try:
+            for gpus in (2, 9, 2):
+                services.reserve(ask(gpus, start=from_real_now(1)), config=cfg)
+        except Exception as err:
+            errors.append(err)
+
+    assert run_threads(6, client) == [] and errors == []
+    assert Reservation.objects.filter(status="placed").count() == 4
+    never = Reservation.objects.filter(conditions__contains=[{"type": "Unsatisfiable"}])
+    assert never.count() == 6
+    assert not QuotaCharge.objects.filter(reservation__status="pending").exists()
+    assert DeviceBooking.objects.values("device").distinct().count() == DeviceBooking.objects.count() == 8
     assert audit() == []

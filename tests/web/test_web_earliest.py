@@ -72,3 +72,13 @@ def test_the_preview_says_when_a_request_never_fits(op, lab):
     html = op.post("/preview/", {**BASE, "count": "9"}).text
     assert "Never fits:</strong> the largest node in lab-pool has 4 gpu." in html
     assert 'id="earliest"' not in html
+
+
+def test_the_preview_says_when_nothing_fits_within_the_fourteen_days_it_searched(op, lab, book):
+    book("acme", gpus=4, duration="20d")
+    book("acme", gpus=4, duration="20d")
+    html = op.post("/preview/", {**BASE, "count": "4", "duration": "1h"}).text
+    said = re.search(r'<p class="muted" id="earliest">(.*?)</p>', html, re.S).group(1)
+    assert said.startswith("Earliest start: no start fits before ")
+    assert said.endswith(" (horizon 14d)")
+    assert "Book that window" not in html

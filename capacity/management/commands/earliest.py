@@ -9,8 +9,8 @@ from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
 from capacity.api.cli import PENDING, BerthCommand, add_request_arguments, request_from_options
-from capacity.api.earliest import horizon_text
 from capacity.services.earliest import earliest
+from capacity.services.hints import horizon_text
 
 
 def iso(moment) -> str:
@@ -38,7 +38,7 @@ class Command(BerthCommand):
         body: dict = {
             "fits": answer.fits,
             "candidates": answer.candidates,
-            "horizon": horizon_text(answer.horizon.total_seconds()),
+            "horizon": horizon_text(answer.horizon),
         }
         if answer.fits:
             body["start"], body["end"] = iso(answer.start), iso(answer.end)
