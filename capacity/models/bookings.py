@@ -121,7 +121,8 @@ class ScalarClaim(models.Model):
                 F("during"),
                 name="scalarclaim_node_during_idx",
             ),
-            GistIndex(fields=["during"], name="scalarclaim_during_idx"),
+            # No one-column index on `during`: with it, the commit's generic plan swept a node's
+            # claims through it, reading every claim of the window (1.1 of the commit's 1.5 ms).
         ]
 
     def __str__(self) -> str:

@@ -137,8 +137,8 @@ class Ledger:
         # overlaps lie in one slice of the list (found by bisection), not all over it.
         self.bookings = bookings
         self.longest = max((e - s for s, e, _ in bookings), default=0)
-        # (node name, resource) -> [(start ms, end ms, amount)]
-        self.claims: dict[tuple[str, str], list[tuple[int, int, int]]] = claims
+        # node name -> resource -> [(start ms, end ms, amount)]
+        self.claims: dict[str, dict[str, list[tuple[int, int, int]]]] = claims
 
     @classmethod
     def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
@@ -165,13 +165,13 @@ class Ledger:
             for s, e, d in zip(starts or (), ends or (), devices or (), strict=True)
             if d in device_node
         )
-        claims: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)
+        claims: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
         node_name = index.node_name
         for node, name, s, e, n in zip(
             nodes or (), names or (), c_starts or (), c_ends or (), amounts or (), strict=True
         ):
             if node in node_name:
-                claims[(node_name[node], name)].append((s, e, n))
+                claims[node_name[node]].setdefault(name, []).append((s, e, n))
         return cls(index, bookings, claims)
 
     def taken(self, window: Window) -> set[int]:
@@ -192,16 +192,7 @@ class Ledger:
 
     def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
         """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
-        wanted = {r for r, n in claims.items() if n > 0}
-        start, end = window.start, window.end
-        return WindowUse(
-            {
-                key: overlapping
-                for key, held in self.claims.items()
-                if key[1] in wanted and (overlapping := [c for c in held if c[0] < end and c[1] > start])
-            },
-            window,
-        )
+        return WindowUse(self.claims, window, sorted(r for r, n in claims.items() if n > 0))
 
     def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
         """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
@@ -218,7 +209,7 @@ class Ledger:
         self.longest = max(self.longest, w.end - w.start)
         for resource, amount in request.resources.items():
             if amount > 0:
-                held = self.claims.setdefault((ranked.node_id, resource), [])
+                held = self.claims.setdefault(ranked.node_id, {}).setdefault(resource, [])
                 if sign > 0:
                     held.append((w.start, w.end, amount))
                 else:

@@ -119,24 +119,9 @@ class PoolIndex:
             }
         return found
 
-    def short(self, claims: Mapping[str, int], used: WindowUse) -> set[str]:
+    def short(self, claims: Mapping[str, int], used: WindowUse) -> Short:
         """Return the nodes whose room in a claimed scalar (capacity − `used`) is below the claim."""
-        short: set[str] = set()
-        for resource, amount in claims.items():
-            if amount <= 0:
-                continue
-            short |= self.lacking(resource)
-            short |= self.too_small(resource, amount)
-            capacities = self.capacities(resource)
-            for (name, claimed), bound in used.bounds.items():
-                # The sum bounds the peak: only a node it could make short is swept.
-                if (
-                    claimed == resource
-                    and (room := capacities.get(name, 0)) - bound < amount
-                    and room - used[name].get(resource, 0) < amount
-                ):
-                    short.add(name)
-        return short
+        return Short(self, claims, used)
 
     def too_small(self, resource: str, amount: int) -> frozenset[str]:
         """Return the nodes whose whole capacity in a resource is below `amount` (cached per amount)."""
@@ -257,7 +242,7 @@ SELECT node_id, resource, amount, lower(during) AS lo, upper(during) AS hi FROM 
 
 def plan_reads(
     pool: PoolRow, index: PoolIndex, window: Window, claims: Mapping[str, int]
-) -> tuple[set[int], set[str], WindowUse]:
+) -> tuple[set[int], Short, WindowUse]:
     """Return the devices not free for the window, the nodes short of a claimed scalar and what is used.
 
     One query. A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when
@@ -297,14 +282,14 @@ def plan_reads(
         booked_pks, nodes, names, starts, ends, amounts = cur.fetchone()
     device_node = index.device_node
     booked = {pk for pk in booked_pks if pk in device_node}
-    held: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)
+    held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
     node_name = index.node_name
     for node, name, s, e, n in zip(
         nodes or (), names or (), starts or (), ends or (), amounts or (), strict=True
     ):
         if node in node_name:
-            held[(node_name[node], name)].append((s, e, n))
-    used = WindowUse(held, window)
+            held[node_name[node]].setdefault(name, []).append((s, e, n))
+    used = WindowUse(held, window, claimed)
     short = index.short(claims, used)
     taken = set(booked)
     if index.parent:  # only partitioned GPUs tie devices together
@@ -318,19 +303,17 @@ def plan_reads(
 class WindowUse(Mapping[str, Mapping[str, int]]):
     """Node name -> resource -> the most its claims hold at once in one window, swept when first asked.
 
-    Built from the claims that overlap the window. Their plain sum bounds the peak from above, so
-    `short` sweeps only the nodes that sum could make short; views sweep only the nodes they show.
+    `held` is node -> resource -> claims, and may hold claims outside the window and of other
+    resources (a batch's ledger hands over all of its own): each node is looked at only when
+    asked, so a request pays for the nodes it considers, not for every node with a claim. The
+    plain sum of a node's claims in the window bounds the peak from above, so `Short` sweeps only
+    the nodes that sum could make short.
     """
 
-    def __init__(self, held: Mapping[tuple[str, str], list[tuple[int, int, int]]], window: Window):
+    def __init__(self, held: Mapping[str, Mapping[str, list[tuple[int, int, int]]]], window: Window, wanted):
         self.window = window
-        self.held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
-        # (node, resource) -> the sum of its claims overlapping the window: at least their peak.
-        self.bounds: dict[tuple[str, str], int] = {}
-        start, end = window.start, window.end
-        for key, claims in held.items():
-            self.held[key[0]][key[1]] = claims
-            self.bounds[key] = sum(n for s, e, n in claims if s < end and e > start)
+        self.held = held
+        self.wanted = tuple(wanted)
         self._swept: dict[str, dict[str, int]] = {}
 
     def __getitem__(self, node: str) -> dict[str, int]:
@@ -339,10 +322,11 @@ class WindowUse(Mapping[str, Mapping[str, int]]):
             if node not in self.held:
                 raise KeyError(node)
             start, end = self.window.start, self.window.end
+            claims = self.held[node]
             found = self._swept[node] = {
                 resource: most
-                for resource, claims in self.held[node].items()
-                if (most := peak(claims, start, end))
+                for resource in self.wanted
+                if resource in claims and (most := peak(claims[resource], start, end))
             }
         return found
 
@@ -354,7 +338,49 @@ class WindowUse(Mapping[str, Mapping[str, int]]):
 
     def bound(self, node: str, resource: str) -> int:
         """Return the sum of the node's claims of a resource in the window: at least their peak."""
-        return self.bounds.get((node, resource), 0)
+        claims = self.held.get(node, {}).get(resource)
+        if not claims:
+            return 0
+        start, end = self.window.start, self.window.end
+        return sum(n for s, e, n in claims if s < end and e > start)
+
+
+class Short:
+    """The nodes whose room in a claimed scalar is below the claim, decided per node when asked.
+
+    A shortlist asks about the nodes it ranks, best first, and stops early: deciding for every node
+    with a claim up front cost more than the rest of a batch's plan.
+    """
+
+    def __init__(self, index: PoolIndex, claims: Mapping[str, int], used: WindowUse):
+        self.used = used
+        self.checks = [
+            (
+                resource,
+                amount,
+                index.lacking(resource),
+                index.too_small(resource, amount),
+                index.capacities(resource),
+            )
+            for resource, amount in sorted(claims.items())
+            if amount > 0
+        ]
+        self._memo: dict[str, bool] = {}
+
+    def __contains__(self, name: object) -> bool:
+        found = self._memo.get(name)  # type: ignore[call-overload]
+        if found is None:
+            found = self._memo[name] = any(  # type: ignore[index]
+                name in lacking or name in small or self._lacks(name, resource, amount, capacities)  # type: ignore[arg-type]
+                for resource, amount, lacking, small, capacities in self.checks
+            )
+        return found
+
+    def _lacks(self, name: str, resource: str, amount: int, capacities: Mapping[str, int]) -> bool:
+        room = capacities.get(name, 0)
+        if room - self.used.bound(name, resource) >= amount:
+            return False
+        return room - self.used.get(name, {}).get(resource, 0) < amount
 
 
 Reach = Callable[[int, int, str], float]
@@ -365,7 +391,7 @@ def shortlist_order(
     pool: PoolRow,
     index: PoolIndex,
     taken: set[int],
-    short: set[str],
+    short: Short,
     reach: Reach,
 ) -> Iterator[tuple[float, str]]:
     """Yield (reach, name) for every node that passes what the count-only ranking can check, best first.
@@ -393,7 +419,7 @@ def shortlist_order(
     excluded = request.exclude_nodes
     touched = []
     for name, used in booked.items():
-        if name not in allowed.names or name in excluded or name in short:
+        if name not in allowed.names or name in excluded:
             continue
         counts = index.totals[name]
         if any(counts.get(c, 0) - used.get(c, 0) < n for c, n in need.items()):
@@ -406,16 +432,18 @@ def shortlist_order(
         if any(dict(counts).get(c, 0) < n for c, n in need.items()):
             continue
         total = sum(dict(counts).get(c, 0) for c in need)
-        streams.append(_untouched(-reach(total, total, names[0]), names, booked, excluded, short))
+        streams.append(_untouched(-reach(total, total, names[0]), names, booked, excluded))
+    # Scalar room last, and only for the nodes taken from the stream: it may mean a sweep.
     for value, name in heapq.merge(*streams):
-        yield -value, name
+        if name not in short:
+            yield -value, name
 
 
 def _untouched(
-    value: float, names: list[str], booked: Mapping[str, object], excluded: frozenset[str], short: set[str]
+    value: float, names: list[str], booked: Mapping[str, object], excluded: frozenset[str]
 ) -> Iterator[tuple[float, str]]:
     for name in names:
-        if name not in booked and name not in excluded and name not in short:
+        if name not in booked and name not in excluded:
             yield value, name
 
 
