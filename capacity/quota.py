@@ -65,8 +65,9 @@ SELECT d.r, d.n,
 _LIMIT = f"""coalesce(
     (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = d.r),
     (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = '{DEFAULT_RESOURCE}'))"""
-CHARGE_SQL = f"""
-WITH c AS MATERIALIZED (
+# `l`: per requested resource its limit and the most held in the window; `ok`: whether all fit.
+CHECK_CTES = f"""
+c AS MATERIALIZED (
   SELECT x.resource, lower(x.during) AS lo, upper(x.during) AS hi, x.amount FROM capacity_quotacharge x
    WHERE int8range(x.tenant_id, x.tenant_id, '[]') && int8range(%(tenant)s::bigint, %(tenant)s::bigint, '[]')
      AND x.during && %(during)s::tstzrange AND x.resource = ANY(%(resources)s::text[])
@@ -85,7 +86,10 @@ WITH c AS MATERIALIZED (
                         WHERE c.resource = b.r AND c.hi < upper(%(during)s::tstzrange)) AS v) AS e), 0)
          END AS used
     FROM b
-), ok AS (SELECT NOT EXISTS (SELECT 1 FROM l WHERE l.lim IS NULL OR l.used + l.n > l.lim) AS ok),
+), ok AS (SELECT NOT EXISTS (SELECT 1 FROM l WHERE l.lim IS NULL OR l.used + l.n > l.lim) AS ok)"""
+
+CHARGE_SQL = f"""
+WITH {CHECK_CTES},
 ins AS (
   INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
   SELECT %(tenant)s::bigint, %(reservation)s::bigint, l.r, l.n, %(during)s::tstzrange

@@ -4,12 +4,18 @@ from django.db.models import Q
 from inventory.models import Pool, Tenant
 
 QUEUED_CONDITION = "Queued"
+QUEUED_MESSAGE = "queued for the pool's placer"
 UNSCHEDULABLE = "Unschedulable"
 NO_FIT = "NoFit"
 # A spot reservation regular work took back: status preempted, with this condition saying by whom and when.
 PREEMPTED_CONDITION = "Preempted"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
+
+
+def queued() -> dict:
+    """Return the Queued condition of a reservation waiting for the pool-lease placer."""
+    return {"type": QUEUED_CONDITION, "status": "True", "reason": "PoolLease", "message": QUEUED_MESSAGE}
 
 
 def unschedulable(reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] | None = None) -> dict:

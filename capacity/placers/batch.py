@@ -36,7 +36,7 @@ from capacity.placement import (
     validate_request,
 )
 
-from .commit import Committed, LostRace, Owner, read_member, send_member
+from .commit import Committed, LostRace, Owner, lock_nodes, read_locks, read_member, send_member
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse, pool_index, views_for
 from .inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
@@ -347,44 +347,54 @@ def _lock(entries: list[Entry], pool: PoolRow) -> None:
 def _commit_all(
     entries: list[Entry], pool: PoolRow, config: PlacerConfig, ledger: Ledger, now: datetime
 ) -> None:
-    """Send every fitting plan's commit behind its own savepoint; replan and resend from a lost race."""
+    """Send every fitting plan's commit behind one savepoint; replan and resend from a lost race.
+
+    One pipeline: the savepoint, one statement locking the plans' nodes in node order, then each
+    plan's guarded writes. When a plan comes up short, everything goes back to the savepoint (its
+    writes and the ones after it), that plan is planned again without the node, and the whole lot
+    is sent again: a lost race is rare, and one savepoint per plan cost a statement each (and past
+    64 of them, Postgres's cache of a transaction's subtransactions overflows).
+    """
     for e in entries:
         if e.request.gang is not None and not e.reason:
             _place_inline(e, pool, config, now)
     todo = [e for e in entries if e.fits]
-    savepoints = 0
+    rounds = 0
     while todo:
-        sent = []
+        rounds += 1
+        savepoint = f"capacity_batch_{rounds}"
+        order = sorted(range(len(todo)), key=lambda i: todo[i].index.node_pk[todo[i].plan.choice.node_id])
         failed: tuple[int, LostRace] | None = None
         with connection.connection.pipeline():
-            for e in todo:
-                savepoints += 1
-                name = f"capacity_place_{savepoints}"
-                sent.append(
-                    (
-                        name,
-                        send_member(
-                            e.request, e.plan.choice, pool, e.index, Owner(e.pk), now=now, savepoint=name
-                        ),
-                    )
-                )
-            for i, (e, (_name, s)) in enumerate(zip(todo, sent, strict=True)):
+            with connection.cursor() as plain:
+                plain.execute(f"SAVEPOINT {savepoint}")
+            locks = lock_nodes(
+                pool,
+                [(todo[i].index.node_pk[todo[i].plan.choice.node_id], todo[i].tenant_slug) for i in order],
+            )
+            sent = [
+                send_member(e.request, e.plan.choice, pool, e.index, Owner(e.pk), now=now, locked=True)
+                for e in todo
+            ]
+            schedulable = [True] * len(todo)
+            for i, ok in zip(order, read_locks(locks), strict=True):
+                schedulable[i] = ok
+            for i, (e, s) in enumerate(zip(todo, sent, strict=True)):
                 if failed is not None:
-                    s.lock.close()
-                    s.write.close()
+                    s.close()
                     continue
                 try:
-                    e.committed = [read_member(s)]
+                    e.committed = [read_member(s, schedulable[i])]
                 except LostRace as lost:
                     failed = (i, lost)
-                # ArchivedMeanwhile cannot come while the batch holds the pool row.
         if failed is None:
             return
         i, lost = failed
-        e, rest = todo[i], todo[i + 1 :]
         with connection.cursor() as cur:
-            cur.execute(f"ROLLBACK TO SAVEPOINT {sent[i][0]}")  # undoes this plan's commit and the rest
-        e.committed = []
+            cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")  # undoes every commit of this round
+        e = todo[i]
+        for other in todo:
+            other.committed = []
         ledger.book(e.request, e.plan.choice, e.index, sign=-1)
         e.lost.append(lost.reason)
         e.request = e.request.with_excluded(lost.node)
@@ -392,7 +402,7 @@ def _commit_all(
             e.reason = f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(e.lost)}"
         else:
             _plan_entry(e, pool, config, ledger)
-        todo = ([e] if e.fits else []) + rest
+        todo = [other for other in todo if other.fits]
 
 
 def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) -> None:
@@ -400,7 +410,7 @@ def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) 
     outcome: Outcome = place(
         e.request, pool.view.id, Owner(e.pk), config, pool=pool, now=now, holds_pool=True
     )
-    e.lost = outcome.lost
+    e.lost = [*e.lost, *outcome.lost]  # the batch's own lost races count too
     if outcome.status == "placed":
         e.committed = outcome.committed
         e.preempted = outcome.preempted

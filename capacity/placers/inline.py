@@ -25,7 +25,7 @@ from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .index import PoolIndex, Reach, Used, plan_reads, pool_index, shortlist_order, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
-SHORTLIST_SIZE = 48
+SHORTLIST_SIZE = 16
 SCORE_EPSILON = 1e-9
 INLINE = "inline"
 POOL_LEASE = "pool-lease"
@@ -153,7 +153,7 @@ def plan_shortlist(
     """
     ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
     guarded = max(config.top_n, protect)
-    size = size or max(SHORTLIST_SIZE, 8 * guarded)
+    size = size or max(SHORTLIST_SIZE, 2 * guarded)
     scored = list(islice(ordered, size + 1))
     while scored:
         keep = scored[:size]

@@ -14,10 +14,17 @@ AND n.provision_state = 'active' AND n.converged
 AND n.connectivity = 'connected'
 """
 
-# Schedulable for the tenant whose slug is bound as %(tenant)s: its own dedication is tolerated.
-SCHEDULABLE_TOLERATING = (
-    _ELIGIBLE + "AND cardinality(array_remove(n.no_schedule_reasons, 'dedicated=' || %(tenant)s::text)) = 0"
-)
+
+def schedulable_tolerating(tenant: str) -> str:
+    """Return the check that `n` is schedulable for the tenant whose slug is the SQL `tenant`.
+
+    The tenant's own dedication is tolerated.
+    """
+    return _ELIGIBLE + f"AND cardinality(array_remove(n.no_schedule_reasons, 'dedicated=' || {tenant})) = 0"
+
+
+# Schedulable for the tenant whose slug is bound as %(tenant)s.
+SCHEDULABLE_TOLERATING = schedulable_tolerating("%(tenant)s::text")
 
 # Schedulable for some tenant: no reason, or one dedication alone (wakes that tenant's pending work).
 MAY_BE_SCHEDULABLE = (

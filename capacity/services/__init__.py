@@ -29,7 +29,9 @@ from capacity.conf import placer_config
 from capacity.metrics import events as metrics
 from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.models.reservations import NO_FIT, QUEUED, QUEUED_CONDITION, unschedulable
+from capacity.models.reservations import QUEUED_MESSAGE as QUEUED_MESSAGE  # pages and tests read it here
 from capacity.models.reservations import UNSCHEDULABLE as UNSCHEDULABLE  # views and commands read it here
+from capacity.models.reservations import queued as queued_condition
 from capacity.placement import (
     ARCHIVED_REASON,
     CONFLICT,
@@ -58,6 +60,7 @@ from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
+from . import queued as queue_at_once
 from .hints import Alternatives, alternatives, hints
 from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
 
@@ -85,7 +88,6 @@ PENDING_RETRY_BATCH = 50
 RELEASE_RETRY_BATCH = 8
 # With the pool-lease placer, `wait: {timeoutMs}` holds the answer until the batch ran, at most 30 s.
 MAX_WAIT_MS = 30_000
-QUEUED_MESSAGE = "queued for the pool's placer"
 
 
 @dataclass(frozen=True)
@@ -462,6 +464,22 @@ def reserve(
         never_fits(request, pool, tenant.pk, config, plan_empty=False, check_quota=False) if queue else None
     )
     queue = queue and never is None
+    fields = {
+        "tenant": tenant,
+        "pool_id": pool.pk,
+        # The owner is the reservation itself: stored_request() puts its id back.
+        "request": {
+            "input": stored_input(data),
+            "placement": {k: v for k, v in core.items() if k != "reservationId"},
+        },
+        "idempotency_key": key,
+        "priority": request.priority,
+        "binding": extra["binding"],
+        "starts_at": to_datetime(request.during.start),
+        "ends_at": to_datetime(request.during.end),
+    }
+    if queue and not pool.view.archived and queue_at_once.can_queue_at_once():
+        return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"])
     with transaction.atomic():
         if key is not None:
             existing = _idempotent(tenant, key, data)
@@ -471,27 +489,9 @@ def reserve(
         if admission is not None and not archived:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
-        fields = {
-            "tenant": tenant,
-            "pool_id": pool.pk,
-            # The owner is the reservation itself: stored_request() puts its id back.
-            "request": {
-                "input": stored_input(data),
-                "placement": {k: v for k, v in core.items() if k != "reservationId"},
-            },
-            "idempotency_key": key,
-            "priority": request.priority,
-            "binding": extra["binding"],
-            "starts_at": to_datetime(request.during.start),
-            "ends_at": to_datetime(request.during.end),
-        }
         reservation = _insert_reservation(fields, queued=queue and not archived)
         if reservation is None:
-            # A concurrent request with the same key committed first: answer with its reservation.
-            existing = _idempotent(tenant, key, data)
-            if existing is None:
-                raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
-            return ReserveResult(existing, created=False)
+            return ReserveResult(_taken_key(tenant, key, data), created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
         if archived:
             _set_pending(reservation, ARCHIVED_REASON)
@@ -512,6 +512,41 @@ def reserve(
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
+
+
+def _queue(
+    data: Mapping[str, Any],
+    tenant: Tenant,
+    request: PlacementRequest,
+    fields: dict[str, Any],
+    admission: Any,
+    config: PlacerConfig,
+    wait_ms: int,
+) -> ReserveResult:
+    """Queue a request for the pool-lease placer: insert, charge and commit in one round trip."""
+    key = fields["idempotency_key"]
+    if key is not None:
+        existing = _idempotent(tenant, key, data)
+        if existing is not None:
+            return ReserveResult(existing, created=False)
+    if admission is not None:
+        run_admit(config.plugins, request, admission)
+    reservation = queue_at_once.queue(
+        fields, tenant.slug, quota.demand(request), request.during, timezone.now()
+    )
+    if reservation is None:
+        return ReserveResult(_taken_key(tenant, key, data), created=False)
+    if wait_ms:
+        reservation = await_placer(reservation, wait_ms)
+    return ReserveResult(reservation, created=True, outcome=Outcome("queued"))
+
+
+def _taken_key(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservation:
+    """Return the reservation of a concurrent request with the same key that committed first."""
+    existing = _idempotent(tenant, key, data)
+    if existing is None:
+        raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
+    return existing
 
 
 def check_gang_size(request: PlacementRequest, pool: PoolRow) -> None:
@@ -581,11 +616,7 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
     condition and wakes the pool's placer at commit.
     """
     now = timezone.now()
-    conditions = (
-        [{"type": QUEUED_CONDITION, "status": "True", "reason": "PoolLease", "message": QUEUED_MESSAGE}]
-        if queued
-        else []
-    )
+    conditions = [queued_condition()] if queued else []
     # In a pipeline, the transaction's BEGIN travels with the statement.
     with prepared_cursor() as cur, connection.connection.pipeline():
         cur.execute(

@@ -3,18 +3,21 @@
 import dataclasses
 import io
 import random
+import re
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from test_lost_races import racer, steal
 
 from capacity import port, services
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, QuotaCharge, Reservation, ScalarClaim
+from capacity.models import Allocation, DeviceBooking, Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window, validate_request
 from capacity.placement.timeline import peak
 from capacity.placers.batch import (
@@ -165,6 +168,89 @@ def test_a_lost_race_rolls_back_the_later_plans_and_sends_them_again(tenant, oth
     nodes = {services.allocations_of(r)[0]["nodeId"] for r in (first, second)}
     assert nodes == {"node-b", "node-c"}
     assert Allocation.objects.filter(reservation__in=[first.pk, second.pk]).count() == 2
+
+
+def test_a_node_cordoned_after_the_batch_planned_is_replanned_and_the_plans_before_it_still_place(
+    tenant, make_node
+):
+    """
+    node-a: [ ][ ]  ← the first plan lands here and stays
+    node-b: [ ][ ]  ← the second plan's node, cordoned once the batch planned; it moves to node-c
+    node-c: [ ][ ]
+    """
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=2)
+    first, second = queue(ask(2)), queue(ask(2))
+    cfg = lease(plugins=(racer({"node-b": lambda: nodes.cordon("node-b")}),), top_n=1)
+    result = place_batch(first.pool_id, cfg)
+    assert result.placed == [first.pk, second.pk]
+    assert result.lost == ["node-b is no longer schedulable"]
+    assert services.allocations_of(first)[0]["nodeId"] == "node-a"
+    assert services.allocations_of(second)[0]["nodeId"] == "node-c"
+    assert Allocation.objects.count() == 2
+    assert DeviceBooking.objects.count() == 4
+
+
+def test_a_batch_commits_on_a_node_dedicated_to_its_tenant_and_not_on_one_dedicated_to_another(
+    tenant, other_tenant, make_node
+):
+    """
+    node-a: [ ][ ]  dedicated to acme: acme's request lands here
+    node-b: [ ][ ]  dedicated to globex, after globex's request was planned on it
+    """
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    nodes.dedicate("node-a", "acme")
+    ours, theirs = queue(ask(2)), queue(ask(2, tenant="globex", excludeNodes=["node-a"]))
+    cfg = lease(plugins=(racer({"node-b": lambda: nodes.dedicate("node-b", "acme")}),), top_n=1)
+    result = place_batch(ours.pool_id, cfg)
+    assert result.placed == [ours.pk]
+    assert result.pending == [theirs.pk]
+    assert services.allocations_of(ours)[0]["nodeId"] == "node-a"
+    assert result.lost == ["node-b is no longer schedulable"]
+
+
+def test_queueing_is_one_round_trip_after_the_lookup_and_commits_before_it_answers(tenant, make_node):
+    """BEGIN, the quota lock, the insert with its charges and COMMIT go in one pipeline."""
+    make_node("node-a", gpus=2)
+    queue(ask(1))  # the first request builds the pool's index
+    with CaptureQueriesContext(connection) as statements:
+        reservation = queue(ask(1))
+    sent = [
+        re.search(r"[A-Z]+", q["sql"].removeprefix("QUERY = ")).group() for q in statements.captured_queries
+    ]
+    assert sent == ["SELECT", "BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    seen = in_other_connection(
+        lambda: (
+            Reservation.objects.get(pk=reservation.pk).conditions[0]["type"],
+            QuotaCharge.objects.filter(reservation=reservation.pk).count(),
+        )
+    )
+    assert seen == ("Queued", 1)
+
+
+def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(tenant, make_node):
+    make_node("node-a", gpus=8)
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=2)
+    queue(ask(2))
+    with pytest.raises(CapacityError) as refused:
+        queue(ask(1))
+    assert refused.value.code == "QUOTA_EXCEEDED"
+    assert str(refused.value) == "quota exceeded for acme: gpu 2 used + 1 requested > limit 2"
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert Reservation.objects.count() == 1
+    assert QuotaCharge.objects.count() == 1
+    Quota.objects.filter(tenant=tenant).update(limit=3)
+    assert queue(ask(1)).conditions[0]["type"] == "Queued"
+
+
+def in_other_connection(read):
+    """Return what `read` finds on a connection of its own (committed rows only)."""
+    found = []
+    worker = Background(lambda: found.append(read()))
+    worker.join()
+    return found[0]
 
 
 def test_a_pool_archived_after_queueing_places_nothing_and_refunds(tenant, make_node, pool):

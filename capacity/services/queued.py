@@ -1,0 +1,116 @@
+"""Queue a reservation for the pool-lease placer in one round trip.
+
+BEGIN, the tenant's quota lock, one statement that checks the quota and inserts the reservation
+with its charges (or nothing at all), and COMMIT travel to Postgres together in a pipeline. The
+lock is its own statement before the check, so the check's snapshot sees every charge committed
+by a transaction the lock waited for, as `quota.charge` has it. A refused charge writes nothing
+and the empty transaction commits. Queueing used to take four round trips (insert, lock and
+charge, commit, with the lookup before them); the client's wait for them was what bounded one
+client's rate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from capacity import quota
+from capacity.models import Reservation
+from capacity.models.reservations import queued
+from capacity.placement import Window
+from capacity.placers.batch import QUEUED_CHANNEL
+from capacity.placers.db import prepared_cursor
+from capacity.placers.loader import window_range
+
+# The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds.
+_QUEUE_SQL = f"""
+WITH {quota.CHECK_CTES},
+r AS (
+  INSERT INTO capacity_reservation
+         (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
+          starts_at, ends_at, created_at, updated_at)
+  SELECT %(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', %(conditions)s::jsonb,
+         %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
+         %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz
+   WHERE (SELECT ok FROM ok)
+  ON CONFLICT DO NOTHING
+  RETURNING id, pool_id
+), ins AS (
+  INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
+  SELECT %(tenant)s::bigint, r.id, l.r, l.n, %(during)s::tstzrange FROM l, r
+  RETURNING 1
+)
+SELECT (SELECT id FROM r), (SELECT ok FROM ok), (SELECT count(*) FROM ins),
+       (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r),
+       ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r),
+       ARRAY(SELECT l.used FROM l ORDER BY l.r), ARRAY(SELECT l.lim FROM l ORDER BY l.r)
+"""
+
+
+def can_queue_at_once() -> bool:
+    """Return whether queue() may open and commit its own transaction (no caller's is open)."""
+    return not connection.in_atomic_block
+
+
+def queue(
+    fields: Mapping[str, Any], tenant_slug: str, amounts: Mapping[str, int], window: Window, now: datetime
+) -> Reservation | None:
+    """Insert a queued reservation with its quota charges and commit, in one round trip.
+
+    Return None when the idempotency key is taken (nothing written). Raise QUOTA_EXCEEDED, as
+    quota.charge does, when a limit would be passed: then nothing is written either.
+    """
+    names = sorted(amounts)
+    conditions = [queued()]
+    tenant = fields["tenant"]
+    params = {
+        "class": quota.QUOTA_LOCK_CLASS,
+        "tenant": tenant.pk,
+        "pool": fields["pool_id"],
+        "request": json.dumps(fields["request"]),  # as the JSONField would write it
+        "conditions": json.dumps(conditions),
+        "key": fields["idempotency_key"],
+        "priority": fields["priority"],
+        "binding": fields["binding"],
+        "starts_at": fields["starts_at"],
+        "ends_at": fields["ends_at"],
+        "now": now,
+        "resources": names,
+        "amounts": [amounts[r] for r in names],
+        "during": window_range(window),
+    }
+    connection.ensure_connection()
+    raw = connection.connection
+    try:
+        with raw.pipeline():
+            with connection.cursor() as plain:
+                plain.execute("BEGIN")
+            lock, cur = prepared_cursor(), prepared_cursor()
+            lock.execute(quota.LOCK_SQL, params)
+            cur.execute(_QUEUE_SQL, params)
+            with connection.cursor() as plain:
+                plain.execute("COMMIT")
+            pk, _ok, _charged, _notified, resources, requested, used, limits = cur.fetchone()
+            lock.close()
+            cur.close()
+    except BaseException:
+        raw.rollback()  # out of the aborted pipeline and transaction; a no-op once committed
+        raise
+    if pk is None:
+        rows = list(zip(resources, requested, used, limits, [0] * len(resources), strict=True))
+        quota.check(tenant_slug, rows)  # raises when a limit said no
+        return None  # the key was taken
+    reservation = Reservation(
+        id=pk,
+        status=Reservation.Status.PENDING,
+        conditions=conditions,
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
+    reservation._state.adding = False
+    return reservation
