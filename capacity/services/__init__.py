@@ -31,7 +31,6 @@ from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.models.reservations import NO_FIT, QUEUED, QUEUED_CONDITION, unschedulable
 from capacity.models.reservations import QUEUED_MESSAGE as QUEUED_MESSAGE  # pages and tests read it here
 from capacity.models.reservations import UNSCHEDULABLE as UNSCHEDULABLE  # views and commands read it here
-from capacity.models.reservations import queued as queued_condition
 from capacity.placement import (
     ARCHIVED_REASON,
     CONFLICT,
@@ -47,7 +46,6 @@ from capacity.placement import (
     run_admit,
     validate_request,
 )
-from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.commit import Owner
 from capacity.placers.db import prepared_cursor
 from capacity.placers.index import pool_index
@@ -60,7 +58,7 @@ from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
-from . import queued as queue_at_once
+from . import insert
 from .hints import Alternatives, alternatives, hints
 from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
 
@@ -363,11 +361,12 @@ def _apply(
     pool: PoolRow | None = None,
     now: datetime | None = None,
     explain: bool = False,
+    charged: bool = False,
 ) -> Outcome:
     """Charge quota, place, and record the outcome on the reservation (in the caller's transaction).
 
     With `explain` (a new reservation, not a retry) a pending outcome also says whether it could
-    ever fit (Unsatisfiable) or what would (the best hint).
+    ever fit (Unsatisfiable) or what would (the best hint). `charged`: the insert charged it.
 
     A refused charge raises QUOTA_EXCEEDED having written nothing. `now` is the placement's time
     (when spot work it takes back ends, at the earliest).
@@ -385,7 +384,8 @@ def _apply(
             raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
         outcome = place_lease(request, pool, owner, config, charge=charge, now=stamp)
     else:
-        charge(quota.demand(request))
+        if not charged:
+            charge(quota.demand(request))
         outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
     metrics.placement(
         INLINE, outcome.status, reason=outcome.reason, lost=len(outcome.lost), preempted=outcome.preempted
@@ -478,7 +478,7 @@ def reserve(
         "starts_at": to_datetime(request.during.start),
         "ends_at": to_datetime(request.during.end),
     }
-    if queue and not pool.view.archived and queue_at_once.can_queue_at_once():
+    if queue and not pool.view.archived and insert.can_commit_at_once():
         return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"])
     with transaction.atomic():
         if key is not None:
@@ -489,7 +489,22 @@ def reserve(
         if admission is not None and not archived:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
-        reservation = _insert_reservation(fields, queued=queue and not archived)
+        # Charged with the insert, in one round trip: everything but what places nothing now
+        # (archived, never fits) and leases, whose charge depends on the node they take.
+        # Queued: the batch refunds it if the request ends up pending.
+        charged = not archived and not request.lease and never is None
+        if charged:
+            reservation = insert.insert_charged(
+                fields,
+                tenant.slug,
+                quota.demand(request),
+                request.during,
+                timezone.now(),
+                queued=queue,
+                commit=False,
+            )
+        else:
+            reservation = _insert_reservation(fields)
         if reservation is None:
             return ReserveResult(_taken_key(tenant, key, data), created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
@@ -498,9 +513,6 @@ def reserve(
             reservation.save(update_fields=["status", "conditions", "updated_at"])
             outcome = Outcome("pending", reason=ARCHIVED_REASON)
         elif queue:
-            # Queued: quota is charged at admission; the batch refunds it if the request ends up
-            # pending. A refusal rolls the row back with it.
-            quota.charge(tenant.pk, tenant.slug, reservation.pk, quota.demand(request), request.during)
             outcome = Outcome("queued")
         elif never is not None:
             outcome = Outcome("pending", reason=never.message)
@@ -508,7 +520,7 @@ def reserve(
             _mark_unsatisfiable(reservation, never)
             reservation.save(update_fields=["status", "conditions", "updated_at"])
         else:
-            outcome = _apply(reservation, tenant, request, config, pool, now, explain=True)
+            outcome = _apply(reservation, tenant, request, config, pool, now, explain=True, charged=charged)
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -531,8 +543,8 @@ def _queue(
             return ReserveResult(existing, created=False)
     if admission is not None:
         run_admit(config.plugins, request, admission)
-    reservation = queue_at_once.queue(
-        fields, tenant.slug, quota.demand(request), request.during, timezone.now()
+    reservation = insert.insert_charged(
+        fields, tenant.slug, quota.demand(request), request.during, timezone.now(), queued=True, commit=True
     )
     if reservation is None:
         return ReserveResult(_taken_key(tenant, key, data), created=False)
@@ -591,32 +603,26 @@ def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
             placed.clear()
 
 
-# A queued row wakes the placer (at commit) in the same statement.
-_INSERT_RESERVATION_SQL = f"""
-WITH r AS (
-  INSERT INTO capacity_reservation
-         (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
-          starts_at, ends_at, created_at, updated_at)
-  VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, %(status)s::text, %(conditions)s::jsonb,
-          %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
-          %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
-  ON CONFLICT DO NOTHING
-  RETURNING id, pool_id
-)
-SELECT r.id, CASE WHEN %(queued)s::boolean THEN pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) END
-  FROM r
+_INSERT_RESERVATION_SQL = """
+INSERT INTO capacity_reservation
+       (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
+        starts_at, ends_at, created_at, updated_at)
+VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', '[]'::jsonb,
+        %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
+        %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
+ON CONFLICT DO NOTHING
+RETURNING id
 """
 
 
-def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Reservation | None:
-    """Insert a pending reservation in one prepared statement; None when its idempotency key is taken.
+def _insert_reservation(fields: dict[str, Any]) -> Reservation | None:
+    """Insert a pending reservation, uncharged, in one prepared statement; None when its key is taken.
 
-    The ORM's create() costs more than the statement itself on the placement path; the row is the
-    same one it would write (status pending, both stamps now). A `queued` row gets its Queued
-    condition and wakes the pool's placer at commit.
+    The ORM's create() costs more than the statement itself; the row is the same one it would
+    write (status pending, both stamps now). Most new reservations are inserted with their charges
+    instead (capacity.services.insert).
     """
     now = timezone.now()
-    conditions = [queued_condition()] if queued else []
     # In a pipeline, the transaction's BEGIN travels with the statement.
     with prepared_cursor() as cur, connection.connection.pipeline():
         cur.execute(
@@ -625,9 +631,6 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
                 "tenant": fields["tenant"].pk,
                 "pool": fields["pool_id"],
                 "request": json.dumps(fields["request"]),  # as the JSONField would write it
-                "status": Reservation.Status.PENDING,
-                "conditions": json.dumps(conditions),
-                "queued": queued,
                 "key": fields["idempotency_key"],
                 "priority": fields["priority"],
                 "binding": fields["binding"],
@@ -640,12 +643,7 @@ def _insert_reservation(fields: dict[str, Any], *, queued: bool = False) -> Rese
     if row is None:
         return None
     reservation = Reservation(
-        id=row[0],
-        status=Reservation.Status.PENDING,
-        conditions=conditions,
-        created_at=now,
-        updated_at=now,
-        **fields,
+        id=row[0], status=Reservation.Status.PENDING, conditions=[], created_at=now, updated_at=now, **fields
     )
     reservation._state.adding = False
     return reservation

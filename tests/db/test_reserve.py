@@ -259,7 +259,7 @@ def test_a_gpu_split_into_slices_is_not_offered_whole_and_its_slices_are(tenant,
 
 
 def test_reserve_runs_a_fixed_number_of_queries_whatever_the_pool_size(tenant, make_node, site):
-    """Queries per placement stay flat from 5 to 60 nodes (the shortlist plans at most 48)."""
+    """Queries per placement stay flat from 5 to 60 nodes (the shortlist plans 16 nodes at first)."""
     counts = []
     for size in (5, 60):
         pool = Pool.objects.create(slug=f"p{size}", name="p", site=site)

@@ -1,12 +1,12 @@
-"""Queue a reservation for the pool-lease placer in one round trip.
+"""Insert a new reservation together with its quota charges: one round trip, or nothing written.
 
-BEGIN, the tenant's quota lock, one statement that checks the quota and inserts the reservation
-with its charges (or nothing at all), and COMMIT travel to Postgres together in a pipeline. The
-lock is its own statement before the check, so the check's snapshot sees every charge committed
-by a transaction the lock waited for, as `quota.charge` has it. A refused charge writes nothing
-and the empty transaction commits. Queueing used to take four round trips (insert, lock and
-charge, commit, with the lookup before them); the client's wait for them was what bounded one
-client's rate.
+The tenant's quota lock, then one statement that checks the quota and inserts the reservation
+with its charges (or nothing at all), travel to Postgres together in a pipeline. The lock is its
+own statement before the check, so the check's snapshot sees every charge committed by a
+transaction the lock waited for, as `quota.charge` has it. Queueing for the pool-lease placer
+adds BEGIN and COMMIT to the same pipeline; a refused charge then commits an empty transaction.
+Queueing used to take four round trips (insert, lock and charge, commit, after the lookup): the
+client's wait for them bounded one client's rate.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from django.db import connection
 
 from capacity import quota
 from capacity.models import Reservation
-from capacity.models.reservations import queued
+from capacity.models.reservations import queued as queued_condition
 from capacity.placement import Window
 from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.db import prepared_cursor
 from capacity.placers.loader import window_range
 
 # The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds.
-_QUEUE_SQL = f"""
+_INSERT_SQL = f"""
 WITH {quota.CHECK_CTES},
 r AS (
   INSERT INTO capacity_reservation
@@ -45,27 +45,36 @@ r AS (
   RETURNING 1
 )
 SELECT (SELECT id FROM r), (SELECT ok FROM ok), (SELECT count(*) FROM ins),
-       (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r),
+       (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r WHERE %(queued)s::boolean),
        ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r),
        ARRAY(SELECT l.used FROM l ORDER BY l.r), ARRAY(SELECT l.lim FROM l ORDER BY l.r)
 """
 
 
-def can_queue_at_once() -> bool:
-    """Return whether queue() may open and commit its own transaction (no caller's is open)."""
+def can_commit_at_once() -> bool:
+    """Return whether insert_charged() may open and commit its own transaction (no caller's is open)."""
     return not connection.in_atomic_block
 
 
-def queue(
-    fields: Mapping[str, Any], tenant_slug: str, amounts: Mapping[str, int], window: Window, now: datetime
+def insert_charged(
+    fields: Mapping[str, Any],
+    tenant_slug: str,
+    amounts: Mapping[str, int],
+    window: Window,
+    now: datetime,
+    *,
+    queued: bool,
+    commit: bool,
 ) -> Reservation | None:
-    """Insert a queued reservation with its quota charges and commit, in one round trip.
+    """Insert a pending reservation with its quota charges in one round trip; `queued` adds its
+    Queued condition and wakes the pool's placer.
 
+    With `commit` the pipeline opens and commits its own transaction; else it runs in the caller's.
     Return None when the idempotency key is taken (nothing written). Raise QUOTA_EXCEEDED, as
     quota.charge does, when a limit would be passed: then nothing is written either.
     """
     names = sorted(amounts)
-    conditions = [queued()]
+    conditions = [queued_condition()] if queued else []
     tenant = fields["tenant"]
     params = {
         "class": quota.QUOTA_LOCK_CLASS,
@@ -73,6 +82,7 @@ def queue(
         "pool": fields["pool_id"],
         "request": json.dumps(fields["request"]),  # as the JSONField would write it
         "conditions": json.dumps(conditions),
+        "queued": queued,
         "key": fields["idempotency_key"],
         "priority": fields["priority"],
         "binding": fields["binding"],
@@ -87,18 +97,19 @@ def queue(
     raw = connection.connection
     try:
         with raw.pipeline():
-            with connection.cursor() as plain:
-                plain.execute("BEGIN")
+            if commit:
+                _plain("BEGIN")
             lock, cur = prepared_cursor(), prepared_cursor()
             lock.execute(quota.LOCK_SQL, params)
-            cur.execute(_QUEUE_SQL, params)
-            with connection.cursor() as plain:
-                plain.execute("COMMIT")
+            cur.execute(_INSERT_SQL, params)
+            if commit:
+                _plain("COMMIT")
             pk, _ok, _charged, _notified, resources, requested, used, limits = cur.fetchone()
             lock.close()
             cur.close()
     except BaseException:
-        raw.rollback()  # out of the aborted pipeline and transaction; a no-op once committed
+        if commit:
+            raw.rollback()  # out of the aborted pipeline and transaction
         raise
     if pk is None:
         rows = list(zip(resources, requested, used, limits, [0] * len(resources), strict=True))
@@ -114,3 +125,8 @@ def queue(
     )
     reservation._state.adding = False
     return reservation
+
+
+def _plain(statement: str) -> None:
+    with connection.cursor() as cur:
+        cur.execute(statement)
