@@ -127,8 +127,14 @@ class Stream:
     errors: list[str] = field(default_factory=list)
 
 
-def requests_for(seed: int, count: int, pool: str, clients: int) -> list[list[dict]]:
-    """Return per-client request lists: sizes weighted 0.4/0.3/0.2/0.1, windows within two weeks."""
+def requests_for(
+    seed: int, count: int, pool: str, clients: int, tenants: int | None = None
+) -> list[list[dict]]:
+    """Return per-client request lists: sizes weighted 0.4/0.3/0.2/0.1, windows within two weeks.
+
+    Client i books as tenant bench-<i mod tenants> (a tenant per client unless `tenants` says).
+    """
+    tenants = tenants or clients
     rng = random.Random(seed)
     now = timezone.now().replace(microsecond=0)
     per_client: list[list[dict]] = [[] for _ in range(clients)]
@@ -138,7 +144,7 @@ def requests_for(seed: int, count: int, pool: str, clients: int) -> list[list[di
         end = start + timedelta(hours=rng.choice((4, 12, 24, 48, 72)))
         per_client[n % clients].append(
             {
-                "tenantId": f"bench-{n % clients}",
+                "tenantId": f"bench-{n % clients % tenants}",
                 "poolId": pool,
                 "devices": [{"class": "gpu", "count": gpus}],
                 "resources": {"vcpu": 16 * gpus, "memoryGiB": 128 * gpus},
@@ -163,7 +169,14 @@ def _placer_worker(config, stop) -> None:
 
 
 def run(
-    nodes: int, count: int, clients: int, seed: int, previews: int, progress=None, placer: str = "inline"
+    nodes: int,
+    count: int,
+    clients: int,
+    seed: int,
+    previews: int,
+    progress=None,
+    placer: str = "inline",
+    one_tenant: bool = False,
 ) -> dict:
     """Build the pool, place the stream, and return the figures.
 
@@ -175,7 +188,8 @@ def run(
     config = dataclasses.replace(placer_config(), placer=placer)
     batching = placer == POOL_LEASE
     streams = [Stream() for _ in range(clients)]
-    plans = requests_for(seed, count, pool.slug, clients)
+    tenants = 1 if one_tenant else clients
+    plans = requests_for(seed, count, pool.slug, clients, tenants)
 
     # Queries per placement, counted on a separate warm-up sample so the timed run is not slowed.
     sample = requests_for(seed + 1, config.max_batch if batching else 20, pool.slug, 1)[0]
@@ -259,6 +273,7 @@ def run(
         "placer": placer,
         "nodes": nodes,
         "clients": clients,
+        "tenants": tenants,
         "requests": count,
         "placed": sum(s.placed for s in streams),
         "pending": sum(s.pending for s in streams),

@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--previews", type=int, default=100)
         parser.add_argument(
+            "--one-tenant", action="store_true", help="every client books as the one tenant bench-0"
+        )
+        parser.add_argument(
             "--placer",
             choices=PLACERS,
             default=INLINE,
@@ -51,7 +54,19 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, nodes, count, clients, seed, previews, placer, spot_fill, repair, earliest, **options
+        self,
+        *args,
+        nodes,
+        count,
+        clients,
+        seed,
+        previews,
+        placer,
+        spot_fill,
+        repair,
+        earliest,
+        one_tenant,
+        **options,
     ):
         def bar(items):
             return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
@@ -82,11 +97,14 @@ class Command(BaseCommand):
                 raise CommandError("--spot-fill must be above 0 and at most 1")
             return self.preemption(nodes, count, seed, spot_fill, previews, bar)
 
-        figures = run(nodes, count, clients, seed, previews, progress=bar, placer=placer)
+        figures = run(
+            nodes, count, clients, seed, previews, progress=bar, placer=placer, one_tenant=one_tenant
+        )
         self.stdout.write(
             f"{figures['placements_per_s']} placements/s over {figures['requests']} requests "
             f"({figures['placed']} placed, {figures['pending']} pending, {figures['lost_races']} lost races) "
-            f"on {figures['nodes']} nodes with {figures['clients']} client(s), {placer} placer\n"
+            f"on {figures['nodes']} nodes with {figures['clients']} client(s) of {figures['tenants']} tenant(s), "
+            f"{placer} placer\n"
             f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
             f"{figures['queries_per_placement']} queries per placement\n"
             + (
