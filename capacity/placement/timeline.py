@@ -16,12 +16,14 @@ def peak(held: Iterable[Held], start: int, end: int) -> int:
 
     Back-to-back intervals never add up: an interval ending at t is gone before one starting at t.
     """
+    # Comparisons rather than max() and min(): this runs for every node a placement considers.
     events: list[tuple[int, int]] = []
     for s, e, amount in held:
-        s, e = max(s, start), min(e, end)
-        if s < e and amount:
-            events.append((s, amount))
-            events.append((e, -amount))
+        if s < end and e > start and s < e and amount:
+            events.append((s if s > start else start, amount))
+            events.append((e if e < end else end, -amount))
+    if len(events) == 2:
+        return max(events[0][1], 0)
     # At one instant negative deltas sort first: ends are applied before starts.
     events.sort()
     running = best = 0
