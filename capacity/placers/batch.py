@@ -46,9 +46,6 @@ from .loader import NodeIndex, PoolRow, load_pool, window_range
 PLACER_LOCK_CLASS = 0x42455254  # "BERT"
 QUEUED_CHANNEL = "capacity_queued"  # payload: the pool's pk, sent when a reservation is queued
 PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations, sent at its commit
-# The batch plans few nodes first: its ledger knows every node's counts, so widening is cheap and
-# the ranking is the same as planning the whole pool (see plan_shortlist).
-BATCH_SHORTLIST = 8
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""
@@ -235,7 +232,6 @@ def plan_from_ledger(
             short,
             used,
             plan,
-            size=max(BATCH_SHORTLIST, 2 * config.top_n),
         )
         if found is not None:
             return found

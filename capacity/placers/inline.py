@@ -25,7 +25,9 @@ from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .index import PoolIndex, Reach, Used, plan_reads, pool_index, shortlist_order, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
 
-SHORTLIST_SIZE = 16
+# Nodes a shortlist plans first: twice the guarded top N, at least this many. The placer's reads
+# give every node's counts, so widening (when a node outside could still rank) is cheap and exact.
+SHORTLIST_SIZE = 8
 SCORE_EPSILON = 1e-9
 INLINE = "inline"
 POOL_LEASE = "pool-lease"
@@ -153,7 +155,7 @@ def plan_shortlist(
     """
     ordered = shortlist_order(request, pool, static, taken, short, reach(request, config, static))
     guarded = max(config.top_n, protect)
-    size = size or max(SHORTLIST_SIZE, 2 * guarded)
+    size = size or shortlist_size(guarded)
     scored = list(islice(ordered, size + 1))
     while scored:
         keep = scored[:size]
@@ -167,6 +169,11 @@ def plan_shortlist(
         size *= 2
         scored.extend(islice(ordered, size + 1 - len(scored)))
     return None
+
+
+def shortlist_size(guarded: int) -> int:
+    """Return how many nodes a shortlist that must get the best `guarded` right plans first."""
+    return max(SHORTLIST_SIZE, 2 * guarded)
 
 
 def reach(request: PlacementRequest, config: PlacerConfig, index: PoolIndex) -> Reach:

@@ -7,7 +7,7 @@ import pytest
 
 from capacity.placement import validate_request
 from capacity.placers.index import plan_reads, pool_index, shortlist_order
-from capacity.placers.inline import SHORTLIST_SIZE, plan_request, reach
+from capacity.placers.inline import plan_request, reach, shortlist_size
 from capacity.placers.loader import load_pool
 from inventory import services as nodes
 
@@ -18,7 +18,7 @@ from booking import NOW, ask, config, reserve
 def test_the_shortlist_ranks_like_the_whole_pool(tenant, make_node, seed):
     """
     70 nodes of 8 GPUs: NV boards, PIX/SYS boxes and boards with unknown links, some cordoned,
-    random bookings; more nodes fit than the shortlist keeps (16), so both paths are exercised.
+    random bookings; more nodes fit than the shortlist keeps (10 for top 5), so both paths are exercised.
     """
     rng = random.Random(seed)
     for i in range(70):
@@ -37,7 +37,7 @@ def test_the_shortlist_ranks_like_the_whole_pool(tenant, make_node, seed):
         assert short.ranked[:top_n] == full.ranked[:top_n], gpus
         assert short.choice == full.choice
         loaded.append(len(index.views))
-    assert SHORTLIST_SIZE in loaded, "the shortlist answered alone at least once"
+    assert shortlist_size(5) in loaded, "the shortlist answered alone at least once"
 
 
 def test_the_shortlist_widens_while_a_node_outside_it_could_still_rank(tenant, make_node):
@@ -85,7 +85,7 @@ def test_a_nodes_links_bound_its_place_in_the_shortlist(tenant, make_node):
     request = validate_request({**ask(2), "reservationId": "r"})
     short, index = plan_request(request, pool, config(), shortlist=True)
     full, _ = plan_request(request, pool, config(), shortlist=False)
-    assert len(index.views) == SHORTLIST_SIZE
+    assert len(index.views) == shortlist_size(5)
     assert short.ranked[:5] == full.ranked[:5]
     assert [r.node_id for r in short.ranked[:5]] == ["v00", "v01", "v02", "v03", "v04"]
 
