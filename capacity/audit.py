@@ -21,11 +21,11 @@ def audit() -> list[str]:
     reservation committed between two of the checks' queries would otherwise read as drift.
     """
     if connection.in_atomic_block:
-        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *booking_drift()]
+        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *load_drift(), *booking_drift()]
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *booking_drift()]
+        return [*rollup_drift(), *scalar_drift(), *quota_drift(), *load_drift(), *booking_drift()]
 
 
 def rollup_drift() -> list[str]:
@@ -92,6 +92,26 @@ def quota_drift() -> list[str]:
     )
     rows = QuotaCharge.objects.values_list("reservation_id", "resource", "amount", "during")
     return _held_drift("quota reservation", "charged", "holds", want, rows, released)
+
+
+def load_drift() -> list[str]:
+    """Compare each tenant's quota loads with its charges summed by the day they end."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT coalesce(l.tenant_id, c.tenant_id), coalesce(l.resource, c.resource),
+                      coalesce(l.end_day, c.end_day), coalesce(l.amount, 0), coalesce(c.amount, 0)
+                 FROM capacity_quotaload l
+                 FULL JOIN (SELECT tenant_id, resource, floor(date_part('epoch', upper(during)) / 86400)::int AS end_day,
+                                   sum(amount) AS amount
+                              FROM capacity_quotacharge GROUP BY 1, 2, 3) c
+                   ON (c.tenant_id, c.resource, c.end_day) = (l.tenant_id, l.resource, l.end_day)
+                WHERE coalesce(l.amount, 0) <> coalesce(c.amount, 0)
+                ORDER BY 1, 2, 3"""
+        )
+        return [
+            f"quota load {tenant}/{resource}/day {day}: stored {stored}, charges sum to {summed}"
+            for tenant, resource, day, stored, summed in cur.fetchall()
+        ]
 
 
 def _lease_holdings() -> dict[int, dict[str, int]]:

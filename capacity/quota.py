@@ -59,9 +59,12 @@ SELECT d.r, d.n,
   FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
 """
 
-# The tenant's charges in the window are read once. Their plain sum bounds the peak from above:
-# only a resource that sum would take past its limit is swept for the exact peak (which the
-# refusal names). `used` is that peak, or the sum when no sweep was needed.
+# Three bounds, cheapest first. The tenant's loads (models.QuotaLoad: its charges summed by the day
+# they end) from the window's first day on bound what it holds at any instant of the window; a
+# resource that stays within its limit under that bound is admitted without reading a charge
+# (CTE `c` is read only when needed). Else the tenant's charges in the window are read once: their
+# plain sum bounds the peak too, and only a resource that sum would take past its limit is swept
+# for the exact peak (which the refusal names). `used` is whichever bound or peak decided.
 _LIMIT = f"""coalesce(
     (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = d.r),
     (SELECT q."limit" FROM capacity_quota q WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = '{DEFAULT_RESOURCE}'))"""
@@ -71,9 +74,18 @@ c AS MATERIALIZED (
   SELECT x.resource, lower(x.during) AS lo, upper(x.during) AS hi, x.amount FROM capacity_quotacharge x
    WHERE int8range(x.tenant_id, x.tenant_id, '[]') && int8range(%(tenant)s::bigint, %(tenant)s::bigint, '[]')
      AND x.during && %(during)s::tstzrange AND x.resource = ANY(%(resources)s::text[])
-), b AS MATERIALIZED (
-  SELECT d.r, d.n, {_LIMIT} AS lim, coalesce((SELECT sum(c.amount) FROM c WHERE c.resource = d.r), 0) AS bound
+), f AS MATERIALIZED (
+  SELECT d.r, d.n, {_LIMIT} AS lim,
+         coalesce((SELECT sum(q.amount) FROM capacity_quotaload q
+                    WHERE q.tenant_id = %(tenant)s::bigint AND q.resource = d.r
+                      AND q.end_day >= floor(date_part('epoch', lower(%(during)s::tstzrange)) / 86400)::int), 0)
+           AS ceiling
     FROM unnest(%(resources)s::text[], %(amounts)s::bigint[]) AS d(r, n)
+), b AS MATERIALIZED (
+  SELECT f.r, f.n, f.lim,
+         CASE WHEN f.lim IS NOT NULL AND f.ceiling + f.n <= f.lim THEN f.ceiling
+              ELSE coalesce((SELECT sum(c.amount) FROM c WHERE c.resource = f.r), 0) END AS bound
+    FROM f
 ), l AS MATERIALIZED (
   SELECT b.r, b.n, b.lim,
          CASE WHEN b.lim IS NULL OR b.bound + b.n <= b.lim THEN b.bound

@@ -1,7 +1,7 @@
 """Capacity models: what is booked."""
 
 from .bookings import Allocation, DeviceBooking, ScalarClaim
-from .quota import Quota, QuotaCharge
+from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
@@ -12,6 +12,7 @@ __all__ = [
     "PoolCapacityRollup",
     "Quota",
     "QuotaCharge",
+    "QuotaLoad",
     "Reservation",
     "ReservationEvent",
     "ScalarClaim",

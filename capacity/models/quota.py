@@ -84,3 +84,31 @@ class QuotaCharge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id}:{self.resource}+{self.amount} {self.during}"
+
+
+class QuotaLoad(models.Model):
+    """The sum of a tenant's charges of one resource that end on one day: a cheap bound for the guard.
+
+    Kept by statement triggers on quota charges (migration 0011), never written by Python. Every
+    charge overlapping a window ends on or after the window's first day, so the loads of the days
+    from then on bound what the tenant holds at any instant of the window: when that sum plus a
+    request stays within the limit, the guard admits it without reading the charges themselves.
+    """
+
+    # No foreign key: a tenant's deletion deletes its charges, which the triggers subtract here.
+    tenant_id = models.BigIntegerField()
+    resource = models.CharField(max_length=100)
+    end_day = models.IntegerField(help_text="Days since 1970-01-01 (UTC) of the charges' end.")
+    amount = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant_id", "resource", "end_day"],
+                name="quotaload_unique",
+                violation_error_message="The tenant already has a load for this resource and day.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}:{self.resource}@{self.end_day}={self.amount}"
