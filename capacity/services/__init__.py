@@ -47,7 +47,6 @@ from capacity.placement import (
     validate_request,
 )
 from capacity.placers.commit import Owner
-from capacity.placers.db import prepared_cursor
 from capacity.placers.index import pool_index
 from capacity.placers.inline import INLINE, POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
@@ -504,7 +503,7 @@ def reserve(
                 commit=False,
             )
         else:
-            reservation = _insert_reservation(fields)
+            reservation = insert.insert_uncharged(fields)
         if reservation is None:
             return ReserveResult(_taken_key(tenant, key, data), created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
@@ -601,52 +600,6 @@ def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
             connection.close()  # hold no connection while waiting; the next read opens one
             placed.wait(remaining)
             placed.clear()
-
-
-_INSERT_RESERVATION_SQL = """
-INSERT INTO capacity_reservation
-       (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
-        starts_at, ends_at, created_at, updated_at)
-VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', '[]'::jsonb,
-        %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
-        %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
-ON CONFLICT DO NOTHING
-RETURNING id
-"""
-
-
-def _insert_reservation(fields: dict[str, Any]) -> Reservation | None:
-    """Insert a pending reservation, uncharged, in one prepared statement; None when its key is taken.
-
-    The ORM's create() costs more than the statement itself; the row is the same one it would
-    write (status pending, both stamps now). Most new reservations are inserted with their charges
-    instead (capacity.services.insert).
-    """
-    now = timezone.now()
-    # In a pipeline, the transaction's BEGIN travels with the statement.
-    with prepared_cursor() as cur, connection.connection.pipeline():
-        cur.execute(
-            _INSERT_RESERVATION_SQL,
-            {
-                "tenant": fields["tenant"].pk,
-                "pool": fields["pool_id"],
-                "request": json.dumps(fields["request"]),  # as the JSONField would write it
-                "key": fields["idempotency_key"],
-                "priority": fields["priority"],
-                "binding": fields["binding"],
-                "starts_at": fields["starts_at"],
-                "ends_at": fields["ends_at"],
-                "now": now,
-            },
-        )
-        row = cur.fetchone()
-    if row is None:
-        return None
-    reservation = Reservation(
-        id=row[0], status=Reservation.Status.PENDING, conditions=[], created_at=now, updated_at=now, **fields
-    )
-    reservation._state.adding = False
-    return reservation
 
 
 def stored_input(data: Mapping[str, Any]) -> dict[str, Any]:
