@@ -5,9 +5,10 @@ from django.db import migrations, models
 # The day a charge ends, as days since 1970-01-01 UTC; capacity.quota.CHECK_CTES reads the same.
 DAY = "floor(date_part('epoch', upper(during)) / 86400)::int"
 
-# One function for the three triggers: the rows a statement inserted add to their day's load, the
-# rows it deleted subtract, an update does both. Rows are upserted in key order, so two statements
-# of one tenant lock its load rows in the same order. Loads that come to zero stay.
+# One function for the four triggers: the rows a statement inserted add to their day's load, the
+# rows it deleted subtract, an update does both, a truncate empties the loads. Rows are upserted
+# in key order, so two statements of one tenant lock its load rows in the same order. Loads that
+# come to zero stay.
 FUNCTION = f"""
 CREATE FUNCTION capacity_quotaload_apply() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -19,6 +20,8 @@ BEGIN
     INSERT INTO capacity_quotaload (tenant_id, resource, end_day, amount)
     SELECT tenant_id, resource, {DAY}, -sum(amount) FROM old_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (tenant_id, resource, end_day) DO UPDATE SET amount = capacity_quotaload.amount + EXCLUDED.amount;
+  ELSIF TG_OP = 'TRUNCATE' THEN
+    DELETE FROM capacity_quotaload;
   ELSE
     INSERT INTO capacity_quotaload (tenant_id, resource, end_day, amount)
     SELECT tenant_id, resource, day, sum(amount) FROM (
@@ -36,15 +39,18 @@ CREATE TRIGGER capacity_quotaload_update AFTER UPDATE ON capacity_quotacharge
   REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION capacity_quotaload_apply();
 CREATE TRIGGER capacity_quotaload_delete AFTER DELETE ON capacity_quotacharge
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION capacity_quotaload_apply();
+CREATE TRIGGER capacity_quotaload_truncate AFTER TRUNCATE ON capacity_quotacharge
+  FOR EACH STATEMENT EXECUTE FUNCTION capacity_quotaload_apply();
 INSERT INTO capacity_quotaload (tenant_id, resource, end_day, amount)
 SELECT tenant_id, resource, {DAY}, sum(amount) FROM capacity_quotacharge GROUP BY 1, 2, 3;
 """
 
 REVERSE = """
-DROP TRIGGER capacity_quotaload_insert ON capacity_quotacharge;
-DROP TRIGGER capacity_quotaload_update ON capacity_quotacharge;
-DROP TRIGGER capacity_quotaload_delete ON capacity_quotacharge;
-DROP FUNCTION capacity_quotaload_apply();
+DROP TRIGGER IF EXISTS capacity_quotaload_insert ON capacity_quotacharge;
+DROP TRIGGER IF EXISTS capacity_quotaload_update ON capacity_quotacharge;
+DROP TRIGGER IF EXISTS capacity_quotaload_delete ON capacity_quotacharge;
+DROP TRIGGER IF EXISTS capacity_quotaload_truncate ON capacity_quotacharge;
+DROP FUNCTION IF EXISTS capacity_quotaload_apply();
 """
 
 

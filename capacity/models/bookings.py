@@ -91,7 +91,10 @@ class ScalarClaim(models.Model):
     window; the guarded commit decides under the pool lock.
     """
 
-    allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="claims")
+    # Looked up through scalarclaim_unique (allocation, resource): no index of its own to keep.
+    allocation = models.ForeignKey(
+        Allocation, on_delete=models.CASCADE, related_name="claims", db_index=False
+    )
     node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="scalar_claims")
     resource = models.CharField(max_length=100)
     amount = models.BigIntegerField()

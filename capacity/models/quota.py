@@ -49,7 +49,10 @@ class QuotaCharge(models.Model):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_charges")
-    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="quota_charges")
+    # Looked up through quotacharge_unique (reservation, resource): no index of its own to keep.
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.CASCADE, related_name="quota_charges", db_index=False
+    )
     resource = models.CharField(max_length=100)
     amount = models.BigIntegerField()
     during = DateTimeRangeField()

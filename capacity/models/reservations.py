@@ -54,8 +54,10 @@ class Reservation(models.Model):
         NODE = "node"
         KUBERNETES = "kubernetes"
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="reservations")
-    pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="reservations")
+    # Looked up through reservation_tenant_status_idx and reservation_pool_status_idx, which lead
+    # with them: every index is written again when a reservation changes status.
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="reservations", db_index=False)
+    pool = models.ForeignKey(Pool, on_delete=models.PROTECT, related_name="reservations", db_index=False)
     request = models.JSONField(help_text="The validated placement request.")
     status = models.CharField(max_length=10, choices=Status, default=Status.PENDING)
     # [{"type": "Unschedulable", "status": "True", "reason": "NoFit", "message": "…"}]
@@ -109,7 +111,10 @@ class ReservationEvent(models.Model):
     history cannot miss a change. `at` is the row's own updated_at, the writer's clock.
     """
 
-    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="events")
+    # Looked up through reservation_event_at_idx (reservation, at).
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     at = models.DateTimeField()
     status = models.CharField(max_length=10)
     conditions = models.JSONField(default=list)

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from capacity import services
 from capacity.audit import audit, load_drift
@@ -75,4 +76,14 @@ def test_the_audit_reports_a_load_that_disagrees_with_the_charges(tenant, make_n
     QuotaLoad.objects.create(tenant_id=tenant.pk, resource="gpu", end_day=TODAY + 5, amount=3)
     assert load_drift() == [f"quota load {tenant.pk}/gpu/day {TODAY + 5}: stored 3, charges sum to 0"]
     QuotaLoad.objects.filter(end_day=TODAY + 5).delete()
+    assert audit() == []
+
+
+def test_truncating_the_charges_empties_the_loads(tenant, make_node):
+    make_node("node-a", gpus=4)
+    reserve(ask(2))
+    with connection.cursor() as cur:
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred checks pending in the test's transaction
+        cur.execute("TRUNCATE capacity_reservation CASCADE")  # the charges go with it
+    assert not QuotaLoad.objects.exists()
     assert audit() == []
