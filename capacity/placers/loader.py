@@ -54,29 +54,57 @@ def load_pool(slug: str) -> PoolRow | None:
     return load_tenant_and_pool("", slug)[1]
 
 
-_TENANT_AND_POOL_SQL = """
-    SELECT u.id, u.slug, u.name,
+_LOOKUP_COLUMNS = """u.id, u.slug, u.name,
            p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
-           ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id)
+           ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1)"""
+_LOOKUP_FROM = """
       FROM (SELECT 1) AS one
-      LEFT JOIN inventory_tenant u ON u.slug = %(tenant)s::text
-      LEFT JOIN inventory_pool p ON p.slug = %(pool)s::text
+      LEFT JOIN inventory_tenant u ON u.slug = {tenant}
+      LEFT JOIN inventory_pool p ON p.slug = {pool}
       LEFT JOIN inventory_site s ON s.id = p.site_id
       LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
       LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
 """
+# Everything the lookup returns, digested: a lookup kept from before still holds while it matches.
+_DIGEST = f"md5(ROW({_LOOKUP_COLUMNS})::text)"
+
+_TENANT_AND_POOL_SQL = f"SELECT {_LOOKUP_COLUMNS}, {_DIGEST}" + _LOOKUP_FROM.format(
+    tenant="%(tenant)s::text", pool="%(pool)s::text"
+)
 
 
-def load_tenant_and_pool(tenant: str, pool: str) -> tuple[tuple | None, PoolRow | None]:
+def lookup_digest_sql(tenant: str, pool: str) -> str:
+    """Return a scalar subquery: the digest of the lookup of the tenant and pool slugs `tenant` and
+    `pool` (SQL expressions), as load_tenant_and_pool() returns it."""
+    return f"(SELECT {_DIGEST}" + _LOOKUP_FROM.format(tenant=tenant, pool=pool) + ")"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A tenant and a pool as one query read them, and the digest that says they still hold."""
+
+    tenant: tuple | None  # (id, slug, name)
+    pool: PoolRow | None
+    digest: str
+
+
+def lookup(tenant: str, pool: str) -> Lookup:
     """Return the tenant's (id, slug, name) and the pool, each None when missing, in one query."""
     with prepared_cursor() as cur:
         cur.execute(_TENANT_AND_POOL_SQL, {"tenant": tenant, "pool": pool})
         row = cur.fetchone()
     tenant_row = row[0:3] if row[0] is not None else None
     if row[3] is None:
-        return tenant_row, None
+        return Lookup(tenant_row, None, row[11])
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
-    return tenant_row, PoolRow(row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]))
+    pool_row = PoolRow(row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]))
+    return Lookup(tenant_row, pool_row, row[11])
+
+
+def load_tenant_and_pool(tenant: str, pool: str) -> tuple[tuple | None, PoolRow | None]:
+    """Return the tenant's (id, slug, name) and the pool, each None when missing, in one query."""
+    found = lookup(tenant, pool)
+    return found.tenant, found.pool
 
 
 @dataclass

@@ -50,7 +50,7 @@ from capacity.placers.commit import Owner
 from capacity.placers.index import pool_index
 from capacity.placers.inline import INLINE, POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
-from capacity.placers.loader import PoolRow, load_pool, load_tenant_and_pool, may_use, to_datetime
+from capacity.placers.loader import Lookup, PoolRow, load_pool, lookup, may_use, to_datetime
 from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.quota import QUOTA_EXCEEDED_REASON
 from capacity.retry import retry_on_conflict
@@ -232,15 +232,46 @@ def _wait_ms(wait: object) -> int:
 
 
 def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, PoolRow]:
+    return _checked(request, scope, lookup(request.tenant_id, request.pool_id))
+
+
+def _checked(request: PlacementRequest, scope: Scope, found: Lookup) -> tuple[Tenant, PoolRow]:
+    """Return the lookup's tenant and pool once the caller may book for the tenant, in the pool."""
     if not scope.allows(request.tenant_id):
         raise CapacityError(FORBIDDEN, f"you may not book for tenant {request.tenant_id}")
-    tenant_row, pool = load_tenant_and_pool(request.tenant_id, request.pool_id)
-    if tenant_row is None:
+    if found.tenant is None:
         raise CapacityError(NOT_FOUND, f"no tenant {request.tenant_id}")
-    tenant = Tenant.from_db("default", ["id", "slug", "name"], tenant_row)
+    tenant = Tenant.from_db("default", ["id", "slug", "name"], found.tenant)
+    pool = found.pool
     if pool is None or not pool.allows(tenant.pk):
         raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
     return tenant, pool
+
+
+# Lookups of (tenant, pool) slugs that passed, kept per process for queueing: the queueing
+# statement compares each with a digest of what the tables say then and writes nothing when they
+# differ (StaleLookup), so a kept lookup saves a round trip and is never trusted blindly.
+_KEPT: dict[tuple[str, str], Lookup] = {}
+KEPT_LOOKUPS = 1024
+
+
+def _kept_tenant_and_pool(
+    request: PlacementRequest, scope: Scope, use_kept: bool
+) -> tuple[Tenant, PoolRow, str | None]:
+    """Return the tenant, the pool and the digest to check them by (None: just read, nothing to check).
+
+    A lookup read here is kept for the next request.
+    """
+    key = (request.tenant_id, request.pool_id)
+    kept = _KEPT.get(key) if use_kept else None
+    if kept is not None:
+        return (*_checked(request, scope, kept), kept.digest)
+    found = lookup(*key)
+    tenant, pool = _checked(request, scope, found)
+    if len(_KEPT) >= KEPT_LOOKUPS:
+        _KEPT.clear()
+    _KEPT[key] = found
+    return tenant, pool, None
 
 
 # A quota report covers a week from now unless the caller names a window.
@@ -447,6 +478,14 @@ def reserve(
     Queued condition (gangs still place inline; instances never come here) and, with `wait`, holds the answer
     until its batch ran or the time is up.
     """
+    args = (data, scope, admission, now, config, node_labels)
+    try:
+        return _reserve(*args, keep=True)
+    except insert.StaleLookup:
+        return _reserve(*args, keep=False)
+
+
+def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) -> ReserveResult:
     now = now or timezone.now()
     config = config or placer_config()
     core, extra = normalize(data, now=now, node_labels=node_labels)
@@ -455,7 +494,12 @@ def reserve(
     # Gangs and leases place inline under both placers: they need an answer at once.
     queue = config.placer == POOL_LEASE and request.gang is None and not request.lease
     # Plain reads, before the transaction: they take no lock, and its BEGIN then goes with the insert.
-    tenant, pool = _tenant_and_pool(request, scope)
+    # Queueing may take them from an earlier request: its statement checks they still hold.
+    digest = None
+    if queue and insert.can_commit_at_once():
+        tenant, pool, digest = _kept_tenant_and_pool(request, scope, use_kept=keep)
+    else:
+        tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
     # A queued request gets the cheap never-fit checks now (the batch would only find it pending);
     # an inline one plans the emptied pool only if it ends up pending.
@@ -478,7 +522,10 @@ def reserve(
         "ends_at": to_datetime(request.during.end),
     }
     if queue and not pool.view.archived and insert.can_commit_at_once():
-        return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"])
+        return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"], digest)
+    if digest is not None:
+        _KEPT.pop((request.tenant_id, request.pool_id), None)
+        raise insert.StaleLookup  # a kept lookup is checked only by queueing: read it afresh
     with transaction.atomic():
         if key is not None:
             existing = _idempotent(tenant, key, data)
@@ -495,7 +542,7 @@ def reserve(
         if charged:
             reservation = insert.insert_charged(
                 fields,
-                tenant.slug,
+                request.pool_id,
                 quota.demand(request),
                 request.during,
                 timezone.now(),
@@ -533,8 +580,13 @@ def _queue(
     admission: Any,
     config: PlacerConfig,
     wait_ms: int,
+    digest: str | None,
 ) -> ReserveResult:
-    """Queue a request for the pool-lease placer: insert, charge and commit in one round trip."""
+    """Queue a request for the pool-lease placer: insert, charge and commit in one round trip.
+
+    `digest`: the tenant and pool were kept from an earlier request; raise StaleLookup (nothing
+    written) when they changed since.
+    """
     key = fields["idempotency_key"]
     if key is not None:
         existing = _idempotent(tenant, key, data)
@@ -542,9 +594,20 @@ def _queue(
             return ReserveResult(existing, created=False)
     if admission is not None:
         run_admit(config.plugins, request, admission)
-    reservation = insert.insert_charged(
-        fields, tenant.slug, quota.demand(request), request.during, timezone.now(), queued=True, commit=True
-    )
+    try:
+        reservation = insert.insert_charged(
+            fields,
+            request.pool_id,
+            quota.demand(request),
+            request.during,
+            timezone.now(),
+            queued=True,
+            commit=True,
+            digest=digest,
+        )
+    except insert.StaleLookup:
+        _KEPT.pop((request.tenant_id, request.pool_id), None)
+        raise
     if reservation is None:
         return ReserveResult(_taken_key(tenant, key, data), created=False)
     if wait_ms:

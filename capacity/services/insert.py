@@ -25,11 +25,16 @@ from capacity.models.reservations import queued as queued_condition
 from capacity.placement import Window
 from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.db import prepared_cursor
-from capacity.placers.loader import window_range
+from capacity.placers.loader import lookup_digest_sql, window_range
 
-# The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds.
+# The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds
+# and, given a digest, the tenant and pool still read as the lookup the caller kept.
 _INSERT_SQL = f"""
 WITH {quota.CHECK_CTES},
+fresh AS (
+  SELECT %(digest)s::text IS NULL
+         OR %(digest)s::text = {lookup_digest_sql("%(tenant_slug)s::text", "%(pool_slug)s::text")} AS ok
+),
 r AS (
   INSERT INTO capacity_reservation
          (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
@@ -37,7 +42,7 @@ r AS (
   SELECT %(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', %(conditions)s::jsonb,
          %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
          %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz
-   WHERE (SELECT ok FROM ok)
+   WHERE (SELECT ok FROM ok) AND (SELECT ok FROM fresh)
   ON CONFLICT DO NOTHING
   RETURNING id, pool_id
 ), ins AS (
@@ -45,11 +50,15 @@ r AS (
   SELECT %(tenant)s::bigint, r.id, l.r, l.n, %(during)s::tstzrange FROM l, r
   RETURNING 1
 )
-SELECT (SELECT id FROM r), (SELECT ok FROM ok), (SELECT count(*) FROM ins),
+SELECT (SELECT id FROM r), (SELECT ok FROM fresh), (SELECT count(*) FROM ins),
        (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r WHERE %(queued)s::boolean),
        ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r),
        ARRAY(SELECT l.used FROM l ORDER BY l.r), ARRAY(SELECT l.lim FROM l ORDER BY l.r)
 """
+
+
+class StaleLookup(Exception):
+    """The tenant or pool changed since the lookup insert_charged() was given: nothing was written."""
 
 
 def can_commit_at_once() -> bool:
@@ -59,20 +68,23 @@ def can_commit_at_once() -> bool:
 
 def insert_charged(
     fields: Mapping[str, Any],
-    tenant_slug: str,
+    pool_slug: str,
     amounts: Mapping[str, int],
     window: Window,
     now: datetime,
     *,
     queued: bool,
     commit: bool,
+    digest: str | None = None,
 ) -> Reservation | None:
     """Insert a pending reservation with its quota charges in one round trip; `queued` adds its
     Queued condition and wakes the pool's placer.
 
     With `commit` the pipeline opens and commits its own transaction; else it runs in the caller's.
     Return None when the idempotency key is taken (nothing written). Raise QUOTA_EXCEEDED, as
-    quota.charge does, when a limit would be passed: then nothing is written either.
+    quota.charge does, when a limit would be passed: then nothing is written either. With a lookup's
+    `digest` (its tenant and pool kept from an earlier request) raise StaleLookup, having written
+    nothing, when they no longer read the same.
     """
     names = sorted(amounts)
     conditions = [queued_condition()] if queued else []
@@ -84,6 +96,9 @@ def insert_charged(
         "resources": names,
         "amounts": [amounts[r] for r in names],
         "during": window_range(window),
+        "digest": digest,
+        "tenant_slug": fields["tenant"].slug,
+        "pool_slug": pool_slug,
     }
     connection.ensure_connection()
     raw = connection.connection
@@ -96,16 +111,18 @@ def insert_charged(
             cur.execute(_INSERT_SQL, params)
             if commit:
                 _plain("COMMIT")
-            pk, _ok, _charged, _notified, resources, requested, used, limits = cur.fetchone()
+            pk, fresh, _charged, _notified, resources, requested, used, limits = cur.fetchone()
             lock.close()
             cur.close()
     except BaseException:
         if commit:
             raw.rollback()  # out of the aborted pipeline and transaction
         raise
+    if not fresh:
+        raise StaleLookup
     if pk is None:
         rows = list(zip(resources, requested, used, limits, [0] * len(resources), strict=True))
-        quota.check(tenant_slug, rows)  # raises when a limit said no
+        quota.check(fields["tenant"].slug, rows)  # raises when a limit said no
         return None  # the key was taken
     return _reservation(pk, fields, conditions, now)
 

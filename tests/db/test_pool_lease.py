@@ -210,16 +210,24 @@ def test_a_batch_commits_on_a_node_dedicated_to_its_tenant_and_not_on_one_dedica
     assert result.lost == ["node-b is no longer schedulable"]
 
 
-def test_queueing_is_one_round_trip_after_the_lookup_and_commits_before_it_answers(tenant, make_node):
-    """BEGIN, the quota lock, the insert with its charges and COMMIT go in one pipeline."""
-    make_node("node-a", gpus=2)
-    queue(ask(1))  # the first request builds the pool's index
+def sent_by(action):
+    """Return the first keyword of each statement `action` sends."""
     with CaptureQueriesContext(connection) as statements:
-        reservation = queue(ask(1))
-    sent = [
+        result = action()
+    return result, [
         re.search(r"[A-Z]+", q["sql"].removeprefix("QUERY = ")).group() for q in statements.captured_queries
     ]
-    assert sent == ["SELECT", "BEGIN", "SELECT", "WITH", "COMMIT"]
+
+
+def test_queueing_is_one_round_trip_and_commits_before_it_answers(tenant, make_node):
+    """BEGIN, the quota lock, the insert with its charges and COMMIT go in one pipeline; the tenant
+    and pool are read by the first request and checked, not read again, by the next ones."""
+    make_node("node-a", gpus=2)
+    services._KEPT.clear()  # kept by earlier tests: each would be checked, and read afresh
+    _first, sent = sent_by(lambda: queue(ask(1)))
+    assert sent[0] == "SELECT" and sent[-4:] == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    reservation, sent = sent_by(lambda: queue(ask(1)))
+    assert sent == ["BEGIN", "SELECT", "WITH", "COMMIT"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     seen = in_other_connection(
         lambda: (
@@ -228,6 +236,26 @@ def test_queueing_is_one_round_trip_after_the_lookup_and_commits_before_it_answe
         )
     )
     assert seen == ("Queued", 1)
+
+
+def test_a_kept_lookup_that_no_longer_holds_writes_nothing_and_the_request_reads_it_afresh(
+    tenant, other_tenant, make_node, pool
+):
+    """The pool changes between two requests: archived, then open to globex alone."""
+    make_node("node-a", gpus=4)
+    queue(ask(1))
+    Pool.objects.filter(pk=pool.pk).update(archived=True)
+    archived, sent = sent_by(lambda: queue(ask(1)))
+    assert sent[:4] == ["BEGIN", "SELECT", "WITH", "COMMIT"] and sent[4] == "SELECT"  # then afresh
+    assert archived.status == "pending" and archived.conditions[0]["message"] == "the pool is archived"
+    Pool.objects.filter(pk=pool.pk).update(archived=False)
+    queue(ask(1))
+    pool.tenants.set([other_tenant])
+    with pytest.raises(CapacityError) as refused:
+        queue(ask(1))
+    assert refused.value.code == "NOT_FOUND"
+    assert Reservation.objects.count() == 3
+    assert QuotaCharge.objects.count() == 2
 
 
 def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(tenant, make_node):
