@@ -406,26 +406,36 @@ def shortlist_order(
     for device in request.devices:
         need[device.device_class] += device.count
     device_class, device_node = index.device_class, index.device_node
-    # Per node, per class, the atoms taken; Counter counts in C, so one per class beats nesting.
-    if index.single_class is not None and set(need) == {index.single_class}:
-        by_class = {index.single_class: Counter(map(device_node.__getitem__, taken))}
-    else:
-        by_class = {c: Counter(device_node[pk] for pk in taken if device_class.get(pk) == c) for c in need}
-    booked: dict[str, dict[str, int]] = defaultdict(dict)
-    for c, counts in by_class.items():
-        for name, n in counts.items():
-            booked[name][c] = n
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
     excluded = request.exclude_nodes
     touched = []
-    for name, used in booked.items():
-        if name not in allowed.names or name in excluded:
-            continue
-        counts = index.totals[name]
-        if any(counts.get(c, 0) - used.get(c, 0) < n for c, n in need.items()):
-            continue
-        total = sum(counts.get(c, 0) for c in need)
-        touched.append((-reach(total - sum(used.values()), total, name), name))
+    booked: Mapping[str, object]
+    if index.single_class is not None and set(need) == {index.single_class}:
+        # One class in the pool and the request: a count per node, counted in C, says it all. This
+        # loop runs over every node with an atom taken in the window, for every placement.
+        cls, wanted = index.single_class, need[index.single_class]
+        booked = Counter(map(device_node.__getitem__, taken))
+        names, totals = allowed.names, index.totals
+        for name, used_atoms in booked.items():
+            if name in names and name not in excluded:
+                total = totals[name].get(cls, 0)
+                if total - used_atoms >= wanted:
+                    touched.append((-reach(total - used_atoms, total, name), name))
+    else:
+        by_class = {c: Counter(device_node[pk] for pk in taken if device_class.get(pk) == c) for c in need}
+        per_node: dict[str, dict[str, int]] = defaultdict(dict)
+        for c, counted in by_class.items():
+            for name, n in counted.items():
+                per_node[name][c] = n
+        booked = per_node
+        for name, used in per_node.items():
+            if name not in allowed.names or name in excluded:
+                continue
+            counts = index.totals[name]
+            if any(counts.get(c, 0) - used.get(c, 0) < n for c, n in need.items()):
+                continue
+            total = sum(counts.get(c, 0) for c in need)
+            touched.append((-reach(total - sum(used.values()), total, name), name))
     touched.sort()
     streams: list[Iterable[tuple[float, str]]] = [touched]
     for (counts, _ceiling), names in allowed.groups:
