@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -248,11 +249,13 @@ def _checked(request: PlacementRequest, scope: Scope, found: Lookup) -> tuple[Te
     return tenant, pool
 
 
-# Lookups of (tenant, pool) slugs that passed, kept per process for queueing: the queueing
-# statement compares each with a digest of what the tables say then and writes nothing when they
-# differ (StaleLookup), so a kept lookup saves a round trip and is never trusted blindly.
+# Lookups of (tenant, pool) slugs that passed, kept per process: the statement that inserts a
+# reservation with its charges compares each with a digest of what the tables say then and writes
+# nothing when they differ (StaleLookup), so a kept lookup saves a round trip and is never trusted
+# blindly. Paths that insert nothing charged read the lookup afresh.
 _KEPT: dict[tuple[str, str], Lookup] = {}
 KEPT_LOOKUPS = 1024
+_USED_KEPT: ContextVar[bool] = ContextVar("berth_used_kept_lookup", default=False)
 
 
 def _kept_tenant_and_pool(
@@ -265,6 +268,7 @@ def _kept_tenant_and_pool(
     key = (request.tenant_id, request.pool_id)
     kept = _KEPT.get(key) if use_kept else None
     if kept is not None:
+        _USED_KEPT.set(True)
         return (*_checked(request, scope, kept), kept.digest)
     found = lookup(*key)
     tenant, pool = _checked(request, scope, found)
@@ -479,9 +483,15 @@ def reserve(
     until its batch ran or the time is up.
     """
     args = (data, scope, admission, now, config, node_labels)
+    _USED_KEPT.set(False)
     try:
         return _reserve(*args, keep=True)
-    except insert.StaleLookup:
+    except (insert.StaleLookup, CapacityError) as stop:
+        # Any answer decided on a kept lookup before the insert checked it (policy, gang size,
+        # quota) is asked again of one read afresh.
+        if isinstance(stop, CapacityError) and not _USED_KEPT.get():
+            raise
+        _KEPT.pop((data.get("tenantId"), data.get("poolId")), None)
         return _reserve(*args, keep=False)
 
 
@@ -494,12 +504,14 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
     # Gangs and leases place inline under both placers: they need an answer at once.
     queue = config.placer == POOL_LEASE and request.gang is None and not request.lease
     # Plain reads, before the transaction: they take no lock, and its BEGIN then goes with the insert.
-    # Queueing may take them from an earlier request: its statement checks they still hold.
+    # They may come from an earlier request: the statement that inserts the reservation with its
+    # charges checks that they still hold, and anything else reads them afresh (StaleLookup).
     digest = None
-    if queue and insert.can_commit_at_once():
-        tenant, pool, digest = _kept_tenant_and_pool(request, scope, use_kept=keep)
-    else:
+    # Admit hooks see each request once, so they see it with a lookup read afresh.
+    if request.lease or (admission is not None and any(p.admit is not None for p in config.plugins)):
         tenant, pool = _tenant_and_pool(request, scope)
+    else:
+        tenant, pool, digest = _kept_tenant_and_pool(request, scope, use_kept=keep)
     check_gang_size(request, pool)
     # A queued request gets the cheap never-fit checks now (the batch would only find it pending);
     # an inline one plans the emptied pool only if it ends up pending.
@@ -521,24 +533,25 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
         "starts_at": to_datetime(request.during.start),
         "ends_at": to_datetime(request.during.end),
     }
+    # Charged with the insert, in one round trip: everything but what places nothing now
+    # (archived, never fits) and leases, whose charge depends on the node they take.
+    # Queued: the batch refunds it if the request ends up pending.
+    charged = not pool.view.archived and not request.lease and never is None
+    if digest is not None and not charged:
+        raise insert.StaleLookup  # only the charged insert checks a kept lookup
     if queue and not pool.view.archived and insert.can_commit_at_once():
         return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"], digest)
-    if digest is not None:
-        _KEPT.pop((request.tenant_id, request.pool_id), None)
-        raise insert.StaleLookup  # a kept lookup is checked only by queueing: read it afresh
     with transaction.atomic():
         if key is not None:
             existing = _idempotent(tenant, key, data)
             if existing is not None:
+                if digest is not None:
+                    raise insert.StaleLookup  # answer for a tenant read afresh, never a kept one
                 return ReserveResult(existing, created=False)
         archived = pool.view.archived
         if admission is not None and not archived:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
-        # Charged with the insert, in one round trip: everything but what places nothing now
-        # (archived, never fits) and leases, whose charge depends on the node they take.
-        # Queued: the batch refunds it if the request ends up pending.
-        charged = not archived and not request.lease and never is None
         if charged:
             reservation = insert.insert_charged(
                 fields,
@@ -548,6 +561,7 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
                 timezone.now(),
                 queued=queue,
                 commit=False,
+                digest=digest,
             )
         else:
             reservation = insert.insert_uncharged(fields)
@@ -591,23 +605,21 @@ def _queue(
     if key is not None:
         existing = _idempotent(tenant, key, data)
         if existing is not None:
+            if digest is not None:
+                raise insert.StaleLookup  # answer for a tenant read afresh, never a kept one
             return ReserveResult(existing, created=False)
     if admission is not None:
         run_admit(config.plugins, request, admission)
-    try:
-        reservation = insert.insert_charged(
-            fields,
-            request.pool_id,
-            quota.demand(request),
-            request.during,
-            timezone.now(),
-            queued=True,
-            commit=True,
-            digest=digest,
-        )
-    except insert.StaleLookup:
-        _KEPT.pop((request.tenant_id, request.pool_id), None)
-        raise
+    reservation = insert.insert_charged(
+        fields,
+        request.pool_id,
+        quota.demand(request),
+        request.during,
+        timezone.now(),
+        queued=True,
+        commit=True,
+        digest=digest,
+    )
     if reservation is None:
         return ReserveResult(_taken_key(tenant, key, data), created=False)
     if wait_ms:

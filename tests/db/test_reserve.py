@@ -336,3 +336,34 @@ def test_the_free_gpus_filter_counts_a_gpu_with_a_booked_slice_as_taken(tenant, 
     assert reserve(data).reservation.status == "placed"
     assert filter_nodes(Node.objects.all(), {"free_gpus": "2"}).count() == 0
     assert filter_nodes(Node.objects.all(), {"free_gpus": "1"}).count() == 1
+
+
+def test_the_next_request_checks_the_kept_tenant_and_pool_in_its_insert_instead_of_reading_them(
+    tenant, make_node
+):
+    make_node("node-a", gpus=4)
+    reserve(ask(1))
+    with CaptureQueriesContext(connection) as statements:
+        assert reserve(ask(1)).reservation.status == "placed"
+    sql = [q["sql"] for q in statements.captured_queries]
+    assert not any("SELECT u.id, u.slug" in q for q in sql)  # no lookup of its own
+    assert sum("md5(ROW(" in q for q in sql) == 1  # checked in the insert
+
+
+def test_a_kept_lookup_gone_stale_is_read_afresh_before_anything_is_answered(
+    tenant, other_tenant, make_node, pool
+):
+    """Between requests the pool is archived, reopened, then opened to globex alone."""
+    make_node("node-a", gpus=4)
+    reserve(ask(1))
+    Pool.objects.filter(pk=pool.pk).update(archived=True)
+    archived = reserve(ask(1)).reservation
+    assert archived.status == "pending" and archived.conditions[0]["message"] == "the pool is archived"
+    Pool.objects.filter(pk=pool.pk).update(archived=False)
+    assert reserve(ask(1)).reservation.status == "placed"
+    pool.tenants.set([other_tenant])
+    with pytest.raises(CapacityError) as refused:
+        reserve(ask(1))
+    assert refused.value.code == "NOT_FOUND"
+    assert Reservation.objects.count() == 3
+    assert QuotaCharge.objects.count() == 2
