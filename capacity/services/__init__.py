@@ -14,7 +14,6 @@ import json
 import re
 import time
 from collections.abc import Iterable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,7 +34,6 @@ from capacity.models.reservations import UNSCHEDULABLE as UNSCHEDULABLE  # views
 from capacity.placement import (
     ARCHIVED_REASON,
     CONFLICT,
-    FORBIDDEN,
     INVALID_INPUT,
     NOT_FOUND,
     QUOTA_EXCEEDED,
@@ -51,14 +49,14 @@ from capacity.placers.commit import Owner
 from capacity.placers.index import pool_index
 from capacity.placers.inline import INLINE, POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
 from capacity.placers.lease import place_lease, plan_lease_now
-from capacity.placers.loader import Lookup, PoolRow, load_pool, lookup, may_use, to_datetime
+from capacity.placers.loader import PoolRow, load_pool, may_use, to_datetime
 from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.quota import QUOTA_EXCEEDED_REASON
 from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
 from inventory.models import Pool, Tenant
 
-from . import insert
+from . import insert, lookups
 from .hints import Alternatives, alternatives, hints
 from .satisfiable import UNSATISFIABLE, NeverFits, never_fits, unsatisfiable_condition
 
@@ -233,49 +231,7 @@ def _wait_ms(wait: object) -> int:
 
 
 def _tenant_and_pool(request: PlacementRequest, scope: Scope) -> tuple[Tenant, PoolRow]:
-    return _checked(request, scope, lookup(request.tenant_id, request.pool_id))
-
-
-def _checked(request: PlacementRequest, scope: Scope, found: Lookup) -> tuple[Tenant, PoolRow]:
-    """Return the lookup's tenant and pool once the caller may book for the tenant, in the pool."""
-    if not scope.allows(request.tenant_id):
-        raise CapacityError(FORBIDDEN, f"you may not book for tenant {request.tenant_id}")
-    if found.tenant is None:
-        raise CapacityError(NOT_FOUND, f"no tenant {request.tenant_id}")
-    tenant = Tenant.from_db("default", ["id", "slug", "name"], found.tenant)
-    pool = found.pool
-    if pool is None or not pool.allows(tenant.pk):
-        raise CapacityError(NOT_FOUND, f"no pool {request.pool_id}")
-    return tenant, pool
-
-
-# Lookups of (tenant, pool) slugs that passed, kept per process: the statement that inserts a
-# reservation with its charges compares each with a digest of what the tables say then and writes
-# nothing when they differ (StaleLookup), so a kept lookup saves a round trip and is never trusted
-# blindly. Paths that insert nothing charged read the lookup afresh.
-_KEPT: dict[tuple[str, str], Lookup] = {}
-KEPT_LOOKUPS = 1024
-_USED_KEPT: ContextVar[bool] = ContextVar("berth_used_kept_lookup", default=False)
-
-
-def _kept_tenant_and_pool(
-    request: PlacementRequest, scope: Scope, use_kept: bool
-) -> tuple[Tenant, PoolRow, str | None]:
-    """Return the tenant, the pool and the digest to check them by (None: just read, nothing to check).
-
-    A lookup read here is kept for the next request.
-    """
-    key = (request.tenant_id, request.pool_id)
-    kept = _KEPT.get(key) if use_kept else None
-    if kept is not None:
-        _USED_KEPT.set(True)
-        return (*_checked(request, scope, kept), kept.digest)
-    found = lookup(*key)
-    tenant, pool = _checked(request, scope, found)
-    if len(_KEPT) >= KEPT_LOOKUPS:
-        _KEPT.clear()
-    _KEPT[key] = found
-    return tenant, pool, None
+    return lookups.tenant_and_pool(request, scope)
 
 
 # A quota report covers a week from now unless the caller names a window.
@@ -483,15 +439,15 @@ def reserve(
     until its batch ran or the time is up.
     """
     args = (data, scope, admission, now, config, node_labels)
-    _USED_KEPT.set(False)
+    lookups.start()
     try:
         return _reserve(*args, keep=True)
     except (insert.StaleLookup, CapacityError) as stop:
         # Any answer decided on a kept lookup before the insert checked it (policy, gang size,
         # quota) is asked again of one read afresh.
-        if isinstance(stop, CapacityError) and not _USED_KEPT.get():
+        if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        _KEPT.pop((data.get("tenantId"), data.get("poolId")), None)
+        lookups.forget(data.get("tenantId"), data.get("poolId"))
         return _reserve(*args, keep=False)
 
 
@@ -511,7 +467,7 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
     if request.lease or (admission is not None and any(p.admit is not None for p in config.plugins)):
         tenant, pool = _tenant_and_pool(request, scope)
     else:
-        tenant, pool, digest = _kept_tenant_and_pool(request, scope, use_kept=keep)
+        tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=keep)
     check_gang_size(request, pool)
     # A queued request gets the cheap never-fit checks now (the batch would only find it pending);
     # an inline one plans the emptied pool only if it ends up pending.

@@ -31,6 +31,7 @@ from capacity.placers.batch import (
 from capacity.placers.index import pool_index
 from capacity.placers.inline import plan_request
 from capacity.placers.loader import load_pool
+from capacity.services import lookups
 from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
@@ -223,7 +224,7 @@ def test_queueing_is_one_round_trip_and_commits_before_it_answers(tenant, make_n
     """BEGIN, the quota lock, the insert with its charges and COMMIT go in one pipeline; the tenant
     and pool are read by the first request and checked, not read again, by the next ones."""
     make_node("node-a", gpus=2)
-    services._KEPT.clear()  # kept by earlier tests: each would be checked, and read afresh
+    lookups.forget_all()  # kept by earlier tests: each would be checked, and read afresh
     _first, sent = sent_by(lambda: queue(ask(1)))
     assert sent[0] == "SELECT" and sent[-4:] == ["BEGIN", "SELECT", "WITH", "COMMIT"]
     reservation, sent = sent_by(lambda: queue(ask(1)))
