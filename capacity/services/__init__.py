@@ -498,27 +498,15 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
     if queue and not pool.view.archived and insert.can_commit_at_once():
         return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"], digest)
     with transaction.atomic():
-        if key is not None:
-            existing = _idempotent(tenant, key, data)
-            if existing is not None:
-                if digest is not None:
-                    raise insert.StaleLookup  # answer for a tenant read afresh, never a kept one
-                return ReserveResult(existing, created=False)
+        existing = _replayed(tenant, key, data, digest)
+        if existing is not None:
+            return ReserveResult(existing, created=False)
         archived = pool.view.archived
         if admission is not None and not archived:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
         if charged:
-            reservation = insert.insert_charged(
-                fields,
-                request.pool_id,
-                quota.demand(request),
-                request.during,
-                timezone.now(),
-                queued=queue,
-                commit=False,
-                digest=digest,
-            )
+            reservation = insert.insert_charged(fields, request, queued=queue, commit=False, digest=digest)
         else:
             reservation = insert.insert_uncharged(fields)
         if reservation is None:
@@ -558,29 +546,30 @@ def _queue(
     written) when they changed since.
     """
     key = fields["idempotency_key"]
-    if key is not None:
-        existing = _idempotent(tenant, key, data)
-        if existing is not None:
-            if digest is not None:
-                raise insert.StaleLookup  # answer for a tenant read afresh, never a kept one
-            return ReserveResult(existing, created=False)
+    existing = _replayed(tenant, key, data, digest)
+    if existing is not None:
+        return ReserveResult(existing, created=False)
     if admission is not None:
         run_admit(config.plugins, request, admission)
-    reservation = insert.insert_charged(
-        fields,
-        request.pool_id,
-        quota.demand(request),
-        request.during,
-        timezone.now(),
-        queued=True,
-        commit=True,
-        digest=digest,
-    )
+    reservation = insert.insert_charged(fields, request, queued=True, commit=True, digest=digest)
     if reservation is None:
         return ReserveResult(_taken_key(tenant, key, data), created=False)
     if wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=Outcome("queued"))
+
+
+def _replayed(
+    tenant: Tenant, key: str | None, data: Mapping[str, Any], digest: str | None
+) -> Reservation | None:
+    """Return the reservation an earlier request with this idempotency key created, if any.
+
+    Never on a kept lookup (`digest`): that answer is given for a tenant read afresh.
+    """
+    existing = _idempotent(tenant, key, data) if key is not None else None
+    if existing is not None and digest is not None:
+        raise insert.StaleLookup
+    return existing
 
 
 def _taken_key(tenant: Tenant, key: str, data: Mapping[str, Any]) -> Reservation:

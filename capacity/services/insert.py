@@ -22,7 +22,7 @@ from django.utils import timezone
 from capacity import quota
 from capacity.models import Reservation
 from capacity.models.reservations import queued as queued_condition
-from capacity.placement import Window
+from capacity.placement import PlacementRequest
 from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.db import prepared_cursor
 from capacity.placers.loader import lookup_digest_sql, window_range
@@ -68,17 +68,14 @@ def can_commit_at_once() -> bool:
 
 def insert_charged(
     fields: Mapping[str, Any],
-    pool_slug: str,
-    amounts: Mapping[str, int],
-    window: Window,
-    now: datetime,
+    request: PlacementRequest,
     *,
     queued: bool,
     commit: bool,
     digest: str | None = None,
 ) -> Reservation | None:
-    """Insert a pending reservation with its quota charges in one round trip; `queued` adds its
-    Queued condition and wakes the pool's placer.
+    """Insert a pending reservation with the request's quota charges in one round trip; `queued`
+    adds its Queued condition and wakes the pool's placer.
 
     With `commit` the pipeline opens and commits its own transaction; else it runs in the caller's.
     Return None when the idempotency key is taken (nothing written). Raise QUOTA_EXCEEDED, as
@@ -86,6 +83,8 @@ def insert_charged(
     `digest` (its tenant and pool kept from an earlier request) raise StaleLookup, having written
     nothing, when they no longer read the same.
     """
+    now = timezone.now()
+    amounts = quota.demand(request)
     names = sorted(amounts)
     conditions = [queued_condition()] if queued else []
     params = {
@@ -95,10 +94,10 @@ def insert_charged(
         "queued": queued,
         "resources": names,
         "amounts": [amounts[r] for r in names],
-        "during": window_range(window),
+        "during": window_range(request.during),
         "digest": digest,
         "tenant_slug": fields["tenant"].slug,
-        "pool_slug": pool_slug,
+        "pool_slug": request.pool_id,
     }
     connection.ensure_connection()
     raw = connection.connection
