@@ -357,11 +357,17 @@ def _write(
         for device in Device.objects.bulk_create(batch):
             rows[device.uuid] = device
     became_healthy = False
+    changed: set[str] = set()
     for device, fields in updates:
         if "parent" in fields:
             fields["parent"] = rows[fields["parent"]] if fields["parent"] else None
         became_healthy |= fields.get("healthy", False)
-        Device.objects.filter(pk=device.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(device, name, value)
+        changed.update(fields)
+    if updates:
+        # One statement: the pool's generation moves once for the whole node, not once per device.
+        Device.objects.bulk_update([device for device, _ in updates], sorted(changed))
     Device.objects.filter(pk__in=[d.pk for d in retire]).update(healthy=False)
     if link_rows is not None:
         DeviceLink.objects.filter(node=node).delete()

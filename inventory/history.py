@@ -137,7 +137,11 @@ def _fill_words(sender, instance, history_instance, history_user, **kwargs) -> N
     words = getattr(instance, "_history_words", None)
     if words is None:
         return
-    history_instance.action, history_instance.change = words
+    action, change = words
+    # Label keys and values, and taint parts, can each be 253 characters: say the change, cut short.
+    limit = HistoryFields._meta.get_field("change").max_length
+    history_instance.action = action
+    history_instance.change = change if len(change) <= limit else change[: limit - 1] + "…"
     history_instance.actor = (
         history_user.get_username() if history_user is not None else _context.get().get("actor", SYSTEM)
     )

@@ -147,16 +147,6 @@ def _tolerated(dedications: list[str], tenants: Collection[str] | None) -> bool:
     return any(all(d == t for d in dedications) for t in tenants)
 
 
-def node_state(node: Node, tenants: Collection[str] | None = None) -> NodeState:
-    """Return the node's state: the first of its states."""
-    return node_states(node, tenants)[0]
-
-
-def bookable_now(node: Node, tenants: Collection[str] | None = None) -> bool:
-    """Return whether the viewer could book GPUs on this node now (it is schedulable to them)."""
-    return node_states(node, tenants)[-1].name == "schedulable"
-
-
 # --- the same states as ORM conditions on Node ----------------------------------------------------
 
 _ELIGIBLE = (

@@ -29,13 +29,11 @@ if not getattr(values.ValueClass, "_multiprocess", False):
 # This process is starting: fold what exited processes left behind.
 fold_dead()
 
-INLINE = "inline"
 POOL_LEASE = "pool-lease"
 PLACED = "placed"
 PREEMPTING = "preempting"  # placed by taking spot work back
 PENDING = "pending"
 LOST_RACE = "lost_race"  # gave up after max_attempts lost races
-OUTCOMES = (PLACED, PREEMPTING, PENDING, LOST_RACE)
 # Both placers say so when they give up after losing every attempt (capacity.placers.inline.gave_up).
 GAVE_UP_PREFIX = "Unschedulable after "
 

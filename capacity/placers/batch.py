@@ -39,7 +39,7 @@ from capacity.placement import (
 from .commit import Committed, LostRace, Owner, lock_nodes, read_locks, read_member, send_member
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse, pool_index, views_for
-from .inline import POOL_LEASE, Outcome, PlacerConfig, place, plan_shortlist, planner, uses_shortlist
+from .inline import POOL_LEASE, Outcome, PlacerConfig, gave_up, place, plan_shortlist, planner, uses_shortlist
 from .loader import NodeIndex, PoolRow, load_pool, window_range
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
@@ -177,15 +177,7 @@ class Ledger:
         bookings = self.bookings
         first = bisect_left(bookings, (start - self.longest,))
         last = bisect_left(bookings, (end,))
-        index = self.index
-        booked = {d for _s, e, d in bookings[first:last] if e > start}
-        taken = set(booked)
-        if index.parent:
-            for pk in booked:
-                if pk in index.parent:
-                    taken.add(index.parent[pk])
-                taken.update(index.children.get(pk, ()))
-        return taken
+        return self.index.tie(d for _s, e, d in bookings[first:last] if e > start)
 
     def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
         """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
@@ -395,7 +387,7 @@ def _commit_all(
         e.lost.append(lost.reason)
         e.request = e.request.with_excluded(lost.node)
         if len(e.lost) >= config.max_attempts:
-            e.reason = f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(e.lost)}"
+            e.reason = gave_up(config, e.lost).reason
         else:
             _plan_entry(e, pool, config, ledger)
         todo = [other for other in todo if other.fits]

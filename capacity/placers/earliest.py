@@ -77,11 +77,14 @@ def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> 
             cur.execute(_CLAIMS_SQL, params)
             claims = cur.fetchall()
     if index.parent:  # only partitioned GPUs tie devices together
-        for pk, spans in list(busy.items()):
+        # Each device's own bookings, copied first: spans handed on must not be handed on again
+        # (a GPU would pass a slice's bookings to its other slices).
+        own = {pk: tuple(spans) for pk, spans in busy.items()}
+        for pk, spans in own.items():
             if pk in index.parent:
-                busy.setdefault(index.parent[pk], []).extend(spans)
+                busy[index.parent[pk]].extend(spans)
             for child in index.children.get(pk, ()):
-                busy.setdefault(child, []).extend(spans)
+                busy[child].extend(spans)
     for pk in [pk for pk in busy if pk not in device_node]:
         del busy[pk]  # a device in the key range of another pool
     held: dict[str, dict[str, list[Claim]]] = defaultdict(lambda: defaultdict(list))
@@ -106,7 +109,7 @@ def shape_of(request: PlacementRequest) -> Shape:
 
 
 def node_times(
-    request: PlacementRequest, pool: PoolRow, index: PoolIndex, horizon: Horizon, names: Sequence[str]
+    request: PlacementRequest, index: PoolIndex, horizon: Horizon, names: Sequence[str]
 ) -> dict[str, NodeTime]:
     """Return each named node over the horizon, as the pure search reads it."""
     key = request.gang.topology_key if request.gang is not None else None
@@ -124,9 +127,8 @@ def node_times(
                 busy[pk] = horizon.busy[pk]
             if pk in index.device_class:
                 atoms[index.device_class[pk]].append(pk)
+        # A lease takes whole nodes: the search asks only whether a node is free, never its room.
         capacity = {r: index.capacities(r)[name] for r in request.resources if name in index.capacities(r)}
-        if request.lease:
-            capacity = {r: v.capacity for r, v in index.by_name[name].resources.items()}
         result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group)
     return result
 
@@ -143,12 +145,14 @@ def find_earliest(
     start = request.during.start
     # A lease needs every claim of its node; other requests only those of what they claim.
     resources = (
-        {r for v in index.nodes.views for r in v.resources} if request.lease else set(request.resources)
+        {r for v in index.nodes.views for r in v.resources}
+        if request.lease
+        else {r for r, n in request.resources.items() if n > 0}
     )
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
     names = [n for n in viable(request, pool, config, index) if n in allowed.names]
     horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
-    nodes = node_times(request, pool, index, horizon, names)
+    nodes = node_times(request, index, horizon, names)
     plan_at = _planner_at(request, pool, config, index, nodes, duration)
     found = earliest_start(shape_of(request), nodes, start, latest, plan_at)
     if found is None:

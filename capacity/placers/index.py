@@ -110,6 +110,16 @@ class PoolIndex:
             found = self.allowed_cache[key] = Allowed(frozenset(names), list(groups.items()))
         return found
 
+    def tie(self, pks: Iterable[int]) -> set[int]:
+        """Return these devices with what they tie up: a booked GPU its slices, a booked slice its GPU."""
+        tied = set(pks)
+        if self.parent:  # only partitioned GPUs tie devices together
+            for pk in list(tied):
+                if pk in self.parent:
+                    tied.add(self.parent[pk])
+                tied.update(self.children.get(pk, ()))
+        return tied
+
     def capacities(self, resource: str) -> dict[str, int]:
         """Return node -> floor(allocatable × ratio) for the nodes with a row for this resource."""
         found = self.capacity_cache.get(resource)
@@ -291,13 +301,7 @@ def plan_reads(
             held[node_name[node]].setdefault(name, []).append((s, e, n))
     used = WindowUse(held, window, claimed)
     short = index.short(claims, used)
-    taken = set(booked)
-    if index.parent:  # only partitioned GPUs tie devices together
-        for pk in booked:
-            if pk in index.parent:
-                taken.add(index.parent[pk])
-            taken.update(index.children.get(pk, ()))
-    return taken, short, used
+    return index.tie(booked), short, used
 
 
 class WindowUse(Mapping[str, Mapping[str, int]]):

@@ -51,7 +51,7 @@ def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -
 
 def load_pool(slug: str) -> PoolRow | None:
     """Return the pool with this slug, or None."""
-    return load_tenant_and_pool("", slug)[1]
+    return lookup("", slug).pool
 
 
 _LOOKUP_COLUMNS = """u.id, u.slug, u.name,
@@ -75,7 +75,7 @@ _TENANT_AND_POOL_SQL = f"SELECT {_LOOKUP_COLUMNS}, {_DIGEST}" + _LOOKUP_FROM.for
 
 def lookup_digest_sql(tenant: str, pool: str) -> str:
     """Return a scalar subquery: the digest of the lookup of the tenant and pool slugs `tenant` and
-    `pool` (SQL expressions), as load_tenant_and_pool() returns it."""
+    `pool` (SQL expressions), as lookup() returns it."""
     return f"(SELECT {_DIGEST}" + _LOOKUP_FROM.format(tenant=tenant, pool=pool) + ")"
 
 
@@ -99,12 +99,6 @@ def lookup(tenant: str, pool: str) -> Lookup:
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
     pool_row = PoolRow(row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]))
     return Lookup(tenant_row, pool_row, row[11])
-
-
-def load_tenant_and_pool(tenant: str, pool: str) -> tuple[tuple | None, PoolRow | None]:
-    """Return the tenant's (id, slug, name) and the pool, each None when missing, in one query."""
-    found = lookup(tenant, pool)
-    return found.tenant, found.pool
 
 
 @dataclass

@@ -97,16 +97,6 @@ class Preemption:
     index: NodeIndex
 
 
-def _tie(index: PoolIndex, pks) -> set[int]:
-    tied = set(pks)
-    if index.parent:
-        for pk in list(tied):
-            if pk in index.parent:
-                tied.add(index.parent[pk])
-            tied.update(index.children.get(pk, ()))
-    return tied
-
-
 def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
     """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs.
 
@@ -158,11 +148,11 @@ def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: da
     spot_devices: dict[int, dict[str, set[int]]] = {}
     for reservation, devices in spot.items():
         by_node: dict[str, set[int]] = defaultdict(set)
-        for pk in _tie(index, devices):
+        for pk in index.tie(devices):
             by_node[index.device_node[pk]].add(pk)
         spot_devices[reservation] = dict(by_node)
     return Holds(
-        taken=_tie(index, regular),
+        taken=index.tie(regular),
         claims={n: dict(r) for n, r in claims.items()},
         spot_devices=spot_devices,
         spot_claims={pk: {n: dict(r) for n, r in nodes.items()} for pk, nodes in spot_claims.items()},

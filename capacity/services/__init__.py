@@ -495,7 +495,7 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
     charged = not pool.view.archived and not request.lease and never is None
     if digest is not None and not charged:
         raise insert.StaleLookup  # only the charged insert checks a kept lookup
-    if queue and not pool.view.archived and insert.can_commit_at_once():
+    if queue and charged and insert.can_commit_at_once():
         return _queue(data, tenant, request, fields, admission, config, extra["wait_ms"], digest)
     with transaction.atomic():
         existing = _replayed(tenant, key, data, digest)

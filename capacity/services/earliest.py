@@ -11,7 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from capacity.conf import placer_config
-from capacity.placement import INVALID_INPUT, CapacityError, Plan, Window, validate_request
+from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window, validate_request
 from capacity.placers.earliest import find_earliest, plan_if_it_fits
 from capacity.placers.inline import PlacerConfig
 from capacity.placers.loader import to_datetime
@@ -78,8 +78,12 @@ def earliest(
     request = validate_request(core)
     tenant, pool = _tenant_and_pool(request, scope)
     check_gang_size(request, pool)
+    if pool.view.archived:
+        return Earliest(False, None, None, ARCHIVED_REASON, horizon, [])
+    # One answer per question: no random pick among the best (as hints have it).
+    config = dataclasses.replace(config, random=None)
     # Most requests fit at their own start: the placer's own plan answers, no horizon is read.
-    plan = plan_if_it_fits(request, pool, dataclasses.replace(config, random=None))
+    plan = plan_if_it_fits(request, pool, config)
     window = request.during
     if plan is None:
         why = never_fits(request, pool, tenant.pk, config)

@@ -27,6 +27,8 @@ from capacity.placers.batch import QUEUED_CHANNEL
 from capacity.placers.db import prepared_cursor
 from capacity.placers.loader import lookup_digest_sql, window_range
 
+from . import lookups
+
 # The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds
 # and, given a digest, the tenant and pool still read as the lookup the caller kept.
 _INSERT_SQL = f"""
@@ -48,9 +50,8 @@ r AS (
 ), ins AS (
   INSERT INTO capacity_quotacharge (tenant_id, reservation_id, resource, amount, during)
   SELECT %(tenant)s::bigint, r.id, l.r, l.n, %(during)s::tstzrange FROM l, r
-  RETURNING 1
 )
-SELECT (SELECT id FROM r), (SELECT ok FROM fresh), (SELECT count(*) FROM ins),
+SELECT (SELECT id FROM r), (SELECT ok FROM fresh),
        (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r WHERE %(queued)s::boolean),
        ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r),
        ARRAY(SELECT l.used FROM l ORDER BY l.r), ARRAY(SELECT l.lim FROM l ORDER BY l.r)
@@ -110,7 +111,7 @@ def insert_charged(
             cur.execute(_INSERT_SQL, params)
             if commit:
                 _plain("COMMIT")
-            pk, fresh, _charged, _notified, resources, requested, used, limits = cur.fetchone()
+            pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
             lock.close()
             cur.close()
     except BaseException:
@@ -119,6 +120,7 @@ def insert_charged(
         raise
     if not fresh:
         raise StaleLookup
+    lookups.confirmed()  # what follows is decided on the tables as they are
     if pk is None:
         rows = list(zip(resources, requested, used, limits, [0] * len(resources), strict=True))
         quota.check(fields["tenant"].slug, rows)  # raises when a limit said no

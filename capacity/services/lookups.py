@@ -50,8 +50,13 @@ def start() -> None:
     _USED_KEPT.set(False)
 
 
+def confirmed() -> None:
+    """Say that the statement that inserted this request's reservation found its lookup still true."""
+    _USED_KEPT.set(False)
+
+
 def used_kept() -> bool:
-    """Return whether this request took a kept lookup."""
+    """Return whether this request took a kept lookup that no statement has confirmed yet."""
     return _USED_KEPT.get()
 
 

@@ -72,7 +72,11 @@ def quota_cards(
         found, _start, _end, uses = services.quota_report(
             slug, scope=scope, start=_ms(start), end=_ms(end), now=now
         )
-        lines = [QuotaLine(u.resource, u.limit, u.now, u.peak, u.default) for u in uses if u.resource != "*"]
+        lines = [
+            QuotaLine(u.resource, u.limit, u.now, u.peak, u.default)
+            for u in uses
+            if u.resource != DEFAULT_RESOURCE
+        ]
         default = next((u.limit for u in uses if u.resource == DEFAULT_RESOURCE), None)
         cards.append(QuotaCard(found.slug, start, end, lines, default))
     return cards

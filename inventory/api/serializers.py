@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from rest_framework import serializers
 
+from inventory.history import REASON_MAX
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
 from inventory.states import NAMES, node_states
 
@@ -152,7 +153,7 @@ class NodeDetailSerializer(NodeSummarySerializer):
 def reason_field() -> serializers.CharField:
     """Return the optional `reason` every operator action takes (kept in the node's history)."""
     return serializers.CharField(
-        max_length=200, allow_blank=True, required=False, help_text="Why (kept in the node's history)."
+        max_length=REASON_MAX, allow_blank=True, required=False, help_text="Why (kept in the node's history)."
     )
 
 

@@ -277,3 +277,51 @@ def test_a_new_pending_reservation_carries_the_best_hint(tenant, make_node):
     assert made.status == "pending"
     assert made.conditions[0]["hint"] == "fits from 2026-12-02T17:00Z on n1"
     assert made.conditions[0]["message"] == "no node fits (1 node): 1 × fits: 0 of 1 gpu free"
+
+
+def test_a_gpu_booked_whole_before_it_was_split_and_a_later_slice_booking_block_only_their_own(
+    tenant, make_node
+):
+    """
+    GPU-n1-0: booked 0h-2h whole, then split into MIG-a and MIG-b; MIG-a booked 4h-6h.
+    MIG-b is busy 0h-2h (its GPU's booking) and free 4h-6h, in whatever order the rows come.
+    """
+    from psycopg.types.range import Range
+
+    from capacity.models import Allocation, DeviceBooking
+    from capacity.placement import Window
+    from capacity.placers.earliest import read_horizon
+    from capacity.placers.index import pool_index
+    from capacity.placers.loader import load_pool, to_datetime
+    from inventory.models import Device
+
+    node = make_node("n1", gpus=1)
+    gpu = node.devices.get()
+
+    def book(device, start_h, end_h):
+        start, end = to_datetime(MS + start_h * HOUR), to_datetime(MS + end_h * HOUR)
+        allocation = Allocation.objects.create(
+            instance_id=f"vm-{device.uuid}", node=node, starts_at=start, ends_at=end, resources={}
+        )
+        DeviceBooking.objects.create(device=device, allocation=allocation, during=Range(start, end, "[)"))
+
+    book(gpu, 0, 2)
+    slices = [
+        Device.objects.create(node=node, uuid=f"MIG-{c}", device_class="mig-3g.40gb", parent=gpu, index=i)
+        for i, c in enumerate("ab")
+    ]
+    book(slices[0], 4, 6)
+    index = pool_index(load_pool("lab-pool"))
+    busy = read_horizon(index, Window(MS, MS + 12 * HOUR), ()).busy
+    pk = index.nodes.device_pk
+    assert sorted(busy[pk["MIG-b"]]) == [(MS, MS + 2 * HOUR)]
+    assert sorted(busy[pk["MIG-a"]]) == [(MS, MS + 2 * HOUR), (MS + 4 * HOUR, MS + 6 * HOUR)]
+    assert sorted(busy[pk["GPU-n1-0"]]) == [(MS, MS + 2 * HOUR), (MS + 4 * HOUR, MS + 6 * HOUR)]
+
+
+def test_an_archived_pool_answers_that_it_is_archived(tenant, make_node, pool):
+    make_node("n1", gpus=2)
+    pool.archived = True
+    pool.save()
+    answer = first(ask(1))
+    assert not answer.fits and answer.reason == "the pool is archived"

@@ -124,3 +124,13 @@ def test_a_node_report_records_real_label_changes_only_as_by_the_reporting_syste
         ("node-agent", "label-set", "system label bc.dev/rack: r1 → r2", "node report"),
     ]
     assert NodeLabel.objects.get(node=node, key="bc.dev/rack").value == "r2"
+
+
+def test_a_change_too_long_for_its_column_is_recorded_cut_short(node):
+    """A 253-character key changing between two 253-character values says more than 600 characters."""
+    key = "k" * 253
+    inventory.set_label(node, key, "x" * 253)
+    inventory.set_label(node, key, "y" * 253)
+    change = changes(node)[-1][2]
+    assert len(change) == 600
+    assert change == f"label {key}: {'x' * 253} → {'y' * 253}"[:599] + "…"

@@ -263,10 +263,19 @@ def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(
     make_node("node-a", gpus=8)
     Quota.objects.create(tenant=tenant, resource="gpu", limit=2)
     queue(ask(2))
-    with pytest.raises(CapacityError) as refused:
-        queue(ask(1))
-    assert refused.value.code == "QUOTA_EXCEEDED"
-    assert str(refused.value) == "quota exceeded for acme: gpu 2 used + 1 requested > limit 2"
+    refusals = []
+
+    def refused_queue():
+        with pytest.raises(CapacityError) as refused:
+            queue(ask(1))
+        refusals.append(refused.value)
+
+    _, sent = sent_by(refused_queue)
+    refused = refusals[0]
+    assert refused.code == "QUOTA_EXCEEDED"
+    assert str(refused) == "quota exceeded for acme: gpu 2 used + 1 requested > limit 2"
+    # Refused on a kept lookup its statement confirmed: asked once, not again of a fresh one.
+    assert sent == ["BEGIN", "SELECT", "WITH", "COMMIT"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert Reservation.objects.count() == 1
     assert QuotaCharge.objects.count() == 1

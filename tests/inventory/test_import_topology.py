@@ -120,3 +120,14 @@ def test_a_dry_run_stores_no_links(tmp_path, node):
 
     assert "  + GPU0-GPU1 NV18" in out
     assert not DeviceLink.objects.exists()
+
+
+@pytest.mark.parametrize("flag", ["--dry-run", "--replace-devices", "--keep-numa"])
+def test_matrix_flags_on_a_node_report_are_refused_and_nothing_is_stored(tmp_path, node, flag):
+    import json
+
+    report = json.dumps({"topology": DGX_H100})
+    with pytest.raises(CommandError) as refused:
+        run(tmp_path, report, flag)
+    assert str(refused.value) == f"INVALID_INPUT: {flag} apply to a topology matrix, not to a node report"
+    assert DeviceLink.objects.count() == 0

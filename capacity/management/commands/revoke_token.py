@@ -1,12 +1,11 @@
 """Revoke API tokens: a user's, or one by its key. A revoked token answers 401 from then on."""
 
-import getpass
 from typing import Any
 
 from django.core.management.base import CommandParser
 from rest_framework.authtoken.models import Token
 
-from capacity.api.cli import BerthCommand, refused
+from capacity.api.cli import BerthCommand, os_user, refused
 from capacity.services.tokens import revoke_token
 
 
@@ -31,7 +30,7 @@ class Command(BerthCommand):
             if token is None:
                 raise refused("NOT_FOUND", f"no token {key[:6]}…")
             found.append(token)
-        by = f"{getpass.getuser()} (manage.py revoke_token)"
+        by = f"{os_user()} (manage.py revoke_token)"
         for token in found:
             when = revoke_token(token, by=by)
             stamp = when.isoformat(timespec="minutes").replace("+00:00", "Z")

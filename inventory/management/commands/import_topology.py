@@ -57,6 +57,15 @@ class Command(CodedErrorCommand):
             report = json.loads(text)
         except ValueError:
             report = None
+        if report is not None:
+            # These shape a matrix import; a report is applied as it stands (there is no dry run).
+            given = [
+                f"--{f.replace('_', '-')}" for f in ("dry_run", "replace_devices", "keep_numa") if options[f]
+            ]
+            if given:
+                raise _fail(
+                    "INVALID_INPUT", f"{', '.join(given)} apply to a topology matrix, not to a node report"
+                )
         try:
             if report is not None:
                 result = apply_node_report(node, report)
@@ -75,11 +84,11 @@ class Command(CodedErrorCommand):
                     summary["linkRanks"] = parse_topo_matrix(report["topology"]).rank_counts()
             else:
                 matrix = parse_topo_matrix(text)
-                links = self._import_matrix(node, text, options)
+                self._import_matrix(node, text, options)
                 summary = {
                     "node": node.name,
                     "kind": "topology",
-                    "links": links,
+                    "links": len(matrix.links),
                     "linkRanks": matrix.rank_counts(),
                     "devices": len(matrix.gpus),
                 }
@@ -92,8 +101,8 @@ class Command(CodedErrorCommand):
             summary["dryRun"] = True
         self.stdout.write(json.dumps(summary, sort_keys=True) if options["json"] else _describe(summary))
 
-    def _import_matrix(self, node: Node, text: str, options: dict[str, Any]) -> int:
-        """Import the matrix through the fleet import (the same checks); return the links it holds."""
+    def _import_matrix(self, node: Node, text: str, options: dict[str, Any]) -> None:
+        """Import the matrix through the fleet import (the same checks)."""
         label = "stdin" if options["file"] == "-" else options["file"]
         files = NodeFiles(name=node.name, topo=text, labels={"topo": label})
         fleet_options = FleetOptions(
@@ -109,7 +118,6 @@ class Command(CodedErrorCommand):
                 for kind in ("added", "changed", "removed"):
                     for line in part[kind]:
                         self.stdout.write(f"  {line}")
-        return len(parse_topo_matrix(text).links)
 
     def _read(self, path: str) -> str:
         if path == "-":
