@@ -4,11 +4,12 @@ tests/db/test_schedulable_sql.py keeps the two in agreement on random node state
 Every fragment expects the node as `n` and its pool as `p`.
 """
 
-# Eligible ignoring NoSchedule reasons: the table's rows from `role` to `connectivity`.
+# Eligible ignoring NoSchedule reasons: the table's rows from `role` to `connectivity`. Every part
+# is true or false, never NULL (a node of a tenant in a pool of none is plainly not eligible).
 _ELIGIBLE = """
     n.role = 'host'
 AND n.trust <> 'tenant-controlled'
-AND (n.owner_tenant_id IS NULL OR n.owner_tenant_id = p.owner_tenant_id)
+AND (n.owner_tenant_id IS NULL OR n.owner_tenant_id IS NOT DISTINCT FROM p.owner_tenant_id)
 AND NOT n.maintenance AND NOT n.cordoned
 AND n.provision_state = 'active' AND n.converged
 AND n.connectivity = 'connected'

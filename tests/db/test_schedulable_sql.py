@@ -1,7 +1,7 @@
 """The SQL and ORM schedulability checks agree with the Python `ineligibility` on random node states."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from capacity.placement import NodeView, ineligibility, may_be_schedulable
@@ -52,6 +52,22 @@ def tenants(tenant, other_tenant):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(state=STATES)
+# A tenant's node in a pool of no tenant, eligible otherwise: once NULL in SQL rather than false.
+@example(
+    state={
+        "role": "host",
+        "provision_state": "active",
+        "connectivity": "connected",
+        "trust": "operator",
+        "maintenance": False,
+        "cordoned": False,
+        "converged": True,
+        "owner": "acme",
+        "pool_owner": None,
+        "no_schedule_reasons": ["dedicated=acme"],
+        "tenant": "acme",
+    }
+)
 def test_sql_and_python_agree_on_schedulability(make_node, pool, tenants, state):
     node = Node.objects.filter(name="prop").first() or make_node("prop", gpus=0)
     pool.owner_tenant = tenants.get(state["pool_owner"])
