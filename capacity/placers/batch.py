@@ -4,9 +4,10 @@ A batch takes up to `max_batch` queued reservations of one pool, oldest first, s
 transaction holds, and only while it holds the pool's placer lock (an advisory lock: one placer per
 pool at a time). It plans them one after another against a ledger of the pool (the static index,
 the bookings of the batch's windows and every node's scalars, read once), each plan seeing the
-ones before it. Then it locks the pool row and sends every plan's guarded commit, each behind its
-own savepoint, in one pipeline. A lost race rolls back to that plan's savepoint; the request is
-planned again without the node (up to max_attempts) and the rest is sent again. Placed rows lose
+ones before it. Then it locks the pool row and sends, in one pipeline behind one savepoint, the
+lock of the plans' nodes and one statement with every plan's guarded writes (batch_write). A lost
+race rolls the round back to the savepoint; the request is planned again without the node (up to
+max_attempts) and the round is sent again. Placed rows lose
 their Queued condition in the commit. The others become pending with their reason, and get their
 quota back, in a second short transaction, so the batch never holds a quota row.
 """
@@ -36,7 +37,8 @@ from capacity.placement import (
     validate_request,
 )
 
-from .commit import Committed, LostRace, Owner, lock_nodes, read_locks, read_member, send_member
+from .batch_write import BatchWrite, Write, lock_nodes, read_locks
+from .commit import Committed, LostRace, Owner
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse, pool_index, views_for
 from .inline import POOL_LEASE, Outcome, PlacerConfig, gave_up, place, plan_shortlist, planner, uses_shortlist
@@ -337,8 +339,8 @@ def _commit_all(
 ) -> None:
     """Send every fitting plan's commit behind one savepoint; replan and resend from a lost race.
 
-    One pipeline: the savepoint, one statement locking the plans' nodes in node order, then each
-    plan's guarded writes. When a plan comes up short, everything goes back to the savepoint (its
+    One pipeline: the savepoint, one statement locking the plans' nodes in node order, then one
+    statement with every plan's guarded writes (batch_write). When a plan comes up short, everything goes back to the savepoint (its
     writes and the ones after it), that plan is planned again without the node, and the whole lot
     is sent again: a lost race is rare, and one savepoint per plan cost a statement each (and past
     64 of them, Postgres's cache of a transaction's subtransactions overflows).
@@ -360,21 +362,15 @@ def _commit_all(
                 pool,
                 [(todo[i].index.node_pk[todo[i].plan.choice.node_id], todo[i].tenant_slug) for i in order],
             )
-            sent = [
-                send_member(e.request, e.plan.choice, pool, e.index, Owner(e.pk), now=now, locked=True)
-                for e in todo
-            ]
+            sent = BatchWrite([Write(e.request, e.plan.choice, e.index, Owner(e.pk)) for e in todo], now)
             schedulable = [True] * len(todo)
             for i, ok in zip(order, read_locks(locks), strict=True):
                 schedulable[i] = ok
-            for i, (e, s) in enumerate(zip(todo, sent, strict=True)):
-                if failed is not None:
-                    s.close()
-                    continue
-                try:
-                    e.committed = [read_member(s, schedulable[i])]
-                except LostRace as lost:
-                    failed = (i, lost)
+            for i, (e, answer) in enumerate(zip(todo, sent.read(schedulable), strict=True)):
+                if isinstance(answer, LostRace):
+                    failed = (i, answer)
+                    break
+                e.committed = [answer]
         if failed is None:
             return
         i, lost = failed

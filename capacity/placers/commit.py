@@ -7,6 +7,7 @@ excludes the node and replans.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -17,7 +18,7 @@ from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime, window_range
-from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, peak_sql, schedulable_tolerating
+from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, room_sql
 
 
 class LostRace(Exception):
@@ -57,20 +58,6 @@ SELECT p.archived, n.id IS NOT NULL
        SELECT n.id FROM inventory_node n
         WHERE n.id = %(node)s::bigint AND n.pool_id = p.id AND {SCHEDULABLE_TOLERATING}
           FOR SHARE OF n) n ON true
-"""
-
-# A batch's nodes, for a batch that holds the pool row already: each (node, tenant) pair in node
-# order, locked and checked as _LOCK_SQL does for one. Several plans on one node lock it once.
-_LOCK_NODES_SQL = f"""
-SELECT n.id IS NOT NULL
-  FROM inventory_pool p
- CROSS JOIN unnest(%(nodes)s::bigint[], %(tenants)s::text[]) WITH ORDINALITY AS w(node, tenant, i)
-  LEFT JOIN LATERAL (
-       SELECT n.id FROM inventory_node n
-        WHERE n.id = w.node AND n.pool_id = p.id AND {schedulable_tolerating("w.tenant")}
-          FOR SHARE OF n) n ON true
- WHERE p.id = %(pool)s::bigint
- ORDER BY w.i
 """
 
 # Everything else in one statement, in lock order: labels (read again now that the node is
@@ -113,8 +100,7 @@ WITH labels AS (
   SELECT (SELECT id FROM allocation), %(node)s::bigint, c.resource, c.amount, %(during)s::tstzrange
     FROM unnest(%(claim_names)s::text[], %(claim_amounts)s::bigint[]) AS c(resource, amount)
     JOIN claimable k ON k.resource = c.resource
-   WHERE {peak_sql("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange")}
-         + c.amount <= k.cap
+   WHERE {room_sql("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange", "c.amount", "k.cap")}
   RETURNING resource
 ), placed AS (
   -- The reservation row is this transaction's own (new, or locked by the retry), so this takes no
@@ -145,35 +131,13 @@ class Sent:
     picked: list[int]
     booked: list[int]
     claims: list[tuple[str, int]]
-    lock: object | None  # the cursors that carry the two answers (no lock: the batch's lock_nodes)
+    lock: object  # the cursors that carry the two answers
     write: object
 
     def close(self) -> None:
         """Close the cursors without reading them."""
-        if self.lock is not None:
-            self.lock.close()
+        self.lock.close()
         self.write.close()
-
-
-def lock_nodes(pool: PoolRow, members: list[tuple[int, str]]):
-    """Send the lock of a batch's nodes, (node pk, tenant slug) pairs in node order; return its cursor.
-
-    The batch holds the pool row. read_locks() reads which pairs are schedulable.
-    """
-    cur = prepared_cursor()
-    cur.execute(
-        _LOCK_NODES_SQL,
-        {"pool": pool.pk, "nodes": [n for n, _ in members], "tenants": [t for _, t in members]},
-    )
-    return cur
-
-
-def read_locks(cur) -> list[bool]:
-    """Return, pair by pair, whether lock_nodes found the node schedulable for the tenant."""
-    try:
-        return [ok for (ok,) in cur.fetchall()]
-    finally:
-        cur.close()
 
 
 def commit_member(*args, **kwargs) -> Committed:
@@ -198,7 +162,6 @@ def send_member(
     savepoint: str | None = None,
     also_book: tuple[str, ...] = (),
     lease_claims: dict[str, int] | None = None,
-    locked: bool = False,
 ) -> Sent:
     """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline).
 
@@ -206,8 +169,7 @@ def send_member(
     reservation placed (as of `now`). The writes run after the locks are granted whatever the lock
     statement found; read_member says what came up short, and the caller rolls back to the savepoint.
     A lease books `also_book` too (devices it holds whatever their health) and claims `lease_claims`
-    instead of the request's resources. `locked`: the caller sent lock_nodes (and holds the pool);
-    only the writes are sent.
+    instead of the request's resources.
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
@@ -223,10 +185,8 @@ def send_member(
     if savepoint is not None:
         with connection.cursor() as plain:
             plain.execute(f"SAVEPOINT {savepoint}")
-    lock = None
-    if not locked:
-        lock = prepared_cursor()
-        lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
+    lock = prepared_cursor()
+    lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
     cur = prepared_cursor()
     cur.execute(
         _WRITE_SQL,
@@ -243,7 +203,7 @@ def send_member(
             "start": to_datetime(request.during.start),
             "end": to_datetime(request.during.end),
             "during": window_range(request.during),
-            "resources": _json(dict(wanted)),
+            "resources": json_text(dict(wanted)),
             "claim_names": [r for r, _ in claims],
             "claim_amounts": [n for _, n in claims],
             "mark_placed": owner.reservation_pk if last else None,
@@ -253,15 +213,10 @@ def send_member(
     return Sent(node, atoms, picked, booked, claims, lock, cur)
 
 
-def read_member(sent: Sent, schedulable: bool = True) -> Committed:
-    """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised.
-
-    A member sent `locked` takes `schedulable` from the batch's read_locks().
-    """
-    archived = False
+def read_member(sent: Sent) -> Committed:
+    """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised."""
     try:
-        if sent.lock is not None:
-            archived, schedulable = sent.lock.fetchone()
+        archived, schedulable = sent.lock.fetchone()
         labels_ok, devices_ok, allocation_pk, booked_count, claimed, _placed = sent.write.fetchone()
     finally:
         sent.close()
@@ -280,7 +235,6 @@ def read_member(sent: Sent, schedulable: bool = True) -> Committed:
     return Committed(allocation_pk=allocation_pk, node=node, atoms=sent.atoms)
 
 
-def _json(value: object) -> str:
-    import json
-
+def json_text(value: object) -> str:
+    """Return the JSON text the commit writes for a plan's resources (keys sorted)."""
     return json.dumps(value, sort_keys=True)

@@ -37,17 +37,17 @@ MAY_BE_SCHEDULABLE = (
 SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
 
 
-def peak_sql(table: str, key_column: str, key: str, resource: str, during: str) -> str:
+def peak_sql(table: str, key_column: str, key: str, resource: str, during: str, where: str = "") -> str:
     """Return an expression: the most `table`'s rows of one key and resource hold at once in `during`.
 
     A running sum over start and end events, ends first at equal instants (as
     capacity.placement.timeline.peak computes it); 0 when no row overlaps. `key`, `resource` and
     `during` are SQL expressions; the key is matched through the table's GiST index on
-    (int8range(key), during).
+    (int8range(key), during). `where`, when given, narrows the rows (as `x`) further.
     """
     where = (
         f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
-        f" AND x.during && {during} AND x.resource = {resource}"
+        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
     )
     return f"""coalesce((SELECT max(e.running) FROM (
         SELECT sum(v.delta) OVER (ORDER BY v.at, v.delta) AS running FROM (
@@ -55,3 +55,20 @@ def peak_sql(table: str, key_column: str, key: str, resource: str, during: str) 
           UNION ALL
           SELECT upper(x.during), -x.amount FROM {table} x WHERE {where} AND upper(x.during) < upper({during})
         ) AS v) AS e), 0)"""
+
+
+def room_sql(
+    table: str, key_column: str, key: str, resource: str, during: str, amount: str, cap: str, where: str = ""
+) -> str:
+    """Return a check: `amount` more of the resource fits under `cap` at every instant of `during`.
+
+    The plain sum of the rows overlapping `during` bounds their peak from above, so when the sum
+    fits the peak is never swept: one index scan instead of two, a sort and a running sum.
+    """
+    rows = (
+        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
+        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
+    )
+    return f"""(CASE WHEN coalesce((SELECT sum(x.amount) FROM {table} x WHERE {rows}), 0) + {amount} <= {cap}
+              THEN true
+              ELSE {peak_sql(table, key_column, key, resource, during, where)} + {amount} <= {cap} END)"""

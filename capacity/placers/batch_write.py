@@ -1,0 +1,241 @@
+"""A batch round's statements: the lock of its nodes, then every plan's guarded writes in one.
+
+The same guards as the commit's per-plan statement (capacity.placers.commit), over arrays: labels
+read again now that the nodes are locked, devices healthy and bookable, bookings under the EXCLUDE
+constraint, scalar room (its plain sum first: the sweep only when the sum does not fit). One
+statement instead of one per plan: each cost a cursor, a bind and a round of parameter dumping.
+
+Plan i is checked as if the plans before it had been written: its scalar room counts the claims
+of the batch's earlier plans on the node as well as the committed ones, so a shortfall is laid on
+the same plan the per-plan statements would have found. Any shortfall rolls the whole round back
+(batch._commit_all), so plans after it may have written rows that go back with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capacity.placement import PlacementRequest, Ranked
+from inventory.validators import SYSTEM_LABEL_PREFIX
+
+from .commit import Committed, LostRace, Owner, json_text
+from .db import prepared_cursor
+from .loader import NodeIndex, PoolRow, to_datetime
+from .sql import SCALAR_CAPACITY, room_sql, schedulable_tolerating
+
+# A batch's nodes, for a batch that holds the pool row already: each (node, tenant) pair in node
+# order, locked and checked as _LOCK_SQL does for one. Several plans on one node lock it once.
+_LOCK_NODES_SQL = f"""
+SELECT n.id IS NOT NULL
+  FROM inventory_pool p
+ CROSS JOIN unnest(%(nodes)s::bigint[], %(tenants)s::text[]) WITH ORDINALITY AS w(node, tenant, i)
+  LEFT JOIN LATERAL (
+       SELECT n.id FROM inventory_node n
+        WHERE n.id = w.node AND n.pool_id = p.id AND {schedulable_tolerating("w.tenant")}
+          FOR SHARE OF n) n ON true
+ WHERE p.id = %(pool)s::bigint
+ ORDER BY w.i
+"""
+
+# The batch's claims seen from plan i: the committed ones on the node, and the earlier plans'.
+_SEEN_CLAIMS = """(
+  SELECT node_id, resource, amount, during, 0 AS i FROM capacity_scalarclaim
+  UNION ALL
+  SELECT node, resource, amount, during, i FROM claims
+)"""
+
+# Locks in the order of the per-plan statement: devices (by key), then resource rows (by node and
+# resource). Every CTE is read by the final SELECT, left to right, which runs them in that order.
+_WRITE_BATCH_SQL = f"""
+WITH plans AS MATERIALIZED (
+  SELECT p.*, tstzrange(p.lo, p.hi, '[)') AS during
+    FROM unnest(%(nodes)s::bigint[], %(reservations)s::bigint[], %(starts)s::timestamptz[],
+                %(ends)s::timestamptz[], %(resources)s::jsonb[], %(label_counts)s::int[],
+                %(picked_counts)s::int[], %(booked_counts)s::int[])
+         WITH ORDINALITY AS p(node, reservation, lo, hi, resources, nlabels, npicked, nbooked, i)
+), devices AS (
+  SELECT d.id, d.node_id FROM inventory_device d
+   WHERE d.id = ANY(%(picked)s::bigint[]) AND d.healthy AND d.bookable
+   ORDER BY d.id FOR SHARE
+), found AS MATERIALIZED (
+  -- Per plan: its labels still on the node (most plans ask for none), and its devices found.
+  SELECT p.i,
+         p.nlabels = 0 OR p.nlabels = (
+           SELECT count(*)
+             FROM unnest(%(label_plans)s::int[], %(label_keys)s::text[], %(label_values)s::text[]) AS w(i, key, value)
+             JOIN inventory_nodelabel l
+               ON l.node_id = p.node AND l.key = w.key AND (w.value = '*' OR l.value = w.value)
+              AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
+            WHERE w.i = p.i) AS labels_ok,
+         (SELECT count(*) FROM unnest(%(picked_plans)s::int[], %(picked)s::bigint[]) AS k(i, id)
+            JOIN devices d ON d.id = k.id AND d.node_id = p.node WHERE k.i = p.i) AS ndevices
+    FROM plans p
+), allocation AS (
+  INSERT INTO capacity_allocation (reservation_id, instance_id, node_id, starts_at, ends_at, resources, created_at)
+  SELECT p.reservation, NULL, p.node, p.lo, p.hi, p.resources, now()
+    FROM plans p JOIN found f ON f.i = p.i
+   WHERE f.labels_ok AND f.ndevices = p.npicked
+   ORDER BY p.i
+  RETURNING id, reservation_id
+), booked AS (
+  INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
+  SELECT b.id, a.id, p.during
+    FROM unnest(%(booked_plans)s::int[], %(booked)s::bigint[]) WITH ORDINALITY AS b(i, id, k)
+    JOIN plans p ON p.i = b.i JOIN allocation a ON a.reservation_id = p.reservation
+   ORDER BY b.k
+  ON CONFLICT DO NOTHING RETURNING allocation_id
+), claims AS MATERIALIZED (
+  SELECT c.i, p.node, c.resource, c.amount, p.during
+    FROM unnest(%(claim_plans)s::int[], %(claim_names)s::text[], %(claim_amounts)s::bigint[]) AS c(i, resource, amount)
+    JOIN plans p ON p.i = c.i
+), claimable AS (
+  SELECT r.node_id, r.resource, {SCALAR_CAPACITY} AS cap FROM inventory_noderesource r
+   WHERE r.node_id = ANY(%(nodes)s::bigint[]) AND r.resource = ANY(%(claim_names)s::text[])
+   ORDER BY r.node_id, r.resource FOR SHARE
+), room AS MATERIALIZED (
+  -- Room over the window, as the per-plan statement has it, with the earlier plans' claims too.
+  SELECT c.i, c.resource
+    FROM claims c JOIN claimable k ON k.node_id = c.node AND k.resource = c.resource
+   WHERE {room_sql(_SEEN_CLAIMS, "node_id", "c.node", "c.resource", "c.during", "c.amount", "k.cap", "x.i < c.i")}
+), claimed AS (
+  INSERT INTO capacity_scalarclaim (allocation_id, node_id, resource, amount, during)
+  SELECT a.id, c.node, c.resource, c.amount, c.during
+    FROM claims c JOIN plans p ON p.i = c.i JOIN allocation a ON a.reservation_id = p.reservation
+   ORDER BY c.i, c.resource
+  RETURNING allocation_id
+), placed AS (
+  -- The batch holds these reservation rows (FOR UPDATE when it took them off the queue).
+  UPDATE capacity_reservation r SET status = 'placed', conditions = '[]'::jsonb, updated_at = %(now)s::timestamptz
+    FROM allocation a WHERE r.id = a.reservation_id
+  RETURNING r.id
+)
+SELECT ARRAY(SELECT labels_ok FROM found ORDER BY i), ARRAY(SELECT ndevices FROM found ORDER BY i),
+       ARRAY(SELECT a.id FROM plans p LEFT JOIN allocation a ON a.reservation_id = p.reservation ORDER BY p.i),
+       ARRAY(SELECT (SELECT count(*) FROM booked b WHERE b.allocation_id = a.id)
+               FROM plans p LEFT JOIN allocation a ON a.reservation_id = p.reservation ORDER BY p.i),
+       ARRAY(SELECT i FROM room ORDER BY i, resource), ARRAY(SELECT resource FROM room ORDER BY i, resource),
+       (SELECT count(*) FROM claimed), (SELECT count(*) FROM placed)
+"""
+
+
+def lock_nodes(pool: PoolRow, members: list[tuple[int, str]]):
+    """Send the lock of a batch's nodes, (node pk, tenant slug) pairs in node order; return its cursor.
+
+    The batch holds the pool row. read_locks() reads which pairs are schedulable.
+    """
+    cur = prepared_cursor()
+    cur.execute(
+        _LOCK_NODES_SQL,
+        {"pool": pool.pk, "nodes": [n for n, _ in members], "tenants": [t for _, t in members]},
+    )
+    return cur
+
+
+def read_locks(cur) -> list[bool]:
+    """Return, pair by pair, whether lock_nodes found the node schedulable for the tenant."""
+    try:
+        return [ok for (ok,) in cur.fetchall()]
+    finally:
+        cur.close()
+
+
+@dataclass(frozen=True)
+class Write:
+    """One plan of a round: the request, where it goes and whose reservation it places."""
+
+    request: PlacementRequest
+    ranked: Ranked
+    index: NodeIndex
+    owner: Owner
+
+
+class BatchWrite:
+    """A round's writes, sent and not yet read: read() says plan by plan what was written."""
+
+    def __init__(self, writes: list[Write], now):
+        self.writes = writes
+        self.rows: list[tuple[int, tuple[str, ...], int, int, list[str]]] = []
+        p: dict[str, list] = {k: [] for k in _ARRAYS}
+        for i, w in enumerate(writes, start=1):
+            index, request = w.index, w.request
+            atoms = tuple(a for group in w.ranked.atoms for a in group)
+            picked = sorted(index.device_pk[a] for a in atoms)
+            # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees them.
+            booked = [index.device_pk[a] for a in atoms] + [
+                index.device_pk[c] for a in atoms for c in index.children.get(a, ())
+            ]
+            claims = sorted((r, n) for r, n in request.resources.items() if n > 0)
+            labels = sorted(request.node_labels.items())
+            p["nodes"].append(index.node_pk[w.ranked.node_id])
+            p["reservations"].append(w.owner.reservation_pk)
+            p["starts"].append(to_datetime(request.during.start))
+            p["ends"].append(to_datetime(request.during.end))
+            p["resources"].append(json_text(dict(request.resources)))
+            p["label_counts"].append(len(labels))
+            p["picked_counts"].append(len(picked))
+            p["booked_counts"].append(len(booked))
+            for key, value in labels:
+                p["label_plans"].append(i)
+                p["label_keys"].append(key)
+                p["label_values"].append(value)
+            p["picked_plans"] += [i] * len(picked)
+            p["picked"] += picked
+            p["booked_plans"] += [i] * len(booked)
+            p["booked"] += booked
+            for resource, amount in claims:
+                p["claim_plans"].append(i)
+                p["claim_names"].append(resource)
+                p["claim_amounts"].append(amount)
+            self.rows.append((len(picked), atoms, len(booked), i, [r for r, _ in claims]))
+        self.cursor = prepared_cursor()
+        self.cursor.execute(_WRITE_BATCH_SQL, {**p, "system_prefix": SYSTEM_LABEL_PREFIX + "%", "now": now})
+
+    def read(self, schedulable: list[bool]) -> list[Committed | LostRace]:
+        """Return, plan by plan, its allocation or the LostRace that stops it, checked in the
+        per-plan statement's order: schedulable (from the batch's node lock), labels, devices,
+        bookings, scalar room."""
+        try:
+            labels_ok, ndevices, allocations, nbooked, room_plans, room_names, _claimed, _placed = (
+                self.cursor.fetchone()
+            )
+        finally:
+            self.cursor.close()
+        room = set(zip(room_plans, room_names, strict=True))
+        answers: list[Committed | LostRace] = []
+        for w, ok, (npicked, atoms, want_booked, i, claims), labels, devices, allocation, booked in zip(
+            self.writes, schedulable, self.rows, labels_ok, ndevices, allocations, nbooked, strict=True
+        ):
+            node = w.ranked.node_id
+            if not ok or not labels:
+                answers.append(LostRace(node, f"{node} is no longer schedulable"))
+            elif devices != npicked:
+                answers.append(LostRace(node, f"an atom on {node} turned unhealthy or unbookable"))
+            elif booked != want_booked:
+                answers.append(LostRace(node, f"an atom on {node} was booked concurrently"))
+            elif short := [r for r in claims if (i, r) not in room]:
+                answers.append(LostRace(node, f"{short[0]} on {node} ran out"))
+            else:
+                answers.append(Committed(allocation_pk=allocation, node=node, atoms=atoms))
+        return answers
+
+
+_ARRAYS = (
+    "nodes",
+    "reservations",
+    "starts",
+    "ends",
+    "resources",
+    "label_counts",
+    "picked_counts",
+    "booked_counts",
+    "label_plans",
+    "label_keys",
+    "label_values",
+    "picked_plans",
+    "picked",
+    "booked_plans",
+    "booked",
+    "claim_plans",
+    "claim_names",
+    "claim_amounts",
+)
