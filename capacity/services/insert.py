@@ -4,9 +4,10 @@ The tenant's quota lock, then one statement that checks the quota and inserts th
 with its charges (or nothing at all), travel to Postgres together in a pipeline. The lock is its
 own statement before the check, so the check's snapshot sees every charge committed by a
 transaction the lock waited for, as `quota.charge` has it. Queueing for the pool-lease placer
-adds BEGIN and COMMIT to the same pipeline; a refused charge then commits an empty transaction.
-Queueing used to take four round trips (insert, lock and charge, commit, after the lookup): the
-client's wait for them bounded one client's rate.
+runs the two outside any transaction: the connection autocommits, so the statements before the
+pipeline's Sync are one implicit transaction that the Sync commits (a refused charge commits
+nothing). Queueing used to take four round trips (insert, lock and charge, commit, after the
+lookup), then BEGIN and COMMIT in the pipeline: one client's rate is bound by its own CPU and wait.
 """
 
 from __future__ import annotations
@@ -101,23 +102,17 @@ def insert_charged(
         "pool_slug": request.pool_id,
     }
     connection.ensure_connection()
-    raw = connection.connection
-    try:
-        with raw.pipeline():
-            if commit:
-                _plain("BEGIN")
-            lock, cur = prepared_cursor(), prepared_cursor()
-            lock.execute(quota.LOCK_SQL, params)
-            cur.execute(_INSERT_SQL, params)
-            if commit:
-                _plain("COMMIT")
-            pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
-            lock.close()
-            cur.close()
-    except BaseException:
+    with connection.connection.pipeline() as pipeline:
+        lock, cur = prepared_cursor(), prepared_cursor()
+        lock.execute(quota.LOCK_SQL, params)
+        cur.execute(_INSERT_SQL, params)
         if commit:
-            raw.rollback()  # out of the aborted pipeline and transaction
-        raise
+            # Outside a transaction the connection autocommits: the statements before a Sync are
+            # one implicit transaction, which the Sync commits (or, after an error, rolls back).
+            pipeline.sync()
+        pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
+        lock.close()
+        cur.close()
     if not fresh:
         raise StaleLookup
     lookups.confirmed()  # what follows is decided on the tables as they are
@@ -180,8 +175,3 @@ def _reservation(pk: int, fields: Mapping[str, Any], conditions: list[dict], now
     )
     reservation._state.adding = False
     return reservation
-
-
-def _plain(statement: str) -> None:
-    with connection.cursor() as cur:
-        cur.execute(statement)

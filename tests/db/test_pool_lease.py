@@ -221,14 +221,15 @@ def sent_by(action):
 
 
 def test_queueing_is_one_round_trip_and_commits_before_it_answers(tenant, make_node):
-    """BEGIN, the quota lock, the insert with its charges and COMMIT go in one pipeline; the tenant
-    and pool are read by the first request and checked, not read again, by the next ones."""
+    """The quota lock and the insert with its charges go in one pipeline, one implicit transaction
+    that its Sync commits; the tenant and pool are read by the first request and checked, not read
+    again, by the next ones."""
     make_node("node-a", gpus=2)
     lookups.forget_all()  # kept by earlier tests: each would be checked, and read afresh
     _first, sent = sent_by(lambda: queue(ask(1)))
-    assert sent[0] == "SELECT" and sent[-4:] == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert sent[0] == "SELECT" and sent[-2:] == ["SELECT", "WITH"]
     reservation, sent = sent_by(lambda: queue(ask(1)))
-    assert sent == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert sent == ["SELECT", "WITH"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     seen = in_other_connection(
         lambda: (
@@ -247,7 +248,7 @@ def test_a_kept_lookup_that_no_longer_holds_writes_nothing_and_the_request_reads
     queue(ask(1))
     Pool.objects.filter(pk=pool.pk).update(archived=True)
     archived, sent = sent_by(lambda: queue(ask(1)))
-    assert sent[:4] == ["BEGIN", "SELECT", "WITH", "COMMIT"] and sent[4] == "SELECT"  # then afresh
+    assert sent[:2] == ["SELECT", "WITH"] and sent[2] == "SELECT"  # then afresh
     assert archived.status == "pending" and archived.conditions[0]["message"] == "the pool is archived"
     Pool.objects.filter(pk=pool.pk).update(archived=False)
     queue(ask(1))
@@ -275,7 +276,7 @@ def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(
     assert refused.code == "QUOTA_EXCEEDED"
     assert str(refused) == "quota exceeded for acme: gpu 2 used + 1 requested > limit 2"
     # Refused on a kept lookup its statement confirmed: asked once, not again of a fresh one.
-    assert sent == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert sent == ["SELECT", "WITH"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert Reservation.objects.count() == 1
     assert QuotaCharge.objects.count() == 1
