@@ -21,24 +21,25 @@ from .index import PoolIndex, plan_reads, pool_index, views_for
 from .inline import PlacerConfig, plan_request, plan_shortlist, planner, uses_shortlist
 from .lease import plan_lease_now
 from .loader import PoolRow, window_range
+from .sql import key_in
 
 # The pool's bookings' bounds in epoch milliseconds as three arrays in one row (parsed in C; grouping
 # by device in SQL costs more than it saves), date_part being about a third cheaper than extract,
 # which computes in numeric; and the claims of the claimed resources.
-_HORIZON_SQL = """
+_HORIZON_SQL = f"""
 SELECT array_agg(device_id),
        array_agg((date_part('epoch', lower(during)) * 1000)::bigint),
        array_agg((date_part('epoch', upper(during)) * 1000)::bigint)
   FROM capacity_devicebooking
  WHERE during && %(during)s::tstzrange
-   AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE
+   AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}
 """
-_CLAIMS_SQL = """
+_CLAIMS_SQL = f"""
 SELECT node_id, resource, (date_part('epoch', lower(during)) * 1000)::bigint,
        (date_part('epoch', upper(during)) * 1000)::bigint, amount
   FROM capacity_scalarclaim
  WHERE during && %(during)s::tstzrange AND resource = ANY(%(names)s::text[])
-   AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
 """
 
 

@@ -31,6 +31,7 @@ from capacity.placement.timeline import peak
 
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
+from .sql import key_in
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
@@ -242,11 +243,11 @@ Used = Mapping[str, Mapping[str, int]]  # node name -> resource -> the most clai
 
 # The pool's scalar claims of the claimed resources overlapping the window (one scan of the GiST
 # index on `during`); the one-time filter skips the scan for requests that claim no scalar.
-_CLAIMS_IN_WINDOW = """
+_CLAIMS_IN_WINDOW = f"""
 SELECT node_id, resource, amount, lower(during) AS lo, upper(during) AS hi FROM capacity_scalarclaim
  WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
    AND resource = ANY(%(names)s::text[])
-   AND (node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
 """
 
 
@@ -261,18 +262,17 @@ def plan_reads(
     the nodes with claims in the window.
     """
     claimed = sorted(r for r, n in claims.items() if n > 0)
-    # The window's bookings by the GiST index on `during`, narrowed to the pool's range of device
-    # keys and then to its devices here: cheaper than joining devices and nodes. `IS TRUE` keeps
-    # the generic plan off the device-key btree, which would read every booking of the pool; the
-    # EXCLUDE constraint's two-column index answers too, but about twice as slowly. Claims come
-    # only for requests that claim scalars (the one-time filter skips the scan otherwise).
+    # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST
+    # index over both (key_in), then narrowed to its devices here: cheaper than joining devices and
+    # nodes. Claims come only for requests that claim scalars (the one-time filter skips the scan
+    # otherwise).
     low, high = index.device_range
     node_low, node_high = index.node_range
     with prepared_cursor() as cur:
         cur.execute(
             f"""SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
                               WHERE during && %(during)s::tstzrange
-                                AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
+                                AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
                        c.nodes, c.names, c.starts, c.ends, c.amounts
                   FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
                                array_agg((extract(epoch FROM lo) * 1000)::bigint) AS starts,

@@ -23,25 +23,26 @@ from .index import PoolIndex, pool_index
 from .inline import Outcome, PlacerConfig, gave_up, rollback_to
 from .loader import PoolRow, to_datetime, window_range
 from .preempt import find_lease_preemption, take_back, with_preempted
+from .sql import key_in
 
 # Per node of the pool: top-level devices booked in the window per class, and when the last
 # booking ends; then per node the scalars claimed in the window, and when the last claim ends.
-_BUSY_SQL = """
+_BUSY_SQL = f"""
 SELECT d.node_id, coalesce(p.device_class, d.device_class), count(DISTINCT coalesce(d.parent_id, d.id)),
        (extract(epoch FROM max(upper(b.during))) * 1000)::bigint
   FROM capacity_devicebooking b
   JOIN inventory_device d ON d.id = b.device_id
   LEFT JOIN inventory_device p ON p.id = d.parent_id
  WHERE b.during && %(during)s::tstzrange
-   AND (b.device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE
+   AND {key_in("b.device_id", "%(low)s::bigint", "%(high)s::bigint")}
  GROUP BY 1, 2
 """
-_CLAIMED_SQL = """
+_CLAIMED_SQL = f"""
 SELECT c.node_id, array_agg(DISTINCT c.resource ORDER BY c.resource),
        (extract(epoch FROM max(upper(c.during))) * 1000)::bigint
   FROM capacity_scalarclaim c
  WHERE c.during && %(during)s::tstzrange
-   AND (c.node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+   AND {key_in("c.node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
  GROUP BY 1
 """
 

@@ -32,6 +32,7 @@ from .commit import Owner
 from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow, to_datetime, window_range
+from .sql import key_in
 
 PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
@@ -39,10 +40,10 @@ PREEMPTED_REASON = "PreemptedByRegular"
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
 # reservations with their reservation: arrays in one row, which the driver parses in C. Reading
 # spot bookings from the reservations' side keeps the join to the few rows that are spot work.
-_HOLDS_SQL = """
+_HOLDS_SQL = f"""
 SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
               WHERE during && %(during)s::tstzrange
-                AND (device_id BETWEEN %(low)s::bigint AND %(high)s::bigint) IS TRUE),
+                AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
        s.devices, s.reservations
   FROM (SELECT array_agg(b.device_id) AS devices, array_agg(a.reservation_id) AS reservations
           FROM capacity_reservation r
@@ -52,7 +53,7 @@ SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
            AND r.starts_at < upper(%(during)s::tstzrange) AND r.ends_at > lower(%(during)s::tstzrange)
            AND b.during && %(during)s::tstzrange) AS s
 """
-_CLAIMS_SQL = """
+_CLAIMS_SQL = f"""
 SELECT c.node_id, c.resource, c.amount, (extract(epoch FROM lower(c.during)) * 1000)::bigint,
        (extract(epoch FROM upper(c.during)) * 1000)::bigint, a.reservation_id, coalesce(r.priority = 'spot', false)
   FROM capacity_scalarclaim c
@@ -60,7 +61,7 @@ SELECT c.node_id, c.resource, c.amount, (extract(epoch FROM lower(c.during)) * 1
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
  WHERE cardinality(%(names)s::text[]) > 0 AND c.during && %(during)s::tstzrange
    AND c.resource = ANY(%(names)s::text[])
-   AND (c.node_id BETWEEN %(node_low)s::bigint AND %(node_high)s::bigint) IS TRUE
+   AND {key_in("c.node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
 """
 # What each spot reservation still holds from the preemption time on, in device-hours: a booked
 # slice of a booked GPU is part of the GPU, not another device.

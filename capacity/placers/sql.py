@@ -33,6 +33,17 @@ MAY_BE_SCHEDULABLE = (
     " OR (cardinality(n.no_schedule_reasons) = 1 AND n.no_schedule_reasons[1] LIKE 'dedicated=%%'))"
 )
 
+
+def key_in(column: str, low: str, high: str) -> str:
+    """Return the check `low <= column <= high` that the GiST indexes on (int8range(key), during) answer.
+
+    With `during &&`, the index reads only the rows of these keys in the window: a pool's rows when
+    the keys are its devices' or nodes' range. A BETWEEN left the index to the window alone, so it
+    read every pool's rows in the window and dropped the others' one by one.
+    """
+    return f"int8range({column}, {column}, '[]') && int8range({low}, {high}, '[]')"
+
+
 # Scalar room with the epsilon the Python scalar_capacity() uses: 100 × 0.29 is 29, not 28.
 SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
 
