@@ -15,12 +15,8 @@ quota back, in a second short transaction, so the batch never holds a quota row.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, bisect_right
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import compress
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -32,8 +28,6 @@ from capacity.placement import (
     ARCHIVED_REASON,
     PlacementRequest,
     Plan,
-    Ranked,
-    Window,
     reason_rest,
     validate_request,
 )
@@ -41,10 +35,10 @@ from capacity.placement import (
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
 from .db import prepared_cursor
-from .index import PoolIndex, WindowUse, pool_index, views_for
+from .index import PoolIndex, pool_index, views_for
 from .inline import POOL_LEASE, Outcome, PlacerConfig, gave_up, place, plan_shortlist, planner, uses_shortlist
-from .loader import NodeIndex, PoolRow, load_pool, window_range
-from .sql import key_in
+from .ledger import Ledger
+from .loader import NodeIndex, PoolRow, load_pool
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
 PLACER_LOCK_CLASS = 0x42455254  # "BERT"
@@ -64,24 +58,6 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
  ORDER BY r.created_at, r.id
  LIMIT %(limit)s
    FOR UPDATE OF r SKIP LOCKED
-"""
-
-# The batch's bookings and scalar claims, as arrays (parsed in C) in one round trip.
-_LEDGER_SQL = f"""
-SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amounts
-  FROM (SELECT array_agg(device_id) AS devices, array_agg(lo) AS starts, array_agg(hi) AS ends
-          FROM (SELECT device_id, (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
-                       (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
-                  FROM capacity_devicebooking
-                 WHERE during && %(during)s::tstzrange
-                   AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}) AS w) AS b,
-       (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names, array_agg(lo) AS starts,
-               array_agg(hi) AS ends, array_agg(amount) AS amounts
-          FROM (SELECT node_id, resource, amount, (extract(epoch FROM lower(during)) * 1000)::bigint AS lo,
-                       (extract(epoch FROM upper(during)) * 1000)::bigint AS hi
-                  FROM capacity_scalarclaim
-                 WHERE during && %(during)s::tstzrange
-                   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}) AS s) AS c
 """
 
 _LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE"
@@ -127,98 +103,6 @@ class BatchResult:
 
     def __len__(self) -> int:
         return len(self.placed) + len(self.pending)
-
-
-class Ledger:
-    """A pool's bookings and scalar claims as one batch sees them: read once, then kept by its plans."""
-
-    def __init__(self, index: PoolIndex, bookings: list[tuple[int, int, int]], claims):
-        self.index = index
-        # Start ms (sorted), end ms and device pk of each booking, in three lists: with the longest
-        # booking's length, a window's overlaps lie in one slice (found by bisection), which
-        # taken() filters in C.
-        bookings = sorted(bookings)
-        self.starts = [s for s, _e, _d in bookings]
-        self.ends = [e for _s, e, _d in bookings]
-        self.devices = [d for _s, _e, d in bookings]
-        self.longest = max((e - s for s, e, _ in bookings), default=0)
-        # node name -> resource -> [(start ms, end ms, amount)]
-        self.claims: dict[str, dict[str, list[tuple[int, int, int]]]] = claims
-
-    @classmethod
-    def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
-        """Read the bookings and scalar claims that overlap any of the windows (one query)."""
-        windows = list(windows)
-        span = Window(min(w.start for w in windows), max(w.end for w in windows))
-        low, high = index.device_range
-        node_low, node_high = index.node_range
-        with prepared_cursor() as cur:
-            cur.execute(
-                _LEDGER_SQL,
-                {
-                    "during": window_range(span),
-                    "low": low,
-                    "high": high,
-                    "node_low": node_low,
-                    "node_high": node_high,
-                },
-            )
-            devices, starts, ends, nodes, names, c_starts, c_ends, amounts = cur.fetchone()
-        device_node = index.device_node
-        bookings = [
-            (s, e, d)
-            for s, e, d in zip(starts or (), ends or (), devices or (), strict=True)
-            if d in device_node
-        ]
-        claims: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
-        node_name = index.node_name
-        for node, name, s, e, n in zip(
-            nodes or (), names or (), c_starts or (), c_ends or (), amounts or (), strict=True
-        ):
-            if node in node_name:
-                claims[node_name[node]].setdefault(name, []).append((s, e, n))
-        return cls(index, bookings, claims)
-
-    def taken(self, window: Window) -> set[int]:
-        """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
-        start, end = window.start, window.end
-        first = bisect_left(self.starts, start - self.longest)
-        last = bisect_left(self.starts, end)
-        # The devices of the slice whose booking ends after the window starts.
-        return self.index.tie(compress(self.devices[first:last], map(start.__lt__, self.ends[first:last])))
-
-    def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
-        """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
-        return WindowUse(self.claims, window, sorted(r for r, n in claims.items() if n > 0))
-
-    def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
-        """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
-        w = request.during
-        pks = [index.device_pk[a] for group in ranked.atoms for a in group]
-        pks += [
-            index.device_pk[c] for group in ranked.atoms for a in group for c in index.children.get(a, ())
-        ]
-        for pk in pks:
-            if sign > 0:
-                i = bisect_right(self.starts, w.start)
-                self.starts.insert(i, w.start)
-                self.ends.insert(i, w.end)
-                self.devices.insert(i, pk)
-            else:
-                i = next(
-                    i
-                    for i in range(bisect_left(self.starts, w.start), bisect_right(self.starts, w.start))
-                    if self.ends[i] == w.end and self.devices[i] == pk
-                )
-                del self.starts[i], self.ends[i], self.devices[i]
-        self.longest = max(self.longest, w.end - w.start)
-        for resource, amount in request.resources.items():
-            if amount > 0:
-                held = self.claims.setdefault(ranked.node_id, {}).setdefault(resource, [])
-                if sign > 0:
-                    held.append((w.start, w.end, amount))
-                else:
-                    held.remove((w.start, w.end, amount))
 
 
 def plan_from_ledger(

@@ -23,13 +23,13 @@ from capacity.placement.timeline import peak
 from capacity.placers.batch import (
     PLACER_LOCK_CLASS,
     QUEUED_CHANNEL,
-    Ledger,
     place_batch,
     place_queued,
     plan_from_ledger,
 )
 from capacity.placers.index import pool_index
 from capacity.placers.inline import plan_request
+from capacity.placers.ledger import Ledger
 from capacity.placers.loader import load_pool
 from capacity.services import lookups
 from capacity.worker import serve

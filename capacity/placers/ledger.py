@@ -1,0 +1,173 @@
+"""A batch's ledger: the pool's bookings and scalar claims over the batch's windows, read once.
+
+One query returns them as arrays (parsed in C), bookings ordered by start and claims by node, so
+building the ledger costs no Python loop over its rows: taken() slices the bookings by bisection
+and filters the slice in C, and a node's claims are grouped the first time a plan asks for them
+(a batch asks about the few hundred nodes its shortlists rank, not every node with a claim).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import compress
+
+from capacity.placement import PlacementRequest, Ranked, Window
+
+from .db import prepared_cursor
+from .index import PoolIndex, WindowUse
+from .loader import NodeIndex, PoolRow, window_range
+from .sql import key_in
+
+Claim = tuple[int, int, int]  # start ms, end ms, amount
+
+# date_part() is float arithmetic, exact to the millisecond here and cheaper than extract().
+_LEDGER_SQL = f"""
+SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amounts
+  FROM (SELECT array_agg(device_id ORDER BY lo, device_id) AS devices,
+               array_agg(lo ORDER BY lo, device_id) AS starts, array_agg(hi ORDER BY lo, device_id) AS ends
+          FROM (SELECT device_id, (date_part('epoch', lower(during)) * 1000)::bigint AS lo,
+                       (date_part('epoch', upper(during)) * 1000)::bigint AS hi
+                  FROM capacity_devicebooking
+                 WHERE during && %(during)s::tstzrange
+                   AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}) AS w) AS b,
+       (SELECT array_agg(node_id ORDER BY node_id) AS nodes, array_agg(resource ORDER BY node_id) AS names,
+               array_agg(lo ORDER BY node_id) AS starts, array_agg(hi ORDER BY node_id) AS ends,
+               array_agg(amount ORDER BY node_id) AS amounts
+          FROM (SELECT node_id, resource, amount, (date_part('epoch', lower(during)) * 1000)::bigint AS lo,
+                       (date_part('epoch', upper(during)) * 1000)::bigint AS hi
+                  FROM capacity_scalarclaim
+                 WHERE during && %(during)s::tstzrange
+                   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}) AS s) AS c
+"""
+
+
+class Claims(Mapping[str, dict[str, list[Claim]]]):
+    """Node name -> resource -> its claims: the ledger's scalar claims, grouped per node when asked.
+
+    The rows come as arrays sorted by node pk; a node's slice is found by bisection.
+    """
+
+    def __init__(self, index: PoolIndex, nodes, names, starts, ends, amounts):
+        self._node_pk = index.nodes.node_pk
+        self._rows = (nodes, names, starts, ends, amounts)
+        node_name = index.node_name
+        # Nodes of this pool with a claim (the key range may hold other pools' nodes too).
+        self._with_claims = {node_name[pk] for pk in set(nodes) if pk in node_name}
+        self._grouped: dict[str, dict[str, list[Claim]]] = {}
+
+    def _group(self, name: str) -> dict[str, list[Claim]]:
+        found = self._grouped.get(name)
+        if found is None:
+            found = self._grouped[name] = {}
+            pk = self._node_pk.get(name)
+            if pk is not None:
+                nodes, names, starts, ends, amounts = self._rows
+                for k in range(bisect_left(nodes, pk), bisect_right(nodes, pk)):
+                    found.setdefault(names[k], []).append((starts[k], ends[k], amounts[k]))
+        return found
+
+    def __getitem__(self, name: str) -> dict[str, list[Claim]]:
+        if name not in self._with_claims:
+            raise KeyError(name)
+        return self._group(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._with_claims
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return self._group(name) if name in self._with_claims else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._with_claims)
+
+    def __len__(self) -> int:
+        return len(self._with_claims)
+
+    def held(self, name: str, resource: str) -> list[Claim]:
+        """Return the node's claims of the resource, as a list a plan may add to or take from."""
+        self._with_claims.add(name)
+        return self._group(name).setdefault(resource, [])
+
+
+class Ledger:
+    """A pool's bookings and scalar claims as one batch sees them: read once, then kept by its plans."""
+
+    def __init__(
+        self, index: PoolIndex, starts: list[int], ends: list[int], devices: list[int], claims: Claims
+    ):
+        self.index = index
+        # Start ms (sorted), end ms and device pk of each booking, in three lists: with the longest
+        # booking's length, a window's overlaps lie in one slice (found by bisection), which
+        # taken() filters in C.
+        self.starts, self.ends, self.devices = starts, ends, devices
+        self.longest = max(map(int.__sub__, ends, starts), default=0)
+        self.claims = claims
+
+    @classmethod
+    def load(cls, pool: PoolRow, index: PoolIndex, windows: Iterable[Window]) -> Ledger:
+        """Read the bookings and scalar claims that overlap any of the windows (one query)."""
+        windows = list(windows)
+        span = Window(min(w.start for w in windows), max(w.end for w in windows))
+        low, high = index.device_range
+        node_low, node_high = index.node_range
+        with prepared_cursor() as cur:
+            cur.execute(
+                _LEDGER_SQL,
+                {
+                    "during": window_range(span),
+                    "low": low,
+                    "high": high,
+                    "node_low": node_low,
+                    "node_high": node_high,
+                },
+            )
+            devices, starts, ends, nodes, names, c_starts, c_ends, amounts = cur.fetchone()
+        devices, starts, ends = devices or [], starts or [], ends or []
+        # Only the pool's devices: its key range may hold other pools' too.
+        ours = list(map(index.device_node.__contains__, devices))
+        if not all(ours):
+            devices, starts, ends = (list(compress(v, ours)) for v in (devices, starts, ends))
+        claims = Claims(index, nodes or [], names or [], c_starts or [], c_ends or [], amounts or [])
+        return cls(index, starts, ends, devices, claims)
+
+    def taken(self, window: Window) -> set[int]:
+        """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
+        start, end = window.start, window.end
+        first = bisect_left(self.starts, start - self.longest)
+        last = bisect_left(self.starts, end)
+        # The devices of the slice whose booking ends after the window starts.
+        return self.index.tie(compress(self.devices[first:last], map(start.__lt__, self.ends[first:last])))
+
+    def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
+        """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
+        return WindowUse(self.claims, window, sorted(r for r, n in claims.items() if n > 0))
+
+    def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
+        """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
+        w = request.during
+        pks = [index.device_pk[a] for group in ranked.atoms for a in group]
+        pks += [
+            index.device_pk[c] for group in ranked.atoms for a in group for c in index.children.get(a, ())
+        ]
+        for pk in pks:
+            if sign > 0:
+                i = bisect_right(self.starts, w.start)
+                self.starts.insert(i, w.start)
+                self.ends.insert(i, w.end)
+                self.devices.insert(i, pk)
+            else:
+                i = next(
+                    i
+                    for i in range(bisect_left(self.starts, w.start), bisect_right(self.starts, w.start))
+                    if self.ends[i] == w.end and self.devices[i] == pk
+                )
+                del self.starts[i], self.ends[i], self.devices[i]
+        self.longest = max(self.longest, w.end - w.start)
+        for resource, amount in request.resources.items():
+            if amount > 0:
+                held = self.claims.held(ranked.node_id, resource)
+                if sign > 0:
+                    held.append((w.start, w.end, amount))
+                else:
+                    held.remove((w.start, w.end, amount))
