@@ -275,8 +275,8 @@ def plan_reads(
                                 AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
                        c.nodes, c.names, c.starts, c.ends, c.amounts
                   FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
-                               array_agg((extract(epoch FROM lo) * 1000)::bigint) AS starts,
-                               array_agg((extract(epoch FROM hi) * 1000)::bigint) AS ends,
+                               array_agg((date_part('epoch', lo) * 1000)::bigint) AS starts,
+                               array_agg((date_part('epoch', hi) * 1000)::bigint) AS ends,
                                array_agg(amount) AS amounts
                           FROM ({_CLAIMS_IN_WINDOW}) AS w) AS c""",
             {

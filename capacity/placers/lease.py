@@ -29,7 +29,7 @@ from .sql import key_in
 # booking ends; then per node the scalars claimed in the window, and when the last claim ends.
 _BUSY_SQL = f"""
 SELECT d.node_id, coalesce(p.device_class, d.device_class), count(DISTINCT coalesce(d.parent_id, d.id)),
-       (extract(epoch FROM max(upper(b.during))) * 1000)::bigint
+       (date_part('epoch', max(upper(b.during))) * 1000)::bigint
   FROM capacity_devicebooking b
   JOIN inventory_device d ON d.id = b.device_id
   LEFT JOIN inventory_device p ON p.id = d.parent_id
@@ -39,7 +39,7 @@ SELECT d.node_id, coalesce(p.device_class, d.device_class), count(DISTINCT coale
 """
 _CLAIMED_SQL = f"""
 SELECT c.node_id, array_agg(DISTINCT c.resource ORDER BY c.resource),
-       (extract(epoch FROM max(upper(c.during))) * 1000)::bigint
+       (date_part('epoch', max(upper(c.during))) * 1000)::bigint
   FROM capacity_scalarclaim c
  WHERE c.during && %(during)s::tstzrange
    AND {key_in("c.node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}

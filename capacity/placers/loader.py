@@ -146,8 +146,8 @@ SELECT node_id, resource, allocatable, ratio FROM inventory_noderesource WHERE n
 """
 
 _CLAIMS_SQL = """
-SELECT node_id, resource, (extract(epoch FROM lower(during)) * 1000)::bigint,
-       (extract(epoch FROM upper(during)) * 1000)::bigint, amount
+SELECT node_id, resource, (date_part('epoch', lower(during)) * 1000)::bigint,
+       (date_part('epoch', upper(during)) * 1000)::bigint, amount
   FROM capacity_scalarclaim WHERE node_id = ANY(%(nodes)s) AND during && %(during)s
 """
 

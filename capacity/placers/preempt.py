@@ -54,8 +54,8 @@ SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
            AND b.during && %(during)s::tstzrange) AS s
 """
 _CLAIMS_SQL = f"""
-SELECT c.node_id, c.resource, c.amount, (extract(epoch FROM lower(c.during)) * 1000)::bigint,
-       (extract(epoch FROM upper(c.during)) * 1000)::bigint, a.reservation_id, coalesce(r.priority = 'spot', false)
+SELECT c.node_id, c.resource, c.amount, (date_part('epoch', lower(c.during)) * 1000)::bigint,
+       (date_part('epoch', upper(c.during)) * 1000)::bigint, a.reservation_id, coalesce(r.priority = 'spot', false)
   FROM capacity_scalarclaim c
   JOIN capacity_allocation a ON a.id = c.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
