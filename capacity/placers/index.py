@@ -15,6 +15,7 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import compress
 
 from capacity.placement import (
     NodeView,
@@ -29,6 +30,7 @@ from capacity.placement import (
 from capacity.placement.pick import WORST_KNOWN_RANK
 from capacity.placement.timeline import peak
 
+from .claims import Claims
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, load_node_views, window_range
 from .sql import key_in
@@ -274,10 +276,11 @@ def plan_reads(
                               WHERE during && %(during)s::tstzrange
                                 AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
                        c.nodes, c.names, c.starts, c.ends, c.amounts
-                  FROM (SELECT array_agg(node_id) AS nodes, array_agg(resource) AS names,
-                               array_agg((date_part('epoch', lo) * 1000)::bigint) AS starts,
-                               array_agg((date_part('epoch', hi) * 1000)::bigint) AS ends,
-                               array_agg(amount) AS amounts
+                  FROM (SELECT array_agg(node_id ORDER BY node_id) AS nodes,
+                               array_agg(resource ORDER BY node_id) AS names,
+                               array_agg((date_part('epoch', lo) * 1000)::bigint ORDER BY node_id) AS starts,
+                               array_agg((date_part('epoch', hi) * 1000)::bigint ORDER BY node_id) AS ends,
+                               array_agg(amount ORDER BY node_id) AS amounts
                           FROM ({_CLAIMS_IN_WINDOW}) AS w) AS c""",
             {
                 "during": window_range(window),
@@ -291,14 +294,16 @@ def plan_reads(
         # Arrays in one row: the driver parses them in C, much cheaper than a row per device.
         booked_pks, nodes, names, starts, ends, amounts = cur.fetchone()
     device_node = index.device_node
-    booked = {pk for pk in booked_pks if pk in device_node}
-    held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(dict)
-    node_name = index.node_name
-    for node, name, s, e, n in zip(
-        nodes or (), names or (), starts or (), ends or (), amounts or (), strict=True
-    ):
-        if node in node_name:
-            held[node_name[node]].setdefault(name, []).append((s, e, n))
+    booked = set(compress(booked_pks, map(device_node.__contains__, booked_pks)))  # the pool's own
+    held = Claims(
+        index.nodes.node_pk,
+        index.node_name,
+        nodes or [],
+        names or [],
+        starts or [],
+        ends or [],
+        amounts or [],
+    )
     used = WindowUse(held, window, claimed)
     short = index.short(claims, used)
     return index.tie(booked), short, used

@@ -9,17 +9,16 @@ and filters the slice in C, and a node's claims are grouped the first time a pla
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from itertools import compress
 
 from capacity.placement import PlacementRequest, Ranked, Window
 
+from .claims import Claims
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse
 from .loader import NodeIndex, PoolRow, window_range
 from .sql import key_in
-
-Claim = tuple[int, int, int]  # start ms, end ms, amount
 
 # date_part() is float arithmetic, exact to the millisecond here and cheaper than extract().
 _LEDGER_SQL = f"""
@@ -40,54 +39,6 @@ SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amount
                  WHERE during && %(during)s::tstzrange
                    AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}) AS s) AS c
 """
-
-
-class Claims(Mapping[str, dict[str, list[Claim]]]):
-    """Node name -> resource -> its claims: the ledger's scalar claims, grouped per node when asked.
-
-    The rows come as arrays sorted by node pk; a node's slice is found by bisection.
-    """
-
-    def __init__(self, index: PoolIndex, nodes, names, starts, ends, amounts):
-        self._node_pk = index.nodes.node_pk
-        self._rows = (nodes, names, starts, ends, amounts)
-        node_name = index.node_name
-        # Nodes of this pool with a claim (the key range may hold other pools' nodes too).
-        self._with_claims = {node_name[pk] for pk in set(nodes) if pk in node_name}
-        self._grouped: dict[str, dict[str, list[Claim]]] = {}
-
-    def _group(self, name: str) -> dict[str, list[Claim]]:
-        found = self._grouped.get(name)
-        if found is None:
-            found = self._grouped[name] = {}
-            pk = self._node_pk.get(name)
-            if pk is not None:
-                nodes, names, starts, ends, amounts = self._rows
-                for k in range(bisect_left(nodes, pk), bisect_right(nodes, pk)):
-                    found.setdefault(names[k], []).append((starts[k], ends[k], amounts[k]))
-        return found
-
-    def __getitem__(self, name: str) -> dict[str, list[Claim]]:
-        if name not in self._with_claims:
-            raise KeyError(name)
-        return self._group(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._with_claims
-
-    def get(self, name: str, default=None):  # type: ignore[override]
-        return self._group(name) if name in self._with_claims else default
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._with_claims)
-
-    def __len__(self) -> int:
-        return len(self._with_claims)
-
-    def held(self, name: str, resource: str) -> list[Claim]:
-        """Return the node's claims of the resource, as a list a plan may add to or take from."""
-        self._with_claims.add(name)
-        return self._group(name).setdefault(resource, [])
 
 
 class Ledger:
@@ -128,7 +79,15 @@ class Ledger:
         ours = list(map(index.device_node.__contains__, devices))
         if not all(ours):
             devices, starts, ends = (list(compress(v, ours)) for v in (devices, starts, ends))
-        claims = Claims(index, nodes or [], names or [], c_starts or [], c_ends or [], amounts or [])
+        claims = Claims(
+            index.nodes.node_pk,
+            index.node_name,
+            nodes or [],
+            names or [],
+            c_starts or [],
+            c_ends or [],
+            amounts or [],
+        )
         return cls(index, starts, ends, devices, claims)
 
     def taken(self, window: Window) -> set[int]:

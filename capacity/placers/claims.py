@@ -1,0 +1,65 @@
+"""Scalar claims read as arrays, grouped per node only when a plan asks about the node."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping
+
+Claim = tuple[int, int, int]  # start ms, end ms, amount
+
+
+class Claims(Mapping[str, dict[str, list[Claim]]]):
+    """Node name -> resource -> its claims in a window (or a batch's span), grouped per node when asked.
+
+    The rows come as arrays sorted by node pk (`node_pk` maps a name to it, `node_name` back); a
+    node's slice is found by bisection, so building this costs no Python loop over the rows.
+    """
+
+    def __init__(
+        self,
+        node_pk: Mapping[str, int],
+        node_name: Mapping[int, str],
+        nodes: list[int],
+        names: list[str],
+        starts: list[int],
+        ends: list[int],
+        amounts: list[int],
+    ):
+        self._node_pk = node_pk
+        self._rows = (nodes, names, starts, ends, amounts)
+        # Nodes of this pool with a claim (the key range may hold other pools' nodes too).
+        self._with_claims = {node_name[pk] for pk in set(nodes) if pk in node_name}
+        self._grouped: dict[str, dict[str, list[Claim]]] = {}
+
+    def _group(self, name: str) -> dict[str, list[Claim]]:
+        found = self._grouped.get(name)
+        if found is None:
+            found = self._grouped[name] = {}
+            pk = self._node_pk.get(name)
+            if pk is not None:
+                nodes, names, starts, ends, amounts = self._rows
+                for k in range(bisect_left(nodes, pk), bisect_right(nodes, pk)):
+                    found.setdefault(names[k], []).append((starts[k], ends[k], amounts[k]))
+        return found
+
+    def __getitem__(self, name: str) -> dict[str, list[Claim]]:
+        if name not in self._with_claims:
+            raise KeyError(name)
+        return self._group(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._with_claims
+
+    def get(self, name: str, default: dict[str, list[Claim]] | None = None) -> dict[str, list[Claim]] | None:  # type: ignore[override]
+        return self._group(name) if name in self._with_claims else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._with_claims)
+
+    def __len__(self) -> int:
+        return len(self._with_claims)
+
+    def held(self, name: str, resource: str) -> list[Claim]:
+        """Return the node's claims of the resource, as a list a plan may add to or take from."""
+        self._with_claims.add(name)
+        return self._group(name).setdefault(resource, [])
