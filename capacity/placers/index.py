@@ -339,6 +339,10 @@ class WindowUse(Mapping[str, Mapping[str, int]]):
             }
         return found
 
+    def get(self, node: str, default=None):  # type: ignore[override]
+        # Most nodes hold no claim: answered without the KeyError Mapping.get would catch.
+        return self[node] if node in self.held else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.held)
 
