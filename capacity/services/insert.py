@@ -109,7 +109,8 @@ def insert_charged(
         if commit:
             # Outside a transaction the connection autocommits: the statements before a Sync are
             # one implicit transaction, which the Sync commits (or, after an error, rolls back).
-            pipeline.sync()
+            with connection.wrap_database_errors:
+                pipeline.sync()
         pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
         lock.close()
         cur.close()

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from test_lost_races import racer, steal
 
-from capacity import port, services
+from capacity import port, quota, services
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window, validate_request
@@ -282,6 +282,23 @@ def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(
     assert QuotaCharge.objects.count() == 1
     Quota.objects.filter(tenant=tenant).update(limit=3)
     assert queue(ask(1)).conditions[0]["type"] == "Queued"
+
+
+def test_a_queue_whose_statement_fails_writes_nothing_and_the_connection_stays_usable(
+    tenant, make_node, monkeypatch
+):
+    """The lock and the insert are one implicit transaction: an error in it rolls both back."""
+    make_node("node-a", gpus=2)
+    queue(ask(1))
+    monkeypatch.setattr(quota, "LOCK_SQL", "SELECT 1 / (%(tenant)s::int - %(tenant)s::int)")
+    with pytest.raises(DataError):
+        queue(ask(1))
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert Reservation.objects.count() == 1
+    assert QuotaCharge.objects.count() == 1
+    monkeypatch.undo()
+    assert queue(ask(1)).conditions[0]["type"] == "Queued"
+    assert Reservation.objects.count() == 2
 
 
 def in_other_connection(read):
