@@ -21,7 +21,7 @@ from inventory.validators import SYSTEM_LABEL_PREFIX
 from .commit import Committed, LostRace, Owner, json_text
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime
-from .sql import SCALAR_CAPACITY, room_sql, schedulable_tolerating
+from .sql import SCALAR_CAPACITY, peak_sql, room_sql, schedulable_tolerating, sum_sql
 
 # A batch's nodes, for a batch that holds the pool row already: each (node, tenant) pair in node
 # order, locked and checked as _LOCK_SQL does for one. Several plans on one node lock it once.
@@ -37,12 +37,20 @@ SELECT n.id IS NOT NULL
  ORDER BY w.i
 """
 
-# The batch's claims seen from plan i: the committed ones on the node, and the earlier plans'.
+# The claims plan i's scalar room counts: the committed ones on the node, and the earlier plans'.
+# Their plain sum (the committed ones' by the index, the earlier plans' worked out once for all in
+# `earlier`) bounds the peak; the peak is swept over both only when that sum does not fit.
 _SEEN_CLAIMS = """(
   SELECT node_id, resource, amount, during, 0 AS i FROM capacity_scalarclaim
   UNION ALL
   SELECT node, resource, amount, during, i FROM claims
 )"""
+_ROOM = room_sql(
+    sum_sql("capacity_scalarclaim", "node_id", "c.node", "c.resource", "c.during") + " + e.amount",
+    peak_sql(_SEEN_CLAIMS, "node_id", "c.node", "c.resource", "c.during", where="x.i < c.i"),
+    "c.amount",
+    "k.cap",
+)
 
 # Locks in the order of the per-plan statement: devices (by key), then resource rows (by node and
 # resource). Every CTE is read by the final SELECT, left to right, which runs them in that order.
@@ -67,9 +75,13 @@ WITH plans AS MATERIALIZED (
                ON l.node_id = p.node AND l.key = w.key AND (w.value = '*' OR l.value = w.value)
               AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
             WHERE w.i = p.i) AS labels_ok,
-         (SELECT count(*) FROM unnest(%(picked_plans)s::int[], %(picked)s::bigint[]) AS k(i, id)
-            JOIN devices d ON d.id = k.id AND d.node_id = p.node WHERE k.i = p.i) AS ndevices
+         coalesce(k.n, 0) AS ndevices
     FROM plans p
+    LEFT JOIN (SELECT k.i, count(*) AS n
+                 FROM unnest(%(picked_plans)s::int[], %(picked)s::bigint[]) AS k(i, id)
+                 JOIN plans q ON q.i = k.i
+                 JOIN devices d ON d.id = k.id AND d.node_id = q.node
+                GROUP BY k.i) k ON k.i = p.i
 ), allocation AS (
   INSERT INTO capacity_allocation (reservation_id, instance_id, node_id, starts_at, ends_at, resources, created_at)
   SELECT p.reservation, NULL, p.node, p.lo, p.hi, p.resources, now()
@@ -92,11 +104,18 @@ WITH plans AS MATERIALIZED (
   SELECT r.node_id, r.resource, {SCALAR_CAPACITY} AS cap FROM inventory_noderesource r
    WHERE r.node_id = ANY(%(nodes)s::bigint[]) AND r.resource = ANY(%(claim_names)s::text[])
    ORDER BY r.node_id, r.resource FOR SHARE
+), earlier AS MATERIALIZED (
+  SELECT c.i, c.resource, coalesce(sum(m.amount), 0) AS amount
+    FROM claims c
+    LEFT JOIN claims m ON m.node = c.node AND m.resource = c.resource AND m.i < c.i AND m.during && c.during
+   GROUP BY c.i, c.resource
 ), room AS MATERIALIZED (
   -- Room over the window, as the per-plan statement has it, with the earlier plans' claims too.
   SELECT c.i, c.resource
-    FROM claims c JOIN claimable k ON k.node_id = c.node AND k.resource = c.resource
-   WHERE {room_sql(_SEEN_CLAIMS, "node_id", "c.node", "c.resource", "c.during", "c.amount", "k.cap", "x.i < c.i")}
+    FROM claims c
+    JOIN claimable k ON k.node_id = c.node AND k.resource = c.resource
+    JOIN earlier e ON e.i = c.i AND e.resource = c.resource
+   WHERE {_ROOM}
 ), claimed AS (
   INSERT INTO capacity_scalarclaim (allocation_id, node_id, resource, amount, during)
   SELECT a.id, c.node, c.resource, c.amount, c.during
@@ -111,8 +130,11 @@ WITH plans AS MATERIALIZED (
 )
 SELECT ARRAY(SELECT labels_ok FROM found ORDER BY i), ARRAY(SELECT ndevices FROM found ORDER BY i),
        ARRAY(SELECT a.id FROM plans p LEFT JOIN allocation a ON a.reservation_id = p.reservation ORDER BY p.i),
-       ARRAY(SELECT (SELECT count(*) FROM booked b WHERE b.allocation_id = a.id)
-               FROM plans p LEFT JOIN allocation a ON a.reservation_id = p.reservation ORDER BY p.i),
+       ARRAY(SELECT coalesce(n.n, 0)
+               FROM plans p LEFT JOIN allocation a ON a.reservation_id = p.reservation
+               LEFT JOIN (SELECT allocation_id, count(*) AS n FROM booked GROUP BY allocation_id) n
+                 ON n.allocation_id = a.id
+              ORDER BY p.i),
        ARRAY(SELECT i FROM room ORDER BY i, resource), ARRAY(SELECT resource FROM room ORDER BY i, resource),
        (SELECT count(*) FROM claimed), (SELECT count(*) FROM placed)
 """

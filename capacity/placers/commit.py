@@ -18,7 +18,7 @@ from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime, window_range
-from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, room_sql
+from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, peak_sql, room_sql, sum_sql
 
 
 class LostRace(Exception):
@@ -60,6 +60,10 @@ SELECT p.archived, n.id IS NOT NULL
           FOR SHARE OF n) n ON true
 """
 
+# The node's claims of a resource in the window: their plain sum, and the most they hold at once.
+_HELD = ("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange")
+_HELD_SUM, _HELD_PEAK = sum_sql(*_HELD), peak_sql(*_HELD)
+
 # Everything else in one statement, in lock order: labels (read again now that the node is
 # locked: this statement's snapshot is newer than the lock), devices, the bookings under the
 # EXCLUDE constraint, scalar claims (resource rows locked in resource order). Pool capacity is
@@ -100,7 +104,7 @@ WITH labels AS (
   SELECT (SELECT id FROM allocation), %(node)s::bigint, c.resource, c.amount, %(during)s::tstzrange
     FROM unnest(%(claim_names)s::text[], %(claim_amounts)s::bigint[]) AS c(resource, amount)
     JOIN claimable k ON k.resource = c.resource
-   WHERE {room_sql("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange", "c.amount", "k.cap")}
+   WHERE {room_sql(_HELD_SUM, _HELD_PEAK, "c.amount", "k.cap")}
   RETURNING resource
 ), placed AS (
   -- The reservation row is this transaction's own (new, or locked by the retry), so this takes no

@@ -48,6 +48,14 @@ def key_in(column: str, low: str, high: str) -> str:
 SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
 
 
+def _rows(key_column: str, key: str, resource: str, during: str, where: str) -> str:
+    """Return the condition on `x`: rows of the key and resource overlapping `during` (by the GiST index)."""
+    return (
+        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
+        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
+    )
+
+
 def peak_sql(table: str, key_column: str, key: str, resource: str, during: str, where: str = "") -> str:
     """Return an expression: the most `table`'s rows of one key and resource hold at once in `during`.
 
@@ -56,30 +64,25 @@ def peak_sql(table: str, key_column: str, key: str, resource: str, during: str, 
     `during` are SQL expressions; the key is matched through the table's GiST index on
     (int8range(key), during). `where`, when given, narrows the rows (as `x`) further.
     """
-    where = (
-        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
-        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
-    )
+    rows = _rows(key_column, key, resource, during, where)
     return f"""coalesce((SELECT max(e.running) FROM (
         SELECT sum(v.delta) OVER (ORDER BY v.at, v.delta) AS running FROM (
-          SELECT greatest(lower(x.during), lower({during})) AS at, x.amount AS delta FROM {table} x WHERE {where}
+          SELECT greatest(lower(x.during), lower({during})) AS at, x.amount AS delta FROM {table} x WHERE {rows}
           UNION ALL
-          SELECT upper(x.during), -x.amount FROM {table} x WHERE {where} AND upper(x.during) < upper({during})
+          SELECT upper(x.during), -x.amount FROM {table} x WHERE {rows} AND upper(x.during) < upper({during})
         ) AS v) AS e), 0)"""
 
 
-def room_sql(
-    table: str, key_column: str, key: str, resource: str, during: str, amount: str, cap: str, where: str = ""
-) -> str:
-    """Return a check: `amount` more of the resource fits under `cap` at every instant of `during`.
+def sum_sql(table: str, key_column: str, key: str, resource: str, during: str) -> str:
+    """Return an expression: the plain sum of `table`'s rows of one key and resource overlapping
+    `during`, which bounds their peak from above."""
+    return f"coalesce((SELECT sum(x.amount) FROM {table} x WHERE {_rows(key_column, key, resource, during, '')}), 0)"
 
-    The plain sum of the rows overlapping `during` bounds their peak from above, so when the sum
-    fits the peak is never swept: one index scan instead of two, a sort and a running sum.
+
+def room_sql(bound: str, peak: str, amount: str, cap: str) -> str:
+    """Return a check: `amount` more fits under `cap` at every instant, given the held rows' `peak`.
+
+    `bound` is at least the peak (a plain sum): when it fits, the peak is never swept (one index
+    scan instead of two, a sort and a running sum).
     """
-    rows = (
-        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
-        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
-    )
-    return f"""(CASE WHEN coalesce((SELECT sum(x.amount) FROM {table} x WHERE {rows}), 0) + {amount} <= {cap}
-              THEN true
-              ELSE {peak_sql(table, key_column, key, resource, during, where)} + {amount} <= {cap} END)"""
+    return f"(CASE WHEN {bound} + {amount} <= {cap} THEN true ELSE {peak} + {amount} <= {cap} END)"

@@ -117,3 +117,23 @@ def test_plans_of_one_round_on_one_node_fill_its_scalar_room_exactly(tenant, mak
     assert result.lost == []
     assert sum(ScalarClaim.objects.filter(node__name="node-a").values_list("amount", flat=True)) == 64
     assert audit() == []
+
+
+def test_claims_that_never_overlap_count_at_their_peak_not_their_sum(tenant, make_node):
+    """
+    node-a: [ ][ ][ ][ ] vcpu 64: 32 held for the first 12 h, 32 for the next 12 h (never both)
+            ← a 24 h request of 32 vcpu fits beside them: at most 32 + 32 at any instant
+    """
+    node = claiming_node(make_node, "node-a", 64)
+    for half in (0, 1):
+        lo = datetime.fromtimestamp((MS + half * 12 * HOUR) / 1000, UTC)
+        hi = datetime.fromtimestamp((MS + (half + 1) * 12 * HOUR) / 1000, UTC)
+        held = Allocation.objects.create(
+            instance_id=f"vm-{half}", node=node, starts_at=lo, ends_at=hi, resources={"vcpu": 32}
+        )
+        ScalarClaim.objects.create(allocation=held, node=node, resource="vcpu", amount=32, during=(lo, hi))
+    reservation = queue(ask(1, resources={"vcpu": 32}))
+    result = place_batch(reservation.pool_id, config(placer="pool-lease"))
+    assert result.placed == [reservation.pk]
+    assert result.lost == []
+    assert node_of(reservation) == "node-a"
