@@ -17,10 +17,11 @@ from capacity.placement.satisfiable import kinds
 from capacity.placement.timeline import peak
 
 from .db import prepared_cursor
-from .index import PoolIndex, plan_reads, pool_index, views_for
+from .index import PoolIndex, pool_index, views_for
 from .inline import PlacerConfig, plan_request, plan_shortlist, planner, uses_shortlist
 from .lease import plan_lease_now
 from .loader import PoolRow, window_range
+from .reads import plan_reads
 from .sql import key_in
 
 # The pool's bookings' bounds in epoch milliseconds as three arrays in one row (parsed in C; grouping
@@ -176,7 +177,7 @@ def plan_if_it_fits(request: PlacementRequest, pool: PoolRow, config: PlacerConf
         plan, _index = plan_request(request, pool, config)
         return plan if plan.fits else None
     static = pool_index(pool)
-    taken, short, used = plan_reads(pool, static, request.during, request.resources)
+    taken, short, used = plan_reads(static, request.during, request.resources)
     found = plan_shortlist(
         request, pool, config, static, taken, short, used, planner(request, pool, config), protect=10
     )

@@ -15,7 +15,6 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import compress
 
 from capacity.placement import (
     NodeView,
@@ -30,10 +29,7 @@ from capacity.placement import (
 from capacity.placement.pick import WORST_KNOWN_RANK
 from capacity.placement.timeline import peak
 
-from .claims import Claims
-from .db import prepared_cursor
-from .loader import NodeIndex, PoolRow, load_node_views, window_range
-from .sql import key_in
+from .loader import NodeIndex, PoolRow, load_node_views
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
@@ -242,71 +238,6 @@ def topology_ceiling(view: NodeView) -> float:
 
 
 Used = Mapping[str, Mapping[str, int]]  # node name -> resource -> the most claimed in a window
-
-# The pool's scalar claims of the claimed resources overlapping the window (one scan of the GiST
-# index on `during`); the one-time filter skips the scan for requests that claim no scalar.
-_CLAIMS_IN_WINDOW = f"""
-SELECT node_id, resource, amount, lower(during) AS lo, upper(during) AS hi FROM capacity_scalarclaim
- WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
-   AND resource = ANY(%(names)s::text[])
-   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
-"""
-
-
-def plan_reads(
-    pool: PoolRow, index: PoolIndex, window: Window, claims: Mapping[str, int]
-) -> tuple[set[int], Short, WindowUse]:
-    """Return the devices not free for the window, the nodes short of a claimed scalar and what is used.
-
-    One query. A booked GPU takes its slices, and a booked slice takes its GPU. A node is short when
-    its capacity in a claimed resource minus the most claimed at any instant of the window is
-    below the claim, or it has no such resource at all; `used` holds that most-claimed figure for
-    the nodes with claims in the window.
-    """
-    claimed = sorted(r for r, n in claims.items() if n > 0)
-    # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST
-    # index over both (key_in), then narrowed to its devices here: cheaper than joining devices and
-    # nodes. Claims come only for requests that claim scalars (the one-time filter skips the scan
-    # otherwise).
-    low, high = index.device_range
-    node_low, node_high = index.node_range
-    with prepared_cursor() as cur:
-        cur.execute(
-            f"""SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
-                              WHERE during && %(during)s::tstzrange
-                                AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
-                       c.nodes, c.names, c.starts, c.ends, c.amounts
-                  FROM (SELECT array_agg(node_id ORDER BY node_id) AS nodes,
-                               array_agg(resource ORDER BY node_id) AS names,
-                               array_agg((date_part('epoch', lo) * 1000)::bigint ORDER BY node_id) AS starts,
-                               array_agg((date_part('epoch', hi) * 1000)::bigint ORDER BY node_id) AS ends,
-                               array_agg(amount ORDER BY node_id) AS amounts
-                          FROM ({_CLAIMS_IN_WINDOW}) AS w) AS c""",
-            {
-                "during": window_range(window),
-                "low": low,
-                "high": high,
-                "node_low": node_low,
-                "node_high": node_high,
-                "names": claimed,
-            },
-        )
-        # Arrays in one row: the driver parses them in C, much cheaper than a row per device.
-        booked_pks, nodes, names, starts, ends, amounts = cur.fetchone()
-    device_node = index.device_node
-    booked = set(compress(booked_pks, map(device_node.__contains__, booked_pks)))  # the pool's own
-    held = Claims(
-        index.nodes.node_pk,
-        index.node_name,
-        nodes or [],
-        names or [],
-        starts or [],
-        ends or [],
-        amounts or [],
-    )
-    used = WindowUse(held, window, claimed)
-    short = index.short(claims, used)
-    return index.tie(booked), short, used
 
 
 class WindowUse(Mapping[str, Mapping[str, int]]):

@@ -22,8 +22,9 @@ from capacity.placement import (
 )
 
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
-from .index import PoolIndex, Reach, Used, plan_reads, pool_index, shortlist_order, views_for
+from .index import PoolIndex, Reach, Used, pool_index, shortlist_order, views_for
 from .loader import NodeIndex, PoolRow, load_node_views, load_pool
+from .reads import Reads, plan_reads
 
 # Nodes a shortlist plans first: twice the guarded top N, at least this many. The placer's reads
 # give every node's counts, so widening (when a node outside could still rank) is cheap and exact.
@@ -112,11 +113,13 @@ def plan_request(
     *,
     shortlist: bool | None = None,
     protect: int = 0,
+    reads: Reads | None = None,
 ) -> tuple[Plan, NodeIndex]:
     """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool.
 
     `protect` widens what the shortlist must get right to the best `protect` nodes when that is
-    more than top N (a preview shows its first ten candidates).
+    more than top N (a preview shows its first ten candidates). `reads`, sent ahead by the caller,
+    are used when they are this plan's (else dropped and read again).
     """
     plan = planner(request, pool, config)
 
@@ -124,13 +127,20 @@ def plan_request(
         shortlist = uses_shortlist(request, config)
     if shortlist and not pool.view.archived:
         static = pool_index(pool)
-        taken, short, used = plan_reads(pool, static, request.during, request.resources)
+        if reads is not None and reads.answers(static, request.during, request.resources):
+            taken, short, used = reads.take()
+        else:
+            if reads is not None:
+                reads.close()
+            taken, short, used = plan_reads(static, request.during, request.resources)
         found = plan_shortlist(request, pool, config, static, taken, short, used, plan, protect=protect)
         if found is not None:
             return found
         # Nothing fits: the pending reason needs every node, planned from the same reads.
         index = views_for(static, [v.id for v in static.nodes.views], taken, used)
         return plan(index, static.memo()), index
+    if reads is not None:
+        reads.close()
     index = load_node_views(pool.pk, request.during)
     return plan(index), index
 
@@ -224,6 +234,7 @@ def place(
     now: datetime | None = None,
     *,
     holds_pool: bool = False,
+    reads: Reads | None = None,
 ) -> Outcome:
     """Place `request` inside the caller's transaction; lost races replan up to max_attempts times.
 
@@ -231,13 +242,17 @@ def place(
     placed, the owning reservation is marked placed as of `now` in the same statement. A regular
     request that fits only by taking spot work back preempts it (capacity.placers.preempt);
     `holds_pool` says the caller already locked the pool, so victims held elsewhere are skipped.
+    `reads` are the window's reads the caller sent ahead (send_reads), for the first plan.
     """
     pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
+        if reads is not None:
+            reads.close()
         return Outcome("pending", reason=ARCHIVED_REASON)
     lost: list[str] = []
     for attempt in range(1, config.max_attempts + 1):
-        plan, index = plan_request(request, pool, config)
+        plan, index = plan_request(request, pool, config, reads=reads)
+        reads = None  # a replan after a lost race reads afresh
         savepoint = f"capacity_place_{attempt}"
         preemption = None
         if not plan.fits:

@@ -47,10 +47,20 @@ from capacity.placement import (
 )
 from capacity.placers.commit import Owner
 from capacity.placers.index import pool_index
-from capacity.placers.inline import INLINE, POOL_LEASE, Outcome, PlacerConfig, place, plan_request, planner
+from capacity.placers.inline import (
+    INLINE,
+    POOL_LEASE,
+    Outcome,
+    PlacerConfig,
+    place,
+    plan_request,
+    planner,
+    uses_shortlist,
+)
 from capacity.placers.lease import place_lease, plan_lease_now
 from capacity.placers.loader import PoolRow, load_pool, may_use, to_datetime
 from capacity.placers.preempt import find_lease_preemption, find_preemption
+from capacity.placers.reads import Reads, send_reads
 from capacity.quota import QUOTA_EXCEEDED_REASON
 from capacity.retry import retry_on_conflict
 from capacity.waits import HUB
@@ -352,6 +362,7 @@ def _apply(
     now: datetime | None = None,
     explain: bool = False,
     charged: bool = False,
+    reads: Reads | None = None,
 ) -> Outcome:
     """Charge quota, place, and record the outcome on the reservation (in the caller's transaction).
 
@@ -376,7 +387,7 @@ def _apply(
     else:
         if not charged:
             charge(quota.demand(request))
-        outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp)
+        outcome = place(request, request.pool_id, owner, config, pool=pool, now=stamp, reads=reads)
     metrics.placement(
         INLINE, outcome.status, reason=outcome.reason, lost=len(outcome.lost), preempted=outcome.preempted
     )
@@ -505,8 +516,17 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
         if admission is not None and not archived:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(config.plugins, request, admission)
+        reads: list[Reads] = []  # an inline placement's window reads, sent with the insert
+
+        def send() -> None:
+            reads.append(send_reads(pool_index(pool), request.during, request.resources))
+
         if charged:
-            reservation = insert.insert_charged(fields, request, queued=queue, commit=False, digest=digest)
+            # One round trip fewer: the plan's reads travel in the insert's pipeline.
+            ahead = not queue and not request.lease and not archived and uses_shortlist(request, config)
+            reservation = insert.insert_charged(
+                fields, request, queued=queue, commit=False, digest=digest, also=send if ahead else None
+            )
         else:
             reservation = insert.insert_uncharged(fields)
         if reservation is None:
@@ -524,7 +544,17 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
             _mark_unsatisfiable(reservation, never)
             reservation.save(update_fields=["status", "conditions", "updated_at"])
         else:
-            outcome = _apply(reservation, tenant, request, config, pool, now, explain=True, charged=charged)
+            outcome = _apply(
+                reservation,
+                tenant,
+                request,
+                config,
+                pool,
+                now,
+                explain=True,
+                charged=charged,
+                reads=reads[0] if reads else None,
+            )
     if queue and extra["wait_ms"]:
         reservation = await_placer(reservation, extra["wait_ms"])
     return ReserveResult(reservation, created=True, outcome=outcome)

@@ -14,10 +14,11 @@ from datetime import timedelta
 from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
 from capacity.placers.earliest import find_earliest
-from capacity.placers.index import PoolIndex, Used, plan_reads, pool_index, views_for
+from capacity.placers.index import PoolIndex, Used, pool_index, views_for
 from capacity.placers.inline import PlacerConfig, planner
 from capacity.placers.lease import iso_minute
 from capacity.placers.loader import PoolRow
+from capacity.placers.reads import plan_reads
 
 # How far ahead "fits from" looks, and how many smaller counts are tried.
 HINT_HORIZON = timedelta(days=14)
@@ -72,7 +73,7 @@ class _Now:
     @classmethod
     def read(cls, request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> _Now:
         index = pool_index(pool)
-        taken, _short, used = plan_reads(pool, index, request.during, request.resources)
+        taken, _short, used = plan_reads(index, request.during, request.resources)
         return cls(pool, config, index, taken, used)
 
     def fitting(self, request: PlacementRequest) -> int:

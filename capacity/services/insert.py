@@ -13,7 +13,7 @@ lookup), then BEGIN and COMMIT in the pipeline: one client's rate is bound by it
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -75,6 +75,7 @@ def insert_charged(
     queued: bool,
     commit: bool,
     digest: str | None = None,
+    also: Callable[[], object] | None = None,
 ) -> Reservation | None:
     """Insert a pending reservation with the request's quota charges in one round trip; `queued`
     adds its Queued condition and wakes the pool's placer.
@@ -83,7 +84,8 @@ def insert_charged(
     Return None when the idempotency key is taken (nothing written). Raise QUOTA_EXCEEDED, as
     quota.charge does, when a limit would be passed: then nothing is written either. With a lookup's
     `digest` (its tenant and pool kept from an earlier request) raise StaleLookup, having written
-    nothing, when they no longer read the same.
+    nothing, when they no longer read the same. `also()` may send more statements in the same
+    pipeline, after the insert (the inline placer's window reads), to be read by the caller.
     """
     now = timezone.now()
     amounts = quota.demand(request)
@@ -106,6 +108,8 @@ def insert_charged(
         lock, cur = prepared_cursor(), prepared_cursor()
         lock.execute(quota.LOCK_SQL, params)
         cur.execute(_INSERT_SQL, params)
+        if also is not None:
+            also()
         if commit:
             # Outside a transaction the connection autocommits: the statements before a Sync are
             # one implicit transaction, which the Sync commits (or, after an error, rolls back).

@@ -6,9 +6,10 @@ from datetime import timedelta
 import pytest
 
 from capacity.placement import validate_request
-from capacity.placers.index import plan_reads, pool_index, shortlist_order
+from capacity.placers.index import pool_index, shortlist_order
 from capacity.placers.inline import plan_request, reach, shortlist_size
 from capacity.placers.loader import load_pool
+from capacity.placers.reads import plan_reads
 from inventory import services as nodes
 
 from booking import NOW, ask, config, reserve
@@ -95,7 +96,7 @@ def shortlist(request_data):
     pool = load_pool("lab-pool")
     request = validate_request({**request_data, "reservationId": "r"})
     index = pool_index(pool)
-    taken, short, _used = plan_reads(pool, index, request.during, request.resources)
+    taken, short, _used = plan_reads(index, request.during, request.resources)
     counts = []
 
     def counting(free, total, name):
