@@ -7,6 +7,11 @@ from collections.abc import Iterator, Mapping
 
 Claim = tuple[int, int, int]  # start ms, end ms, amount
 
+# The order of the arrays a Claims is built from: by node first, then by every other column, so
+# that each array_agg, sorting on its own, puts the claims in the same order (ties only between
+# identical rows). Columns as the queries name them: node_id, resource, lo, hi (ms), amount.
+CLAIM_ORDER = "node_id, resource, lo, hi, amount"
+
 
 class Claims(Mapping[str, dict[str, list[Claim]]]):
     """Node name -> resource -> its claims in a window (or a batch's span), grouped per node when asked.

@@ -14,13 +14,15 @@ from itertools import compress
 
 from capacity.placement import PlacementRequest, Ranked, Window
 
-from .claims import Claims
+from .claims import CLAIM_ORDER, Claims
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse
 from .loader import NodeIndex, PoolRow, window_range
 from .sql import key_in
 
-# date_part() is float arithmetic, exact to the millisecond here and cheaper than extract().
+# date_part() is float arithmetic, exact to the millisecond here and cheaper than extract(). Each
+# aggregate sorts on its own (PostgreSQL 15 does not share the sort), so each sorts by a whole row's
+# key: two bookings of one device never start together, and claims sort by all their columns.
 _LEDGER_SQL = f"""
 SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amounts
   FROM (SELECT array_agg(device_id ORDER BY lo, device_id) AS devices,
@@ -30,9 +32,9 @@ SELECT b.devices, b.starts, b.ends, c.nodes, c.names, c.starts, c.ends, c.amount
                   FROM capacity_devicebooking
                  WHERE during && %(during)s::tstzrange
                    AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}) AS w) AS b,
-       (SELECT array_agg(node_id ORDER BY node_id) AS nodes, array_agg(resource ORDER BY node_id) AS names,
-               array_agg(lo ORDER BY node_id) AS starts, array_agg(hi ORDER BY node_id) AS ends,
-               array_agg(amount ORDER BY node_id) AS amounts
+       (SELECT array_agg(node_id ORDER BY {CLAIM_ORDER}) AS nodes, array_agg(resource ORDER BY {CLAIM_ORDER}) AS names,
+               array_agg(lo ORDER BY {CLAIM_ORDER}) AS starts, array_agg(hi ORDER BY {CLAIM_ORDER}) AS ends,
+               array_agg(amount ORDER BY {CLAIM_ORDER}) AS amounts
           FROM (SELECT node_id, resource, amount, (date_part('epoch', lower(during)) * 1000)::bigint AS lo,
                        (date_part('epoch', upper(during)) * 1000)::bigint AS hi
                   FROM capacity_scalarclaim

@@ -11,7 +11,7 @@ from itertools import compress
 
 from capacity.placement import Window
 
-from .claims import Claims
+from .claims import CLAIM_ORDER, Claims
 from .db import prepared_cursor
 from .index import PoolIndex, Short, WindowUse
 from .loader import window_range
@@ -20,21 +20,24 @@ from .sql import key_in
 # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST
 # index over both (key_in), narrowed to its devices in Python: cheaper than joining devices and
 # nodes. The claims of the claimed resources, sorted by node; the one-time filter skips their scan
-# for requests that claim no scalar. Arrays in one row: the driver parses them in C.
+# for requests that claim no scalar. Arrays in one row: the driver parses them in C; each sorts by
+# the whole claim (CLAIM_ORDER), so the arrays stay in step.
 _READS_SQL = f"""
 SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
               WHERE during && %(during)s::tstzrange
                 AND {key_in("device_id", "%(low)s::bigint", "%(high)s::bigint")}),
        c.nodes, c.names, c.starts, c.ends, c.amounts
-  FROM (SELECT array_agg(node_id ORDER BY node_id) AS nodes,
-               array_agg(resource ORDER BY node_id) AS names,
-               array_agg((date_part('epoch', lower(during)) * 1000)::bigint ORDER BY node_id) AS starts,
-               array_agg((date_part('epoch', upper(during)) * 1000)::bigint ORDER BY node_id) AS ends,
-               array_agg(amount ORDER BY node_id) AS amounts
-          FROM capacity_scalarclaim
-         WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
-           AND resource = ANY(%(names)s::text[])
-           AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}) AS c
+  FROM (SELECT array_agg(node_id ORDER BY {CLAIM_ORDER}) AS nodes,
+               array_agg(resource ORDER BY {CLAIM_ORDER}) AS names,
+               array_agg(lo ORDER BY {CLAIM_ORDER}) AS starts,
+               array_agg(hi ORDER BY {CLAIM_ORDER}) AS ends,
+               array_agg(amount ORDER BY {CLAIM_ORDER}) AS amounts
+          FROM (SELECT node_id, resource, amount, (date_part('epoch', lower(during)) * 1000)::bigint AS lo,
+                       (date_part('epoch', upper(during)) * 1000)::bigint AS hi
+                  FROM capacity_scalarclaim
+                 WHERE cardinality(%(names)s::text[]) > 0 AND during && %(during)s::tstzrange
+                   AND resource = ANY(%(names)s::text[])
+                   AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}) AS w) AS c
 """
 
 
