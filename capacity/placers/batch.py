@@ -31,6 +31,7 @@ from capacity.placement import (
     reason_rest,
     validate_request,
 )
+from capacity.retry import retry_on_conflict
 
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
@@ -136,6 +137,7 @@ def _pending(reason: str, plan: Plan | None = None) -> list[dict]:
     return [unschedulable(reason, rest=reason_rest(plan, reason))]
 
 
+@retry_on_conflict
 def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = None) -> BatchResult:
     """Place one batch of the pool's queued reservations, then settle the ones that did not fit.
 
@@ -143,6 +145,8 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
     batch's own transaction only places: it never touches quota rows, so it never holds up a
     request being queued. Those left over stay queued (holding their quota) until a second, short
     transaction marks them pending and refunds them, reservation rows first, as the lock order has it.
+    A batch that Postgres ends with a deadlock is run again (a refund of spot work it takes back
+    can wait on a tenant's quota-load rows, which that tenant's own placement may hold).
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -247,15 +251,17 @@ def _commit_all(
         if e.request.gang is not None and not e.reason:
             _place_inline(e, pool, config, now)
     todo = [e for e in entries if e.fits]
-    rounds = 0
+    # One savepoint for every round: ROLLBACK TO keeps it, so a new one per round would nest.
+    savepoint = "capacity_batch"
+    first = True
     while todo:
-        rounds += 1
-        savepoint = f"capacity_batch_{rounds}"
         order = sorted(range(len(todo)), key=lambda i: todo[i].index.node_pk[todo[i].plan.choice.node_id])
         failed: tuple[int, LostRace] | None = None
         with connection.connection.pipeline():
-            with connection.cursor() as plain:
-                plain.execute(f"SAVEPOINT {savepoint}")
+            if first:
+                with connection.cursor() as plain:
+                    plain.execute(f"SAVEPOINT {savepoint}")
+                first = False
             locks = lock_nodes(
                 pool,
                 [(todo[i].index.node_pk[todo[i].plan.choice.node_id], todo[i].tenant_slug) for i in order],

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
-from .commit import Committed, LostRace, Owner, json_text
+from .commit import Committed, LostRace, Owner, json_text, member_devices, shortfall
 from .db import prepared_cursor
 from .loader import NodeIndex, PoolRow, to_datetime
 from .sql import SCALAR_CAPACITY, peak_sql, room_sql, schedulable_tolerating, sum_sql
@@ -59,8 +59,8 @@ WITH plans AS MATERIALIZED (
   SELECT p.*, tstzrange(p.lo, p.hi, '[)') AS during
     FROM unnest(%(nodes)s::bigint[], %(reservations)s::bigint[], %(starts)s::timestamptz[],
                 %(ends)s::timestamptz[], %(resources)s::jsonb[], %(label_counts)s::int[],
-                %(picked_counts)s::int[], %(booked_counts)s::int[])
-         WITH ORDINALITY AS p(node, reservation, lo, hi, resources, nlabels, npicked, nbooked, i)
+                %(picked_counts)s::int[])
+         WITH ORDINALITY AS p(node, reservation, lo, hi, resources, nlabels, npicked, i)
 ), devices AS (
   SELECT d.id, d.node_id FROM inventory_device d
    WHERE d.id = ANY(%(picked)s::bigint[]) AND d.healthy AND d.bookable
@@ -102,7 +102,8 @@ WITH plans AS MATERIALIZED (
     JOIN plans p ON p.i = c.i
 ), claimable AS (
   SELECT r.node_id, r.resource, {SCALAR_CAPACITY} AS cap FROM inventory_noderesource r
-   WHERE r.node_id = ANY(%(nodes)s::bigint[]) AND r.resource = ANY(%(claim_names)s::text[])
+   WHERE (r.node_id, r.resource) IN (SELECT node, resource FROM claims)
+     AND r.node_id = ANY(%(nodes)s::bigint[])
    ORDER BY r.node_id, r.resource FOR SHARE
 ), earlier AS MATERIALIZED (
   SELECT c.i, c.resource, coalesce(sum(m.amount), 0) AS amount
@@ -176,16 +177,11 @@ class BatchWrite:
 
     def __init__(self, writes: list[Write], now):
         self.writes = writes
-        self.rows: list[tuple[int, tuple[str, ...], int, int, list[str]]] = []
+        self.rows: list[tuple[int, tuple[str, ...], int, list[str]]] = []
         p: dict[str, list] = {k: [] for k in _ARRAYS}
         for i, w in enumerate(writes, start=1):
             index, request = w.index, w.request
-            atoms = tuple(a for group in w.ranked.atoms for a in group)
-            picked = sorted(index.device_pk[a] for a in atoms)
-            # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees them.
-            booked = [index.device_pk[a] for a in atoms] + [
-                index.device_pk[c] for a in atoms for c in index.children.get(a, ())
-            ]
+            atoms, picked, booked = member_devices(w.ranked, index)
             claims = sorted((r, n) for r, n in request.resources.items() if n > 0)
             labels = sorted(request.node_labels.items())
             p["nodes"].append(index.node_pk[w.ranked.node_id])
@@ -195,7 +191,6 @@ class BatchWrite:
             p["resources"].append(json_text(dict(request.resources)))
             p["label_counts"].append(len(labels))
             p["picked_counts"].append(len(picked))
-            p["booked_counts"].append(len(booked))
             for key, value in labels:
                 p["label_plans"].append(i)
                 p["label_keys"].append(key)
@@ -208,7 +203,7 @@ class BatchWrite:
                 p["claim_plans"].append(i)
                 p["claim_names"].append(resource)
                 p["claim_amounts"].append(amount)
-            self.rows.append((len(picked), atoms, len(booked), i, [r for r, _ in claims]))
+            self.rows.append((len(picked), atoms, len(booked), [r for r, _ in claims]))
         self.cursor = prepared_cursor()
         self.cursor.execute(_WRITE_BATCH_SQL, {**p, "system_prefix": SYSTEM_LABEL_PREFIX + "%", "now": now})
 
@@ -224,20 +219,27 @@ class BatchWrite:
             self.cursor.close()
         room = set(zip(room_plans, room_names, strict=True))
         answers: list[Committed | LostRace] = []
-        for w, ok, (npicked, atoms, want_booked, i, claims), labels, devices, allocation, booked in zip(
-            self.writes, schedulable, self.rows, labels_ok, ndevices, allocations, nbooked, strict=True
+        for i, (
+            w,
+            ok,
+            (npicked, atoms, want_booked, claims),
+            labels,
+            devices,
+            allocation,
+            booked,
+        ) in enumerate(
+            zip(self.writes, schedulable, self.rows, labels_ok, ndevices, allocations, nbooked, strict=True),
+            start=1,
         ):
             node = w.ranked.node_id
-            if not ok or not labels:
-                answers.append(LostRace(node, f"{node} is no longer schedulable"))
-            elif devices != npicked:
-                answers.append(LostRace(node, f"an atom on {node} turned unhealthy or unbookable"))
-            elif booked != want_booked:
-                answers.append(LostRace(node, f"an atom on {node} was booked concurrently"))
-            elif short := [r for r in claims if (i, r) not in room]:
-                answers.append(LostRace(node, f"{short[0]} on {node} ran out"))
-            else:
-                answers.append(Committed(allocation_pk=allocation, node=node, atoms=atoms))
+            lost = shortfall(
+                node,
+                ok and labels,
+                devices == npicked,
+                booked == want_booked,
+                [r for r in claims if (i, r) not in room],
+            )
+            answers.append(lost or Committed(allocation_pk=allocation, node=node, atoms=atoms))
         return answers
 
 
@@ -249,7 +251,6 @@ _ARRAYS = (
     "resources",
     "label_counts",
     "picked_counts",
-    "booked_counts",
     "label_plans",
     "label_keys",
     "label_values",

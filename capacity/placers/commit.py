@@ -177,12 +177,7 @@ def send_member(
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
-    atoms = tuple(a for group in ranked.atoms for a in group)
-    picked = sorted(index.device_pk[a] for a in atoms)
-    # Booking a partitioned GPU books its slices too, so the EXCLUDE constraint sees slice conflicts.
-    tops = (*atoms, *also_book)
-    booked_uuids = list(tops) + [c for a in tops for c in index.children.get(a, ())]
-    booked = [index.device_pk[a] for a in booked_uuids]
+    atoms, picked, booked = member_devices(ranked, index, also_book)
     wanted = request.resources if lease_claims is None else lease_claims
     claims = sorted((r, n) for r, n in wanted.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
@@ -195,7 +190,6 @@ def send_member(
     cur.execute(
         _WRITE_SQL,
         {
-            "pool": pool.pk,
             "node": node_pk,
             "label_keys": [k for k, _ in labels],
             "label_values": [v for _, v in labels],
@@ -224,19 +218,48 @@ def read_member(sent: Sent) -> Committed:
         labels_ok, devices_ok, allocation_pk, booked_count, claimed, _placed = sent.write.fetchone()
     finally:
         sent.close()
-    node = sent.node
     if archived:
         raise ArchivedMeanwhile
-    if not schedulable or not labels_ok:
-        raise LostRace(node, f"{node} is no longer schedulable")
-    if devices_ok != len(sent.picked):
-        raise LostRace(node, f"an atom on {node} turned unhealthy or unbookable")
-    if booked_count != len(sent.booked):
-        raise LostRace(node, f"an atom on {node} was booked concurrently")
-    for resource, _amount in sent.claims:
-        if resource not in claimed:
-            raise LostRace(node, f"{resource} on {node} ran out")
-    return Committed(allocation_pk=allocation_pk, node=node, atoms=sent.atoms)
+    lost = shortfall(
+        sent.node,
+        schedulable and labels_ok,
+        devices_ok == len(sent.picked),
+        booked_count == len(sent.booked),
+        [r for r, _amount in sent.claims if r not in claimed],
+    )
+    if lost is not None:
+        raise lost
+    return Committed(allocation_pk=allocation_pk, node=sent.node, atoms=sent.atoms)
+
+
+def member_devices(
+    ranked: Ranked, index: NodeIndex, also_book: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], list[int], list[int]]:
+    """Return a member's atoms, their device pks in key order (the ones checked healthy and
+    bookable), and every device pk it books: its atoms and `also_book` with their slices, so the
+    EXCLUDE constraint sees a slice's conflicts when a partitioned GPU is booked."""
+    atoms = tuple(a for group in ranked.atoms for a in group)
+    picked = sorted(index.device_pk[a] for a in atoms)
+    tops = (*atoms, *also_book)
+    booked = [index.device_pk[a] for a in tops] + [
+        index.device_pk[c] for a in tops for c in index.children.get(a, ())
+    ]
+    return atoms, picked, booked
+
+
+def shortfall(
+    node: str, schedulable: bool, devices_found: bool, all_booked: bool, claims_short: list[str]
+) -> LostRace | None:
+    """Return the lost race a guard's answers mean, checked in the commit's order, or None."""
+    if not schedulable:
+        return LostRace(node, f"{node} is no longer schedulable")
+    if not devices_found:
+        return LostRace(node, f"an atom on {node} turned unhealthy or unbookable")
+    if not all_booked:
+        return LostRace(node, f"an atom on {node} was booked concurrently")
+    if claims_short:
+        return LostRace(node, f"{claims_short[0]} on {node} ran out")
+    return None
 
 
 def json_text(value: object) -> str:

@@ -173,7 +173,7 @@ def plan_if_it_fits(request: PlacementRequest, pool: PoolRow, config: PlacerConf
     if request.lease:
         plan, _static = plan_lease_now(request, pool)
         return plan if plan.fits else None
-    if not uses_shortlist(request, config) or pool.view.archived:
+    if not uses_shortlist(request, config):
         plan, _index = plan_request(request, pool, config)
         return plan if plan.fits else None
     static = pool_index(pool)

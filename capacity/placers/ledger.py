@@ -15,6 +15,7 @@ from itertools import compress
 from capacity.placement import PlacementRequest, Ranked, Window
 
 from .claims import CLAIM_ORDER, Claims
+from .commit import member_devices
 from .db import prepared_cursor
 from .index import PoolIndex, WindowUse
 from .loader import NodeIndex, PoolRow, window_range
@@ -107,11 +108,7 @@ class Ledger:
     def book(self, request: PlacementRequest, ranked: Ranked, index: NodeIndex, sign: int = 1) -> None:
         """Add (sign −1: take back) what a plan books: its atoms with their slices, and its claims."""
         w = request.during
-        pks = [index.device_pk[a] for group in ranked.atoms for a in group]
-        pks += [
-            index.device_pk[c] for group in ranked.atoms for a in group for c in index.children.get(a, ())
-        ]
-        for pk in pks:
+        for pk in member_devices(ranked, index)[2]:
             if sign > 0:
                 i = bisect_right(self.starts, w.start)
                 self.starts.insert(i, w.start)

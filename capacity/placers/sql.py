@@ -50,9 +50,8 @@ SCALAR_CAPACITY = "floor(r.allocatable * r.ratio + 1e-9)"
 
 def _rows(key_column: str, key: str, resource: str, during: str, where: str) -> str:
     """Return the condition on `x`: rows of the key and resource overlapping `during` (by the GiST index)."""
-    return (
-        f"int8range(x.{key_column}, x.{key_column}, '[]') && int8range({key}, {key}, '[]')"
-        f" AND x.during && {during} AND x.resource = {resource}" + (f" AND {where}" if where else "")
+    return f"{key_in(f'x.{key_column}', key, key)} AND x.during && {during} AND x.resource = {resource}" + (
+        f" AND {where}" if where else ""
     )
 
 

@@ -523,13 +523,20 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
 
         if charged:
             # One round trip fewer: the plan's reads travel in the insert's pipeline.
-            ahead = not queue and not request.lease and not archived and uses_shortlist(request, config)
-            reservation = insert.insert_charged(
-                fields, request, queued=queue, commit=False, digest=digest, also=send if ahead else None
-            )
+            ahead = not queue and uses_shortlist(request, config)
+            try:
+                reservation = insert.insert_charged(
+                    fields, request, queued=queue, commit=False, digest=digest, also=send if ahead else None
+                )
+            except BaseException:
+                for unread in reads:
+                    unread.close()
+                raise
         else:
             reservation = insert.insert_uncharged(fields)
         if reservation is None:
+            for unread in reads:
+                unread.close()
             return ReserveResult(_taken_key(tenant, key, data), created=False)
         request = dataclasses.replace(request, reservation_id=str(reservation.pk))
         if archived:

@@ -137,3 +137,20 @@ def test_claims_that_never_overlap_count_at_their_peak_not_their_sum(tenant, mak
     assert result.placed == [reservation.pk]
     assert result.lost == []
     assert node_of(reservation) == "node-a"
+
+
+def test_a_later_plan_fits_beside_earlier_plans_of_its_round_that_never_overlap(tenant, make_node):
+    """
+    node-a: [ ][ ][ ][ ] vcpu 64: one round plans 32 vcpu for 0-12 h, 32 for 12-24 h, then 32 for
+            0-24 h; their sum (96) passes the room, their peak (64) does not, so all three place
+    """
+    claiming_node(make_node, "node-a", 64)
+    queued = [
+        queue(ask(1, hours=12, resources={"vcpu": 32})),
+        queue(ask(1, start=12, hours=12, resources={"vcpu": 32})),
+        queue(ask(1, hours=24, resources={"vcpu": 32})),
+    ]
+    result = place_batch(queued[0].pool_id, config(placer="pool-lease"))
+    assert result.placed == [r.pk for r in queued]
+    assert result.lost == []
+    assert {node_of(r) for r in queued} == {"node-a"}
