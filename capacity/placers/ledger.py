@@ -79,8 +79,8 @@ class Ledger:
             devices, starts, ends, nodes, names, c_starts, c_ends, amounts = cur.fetchone()
         devices, starts, ends = devices or [], starts or [], ends or []
         # Only the pool's devices: its key range may hold other pools' too.
-        ours = list(map(index.device_node.__contains__, devices))
-        if not all(ours):
+        if not index.device_node.keys() >= set(devices):  # set operations in C
+            ours = list(map(index.device_node.__contains__, devices))
             devices, starts, ends = (list(compress(v, ours)) for v in (devices, starts, ends))
         claims = Claims(
             index.nodes.node_pk,
@@ -97,9 +97,13 @@ class Ledger:
         """Return the devices not free for the window: booked, or tied to a booked slice or GPU."""
         start, end = window.start, window.end
         first = bisect_left(self.starts, start - self.longest)
+        inside = bisect_left(self.starts, start)
         last = bisect_left(self.starts, end)
-        # The devices of the slice whose booking ends after the window starts.
-        return self.index.tie(compress(self.devices[first:last], map(start.__lt__, self.ends[first:last])))
+        # Bookings that start in the window overlap it; of those that start before, the ones that
+        # end after it starts.
+        booked = set(self.devices[inside:last])
+        booked.update(compress(self.devices[first:inside], map(start.__lt__, self.ends[first:inside])))
+        return self.index.tie_into(booked)
 
     def used(self, window: Window, claims: Mapping[str, int]) -> WindowUse:
         """Return node -> resource -> the most claimed at once in the window, for claimed resources."""
