@@ -65,7 +65,7 @@ class Ledger:
         span = Window(min(w.start for w in windows), max(w.end for w in windows))
         low, high = index.device_range
         node_low, node_high = index.node_range
-        with prepared_cursor() as cur:
+        with prepared_cursor(binary=True) as cur:
             cur.execute(
                 _LEDGER_SQL,
                 {

@@ -51,7 +51,7 @@ class Reads:
         self.claimed = sorted(r for r, n in claims.items() if n > 0)
         low, high = index.device_range
         node_low, node_high = index.node_range
-        self.cursor = prepared_cursor()
+        self.cursor = prepared_cursor(binary=True)
         self.cursor.execute(
             _READS_SQL,
             {
@@ -93,7 +93,7 @@ class Reads:
             amounts or [],
         )
         used = WindowUse(held, self.window, self.claimed)
-        return index.tie(booked), index.short(self.claims, used), used
+        return index.tie_into(booked), index.short(self.claims, used), used
 
     def close(self) -> None:
         """Drop the reads unread (the plan did not need them)."""
