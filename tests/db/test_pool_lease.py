@@ -479,6 +479,46 @@ def test_the_same_idempotency_key_with_another_wait_returns_the_first_answer(ten
     place_queued(lease())
 
 
+def test_requests_queued_at_once_with_one_idempotency_key_make_one_reservation_and_one_charge(
+    tenant, make_node
+):
+    """Four connections queue the same request with one key while the tenant's quota lock is held
+    elsewhere: all wait on it, the first to get it inserts and commits, the other three find that
+    reservation (created false). One reservation, one GPU charged, and the batch places it."""
+    make_node("node-a", gpus=2)
+    answers = {}
+
+    def racer_queues(i):
+        result = services.reserve({**ask(1), "idempotencyKey": "run-1"}, config=lease(), now=NOW)
+        answers[i] = (result.created, result.reservation.pk)
+
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [quota.QUOTA_LOCK_CLASS, tenant.pk])
+        threads = [Background(racer_queues, i) for i in range(4)]
+        deadline = time.monotonic() + 20
+        while True:  # until all four wait for the lock this transaction holds
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_stat_clear_snapshot()")  # else the transaction sees one snapshot
+                cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' AND pid <> pg_backend_pid()"
+                )
+                if cur.fetchone()[0] == 4:
+                    break
+            assert time.monotonic() < deadline, "the four requests never all waited on the quota lock"
+            time.sleep(0.02)
+    for t in threads:
+        t.join()
+    (pk,) = {pk for _, pk in answers.values()}
+    assert sorted(created for created, _ in answers.values()) == [False, False, False, True]
+    assert list(Reservation.objects.values_list("pk", flat=True)) == [pk]
+    assert list(QuotaCharge.objects.filter(resource="gpu").values_list("reservation_id", "amount")) == [
+        (pk, 1)
+    ]
+    place_queued(lease())
+    assert Reservation.objects.get(pk=pk).status == "placed"
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_batch_plans_from_its_ledger_like_planning_the_whole_pool(tenant, make_node, seed):
     """
