@@ -1,4 +1,15 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def create_functions(using="default", **kwargs):
+    """Create the server-side functions the services call, made from their SQL as it is now."""
+    from django.db import connections
+
+    from .services.insert import CHARGED
+
+    with connections[using].cursor() as cur:
+        cur.execute(CHARGED.create_sql)
 
 
 class CapacityConfig(AppConfig):
@@ -9,3 +20,5 @@ class CapacityConfig(AppConfig):
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)
+
+        post_migrate.connect(create_functions, sender=self)

@@ -1,13 +1,14 @@
 """Insert a new reservation together with its quota charges: one round trip, or nothing written.
 
 The tenant's quota lock, then one statement that checks the quota and inserts the reservation
-with its charges (or nothing at all), travel to Postgres together in a pipeline. The lock is its
-own statement before the check, so the check's snapshot sees every charge committed by a
-transaction the lock waited for, as `quota.charge` has it. Queueing for the pool-lease placer
-runs the two outside any transaction: the connection autocommits, so the statements before the
-pipeline's Sync are one implicit transaction that the Sync commits (a refused charge commits
-nothing). Queueing used to take four round trips (insert, lock and charge, commit, after the
-lookup), then BEGIN and COMMIT in the pipeline: one client's rate is bound by its own CPU and wait.
+with its charges (or nothing at all). The lock comes first and the check's snapshot after it, so
+the check sees every charge committed by a transaction the lock waited for, as `quota.charge` has
+it: both run in one call of a server-side function (insert_function.py), whose statements each
+take a fresh snapshot. Queueing for the pool-lease placer makes that call outside any transaction:
+the connection autocommits, so the call is its own transaction (a refused charge commits nothing).
+Queueing used to take four round trips (insert, lock and charge, commit, after the lookup), then
+BEGIN, lock, insert and COMMIT in one pipeline, then the lock and the insert in a pipeline with its
+Sync: one client's rate is bound by its own CPU and wait.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from capacity.placers.db import prepared_cursor
 from capacity.placers.loader import lookup_digest_sql, window_range
 
 from . import lookups
+from .insert_function import Function
 
 # The quota check of quota.CHECK_CTES, then the row and its charges only when every limit holds
 # and, given a digest, the tenant and pool still read as the lookup the caller kept.
@@ -53,10 +55,12 @@ r AS (
   SELECT %(tenant)s::bigint, r.id, l.r, l.n, %(during)s::tstzrange FROM l, r
 )
 SELECT (SELECT id FROM r), (SELECT ok FROM fresh),
-       (SELECT pg_notify('{QUEUED_CHANNEL}', r.pool_id::text) FROM r WHERE %(queued)s::boolean),
-       ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r),
-       ARRAY(SELECT l.used FROM l ORDER BY l.r), ARRAY(SELECT l.lim FROM l ORDER BY l.r)
+       (SELECT count(pg_notify('{QUEUED_CHANNEL}', r.pool_id::text)) FROM r WHERE %(queued)s::boolean),
+       ARRAY(SELECT l.r FROM l ORDER BY l.r), ARRAY(SELECT l.n FROM l ORDER BY l.r)::bigint[],
+       ARRAY(SELECT l.used FROM l ORDER BY l.r)::numeric[], ARRAY(SELECT l.lim FROM l ORDER BY l.r)::bigint[]
 """
+# Queueing calls the lock and the insert as one function (insert_function.py).
+CHARGED = Function(quota.LOCK_SQL, _INSERT_SQL)
 
 
 class StaleLookup(Exception):
@@ -103,21 +107,24 @@ def insert_charged(
         "tenant_slug": fields["tenant"].slug,
         "pool_slug": request.pool_id,
     }
-    connection.ensure_connection()
-    with connection.connection.pipeline() as pipeline:
-        lock, cur = prepared_cursor(), prepared_cursor()
-        lock.execute(quota.LOCK_SQL, params)
-        cur.execute(_INSERT_SQL, params)
-        if also is not None:
+    CHARGED.ensure()
+    if also is None:
+        # With `commit`, outside a transaction, the connection autocommits: the call is its own
+        # transaction (an error rolls all of it back).
+        with prepared_cursor() as cur:
+            cur.execute(CHARGED.call_sql, params)
+            pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
+    else:
+        with connection.connection.pipeline() as pipeline:
+            cur = prepared_cursor()
+            cur.execute(CHARGED.call_sql, params)
             also()
-        if commit:
-            # Outside a transaction the connection autocommits: the statements before a Sync are
-            # one implicit transaction, which the Sync commits (or, after an error, rolls back).
-            with connection.wrap_database_errors:
-                pipeline.sync()
-        pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
-        lock.close()
-        cur.close()
+            if commit:
+                # The statements before a Sync are one implicit transaction, which it commits.
+                with connection.wrap_database_errors:
+                    pipeline.sync()
+            pk, fresh, _notified, resources, requested, used, limits = cur.fetchone()
+            cur.close()
     if not fresh:
         raise StaleLookup
     lookups.confirmed()  # what follows is decided on the tables as they are

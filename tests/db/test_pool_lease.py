@@ -31,7 +31,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.inline import plan_request
 from capacity.placers.ledger import Ledger
 from capacity.placers.loader import load_pool
-from capacity.services import lookups
+from capacity.services import insert, lookups
 from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
@@ -212,24 +212,27 @@ def test_a_batch_commits_on_a_node_dedicated_to_its_tenant_and_not_on_one_dedica
 
 
 def sent_by(action):
-    """Return the first keyword of each statement `action` sends."""
+    """Return the first keyword of each statement `action` sends ("CHARGED": the charged insert's call)."""
     with CaptureQueriesContext(connection) as statements:
         result = action()
     return result, [
-        re.search(r"[A-Z]+", q["sql"].removeprefix("QUERY = ")).group() for q in statements.captured_queries
+        "CHARGED"
+        if insert.CHARGED.name in q["sql"]
+        else re.search(r"[A-Z]+", q["sql"].removeprefix("QUERY = ")).group()
+        for q in statements.captured_queries
     ]
 
 
 def test_queueing_is_one_round_trip_and_commits_before_it_answers(tenant, make_node):
-    """The quota lock and the insert with its charges go in one pipeline, one implicit transaction
-    that its Sync commits; the tenant and pool are read by the first request and checked, not read
-    again, by the next ones."""
+    """The quota lock and the insert with its charges are one call of one function, its own
+    transaction; the tenant and pool are read by the first request and checked, not read again, by
+    the next ones."""
     make_node("node-a", gpus=2)
     lookups.forget_all()  # kept by earlier tests: each would be checked, and read afresh
     _first, sent = sent_by(lambda: queue(ask(1)))
-    assert sent[0] == "SELECT" and sent[-2:] == ["SELECT", "WITH"]
+    assert sent[0] == "SELECT" and sent[-1] == "CHARGED"
     reservation, sent = sent_by(lambda: queue(ask(1)))
-    assert sent == ["SELECT", "WITH"]
+    assert sent == ["CHARGED"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     seen = in_other_connection(
         lambda: (
@@ -248,7 +251,7 @@ def test_a_kept_lookup_that_no_longer_holds_writes_nothing_and_the_request_reads
     queue(ask(1))
     Pool.objects.filter(pk=pool.pk).update(archived=True)
     archived, sent = sent_by(lambda: queue(ask(1)))
-    assert sent[:2] == ["SELECT", "WITH"] and sent[2] == "SELECT"  # then afresh
+    assert sent[:2] == ["CHARGED", "SELECT"]  # then afresh
     assert archived.status == "pending" and archived.conditions[0]["message"] == "the pool is archived"
     Pool.objects.filter(pk=pool.pk).update(archived=False)
     queue(ask(1))
@@ -276,7 +279,7 @@ def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(
     assert refused.code == "QUOTA_EXCEEDED"
     assert str(refused) == "quota exceeded for acme: gpu 2 used + 1 requested > limit 2"
     # Refused on a kept lookup its statement confirmed: asked once, not again of a fresh one.
-    assert sent == ["SELECT", "WITH"]
+    assert sent == ["CHARGED"]
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert Reservation.objects.count() == 1
     assert QuotaCharge.objects.count() == 1
@@ -287,10 +290,20 @@ def test_a_refused_queue_leaves_the_connection_idle_and_the_next_request_queues(
 def test_a_queue_whose_statement_fails_writes_nothing_and_the_connection_stays_usable(
     tenant, make_node, monkeypatch
 ):
-    """The lock and the insert are one implicit transaction: an error in it rolls both back."""
+    """The lock and the insert are one implicit transaction: an error after the insert rolls back
+    the reservation and its charges."""
     make_node("node-a", gpus=2)
     queue(ask(1))
-    monkeypatch.setattr(quota, "LOCK_SQL", "SELECT 1 / (%(tenant)s::int - %(tenant)s::int)")
+    # The same function, but for a division by zero once its insert has written the row.
+    failing = insert.Function(
+        quota.LOCK_SQL,
+        insert._INSERT_SQL.replace(
+            "(SELECT ok FROM fresh),", "(SELECT ok FROM fresh) AND 1 / ((SELECT count(*) FROM r) - 1) = 0,", 1
+        ),
+        prefix="test_failing_insert",
+    )
+    assert failing.name != insert.CHARGED.name
+    monkeypatch.setattr(insert, "CHARGED", failing)
     with pytest.raises(DataError):
         queue(ask(1))
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from capacity import services
 from capacity.models import Allocation, DeviceBooking, Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError
+from capacity.services import insert
 from inventory import services as nodes
 from inventory.models import NodeLabel, NodeResource, Pool
 
@@ -347,7 +348,11 @@ def test_the_next_request_checks_the_kept_tenant_and_pool_in_its_insert_instead_
         assert reserve(ask(1)).reservation.status == "placed"
     sql = [q["sql"] for q in statements.captured_queries]
     assert not any("SELECT u.id, u.slug" in q for q in sql)  # no lookup of its own
-    assert sum("md5(ROW(" in q for q in sql) == 1  # checked in the insert
+    # Checked in the insert, which the charged-insert function runs.
+    assert (
+        sum(f"SELECT * FROM {insert.CHARGED.name}(" in q for q in sql) == 1
+        and "md5(ROW(" in insert.CHARGED.create_sql
+    )
 
 
 def test_a_kept_lookup_gone_stale_is_read_afresh_before_anything_is_answered(
