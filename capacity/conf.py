@@ -16,7 +16,7 @@ from capacity.placement import PluginConfigError, SchedulerPlugin, join_plugins
 
 from .placers.inline import PLACERS, PlacerConfig
 
-DEFAULTS = {"PLACER": "inline", "MAX_BATCH": 64, "MAX_ATTEMPTS": 3, "SCHEDULER": {}}
+DEFAULTS = {"PLACER": "inline", "MAX_BATCH": 64, "BATCH_LINGER_MS": 10, "MAX_ATTEMPTS": 3, "SCHEDULER": {}}
 _system_random = _random.SystemRandom()
 
 
@@ -50,6 +50,8 @@ def placer_config() -> PlacerConfig:
         )
     if not 1 <= int(conf["MAX_BATCH"]) <= 64:
         raise ImproperlyConfigured("CAPACITY['MAX_BATCH'] must be between 1 and 64")
+    if not 0 <= float(conf["BATCH_LINGER_MS"]) <= 1000:
+        raise ImproperlyConfigured("CAPACITY['BATCH_LINGER_MS'] must be between 0 and 1000")
     scheduler = conf.get("SCHEDULER", {})
     try:
         plugins = join_plugins([_load(p) for p in scheduler.get("PLUGINS", ())], extension_plugins())
@@ -63,6 +65,7 @@ def placer_config() -> PlacerConfig:
         random=_system_random.random,
         placer=conf["PLACER"],
         max_batch=int(conf["MAX_BATCH"]),
+        linger=float(conf["BATCH_LINGER_MS"]) / 1000,
     )
 
 

@@ -150,6 +150,8 @@ CAPACITY = {
     # "inline" places in the request; "pool-lease" queues it for `manage.py run_placer` (batches).
     "PLACER": os.environ.get("BERTH_PLACER", "inline"),
     "MAX_BATCH": 64,
+    # After a batch that was not full, run_placer waits this long for more before the next one.
+    "BATCH_LINGER_MS": 10,
     "MAX_ATTEMPTS": 3,
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }

@@ -38,7 +38,7 @@ PLACERS = (INLINE, POOL_LEASE)
 @dataclass(frozen=True)
 class PlacerConfig:
     """What placement reads from settings: the placer, plugins, weights, top N, attempts, batch size
-    and the random source."""
+    and linger, and the random source."""
 
     plugins: tuple[SchedulerPlugin, ...] = ()
     weights: Mapping[str, float] | None = None
@@ -47,6 +47,7 @@ class PlacerConfig:
     random: Callable[[], float] | None = None
     placer: str = INLINE
     max_batch: int = 64
+    linger: float = 0.0  # seconds run_placer waits after a batch that was not full
 
 
 @dataclass

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -633,6 +634,33 @@ def test_the_worker_wakes_as_soon_as_a_reservation_is_queued(tenant, make_node, 
         with connection.cursor() as cur:  # wake it once more, to see the stop
             cur.execute("SELECT pg_notify(%s, '')", [QUEUED_CHANNEL])
         thread.join()
+
+
+def test_after_a_batch_that_was_not_full_the_worker_lingers_for_its_empty_share_and_not_after_a_full_one(
+    tenant, make_node
+):
+    """Three queued, batches of four: the first batch leaves a quarter empty, so the worker waits a
+    quarter of the linger before it looks again; the same three with batches of three wait not at all."""
+    make_node("node-a", gpus=8)
+    waits = []
+    for batch in (4, 3):
+        cfg = lease(max_batch=batch, linger=0.2)
+        queued = [queue(ask(1), cfg=cfg) for _ in range(3)]
+        stop = threading.Event()
+        stop.set()  # one round that places, then one that finds the queue empty and stops
+        rounds = []
+        serve(cfg, interval=None, stop=stop, report=rounds.append, sleep=waits.append)
+        assert [len(r.batch) for r in rounds] == [3, 0]
+        assert {r.status for r in Reservation.objects.filter(pk__in=[q.pk for q in queued])} == {"placed"}
+        assert waits == [pytest.approx(0.05)]
+
+
+def test_the_linger_setting_is_read_in_milliseconds_and_checked(settings):
+    settings.CAPACITY = {**settings.CAPACITY, "BATCH_LINGER_MS": 25}
+    assert placer_config().linger == pytest.approx(0.025)
+    settings.CAPACITY = {**settings.CAPACITY, "BATCH_LINGER_MS": 1001}
+    with pytest.raises(ImproperlyConfigured, match=r"BATCH_LINGER_MS'\] must be between 0 and 1000"):
+        placer_config()
 
 
 def test_releasing_a_queued_reservation_refunds_its_quota_and_takes_it_off_the_queue(tenant, make_node):
