@@ -1,0 +1,62 @@
+"""The charged-insert function: made by migrate, made again by a process that finds it missing."""
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from capacity.models import QuotaCharge, Reservation
+from capacity.services import insert
+
+from booking import NOW, ask, config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def exists(function) -> bool:
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regprocedure(%s) IS NOT NULL", [function.signature])
+        return cur.fetchone()[0]
+
+
+@pytest.fixture
+def dropped():
+    """Drop the function and forget that this process saw it; make sure it is back afterwards."""
+    with connection.cursor() as cur:
+        cur.execute(f"DROP FUNCTION {insert.CHARGED.signature}")
+    insert.CHARGED._known = False
+    assert not exists(insert.CHARGED)
+    yield insert.CHARGED
+    insert.CHARGED.ensure()
+    assert exists(insert.CHARGED)
+
+
+def test_migrate_makes_the_function_named_by_the_digest_of_its_sql(dropped):
+    call_command("migrate", verbosity=0)
+    assert exists(dropped)
+    assert (
+        dropped.name.startswith("capacity_charged_insert_")
+        and len(dropped.name) == len("capacity_charged_insert_") + 12
+    )
+
+
+def test_a_process_that_finds_the_function_missing_makes_it_and_queues(dropped, tenant, make_node):
+    make_node("node-a", gpus=2)
+    queued = insert_queued()
+    assert exists(dropped)
+    assert queued.status == "pending" and queued.conditions[0]["type"] == "Queued"
+    assert QuotaCharge.objects.filter(reservation=queued).count() == 1
+
+
+def test_other_sql_makes_another_function_and_leaves_this_one_alone():
+    other = insert.Function(
+        insert.quota.LOCK_SQL, insert._INSERT_SQL.replace("ON CONFLICT DO NOTHING", "ON CONFLICT  DO NOTHING")
+    )
+    assert other.name != insert.CHARGED.name
+    with pytest.raises(ValueError, match=r"undeclared parameters: \['surprise'\]"):
+        insert.Function(insert.quota.LOCK_SQL, insert._INSERT_SQL + " AND %(surprise)s")
+
+
+def insert_queued() -> Reservation:
+    from capacity import services
+
+    return services.reserve(ask(1), config=config(placer="pool-lease"), now=NOW).reservation
