@@ -17,7 +17,8 @@ from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .db import prepared_cursor
-from .loader import NodeIndex, PoolRow, to_datetime, window_range
+from .literals import int_array, text_array, window_literal
+from .loader import NodeIndex, PoolRow, to_datetime
 from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, peak_sql, room_sql, sum_sql
 
 
@@ -191,19 +192,20 @@ def send_member(
         _WRITE_SQL,
         {
             "node": node_pk,
-            "label_keys": [k for k, _ in labels],
-            "label_values": [v for _, v in labels],
+            # Lists and the window as literals (literals.py): cheaper to send.
+            "label_keys": text_array(k for k, _ in labels),
+            "label_values": text_array(v for _, v in labels),
             "system_prefix": SYSTEM_LABEL_PREFIX + "%",
-            "picked": picked,
-            "booked": booked,
+            "picked": int_array(picked),
+            "booked": int_array(booked),
             "reservation": owner.reservation_pk,
             "instance": owner.instance_id,
             "start": to_datetime(request.during.start),
             "end": to_datetime(request.during.end),
-            "during": window_range(request.during),
+            "during": window_literal(request.during),
             "resources": json_text(dict(wanted)),
-            "claim_names": [r for r, _ in claims],
-            "claim_amounts": [n for _, n in claims],
+            "claim_names": text_array(r for r, _ in claims),
+            "claim_amounts": int_array(n for _, n in claims),
             "mark_placed": owner.reservation_pk if last else None,
             "now": now or datetime.now(UTC),
         },

@@ -14,7 +14,7 @@ from capacity.placement import Window
 from .claims import CLAIM_ORDER, Claims
 from .db import prepared_cursor
 from .index import PoolIndex, Short, WindowUse
-from .loader import window_range
+from .literals import text_array, window_literal
 from .sql import key_in
 
 # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST
@@ -55,12 +55,12 @@ class Reads:
         self.cursor.execute(
             _READS_SQL,
             {
-                "during": window_range(window),
+                "during": window_literal(window),
                 "low": low,
                 "high": high,
                 "node_low": node_low,
                 "node_high": node_high,
-                "names": self.claimed,
+                "names": text_array(self.claimed),
             },
         )
 

@@ -5,11 +5,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from capacity.models import QuotaCharge, Reservation
-from capacity.placement import Window
-from capacity.placers.loader import window_range
 from capacity.services import insert
 
-from booking import HOUR, MS, NOW, ask, config
+from booking import NOW, ask, config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,20 +60,3 @@ def insert_queued() -> Reservation:
     from capacity import services
 
     return services.reserve(ask(1), config=config(placer="pool-lease"), now=NOW).reservation
-
-
-def test_array_and_range_literals_read_back_as_the_values_they_were_made_from():
-    names = ["gpu", "memoryGiB", "b,c", 'd"e', "f\\g", "{h}", " i ", "NULL", ""]
-    window = Window(MS, MS + 36 * HOUR + 7)  # milliseconds survive
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT %s::text[], %s::bigint[], %s::tstzrange = %s::tstzrange",
-            [
-                insert.array_literal(names),
-                insert.array_literal(["1", "16", "128"]),
-                insert.range_literal(window),
-                window_range(window),
-            ],
-        )
-        texts, numbers, same = cur.fetchone()
-    assert texts == names and numbers == [1, 16, 128] and same
