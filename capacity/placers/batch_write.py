@@ -209,8 +209,7 @@ class BatchWrite:
                 p["claim_names"].append(resource)
                 p["claim_amounts"].append(amount)
             self.rows.append((len(picked), atoms, len(booked), [r for r, _ in claims]))
-        # As literals (literals.py): cheaper to send than lists.
-        sent = {k: _LITERALS.get(k, int_array)(v) for k, v in p.items()}
+        sent = {k: _ARRAYS[k](v) for k, v in p.items()}
         self.cursor = prepared_cursor()
         self.cursor.execute(
             _WRITE_BATCH_SQL, {**sent, "system_prefix": SYSTEM_LABEL_PREFIX + "%", "now": now}
@@ -252,31 +251,23 @@ class BatchWrite:
         return answers
 
 
-_ARRAYS = (
-    "nodes",
-    "reservations",
-    "starts",
-    "ends",
-    "resources",
-    "label_counts",
-    "picked_counts",
-    "label_plans",
-    "label_keys",
-    "label_values",
-    "picked_plans",
-    "picked",
-    "booked_plans",
-    "booked",
-    "claim_plans",
-    "claim_names",
-    "claim_amounts",
-)
-# The arrays that are not of integers, and their literals.
-_LITERALS = {
+# The write's arrays, each with the literal it is sent as (literals.py: cheaper to send than lists).
+_ARRAYS = {
+    "nodes": int_array,
+    "reservations": int_array,
     "starts": time_array,
     "ends": time_array,
     "resources": text_array,
+    "label_counts": int_array,
+    "picked_counts": int_array,
+    "label_plans": int_array,
     "label_keys": text_array,
     "label_values": text_array,
+    "picked_plans": int_array,
+    "picked": int_array,
+    "booked_plans": int_array,
+    "booked": int_array,
+    "claim_plans": int_array,
     "claim_names": text_array,
+    "claim_amounts": int_array,
 }

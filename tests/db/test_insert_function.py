@@ -4,8 +4,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from capacity import quota
 from capacity.models import QuotaCharge, Reservation
-from capacity.services import insert
+from capacity.services import insert, insert_function
 
 from booking import NOW, ask, config
 
@@ -47,13 +48,28 @@ def test_a_process_that_finds_the_function_missing_makes_it_and_queues(dropped, 
     assert QuotaCharge.objects.filter(reservation=queued).count() == 1
 
 
-def test_other_sql_makes_another_function_and_leaves_this_one_alone():
-    other = insert.Function(
-        insert.quota.LOCK_SQL, insert._INSERT_SQL.replace("ON CONFLICT DO NOTHING", "ON CONFLICT  DO NOTHING")
+def test_made_inside_a_placement_transaction_it_is_looked_up_again_until_that_commits(
+    dropped, tenant, make_node
+):
+    """The inline placer inserts inside its transaction: a function made there is not taken as
+    known until a later request finds it committed."""
+    from capacity import services
+
+    make_node("node-a", gpus=2)
+    first = services.reserve(ask(1), config=config(), now=NOW).reservation
+    assert first.status == "placed" and exists(dropped)
+    assert not dropped._known  # made inside the first request's transaction
+    assert services.reserve(ask(1), config=config(), now=NOW).reservation.status == "placed"
+    assert dropped._known
+
+
+def test_other_sql_gets_another_name_and_an_undeclared_parameter_is_refused():
+    other = insert_function.Function(
+        quota.LOCK_SQL, insert._INSERT_SQL.replace("ON CONFLICT DO NOTHING", "ON CONFLICT  DO NOTHING")
     )
     assert other.name != insert.CHARGED.name
     with pytest.raises(ValueError, match=r"undeclared parameters: \['surprise'\]"):
-        insert.Function(insert.quota.LOCK_SQL, insert._INSERT_SQL + " AND %(surprise)s")
+        insert_function.Function(quota.LOCK_SQL, insert._INSERT_SQL + " AND %(surprise)s")
 
 
 def insert_queued() -> Reservation:

@@ -32,7 +32,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.inline import plan_request
 from capacity.placers.ledger import Ledger
 from capacity.placers.loader import load_pool
-from capacity.services import insert, lookups
+from capacity.services import insert, insert_function, lookups
 from capacity.worker import serve
 from inventory import services as nodes
 from inventory.models import Pool
@@ -296,7 +296,7 @@ def test_a_queue_whose_statement_fails_writes_nothing_and_the_connection_stays_u
     make_node("node-a", gpus=2)
     queue(ask(1))
     # The same function, but for a division by zero once its insert has written the row.
-    failing = insert.Function(
+    failing = insert_function.Function(
         quota.LOCK_SQL,
         insert._INSERT_SQL.replace(
             "(SELECT ok FROM fresh),", "(SELECT ok FROM fresh) AND 1 / ((SELECT count(*) FROM r) - 1) = 0,", 1
