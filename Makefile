@@ -17,7 +17,7 @@ PROD_ENV = DJANGO_DEBUG=0 DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECR
 PYTHON ?= $(shell for c in python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3.13 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.13.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3; do \
 	  command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$c; break; }; done)
 
-.PHONY: run dev test venv migrate seed static lint typecheck bench clean-db
+.PHONY: run dev test docs venv migrate seed static lint typecheck bench clean-db
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Berth needs Python >= 3.12 (python3.12 recommended): install it, e.g. 'apt-get install python3.12' or 'pyenv install 3.12'."; exit 1; fi
@@ -62,7 +62,13 @@ dev: seed
 	DJANGO_DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT) & server=$$!; \
 	wait $$server
 
+# The documentation site (mkdocs.yml, docs/) into .site/ (git-ignored); --strict fails on a broken
+# link, image or anchor.
+docs: venv
+	$(VENV)/bin/mkdocs build --strict --site-dir $(CURDIR)/.site
+
 test: venv
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/.site
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
 	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
