@@ -5,13 +5,13 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.db.models import Q
 
+from capacity.placers import quota
 from inventory.models import Pool
 
-from . import quota
 from .models import Allocation, QuotaCharge, Reservation, ScalarClaim
 from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
-from .services import stored_request
+from .services.inputs import stored_request
 
 
 def audit() -> list[str]:

@@ -15,6 +15,7 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
+from capacity.placers.types import POOL_LEASE
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
 
 from . import services
@@ -25,7 +26,6 @@ from .models import Allocation, DeviceBooking, Quota, Reservation
 from .models.quota import DEFAULT_RESOURCE
 from .models.reservations import QUEUED
 from .placers.batch import place_queued
-from .placers.inline import POOL_LEASE
 from .rollups import refresh_rollups
 from .worker import serve
 

@@ -13,8 +13,7 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from capacity.placement import PluginConfigError, SchedulerPlugin, join_plugins
-
-from .placers.inline import PLACERS, PlacerConfig
+from capacity.placers.types import PLACERS, PlacerConfig
 
 DEFAULTS = {"PLACER": "inline", "MAX_BATCH": 64, "BATCH_LINGER_MS": 10, "MAX_ATTEMPTS": 3, "SCHEDULER": {}}
 _system_random = _random.SystemRandom()

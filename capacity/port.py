@@ -24,13 +24,15 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.placement import CapacityError, run_admit, validate_request
+from capacity.placement import CapacityError, run_admit
+from capacity.placers.ending import end_allocations
+from capacity.placers.types import PlacerConfig
 
-from .conf import placer_config
 from .models import Allocation, DeviceBooking
 from .placers.commit import Owner
-from .placers.inline import PlacerConfig, place
-from .services import Scope, _tenant_and_pool, end_allocations, normalize
+from .placers.inline import place
+from .services.prepare import prepare
+from .services.scope import EVERYONE
 
 # Advisory lock class for one instance id: two calls for one instance book one allocation.
 INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"
@@ -62,8 +64,6 @@ def reserve_for_instance(
     config: PlacerConfig | None = None,
 ) -> InstanceBooking:
     """Place capacity for an instance in the caller's transaction (or a new one)."""
-    now = now or timezone.now()
-    config = config or placer_config()
     data: dict[str, Any] = {
         "tenantId": tenant,
         "poolId": pool,
@@ -78,16 +78,17 @@ def reserve_for_instance(
         data["duration"] = duration
     if during is not None:
         data["during"] = dict(during)
-    core, _ = normalize(data, now=now, node_labels=node_labels, owner_allowed=True)
-    request = validate_request(core)
+    prepared = prepare(
+        data, scope=EVERYONE, now=now, config=config, node_labels=node_labels, owner_allowed=True
+    )
+    request, config, now = prepared.request, prepared.config, prepared.now
     with transaction.atomic():
         existing = _live_booking(instance_id, now)
         if existing is not None:
             return existing
-        _tenant, pool_row = _tenant_and_pool(request, Scope())
         if admission is not None:
             run_admit(config.plugins, request, admission)
-        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=pool_row, now=now)
+        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=prepared.pool, now=now)
     if outcome.status != "placed":
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]

@@ -14,6 +14,8 @@ from inventory.models import Device, Node, NodeCondition, NodeTaint
 from inventory.signals import node_state_changed
 
 from .rollups import refresh_rollups
+from .services.release import RELEASE_RETRY_BATCH, retry_pending
+from .services.repair import repair_pools
 
 
 def follow(pool_ids, woke: bool) -> None:
@@ -25,14 +27,10 @@ def follow(pool_ids, woke: bool) -> None:
     refresh_rollups(pool_ids)
     transaction.on_commit(lambda: _repair(pool_ids))
     if woke:
-        from .services import RELEASE_RETRY_BATCH, retry_pending
-
         transaction.on_commit(lambda: retry_pending(pool_ids, limit=RELEASE_RETRY_BATCH))
 
 
 def _repair(pool_ids) -> None:
-    from .services.repair import repair_pools
-
     repair_pools(pool_ids)
 
 

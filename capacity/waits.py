@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import psycopg
 from django.db import connection
 
-from .placers.batch import PLACED_CHANNEL
+from capacity.db.channels import PLACED_CHANNEL
 
 MAX_WAITS_PER_TENANT = 8
 # How often the listening thread looks again after losing its connection (seconds).

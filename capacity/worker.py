@@ -6,12 +6,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from capacity.db.channels import QUEUED_CHANNEL
+from capacity.db.cursors import Listener
+from capacity.placers.types import POOL_LEASE, PlacerConfig
 from inventory.models import Pool
 
 from . import services
-from .placers.batch import QUEUED_CHANNEL, BatchResult, place_queued, queued_pools
-from .placers.db import Listener
-from .placers.inline import POOL_LEASE, PlacerConfig
+from .placers.batch import BatchResult, place_queued, queued_pools
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).

@@ -1,7 +1,7 @@
 """Tenants as tests need them: with a default quota row, as an operator would set one."""
 
 # Tenants in tests hold a default quota no test reaches unless it sets its own limits: a resource
-# with no quota row and no default is refused (capacity.quota).
+# with no quota row and no default is refused (capacity.placers.quota).
 TEST_DEFAULT_QUOTA = 1_000_000
 
 

@@ -13,7 +13,7 @@ from capacity.models import Reservation
 from capacity.placement.selectors import MAX_EXPRESSIONS
 from capacity.placement.types import PRIORITIES, TOPOLOGIES
 from capacity.placement.validate import MAX_DEVICES, MAX_GANG_SIZE
-from capacity.services import DURATION_RE, IDEMPOTENCY_KEY_RE, MAX_WAIT_MS
+from capacity.services.inputs import DURATION_RE, IDEMPOTENCY_KEY_RE, MAX_WAIT_MS
 from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")

@@ -15,10 +15,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from capacity import services
+from capacity.db.literals import to_datetime
 from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
 from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
-from capacity.placers.loader import to_datetime
 from capacity.rollups import capacity_by_pool
 from inventory.models import Node, Pool
 

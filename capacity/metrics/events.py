@@ -34,7 +34,7 @@ PLACED = "placed"
 PREEMPTING = "preempting"  # placed by taking spot work back
 PENDING = "pending"
 LOST_RACE = "lost_race"  # gave up after max_attempts lost races
-# Both placers say so when they give up after losing every attempt (capacity.placers.inline.gave_up).
+# Both placers say so when they give up after losing every attempt (capacity.placers.attempt.gave_up).
 GAVE_UP_PREFIX = "Unschedulable after "
 
 PLACEMENTS = Counter(

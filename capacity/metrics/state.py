@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily
 from capacity.models.reservations import QUEUED_CONDITION
 from capacity.placement import ARCHIVED_REASON
 from capacity.placement.reasons import EMPTY_POOL_REASON
-from capacity.quota import QUOTA_EXCEEDED_REASON
+from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.rollups import BUCKETS, capacity_by_pool
 
 from .events import GAVE_UP_PREFIX

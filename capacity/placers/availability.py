@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_range
 from capacity.placement import Window
 from capacity.placement.availability import HOUR_MS, Availability, availability
 from capacity.placement.eligibility import may_be_schedulable
 
-from .db import prepared_cursor
 from .index import PoolIndex, pool_index
-from .loader import PoolRow, window_range
+from .loader import PoolRow
 from .sql import key_in
 
 # The pool's bookings that overlap the span, as three arrays in one row: the driver parses arrays

@@ -21,7 +21,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity import quota
+from capacity.db.channels import PLACED_CHANNEL, PLACER_LOCK_CLASS
+from capacity.db.cursors import prepared_cursor
+from capacity.db.retry import retry_on_conflict
 from capacity.metrics import events as metrics
 from capacity.models.reservations import unschedulable
 from capacity.placement import (
@@ -31,20 +33,17 @@ from capacity.placement import (
     reason_rest,
     validate_request,
 )
-from capacity.retry import retry_on_conflict
+from capacity.placers import quota
+from capacity.placers.attempt import gave_up
+from capacity.placers.planning import plan_shortlist, planner, uses_shortlist
+from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
-from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
-from .inline import POOL_LEASE, Outcome, PlacerConfig, gave_up, place, plan_shortlist, planner, uses_shortlist
+from .inline import place
 from .ledger import Ledger
 from .loader import NodeIndex, PoolRow, load_pool
-
-# pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
-PLACER_LOCK_CLASS = 0x42455254  # "BERT"
-QUEUED_CHANNEL = "capacity_queued"  # payload: the pool's pk, sent when a reservation is queued
-PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations, sent at its commit
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""

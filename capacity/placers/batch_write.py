@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import int_array, text_array, time_array, to_datetime
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .commit import Committed, LostRace, Owner, json_text, member_devices, shortfall
-from .db import prepared_cursor
-from .literals import int_array, text_array, time_array
-from .loader import NodeIndex, PoolRow, to_datetime
+from .loader import NodeIndex, PoolRow
 from .sql import SCALAR_CAPACITY, peak_sql, room_sql, schedulable_tolerating, sum_sql
 
 # A batch's nodes, for a batch that holds the pool row already: each (node, tenant) pair in node

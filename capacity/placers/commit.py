@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import int_array, text_array, to_datetime, window_literal
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
-from .db import prepared_cursor
-from .literals import int_array, text_array, window_literal
-from .loader import NodeIndex, PoolRow, to_datetime
+from .loader import NodeIndex, PoolRow
 from .sql import SCALAR_CAPACITY, SCHEDULABLE_TOLERATING, peak_sql, room_sql, sum_sql
 
 

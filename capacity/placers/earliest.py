@@ -10,17 +10,19 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_range
 from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import Claim, Interval, NodeTime, Shape, earliest_start
 from capacity.placement.lease import plan_lease
 from capacity.placement.satisfiable import kinds
 from capacity.placement.timeline import peak
+from capacity.placers.types import PlacerConfig
 
-from .db import prepared_cursor
 from .index import PoolIndex, pool_index, views_for
-from .inline import PlacerConfig, plan_request, plan_shortlist, planner, uses_shortlist
 from .lease import plan_lease_now
-from .loader import PoolRow, window_range
+from .loader import PoolRow
+from .planning import Planner, plan_request, plan_shortlist, planner, uses_shortlist
 from .reads import plan_reads
 from .sql import key_in
 
@@ -136,12 +138,13 @@ def node_times(
 
 
 def find_earliest(
-    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, latest: int
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, latest: int, built: Planner | None = None
 ) -> tuple[Window, Plan] | None:
     """Return the earliest window (the request's length, starting by `latest`) that fits, and its plan.
 
     The plan is the one the placer would make for that window, over the nodes that could take it.
     """
+    built = Planner.of(request, pool, config, built)
     index = pool_index(pool)
     duration = request.during.end - request.during.start
     start = request.during.start
@@ -152,10 +155,10 @@ def find_earliest(
         else {r for r, n in request.resources.items() if n > 0}
     )
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
-    names = [n for n in viable(request, pool, config, index) if n in allowed.names]
+    names = [n for n in viable(request, pool, config, index, built) if n in allowed.names]
     horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
     nodes = node_times(request, index, horizon, names)
-    plan_at = _planner_at(request, pool, config, index, nodes, duration)
+    plan_at = _planner_at(request, pool, config, index, nodes, duration, built)
     found = earliest_start(shape_of(request), nodes, start, latest, plan_at)
     if found is None:
         return None
@@ -165,7 +168,9 @@ def find_earliest(
     return Window(at, at + duration), plan
 
 
-def plan_if_it_fits(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> Plan | None:
+def plan_if_it_fits(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, built: Planner | None = None
+) -> Plan | None:
     """Return the placer's plan for the request's own window when it fits there, else None.
 
     The shortlist answers most requests; a refusal is not explained (no plan of every node).
@@ -174,17 +179,23 @@ def plan_if_it_fits(request: PlacementRequest, pool: PoolRow, config: PlacerConf
         plan, _static = plan_lease_now(request, pool)
         return plan if plan.fits else None
     if not uses_shortlist(request, config):
-        plan, _index = plan_request(request, pool, config)
+        plan, _index = plan_request(request, pool, config, built=built)
         return plan if plan.fits else None
     static = pool_index(pool)
     taken, short, used = plan_reads(static, request.during, request.resources)
     found = plan_shortlist(
-        request, pool, config, static, taken, short, used, planner(request, pool, config), protect=10
+        request, pool, config, static, taken, short, used, planner(request, pool, config, built), protect=10
     )
     return found[0] if found is not None else None
 
 
-def viable(request: PlacementRequest, pool: PoolRow, config: PlacerConfig, index: PoolIndex) -> list[str]:
+def viable(
+    request: PlacementRequest,
+    pool: PoolRow,
+    config: PlacerConfig,
+    index: PoolIndex,
+    built: Planner | None = None,
+) -> list[str]:
     """Return the nodes (not excluded) that could take one member of the request with nothing booked.
 
     One node of each kind is planned emptied: a kind that cannot (a selector it does not match, an
@@ -195,7 +206,7 @@ def viable(request: PlacementRequest, pool: PoolRow, config: PlacerConfig, index
     if grouped is None:
         grouped = index.derived["kinds"] = kinds(index.nodes.views)
     single = dataclasses.replace(request, gang=None, during=Window(request.during.start, request.during.end))
-    plan = planner(single, pool, config)
+    plan = planner(single, pool, config, built)
     excluded = request.exclude_nodes
     names: list[str] = []
     for group in grouped:
@@ -207,9 +218,9 @@ def viable(request: PlacementRequest, pool: PoolRow, config: PlacerConfig, index
     return sorted(names)
 
 
-def _planner_at(request, pool, config, index, nodes, duration):
+def _planner_at(request, pool, config, index, nodes, duration, built=None):
     """Return fits(start, names): the plan for the window at `start` over those nodes, when it fits."""
-    plan = planner(request, pool, config)
+    plan = planner(request, pool, config, built)
 
     def fits(at: int, names: Sequence[str]) -> Plan | None:
         end = at + duration

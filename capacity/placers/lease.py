@@ -9,21 +9,21 @@ guard decide a race with any other booking exactly as they do for device request
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 
-from django.db import connection
-
-from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Window
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import to_datetime, window_range
+from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked, Window
 from capacity.placement.lease import Busy, lease_demand, plan_lease, scalar_room, top_level
 
-from .commit import ArchivedMeanwhile, LostRace, Owner, commit_member
-from .db import prepared_cursor
+from .attempt import Way, attempt
+from .commit import Committed, Owner, commit_member
 from .index import PoolIndex, pool_index
-from .inline import Outcome, PlacerConfig, gave_up, rollback_to
-from .loader import PoolRow, to_datetime, window_range
-from .preempt import find_lease_preemption, take_back, with_preempted
+from .loader import NodeIndex, PoolRow
+from .preempt import find_lease_preemption
 from .sql import key_in
+from .types import Outcome, PlacerConfig
 
 # Per node of the pool: top-level devices booked in the window per class, and when the last
 # booking ends; then per node the scalars claimed in the window, and when the last claim ends.
@@ -104,51 +104,43 @@ def place_lease(
     """
     if pool.view.archived:
         return Outcome("pending", reason=ARCHIVED_REASON)
-    lost: list[str] = []
-    for attempt in range(1, config.max_attempts + 1):
-        plan, index = plan_lease_now(request, pool)
-        preemption = None
-        if not plan.fits:
-            preemption = find_lease_preemption(request, pool)
-            if preemption is None:
-                return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
-            plan = with_preempted(plan, preemption)
-        members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
-        views = [index.by_name[m.node_id] for m in members]
-        savepoint = f"capacity_lease_{attempt}"
-        with connection.cursor() as cur:
-            cur.execute(f"SAVEPOINT {savepoint}")
-        try:
-            # Quota first, then the spot work taken back, then the pool: the lock order.
-            charge(lease_demand(views))
-            if preemption is not None:
-                take_back(preemption.victims, preemption.at, owner, now or datetime.now(UTC))
-            committed = []
-            for i, (member, view) in enumerate(zip(members, views, strict=True)):
-                usable = set(member.atoms[0])
-                committed.append(
-                    commit_member(
-                        request,
-                        member,
-                        pool,
-                        index.nodes,
-                        owner,
-                        last=i == len(members) - 1,
-                        now=now,
-                        also_book=tuple(d for d in top_level(view) if d not in usable),
-                        lease_claims=scalar_room(view),
-                    )
+    static = pool_index(pool)
+
+    def plan(req: PlacementRequest) -> tuple[Plan, NodeIndex]:
+        found, index = plan_lease_now(req, pool)
+        return found, index.nodes
+
+    def commit(
+        req: PlacementRequest, members: Sequence[Ranked], index: NodeIndex, savepoint: str | None
+    ) -> list[Committed]:
+        committed = []
+        for i, member in enumerate(members):
+            view = static.by_name[member.node_id]
+            usable = set(member.atoms[0])
+            committed.append(
+                commit_member(
+                    req,
+                    member,
+                    pool,
+                    index,
+                    owner,
+                    last=i == len(members) - 1,
+                    now=now,
+                    savepoint=savepoint if i == 0 else None,
+                    also_book=tuple(d for d in top_level(view) if d not in usable),
+                    lease_claims=scalar_room(view),
                 )
-        except (LostRace, ArchivedMeanwhile) as stop:
-            rollback_to(savepoint)
-            if isinstance(stop, ArchivedMeanwhile):
-                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
-            lost.append(stop.reason)
-            request = request.with_excluded(stop.node)
-            continue
-        victims = preemption.victims if preemption is not None else ()
-        return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
-    return gave_up(config, lost)
+            )
+        return committed
+
+    way = Way(
+        savepoint="capacity_lease",
+        plan=plan,
+        preemption=lambda req: find_lease_preemption(req, pool),
+        commit=commit,
+        charge=lambda members, _index: charge(lease_demand([static.by_name[m.node_id] for m in members])),
+    )
+    return attempt(request, way, owner, config, now)
 
 
 def iso_minute(ms: int) -> str:

@@ -12,13 +12,14 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from itertools import compress
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_range
 from capacity.placement import PlacementRequest, Ranked, Window
 
 from .claims import CLAIM_ORDER, Claims
 from .commit import member_devices
-from .db import prepared_cursor
 from .index import PoolIndex, WindowUse
-from .loader import NodeIndex, PoolRow, window_range
+from .loader import NodeIndex, PoolRow
 from .sql import key_in
 
 # date_part() is float arithmetic, exact to the millisecond here and cheaper than extract(). Each

@@ -5,26 +5,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from django.db import connection
-from psycopg.types.range import Range
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_range
 from capacity.placement import Atom, NodeView, Pool, Resource, Window
 from capacity.placement.timeline import peak
 from inventory.validators import SYSTEM_LABEL_PREFIX
-
-from .db import prepared_cursor
-
-
-def window_range(window: Window) -> Range:
-    """Return the half-open tstzrange of an epoch-millisecond window."""
-    return Range(to_datetime(window.start), to_datetime(window.end), "[)")
-
-
-def to_datetime(ms: int) -> datetime:
-    """Return the aware datetime of epoch milliseconds."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass(frozen=True)

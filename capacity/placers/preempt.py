@@ -25,13 +25,18 @@ from datetime import datetime
 
 from django.db import connection
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import to_datetime, window_range
+from capacity.models import Allocation, Reservation
 from capacity.placement import PlacementRequest, Plan, Ranked
+from capacity.placement.lease import Busy, plan_lease
 from capacity.placement.timeline import peak
 
+from . import quota
 from .commit import Owner
-from .db import prepared_cursor
+from .ending import end_allocations
 from .index import PoolIndex, pool_index, views_for
-from .loader import NodeIndex, PoolRow, to_datetime, window_range
+from .loader import NodeIndex, PoolRow
 from .sql import key_in
 
 PREEMPTED = "Preempted"
@@ -177,8 +182,6 @@ def find_lease_preemption(request: PlacementRequest, pool: PoolRow) -> Preemptio
     window. Every spot reservation on it is preempted; the node whose spot work holds the fewest
     device-hours wins, ties by the lease score, then by name.
     """
-    from capacity.placement.lease import Busy, plan_lease
-
     if not request.lease or (found := _spot_work(request, pool)) is None:
         return None
     index, at, holds = found
@@ -236,7 +239,7 @@ def _spot_on(holds: Holds) -> dict[str, list[int]]:
 def find_preemption(request: PlacementRequest, pool: PoolRow, plan_with) -> Preemption | None:
     """Return the cheapest preemption that places a regular request, or None when none would.
 
-    `plan_with(index, memo)` is the request's bound planner (capacity.placers.inline.planner).
+    `plan_with(index, memo)` is the request's bound planner (capacity.placers.planning.Planner.bind).
     """
     if request.lease or (found := _spot_work(request, pool)) is None:
         return None
@@ -337,10 +340,6 @@ def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *,
     transaction holds makes it return False having changed nothing (the caller treats the node as
     a lost race), since that transaction may be ending the victim's bookings and waiting for the pool.
     """
-    from capacity import quota
-    from capacity.models import Allocation, Reservation
-    from capacity.services import end_allocations
-
     with connection.cursor() as cur:
         cur.execute(_LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"), {"pks": list(victims)})
         locked = [row[0] for row in cur.fetchall()]

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import compress
 
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import text_array, window_literal
 from capacity.placement import Window
 
 from .claims import CLAIM_ORDER, Claims
-from .db import prepared_cursor
 from .index import PoolIndex, Short, WindowUse
-from .literals import text_array, window_literal
 from .sql import key_in
 
 # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST

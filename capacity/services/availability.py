@@ -12,7 +12,7 @@ from capacity.placers.availability import read_availability
 from capacity.placers.loader import load_pool
 from inventory.models import Tenant
 
-from . import Scope
+from .scope import Scope
 
 # Two weeks of hour blocks: far enough to plan a training run, short enough to read per hour.
 AVAILABILITY_HOURS = 14 * 24

@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
-from capacity.conf import placer_config
-from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window, validate_request
+from capacity.db.literals import to_datetime
+from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window
 from capacity.placers.earliest import find_earliest, plan_if_it_fits
-from capacity.placers.inline import PlacerConfig
-from capacity.placers.loader import to_datetime
+from capacity.placers.planning import Planner
+from capacity.placers.types import PlacerConfig
 
-from . import EVERYONE, Scope, _tenant_and_pool, check_gang_size, normalize, parse_duration
 from .hints import no_start_before
+from .inputs import parse_duration
+from .prepare import prepare
 from .satisfiable import NeverFits, never_fits
+from .scope import EVERYONE, Scope
 
 DEFAULT_HORIZON = timedelta(days=14)
 MAX_HORIZON = timedelta(days=90)
@@ -71,26 +71,23 @@ def earliest(
     """
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
-    now = now or timezone.now()
-    config = config or placer_config()
     horizon = parse_horizon(data.get("horizon"))
-    core, _extra = normalize({k: v for k, v in data.items() if k != "horizon"}, now=now)
-    request = validate_request(core)
-    tenant, pool = _tenant_and_pool(request, scope)
-    check_gang_size(request, pool)
+    prepared = prepare(data, scope=scope, now=now, config=config, ignore=("horizon",))
+    request, pool = prepared.request, prepared.pool
     if pool.view.archived:
         return Earliest(False, None, None, ARCHIVED_REASON, horizon, [])
     # One answer per question: no random pick among the best (as hints have it).
-    config = dataclasses.replace(config, random=None)
+    config = dataclasses.replace(prepared.config, random=None)
+    built = Planner.of(request, pool, config)
     # Most requests fit at their own start: the placer's own plan answers, no horizon is read.
-    plan = plan_if_it_fits(request, pool, config)
+    plan = plan_if_it_fits(request, pool, config, built)
     window = request.during
     if plan is None:
-        why = never_fits(request, pool, tenant.pk, config)
+        why = never_fits(request, pool, prepared.tenant.pk, config, built=built)
         if why is not None:
             return Earliest(False, None, None, why.message, horizon, [])
         latest = request.during.start + int(horizon.total_seconds() * 1000)
-        found = find_earliest(request, pool, config, latest)
+        found = find_earliest(request, pool, config, latest, built)
         if found is None:
             return Earliest(False, None, None, no_start_before(latest, horizon), horizon, [])
         window, plan = found
@@ -110,10 +107,5 @@ def never_fits_input(
     config: PlacerConfig | None = None,
 ) -> NeverFits | None:
     """Return why caller input could never be placed in its pool, or None; validates as reserve does."""
-    now = now or timezone.now()
-    config = config or placer_config()
-    core, _extra = normalize({k: v for k, v in data.items() if k != "wait"}, now=now)
-    request = validate_request(core)
-    tenant, pool = _tenant_and_pool(request, scope)
-    check_gang_size(request, pool)
-    return never_fits(request, pool, tenant.pk, config)
+    prepared = prepare(data, scope=scope, now=now, config=config, ignore=("wait",))
+    return never_fits(prepared.request, prepared.pool, prepared.tenant.pk, prepared.config)

@@ -15,10 +15,11 @@ from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
 from capacity.placers.earliest import find_earliest
 from capacity.placers.index import PoolIndex, Used, pool_index, views_for
-from capacity.placers.inline import PlacerConfig, planner
 from capacity.placers.lease import iso_minute
 from capacity.placers.loader import PoolRow
+from capacity.placers.planning import Planner
 from capacity.placers.reads import plan_reads
+from capacity.placers.types import PlacerConfig
 
 # How far ahead "fits from" looks, and how many smaller counts are tried.
 HINT_HORIZON = timedelta(days=14)
@@ -38,15 +39,18 @@ class Alternatives:
     no_start: str = ""  # why there is no earliest window ("no start fits before …"), when searched
 
 
-def alternatives(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> Alternatives:
+def alternatives(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, built: Planner | None = None
+) -> Alternatives:
     """Return the hints for a request that does not fit now (none for leases), and its earliest window."""
     if pool.view.archived or request.lease:
         return Alternatives([])
     config = dataclasses.replace(config, random=None)
+    built = Planner.of(request, pool, config, built)
     latest = request.during.start + int(HINT_HORIZON.total_seconds() * 1000)
-    earliest = _earliest(request, pool, config, latest)
+    earliest = _earliest(request, pool, config, latest, built)
     found = [f"fits from {iso_minute(earliest[0].start)} on {', '.join(earliest[1])}"] if earliest else []
-    now = _Now.read(request, pool, config)
+    now = _Now.read(request, pool, built)
     found.extend(
         hint
         for make in (_smaller, _without_nvlink, *_without_selectors(request))
@@ -55,31 +59,32 @@ def alternatives(request: PlacementRequest, pool: PoolRow, config: PlacerConfig)
     return Alternatives(found, earliest, "" if earliest else no_start_before(latest, HINT_HORIZON))
 
 
-def hints(request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> list[str]:
+def hints(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, built: Planner | None = None
+) -> list[str]:
     """Return the hints for a request that does not fit now, best first."""
-    return alternatives(request, pool, config).hints
+    return alternatives(request, pool, config, built).hints
 
 
 @dataclasses.dataclass
 class _Now:
     """The request's window as every "now" hint plans it: read once (one query), planned many times."""
 
-    pool: PoolRow
-    config: PlacerConfig
+    planner: Planner
     index: PoolIndex
     taken: set[int]
     used: Used
 
     @classmethod
-    def read(cls, request: PlacementRequest, pool: PoolRow, config: PlacerConfig) -> _Now:
+    def read(cls, request: PlacementRequest, pool: PoolRow, built: Planner) -> _Now:
         index = pool_index(pool)
         taken, _short, used = plan_reads(index, request.during, request.resources)
-        return cls(pool, config, index, taken, used)
+        return cls(built, index, taken, used)
 
     def fitting(self, request: PlacementRequest) -> int:
         """Return how many nodes (or a gang's members) could take a variant of the request now."""
         views = views_for(self.index, [v.id for v in self.index.nodes.views], self.taken, self.used)
-        plan = planner(request, self.pool, self.config)(views, self.index.memo())
+        plan = self.planner.bind(request)(views, self.index.memo())
         if not plan.fits:
             return 0
         return len(plan.gang) if plan.gang else len(plan.ranked)
@@ -101,9 +106,9 @@ def no_start_before(latest: int, horizon: timedelta) -> str:
 
 
 def _earliest(
-    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, latest: int
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, latest: int, built: Planner
 ) -> tuple[Window, list[str]] | None:
-    found = find_earliest(request, pool, config, latest)
+    found = find_earliest(request, pool, config, latest, built)
     if found is None:
         return None
     window, plan = found

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from capacity.models import Reservation, ReservationEvent
 
-from . import Scope, redacted_conditions
+from .scope import Scope, redacted_conditions
 
 
 @dataclass(frozen=True)

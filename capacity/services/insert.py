@@ -21,13 +21,13 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from capacity import quota
+from capacity.db.channels import QUEUED_CHANNEL, QUOTA_LOCK_CLASS
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import int_array, text_array, window_literal
 from capacity.models import Reservation
 from capacity.models.reservations import queued as queued_condition
 from capacity.placement import PlacementRequest
-from capacity.placers.batch import QUEUED_CHANNEL
-from capacity.placers.db import prepared_cursor
-from capacity.placers.literals import int_array, text_array, window_literal
+from capacity.placers import quota
 from capacity.placers.loader import lookup_digest_sql
 
 from . import lookups
@@ -98,7 +98,7 @@ def insert_charged(
     conditions = [queued_condition()] if queued else []
     params = {
         **_row(fields, now),
-        "class": quota.QUOTA_LOCK_CLASS,
+        "class": QUOTA_LOCK_CLASS,
         "conditions": json.dumps(conditions),
         "queued": queued,
         # As literals (placers/literals.py): cheaper to send than lists and a Range.

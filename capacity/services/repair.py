@@ -28,16 +28,23 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity import quota
 from capacity.conf import placer_config
+from capacity.db.retry import retry_on_conflict
 from capacity.metrics import events as metrics
 from capacity.models import Allocation, Reservation
 from capacity.placement import PlacementRequest, Window
+from capacity.placers import quota
+from capacity.placers.attempt import rollback_to
 from capacity.placers.commit import Owner
-from capacity.placers.inline import Outcome, PlacerConfig, place, rollback_to
+from capacity.placers.ending import end_allocations
+from capacity.placers.index import pool_index
+from capacity.placers.inline import place
 from capacity.placers.lease import place_lease
 from capacity.placers.loader import PoolRow, load_pool
-from capacity.retry import retry_on_conflict
+from capacity.placers.types import Outcome, PlacerConfig
+from inventory.models import NodeLabel
+
+from .inputs import stored_request
 
 REPAIRED = "Repaired"
 REPAIR_PENDING = "RepairPending"
@@ -126,8 +133,6 @@ def repair_reservation(
         )
         if reservation is None or reservation.status != Reservation.Status.PLACED:
             return False
-        from capacity.services import stored_request
-
         request = stored_request(reservation)
         pool = load_pool(reservation.pool.slug)
         notes, waiting = [], []
@@ -201,8 +206,6 @@ def _move(
     savepoint = f"capacity_repair_{allocation.pk}"
     with connection.cursor() as cur:
         cur.execute(f"SAVEPOINT {savepoint}")
-    from capacity.services import end_allocations
-
     end_allocations([allocation], now)
     owner = Owner(reservation_pk=reservation.pk)
     outcome: Outcome | None = None
@@ -260,12 +263,8 @@ def _recharge(reservation: Reservation, amounts) -> None:
 
 
 def _node_names(pool: PoolRow) -> list[str]:
-    from capacity.placers.index import pool_index
-
     return [v.id for v in pool_index(pool).nodes.views]
 
 
 def _label(node: str, key: str) -> str | None:
-    from inventory.models import NodeLabel
-
     return NodeLabel.objects.filter(node__name=node, key=key).values_list("value", flat=True).first()

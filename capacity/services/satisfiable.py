@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from capacity import quota
 from capacity.placement import NodeView, PlacementRequest, Plan
 from capacity.placement.satisfiable import UNSATISFIABLE, NeverFits, kinds, pool_facts, unsatisfiable
+from capacity.placers import quota
 from capacity.placers.index import pool_index
-from capacity.placers.inline import PlacerConfig, planner
 from capacity.placers.loader import PoolRow
+from capacity.placers.planning import Planner, planner
+from capacity.placers.types import PlacerConfig
 
 __all__ = ["UNSATISFIABLE", "NeverFits", "never_fits", "unsatisfiable_condition"]
 
@@ -23,6 +24,7 @@ def never_fits(
     *,
     plan_empty: bool = True,
     check_quota: bool = True,
+    built: Planner | None = None,
 ) -> NeverFits | None:
     """Return why the request could never be placed in its pool, or None when it could.
 
@@ -30,14 +32,15 @@ def never_fits(
     With `plan_empty` the whole pool is also planned emptied (milliseconds at 1,000 nodes), which
     names selectors, links and scalars no node satisfies: callers that only need the cheap checks
     (before queueing) leave it out, and leave out `check_quota` too when a quota charge follows
-    (it refuses a request past a limit on its own, without this statement).
+    (it refuses a request past a limit on its own, without this statement). `built`: the
+    request's planner.
     """
     if pool.view.archived:
         return None
     index = pool_index(pool)
     empty = None
     if plan_empty:
-        plan = planner(request, pool, config)
+        plan = planner(request, pool, config, built)
 
         def empty(views: Sequence[NodeView]) -> Plan:
             return plan(dataclasses.replace(index.nodes, views=list(views)))

@@ -5,8 +5,7 @@ inventory, inventory never reads capacity. Every view checks the user's role on 
 """
 
 from .booking import book, preview, selector_check
-from .node_history import node_history_page
-from .nodes import node_action, node_detail, node_drain
+from .nodes import node_action, node_detail, node_drain, node_history_page
 from .pools import node_row_action, pool_detail, pools
 from .reservations import release, reservation_detail, reservations
 

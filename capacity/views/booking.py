@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from capacity import services
 from capacity.access import scope_for
+from capacity.db.literals import to_datetime
 from capacity.forms import BookForm, RequestForm, SelectorForm
 from capacity.placement import (
     CapacityError,
@@ -21,7 +22,6 @@ from capacity.placement import (
     parse_selector,
 )
 from capacity.placement.reasons import rejection_label
-from capacity.placers.loader import to_datetime
 from capacity.services.earliest import never_fits_input
 from config.web import login_required, page, wants_partial
 from inventory.models import Device

@@ -11,7 +11,7 @@ from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from capacity import services
 from capacity.access import is_operator, scope_for
@@ -336,3 +336,15 @@ def node_drain(request: HttpRequest, name: str) -> HttpResponse:
         **({} if result is not None else {"drain_form": form}),
     }
     return page(request, "capacity/node_detail.html", context, partial="node-page")
+
+
+@require_GET
+@operator_required
+def node_history_page(request: HttpRequest, name: str) -> HttpResponse:
+    """Show a page of the node's history: htmx gets the history section, others the whole node page."""
+    node = visible_node(request.user, name)
+    history = history_page(node, request.GET.get("page"))
+    context = {"node": node, "history": history}
+    if not request.htmx:
+        context = {**_node_page_context(request, node), **context}
+    return page(request, "capacity/node_detail.html", context, partial="history")

@@ -12,8 +12,9 @@ from capacity.conf import placer_config
 from capacity.metrics.events import outcome_of
 from capacity.metrics.store import SharedFilesCollector, fold_dead
 from capacity.models import Reservation
+from capacity.placers.attempt import gave_up
 from capacity.placers.batch import place_queued
-from capacity.placers.inline import PlacerConfig, gave_up
+from capacity.placers.types import PlacerConfig
 from inventory import services as nodes
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,9 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from capacity import quota, services
+from capacity import services
 from capacity.models import Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window
+from capacity.placers import quota
 from inventory.models import NodeLabel
 
 from booking import HOUR, MS, NOW, ask, booked_at, capacity, claimed, held, reserve
@@ -127,12 +128,14 @@ def test_scalar_room_is_the_most_claimed_at_any_instant_of_the_window(tenant, ma
 
 def test_the_guarded_commit_refuses_a_claim_that_overlaps_one_made_since_the_plan(tenant, make_node):
     """A claim committed between plan and commit makes the commit come up short, not overcommit."""
+    from capacity.conf import placer_config
+    from capacity.placement import validate_request
     from capacity.placers.commit import LostRace, Owner, commit_member
-    from capacity.placers.inline import plan_request
     from capacity.placers.loader import load_pool
+    from capacity.placers.planning import plan_request
 
     with_limits_label(make_node("node-a", gpus=2, vcpu=8))
-    request = services.validate_request(
+    request = validate_request(
         {
             **ask(1, resources={"vcpu": 8}),
             "reservationId": "1",
@@ -140,7 +143,7 @@ def test_the_guarded_commit_refuses_a_claim_that_overlaps_one_made_since_the_pla
         }
     )
     pool = load_pool("lab-pool")
-    plan, index = plan_request(request, pool, services.placer_config())
+    plan, index = plan_request(request, pool, placer_config())
     # Meanwhile another placement claims 6 vcpu for part of the window.
     scalars_only = {**ask(start=6, hours=2, resources={"vcpu": 6}), "devices": []}
     assert reserve(scalars_only).reservation.status == "placed"

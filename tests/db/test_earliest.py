@@ -196,7 +196,7 @@ def test_a_never_fitting_reservation_is_pending_unsatisfiable_and_not_retried(te
 
 
 def test_a_queued_never_fitting_request_is_not_queued(tenant, make_node):
-    from capacity.placers.inline import POOL_LEASE
+    from capacity.placers.types import POOL_LEASE
 
     make_node("n1", gpus=8)
     result = services_reserve_queued(ask(1, devices=[{"class": "tpu", "count": 1}]), POOL_LEASE)
@@ -288,11 +288,12 @@ def test_a_gpu_booked_whole_before_it_was_split_and_a_later_slice_booking_block_
     """
     from psycopg.types.range import Range
 
+    from capacity.db.literals import to_datetime
     from capacity.models import Allocation, DeviceBooking
     from capacity.placement import Window
     from capacity.placers.earliest import read_horizon
     from capacity.placers.index import pool_index
-    from capacity.placers.loader import load_pool, to_datetime
+    from capacity.placers.loader import load_pool
     from inventory.models import Device
 
     node = make_node("n1", gpus=1)

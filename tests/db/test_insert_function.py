@@ -4,8 +4,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from capacity import quota
 from capacity.models import QuotaCharge, Reservation
+from capacity.placers import quota
 from capacity.services import insert, insert_function
 
 from booking import NOW, ask, config

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
+from capacity.db import literals
+from capacity.db.literals import window_range
 from capacity.placement import Window
-from capacity.placers import literals
-from capacity.placers.loader import window_range
 
 from booking import HOUR, MS
 

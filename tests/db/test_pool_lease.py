@@ -16,22 +16,18 @@ from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from test_lost_races import racer, steal
 
-from capacity import port, quota, services
+from capacity import port, services
 from capacity.conf import placer_config
+from capacity.db.channels import PLACER_LOCK_CLASS, QUEUED_CHANNEL
 from capacity.models import Allocation, DeviceBooking, Quota, QuotaCharge, Reservation, ScalarClaim
 from capacity.placement import CapacityError, Window, validate_request
 from capacity.placement.timeline import peak
-from capacity.placers.batch import (
-    PLACER_LOCK_CLASS,
-    QUEUED_CHANNEL,
-    place_batch,
-    place_queued,
-    plan_from_ledger,
-)
+from capacity.placers import quota
+from capacity.placers.batch import place_batch, place_queued, plan_from_ledger
 from capacity.placers.index import pool_index
-from capacity.placers.inline import plan_request
 from capacity.placers.ledger import Ledger
 from capacity.placers.loader import load_pool
+from capacity.placers.planning import plan_request
 from capacity.services import insert, insert_function, lookups
 from capacity.worker import serve
 from inventory import services as nodes
@@ -599,7 +595,7 @@ def test_a_queued_gang_is_placed_whole_by_the_inline_placer_after_the_lock(tenan
         starts_at=datetime.fromtimestamp(data["during"]["start"] / 1000, UTC),
         ends_at=datetime.fromtimestamp(data["during"]["end"] / 1000, UTC),
     )
-    from capacity import quota
+    from capacity.placers import quota
 
     window = Window(data["during"]["start"], data["during"]["end"])
     quota.charge(tenant.pk, tenant.slug, reservation.pk, {"gpu": 2}, window)  # as admission would have

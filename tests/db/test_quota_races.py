@@ -93,7 +93,7 @@ def test_a_transaction_ended_by_a_real_deadlock_is_tried_again():
 
     from django.db import transaction
 
-    from capacity.retry import retry_on_conflict
+    from capacity.db.retry import retry_on_conflict
 
     tries = []
 

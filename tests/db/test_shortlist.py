@@ -7,8 +7,8 @@ import pytest
 
 from capacity.placement import validate_request
 from capacity.placers.index import pool_index, shortlist_order
-from capacity.placers.inline import plan_request, reach, shortlist_size
 from capacity.placers.loader import load_pool
+from capacity.placers.planning import plan_request, reach, shortlist_size
 from capacity.placers.reads import plan_reads
 from inventory import services as nodes
 

@@ -23,9 +23,9 @@ from django.utils import timezone
 from capacity import services
 from capacity.audit import audit
 from capacity.conf import placer_config
+from capacity.db.channels import PLACER_LOCK_CLASS
 from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import QUEUED
-from capacity.placers.batch import PLACER_LOCK_CLASS
 from inventory.models import Pool
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from capacity.bench import BUILD_CHUNK, run
 from capacity.bench_earliest import run_earliest
 from capacity.bench_preempt import run_preemption
 from capacity.bench_repair import run_repair
-from capacity.placers.inline import INLINE, PLACERS, POOL_LEASE
+from capacity.placers.types import INLINE, PLACERS, POOL_LEASE
 
 
 class Command(BaseCommand):

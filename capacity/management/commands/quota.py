@@ -6,7 +6,7 @@ from django.core.management.base import CommandParser
 
 from capacity import services
 from capacity.api.cli import BerthCommand
-from capacity.placers.loader import to_datetime
+from capacity.db.literals import to_datetime
 
 
 class Command(BerthCommand):

@@ -10,11 +10,21 @@ literal is one string, built by joins that run in C, and the statement's cast (`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
+
+from psycopg.types.range import Range
 
 from capacity.placement import Window
 
-from .loader import to_datetime
+
+def to_datetime(ms: int) -> datetime:
+    """Return the aware datetime of epoch milliseconds."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def window_range(window: Window) -> Range:
+    """Return the half-open tstzrange of an epoch-millisecond window."""
+    return Range(to_datetime(window.start), to_datetime(window.end), "[)")
 
 
 def _quoted(item: str) -> str:

@@ -21,16 +21,15 @@ from datetime import datetime
 
 from django.db import connection
 
+from capacity.db.channels import QUOTA_LOCK_CLASS
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_range
+from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.placement import CapacityError, PlacementRequest, Window
 from capacity.placement.errors import QUOTA_EXCEEDED
 
-from .models.quota import DEFAULT_RESOURCE
-from .placers.db import prepared_cursor
-from .placers.loader import window_range
-from .placers.sql import peak_sql
+from .sql import peak_sql
 
-# pg_advisory_xact_lock(class, tenant): keeps the tenant locks apart from the placer's pool locks.
-QUOTA_LOCK_CLASS = 0x51554F54  # "QUOT"
 QUOTA_EXCEEDED_REASON = "QuotaExceeded"
 
 

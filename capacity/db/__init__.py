@@ -1,0 +1,1 @@
+"""Database plumbing shared by the placers and services: cursors, names, literals, retry."""

@@ -1,0 +1,98 @@
+"""The one attempt loop of inline placement: plan → preempt → commit → replan on a lost race.
+
+The inline placer and whole-node leases differ only in how they plan, which spot work they would
+take back and what a commit writes; the loop around them is this one. Each attempt commits behind
+its own savepoint: a lost race (or spot work another transaction is changing) rolls back to it,
+excludes the node and plans again, up to `max_attempts`; a pool archived meanwhile answers pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connection
+
+from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
+
+from .commit import ArchivedMeanwhile, Committed, LostRace, Owner
+from .loader import NodeIndex
+from .preempt import Preemption, take_back, with_preempted
+from .types import Outcome, PlacerConfig
+
+
+@dataclass(frozen=True)
+class Way:
+    """How one kind of placement plans, finds spot work to take back, and commits its members.
+
+    `commit(request, members, index, savepoint)` sets `savepoint` first when given (one round trip
+    fewer); `charge(members, index)`, for leases, charges quota for the nodes chosen before anything
+    else is written. `waits`: a victim another transaction holds is waited for (False when the
+    caller already holds the pool: then that node counts as a lost race).
+    """
+
+    savepoint: str
+    plan: Callable[[PlacementRequest], tuple[Plan, NodeIndex]]
+    preemption: Callable[[PlacementRequest], Preemption | None]
+    commit: Callable[[PlacementRequest, Sequence[Ranked], NodeIndex, str | None], list[Committed]]
+    charge: Callable[[Sequence[Ranked], NodeIndex], None] | None = None
+    waits: bool = True
+
+
+def attempt(
+    request: PlacementRequest, way: Way, owner: Owner, config: PlacerConfig, now: datetime | None
+) -> Outcome:
+    """Place `request` the given way inside the caller's transaction; see the module's docstring."""
+    lost: list[str] = []
+    for number in range(1, config.max_attempts + 1):
+        plan, index = way.plan(request)
+        preemption = None
+        if not plan.fits:
+            preemption = way.preemption(request)
+            if preemption is None:
+                return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
+            plan, index = with_preempted(plan, preemption), preemption.index
+        members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
+        savepoint = f"{way.savepoint}_{number}"
+        # The first commit sets the savepoint in its own round trip, unless something comes before it.
+        early = preemption is not None or way.charge is not None
+        if early:
+            with connection.cursor() as cur:
+                cur.execute(f"SAVEPOINT {savepoint}")
+        try:
+            # Quota first, then the spot work taken back, then the pool: the lock order.
+            if way.charge is not None:
+                way.charge(members, index)
+            if preemption is not None:
+                stamp = now or datetime.now(UTC)
+                if not take_back(preemption.victims, preemption.at, owner, stamp, wait=way.waits):
+                    node = preemption.members[0].node_id
+                    raise LostRace(node, f"spot work on {node} is being changed")
+            committed = way.commit(request, members, index, None if early else savepoint)
+        except (LostRace, ArchivedMeanwhile) as stop:
+            rollback_to(savepoint)
+            if isinstance(stop, ArchivedMeanwhile):
+                return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
+            lost.append(stop.reason)
+            request = request.with_excluded(stop.node)
+            continue
+        # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
+        victims = preemption.victims if preemption is not None else ()
+        return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
+    return gave_up(config, lost)
+
+
+def gave_up(config: PlacerConfig, lost: list[str]) -> Outcome:
+    """Return the pending outcome of a placement that lost the race max_attempts times."""
+    return Outcome(
+        "pending",
+        reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
+        lost=lost,
+    )
+
+
+def rollback_to(savepoint: str) -> None:
+    """Undo everything since the savepoint: the commit's writes and any spot work taken back."""
+    with connection.cursor() as cur:
+        cur.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")

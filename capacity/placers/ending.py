@@ -1,0 +1,31 @@
+"""End allocations: the booking SQL that release, preemption, repair, drain and the port share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import connection
+
+from capacity.models import Allocation
+
+
+def end_allocations(allocations: Iterable[Allocation], now: datetime) -> None:
+    """End allocations at `now`: future bookings and claims go, running ones are cut short.
+
+    Nothing else follows: pool capacity and scalar room are read from these rows when asked.
+    """
+    ids = sorted(a.pk for a in allocations)
+    if not ids:
+        return
+    with connection.cursor() as cur:
+        for table in ("capacity_devicebooking", "capacity_scalarclaim"):
+            cur.execute(
+                f"DELETE FROM {table} WHERE allocation_id = ANY(%s) AND lower(during) >= %s", [ids, now]
+            )
+            cur.execute(
+                f"""UPDATE {table} SET during = tstzrange(lower(during), %s, '[)')
+                     WHERE allocation_id = ANY(%s) AND upper(during) > %s""",
+                [now, ids, now],
+            )
+        cur.execute("UPDATE capacity_allocation SET released_at = %s WHERE id = ANY(%s)", [now, ids])

@@ -1,0 +1,129 @@
+"""Release and housekeeping: a release gives quota back and ends bookings; ended windows expire;
+pending reservations are tried again, fairly across tenants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F
+from django.db.models import Window as SQLWindow
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from capacity.conf import placer_config
+from capacity.db.retry import retry_on_conflict
+from capacity.models import Reservation
+from capacity.models.reservations import NO_FIT, QUEUED
+from capacity.placement import QUOTA_EXCEEDED, CapacityError
+from capacity.placers import quota
+from capacity.placers.ending import end_allocations
+from capacity.placers.quota import QUOTA_EXCEEDED_REASON
+from capacity.placers.types import PlacerConfig
+
+from .inputs import stored_request
+from .placing import Stage, place_and_record, set_pending
+from .reservations import get
+from .satisfiable import UNSATISFIABLE
+from .scope import EVERYONE, Scope
+
+PENDING_RETRY_BATCH = 50
+# Pending reservations a release retries before it answers (the worker retries every one).
+RELEASE_RETRY_BATCH = 8
+
+
+@retry_on_conflict
+@transaction.atomic
+def release(
+    reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
+) -> Reservation:
+    """Release a reservation: quota refunded first, then its bookings and claims end at `now`.
+
+    Locks the reservation row alone (not its tenant or pool: the lock order has pools after quota).
+    """
+    now = now or timezone.now()
+    reservation = get(reservation_id, scope=scope)
+    reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=reservation.pk)
+    if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
+        return reservation  # already ended: a preempted reservation keeps its status and reason
+    # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,
+    # once released, no longer sees it queued. Either way what lies after now is given back.
+    quota.refund([reservation.pk], now)
+    if reservation.status == Reservation.Status.PLACED:
+        end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
+        # A few, fairly, in the releasing request; the worker retries the rest.
+        transaction.on_commit(lambda: retry_pending([reservation.pool_id], limit=RELEASE_RETRY_BATCH))
+    reservation.status = Reservation.Status.RELEASED
+    reservation.released_at = now
+    reservation.conditions = []
+    reservation.save(update_fields=["status", "released_at", "conditions", "updated_at"])
+    return reservation
+
+
+def expire_ended(*, now: datetime | None = None) -> int:
+    """Release placed reservations whose window has ended; return how many."""
+    now = now or timezone.now()
+    ended = list(
+        Reservation.objects.filter(status=Reservation.Status.PLACED, ends_at__lte=now).values_list(
+            "pk", flat=True
+        )
+    )
+    for pk in ended:
+        release(pk, now=now)
+    return len(ended)
+
+
+def retry_pending(
+    pool_ids: Iterable[int],
+    *,
+    config: PlacerConfig | None = None,
+    now: datetime | None = None,
+    limit: int = PENDING_RETRY_BATCH,
+) -> int:
+    """Try up to `limit` pending reservations of these pools again, each in its own transaction.
+
+    Fair across tenants: each tenant's oldest first, then each tenant's second oldest, and so on,
+    so one tenant's pile of requests that never fit cannot starve another's. These are the
+    system's own re-placements: not admitted again. Rows another transaction holds are skipped;
+    windows that have ended stay pending. Returns how many were placed.
+    """
+    config = config or placer_config()
+    now = now or timezone.now()
+    placed = 0
+    turn = SQLWindow(RowNumber(), partition_by=[F("tenant_id")], order_by=[F("created_at"), F("pk")])
+    candidates = list(
+        Reservation.objects.filter(
+            pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
+        )
+        .exclude(QUEUED)  # the pool-lease placer's own
+        .exclude(conditions__contains=[{"type": UNSATISFIABLE}])  # no node could ever take them
+        .annotate(turn=turn)
+        .order_by("turn", "created_at", "pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+    for pk in candidates:
+        with transaction.atomic():
+            reservation = (
+                Reservation.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("tenant")
+                .filter(pk=pk, status=Reservation.Status.PENDING)
+                .exclude(QUEUED)
+                .first()
+            )
+            if reservation is None:
+                continue
+            request = stored_request(reservation)
+            try:
+                # A savepoint: whatever a refused attempt wrote goes with it.
+                with transaction.atomic():
+                    outcome = place_and_record(
+                        Stage(reservation.tenant, request, config, now, reservation=reservation)
+                    )
+            except CapacityError as err:
+                kind = QUOTA_EXCEEDED_REASON if err.code == QUOTA_EXCEEDED else NO_FIT
+                set_pending(reservation, err.message, kind)
+                reservation.save(update_fields=["status", "conditions", "updated_at"])
+                continue
+            placed += outcome.status == "placed"
+    return placed

@@ -1,0 +1,73 @@
+"""Reading reservations: one the caller may see, the caller's list, and their allocations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from capacity.models import Allocation, DeviceBooking, Reservation
+from capacity.placement import NOT_FOUND, CapacityError
+
+from .scope import EVERYONE, Scope
+
+
+def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation:
+    """Return a reservation the caller may see, or raise NOT_FOUND."""
+    try:
+        reservation = Reservation.objects.select_related("tenant", "pool").get(pk=int(reservation_id))
+    except (ValueError, TypeError, Reservation.DoesNotExist):
+        raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}") from None
+    if not scope.allows(reservation.tenant.slug):
+        raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}")
+    return reservation
+
+
+def list_reservations(
+    *, scope: Scope = EVERYONE, status: str | None = None, pool: str | None = None, tenant=None
+):
+    """Return the caller's reservations, newest first, optionally filtered."""
+    qs = Reservation.objects.select_related("tenant", "pool")
+    if scope.tenants is not None:
+        qs = qs.filter(tenant__slug__in=scope.tenants)
+    if status:
+        qs = qs.filter(status=status)
+    if pool:
+        qs = qs.filter(pool__slug=pool)
+    if tenant:
+        qs = qs.filter(tenant__slug=tenant)
+    return qs
+
+
+def allocations_of(reservation: Reservation) -> list[dict]:
+    """Return a reservation's allocations with their node and the atoms it asked for."""
+    return allocations_for([reservation])[reservation.pk]
+
+
+def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]]:
+    """Return the allocations of many reservations, by reservation pk, in two queries.
+
+    Each has its node, the atoms the request asked for (slices booked only because their parent
+    GPU was booked whole are left out), scalar claims, window and release time.
+    """
+    pks = [r.pk for r in reservations]
+    allocations = list(Allocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk"))
+    booked: dict[int, list[tuple[str, str | None]]] = {}
+    rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
+        "allocation_id", "device__uuid", "device__parent__uuid"
+    )
+    for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
+        booked.setdefault(allocation_id, []).append((uuid, parent))
+    result: dict[int, list[dict]] = {pk: [] for pk in pks}
+    for a in allocations:
+        uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
+        result[a.reservation_id].append(
+            {
+                "id": a.pk,
+                "nodeId": a.node.name,
+                "atoms": [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids],
+                "resources": a.resources,
+                "start": a.starts_at,
+                "end": a.ends_at,
+                "releasedAt": a.released_at,
+            }
+        )
+    return result

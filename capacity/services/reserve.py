@@ -1,0 +1,278 @@
+"""Reserve: one path for every create.
+
+prepared (services.prepare) → routed (archived, never fits, queue, inline, lease) → admitted →
+charged with the insert → placed → recorded (services.placing), the same idempotency key
+answering the first outcome. Lock order in every transaction: reservation → the tenant's quota
+lock → pools → nodes → devices → node_resources.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from capacity.conf import placer_config
+from capacity.db.literals import to_datetime
+from capacity.db.retry import retry_on_conflict
+from capacity.models import Reservation
+from capacity.placement import ARCHIVED_REASON, CONFLICT, CapacityError, run_admit
+from capacity.placers.index import pool_index
+from capacity.placers.planning import uses_shortlist
+from capacity.placers.reads import Reads, send_reads
+from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
+
+from . import insert, lookups
+from .inputs import stored_input
+from .placing import (
+    ARCHIVED,
+    INLINE_ROUTE,
+    LEASE,
+    NEVER_FITS,
+    QUEUE,
+    Stage,
+    mark_unsatisfiable,
+    place_and_record,
+    set_pending,
+)
+from .prepare import Prepared, prepare
+from .satisfiable import never_fits
+from .scope import EVERYONE, Scope
+from .waiting import await_placer
+
+
+@dataclass
+class ReserveResult:
+    """A reservation after reserve: its status, and when it was placed, the plan it came from."""
+
+    reservation: Reservation
+    created: bool
+    outcome: Outcome | None = None
+
+
+def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any]:
+    """Return what admit hooks see of a create: the tenant, who asks, how (user or cli), the action."""
+    return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
+
+
+@retry_on_conflict
+def reserve(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    admission: Any = None,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+    node_labels: Mapping[str, str] | None = None,
+) -> ReserveResult:
+    """Create a reservation and place it; the same idempotency key returns the first answer.
+
+    The inline placer answers placed or pending. The pool-lease placer answers pending with a
+    Queued condition (gangs still place inline; instances never come here) and, with `wait`, holds the answer
+    until its batch ran or the time is up.
+    """
+    args = (data, scope, admission, now, config, node_labels)
+    lookups.start()
+    try:
+        return _reserve(*args, keep=True)
+    except (insert.StaleLookup, CapacityError) as stop:
+        # Any answer decided on a kept lookup before the insert checked it (policy, gang size,
+        # quota) is asked again of one read afresh.
+        if isinstance(stop, CapacityError) and not lookups.used_kept():
+            raise
+        lookups.forget(data.get("tenantId"), data.get("poolId"))
+        return _reserve(*args, keep=False)
+
+
+def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) -> ReserveResult:
+    config = config or placer_config()
+    # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
+    # tenant and pool may come from an earlier request: the statement that inserts the reservation
+    # with its charges checks that they still hold, and anything else reads them afresh (StaleLookup).
+    fresh = admission is not None and any(p.admit is not None for p in config.plugins)
+    prepared = prepare(
+        data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else keep
+    )
+    stage = route(prepared)
+    if prepared.digest is not None and not stage.charged:
+        raise insert.StaleLookup  # only the charged insert checks a kept lookup
+    fields = _fields(prepared, data)
+    wait_ms = prepared.extra["wait_ms"]
+    if stage.route == QUEUE and insert.can_commit_at_once():
+        return _queue(stage, prepared, data, fields, admission, wait_ms)
+    with transaction.atomic():
+        existing = _replayed(prepared, data)
+        if existing is not None:
+            return ReserveResult(existing, created=False)
+        if admission is not None and stage.route != ARCHIVED:
+            # After the archived check: an archived pool answers pending, whatever policy or quota say.
+            run_admit(config.plugins, stage.request, admission)
+        reservation = _insert(stage, prepared, fields)
+        if reservation is None:
+            return ReserveResult(_taken_key(prepared, data), created=False)
+        outcome = _place(stage)
+    if stage.route == QUEUE and wait_ms:
+        reservation = await_placer(reservation, wait_ms)
+    return ReserveResult(reservation, created=True, outcome=outcome)
+
+
+def route(prepared: Prepared) -> Stage:
+    """Return the stage of a prepared request, routed.
+
+    Gangs and leases place inline under both placers: they need an answer at once. A request for
+    the pool-lease placer gets the cheap never-fit checks now (the batch would only find it
+    pending); an inline one plans the emptied pool only if it ends up pending. Everything but what
+    places nothing now (archived, never fits) and leases, whose charge depends on the node they
+    take, is charged with the insert, in one round trip; a queued one is refunded by the batch if
+    it ends up pending.
+    """
+    request, pool, config = prepared.request, prepared.pool, prepared.config
+    stage = Stage(prepared.tenant, request, config, prepared.now, pool=pool, explain=True)
+    if pool.view.archived:
+        stage.route = ARCHIVED
+    elif request.lease:
+        stage.route = LEASE
+    elif config.placer == POOL_LEASE and request.gang is None:
+        stage.never = never_fits(
+            request, pool, prepared.tenant.pk, config, plan_empty=False, check_quota=False
+        )
+        stage.route = QUEUE if stage.never is None else NEVER_FITS
+    stage.charged = stage.route in (QUEUE, INLINE_ROUTE)
+    return stage
+
+
+def _fields(prepared: Prepared, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the new reservation's columns."""
+    request = prepared.request
+    return {
+        "tenant": prepared.tenant,
+        "pool_id": prepared.pool.pk,
+        # The owner is the reservation itself: stored_request() puts its id back.
+        "request": {
+            "input": stored_input(data),
+            "placement": {k: v for k, v in prepared.core.items() if k != "reservationId"},
+        },
+        "idempotency_key": prepared.extra["idempotency_key"],
+        "priority": request.priority,
+        "binding": prepared.extra["binding"],
+        "starts_at": to_datetime(request.during.start),
+        "ends_at": to_datetime(request.during.end),
+    }
+
+
+def _insert(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> Reservation | None:
+    """Insert the reservation (with its charges when routed so); None when its key was taken meanwhile.
+
+    An inline placement's window reads travel in the insert's pipeline: one round trip fewer.
+    """
+    if not stage.charged:
+        reservation = insert.insert_uncharged(fields)
+    else:
+        request, pool = stage.request, prepared.pool
+        reads: list[Reads] = []
+
+        def send() -> None:
+            reads.append(send_reads(pool_index(pool), request.during, request.resources))
+
+        ahead = stage.route == INLINE_ROUTE and uses_shortlist(request, stage.config)
+        try:
+            reservation = insert.insert_charged(
+                fields,
+                request,
+                queued=stage.route == QUEUE,
+                commit=False,
+                digest=prepared.digest,
+                also=send if ahead else None,
+            )
+        except BaseException:
+            for unread in reads:
+                unread.close()
+            raise
+        if reservation is None:
+            for unread in reads:
+                unread.close()
+        stage.reads = reads[0] if reads else None
+    if reservation is not None:
+        stage.reservation = reservation
+        stage.request = dataclasses.replace(stage.request, reservation_id=str(reservation.pk))
+    return reservation
+
+
+def _place(stage: Stage) -> Outcome:
+    """Place the inserted reservation as routed and record the outcome on it."""
+    reservation = stage.reservation
+    assert reservation is not None
+    if stage.route == QUEUE:
+        return Outcome("queued")
+    if stage.route in (INLINE_ROUTE, LEASE):
+        return place_and_record(stage)
+    if stage.route == ARCHIVED:
+        outcome = Outcome("pending", reason=ARCHIVED_REASON)
+        set_pending(reservation, ARCHIVED_REASON)
+    else:
+        assert stage.never is not None
+        outcome = Outcome("pending", reason=stage.never.message)
+        set_pending(reservation, stage.never.message)
+        mark_unsatisfiable(reservation, stage.never)
+    reservation.save(update_fields=["status", "conditions", "updated_at"])
+    return outcome
+
+
+def _queue(
+    stage: Stage,
+    prepared: Prepared,
+    data: Mapping[str, Any],
+    fields: dict[str, Any],
+    admission: Any,
+    wait_ms: int,
+) -> ReserveResult:
+    """Queue a request for the pool-lease placer: insert, charge and commit in one round trip.
+
+    A kept tenant and pool (`prepared.digest`) raise StaleLookup, nothing written, when they
+    changed since.
+    """
+    existing = _replayed(prepared, data)
+    if existing is not None:
+        return ReserveResult(existing, created=False)
+    if admission is not None:
+        run_admit(stage.config.plugins, stage.request, admission)
+    reservation = insert.insert_charged(
+        fields, stage.request, queued=True, commit=True, digest=prepared.digest
+    )
+    if reservation is None:
+        return ReserveResult(_taken_key(prepared, data), created=False)
+    if wait_ms:
+        reservation = await_placer(reservation, wait_ms)
+    return ReserveResult(reservation, created=True, outcome=Outcome("queued"))
+
+
+def _replayed(prepared: Prepared, data: Mapping[str, Any]) -> Reservation | None:
+    """Return the reservation an earlier request with this idempotency key created, if any.
+
+    Never on a kept lookup: that answer is given for a tenant read afresh.
+    """
+    key = prepared.extra["idempotency_key"]
+    existing = _idempotent(prepared.tenant, key, data) if key is not None else None
+    if existing is not None and prepared.digest is not None:
+        raise insert.StaleLookup
+    return existing
+
+
+def _taken_key(prepared: Prepared, data: Mapping[str, Any]) -> Reservation:
+    """Return the reservation of a concurrent request with the same key that committed first."""
+    key = prepared.extra["idempotency_key"]
+    existing = _idempotent(prepared.tenant, key, data)
+    if existing is None:
+        raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
+    return existing
+
+
+def _idempotent(tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
+    existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
+    if existing is not None and existing.request.get("input") != stored_input(data):
+        raise CapacityError(CONFLICT, f"idempotency key {key} was already used for a different request")
+    return existing
