@@ -6,6 +6,7 @@ from capacity.api.docs import SchemaView, SwaggerDocsView, api_not_found
 
 urlpatterns = [
     path("v1/", include("capacity.api.urls")),
+    path("v1/", include("inventory.api.urls")),
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
     # Anything else under /api/ answers JSON, not the site's HTML 404 page.

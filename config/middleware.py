@@ -23,7 +23,7 @@ class RejectUnstorableInput:
     """Answer 400 to a path or query string with a NUL byte or invalid Unicode in it.
 
     Every filter and lookup downstream may then pass what it gets to the database: without this a
-    `?q=%00` reached a query and answered 500. The API checks its own input (capacity.api.base),
+    `?q=%00` reached a query and answered 500. The API checks its own input (config.api.base),
     naming the parameter, and is left to it.
     """
 

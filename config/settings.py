@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "simple_history",
     "inventory",
     "capacity",
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -84,7 +85,7 @@ else:
 
     _database_url = embedded_database_url(Path(os.environ.get("BERTH_PGDATA", BASE_DIR / ".pgdata")))
 DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
-# Prepared statements for the placer's server-bound cursors (capacity/placers/db.py): planned once
+# Prepared statements for the placer's server-bound cursors (capacity/db/cursors.py): planned once
 # per connection. Django's own cursors bind on the client and are never prepared, so this changes
 # nothing for the ORM. A transaction-pooling proxy such as PgBouncer needs both turned off.
 _options = DATABASES["default"].setdefault("OPTIONS", {})
@@ -125,13 +126,13 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "capacity.api.auth.StrictTokenAuthentication",
+        "config.api.auth.StrictTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["capacity.api.parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "capacity.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "config.api.exceptions.api_exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -156,7 +157,7 @@ CAPACITY = {
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }
 
-# API tokens stop working this many days after they are issued (capacity/api/auth.py).
+# API tokens stop working this many days after they are issued (config/api/auth.py).
 TOKEN_DAYS = env.number("BERTH_TOKEN_DAYS", 90)
 
 # Sign-in limits (django-axes): the 5th wrong password for one username from one address locks that

@@ -1,10 +1,7 @@
-"""Errors inventory services raise, with the same stable codes as capacity's (INVALID_INPUT, …)."""
+"""Errors inventory services raise, with the same stable codes as capacity's (config.errors)."""
+
+from config.errors import BerthError
 
 
-class InventoryError(Exception):
+class InventoryError(BerthError):
     """Refuse an inventory change with a stable code and a human-readable message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message

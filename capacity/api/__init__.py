@@ -1,5 +1,5 @@
 """The REST API under /api/v1/: reservations, previews, pools, nodes, node actions and ingestion.
 
 Every endpoint calls the services (capacity.services, inventory.services, inventory.ingest); errors
-answer `{"code", "message"}` through capacity.errors.
+answer `{"code", "message"}` through config.api.exceptions.
 """

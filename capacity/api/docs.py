@@ -7,9 +7,8 @@ from django.templatetags.static import static
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from capacity.errors import error_body
-
-from .auth import AUTHENTICATION_CLASSES
+from config.api.auth import AUTHENTICATION_CLASSES
+from config.api.exceptions import error_body
 
 # static/vendor/swagger-ui-dist@<version>/ holds swagger-ui.css, swagger-ui-bundle.js,
 # swagger-ui-standalone-preset.js, favicon-32x32.png (and the CSS source map the CSS names, so a

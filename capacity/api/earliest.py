@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from capacity import services
 from capacity.services.earliest import earliest
 from capacity.services.hints import horizon_text
+from config.api.base import BerthAPIView
+from config.api.schema import errors
 
-from .base import BerthAPIView
 from .inputs import reservation_input
 from .serializers import EarliestSerializer, ReservationInputSerializer
-from .views import errors
 
 
 class EarliestView(BerthAPIView):

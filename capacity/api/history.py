@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 
+from config.api.schema import errors
 from inventory.api.serializers import HistoryEntrySerializer
 from inventory.node_history import entries, node_history
 
 from .nodes import NODE_NAME, OperatorView, existing_node
-from .views import errors
 
 
 class NodeHistoryView(OperatorView):

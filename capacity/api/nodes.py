@@ -18,6 +18,10 @@ from rest_framework.response import Response
 from capacity import services
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
+from config.api.auth import IsOperator
+from config.api.base import BerthAPIView
+from config.api.parsers import PlainTextParser, StrictJSONParser
+from config.api.schema import errors
 from inventory import services as inventory
 from inventory.api.serializers import (
     DedicateInputSerializer,
@@ -42,10 +46,7 @@ from inventory.ingest import apply_node_report
 from inventory.models import Device, Node, NodeTaint
 from inventory.node_history import state_entries
 
-from .auth import IsOperator
-from .base import BerthAPIView
-from .parsers import PlainTextParser, StrictJSONParser
-from .views import errors, text_param
+from .views import text_param
 
 NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
 

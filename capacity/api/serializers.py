@@ -64,15 +64,6 @@ class TimeField(serializers.JSONField):
     """A point in time: epoch milliseconds or ISO 8601."""
 
 
-class ErrorSerializer(serializers.Serializer):
-    """Every error the API answers."""
-
-    code = serializers.CharField(
-        help_text="INVALID_INPUT, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, CONFLICT, …"
-    )
-    message = serializers.CharField()
-
-
 class DeviceRequestSerializer(KeywordFieldsMixin, serializers.Serializer):
     """A number of atoms of one class, optionally filtered by a selector."""
 

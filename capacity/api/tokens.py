@@ -9,8 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from capacity.services.tokens import revoke_token
-
-from .base import BerthAPIView
+from config.api.base import BerthAPIView
 
 
 class RevokeOwnTokenView(BerthAPIView):

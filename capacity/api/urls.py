@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import drain, earliest, fleet, history, nodes, tokens, views
+from . import drain, earliest, history, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -32,5 +32,4 @@ urlpatterns = [
     path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
     path("nodes/<str:name>/report", nodes.ReportView.as_view(), name="api-node-report"),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
-    path("fleet/import", fleet.FleetImportView.as_view(), name="api-fleet-import"),
 ]

@@ -20,15 +20,15 @@ from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
 from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.rollups import capacity_by_pool
+from config.api.base import BerthAPIView
+from config.api.schema import errors
 from inventory.models import Node, Pool
 
-from .base import BerthAPIView
 from .inputs import reservation_input
 from .serializers import (
     PREVIEW_EXAMPLES,
     REQUEST_EXAMPLES,
     RESERVATION_EXAMPLES,
-    ErrorSerializer,
     PoolSerializer,
     PreviewSerializer,
     QuotaReportSerializer,
@@ -38,11 +38,6 @@ from .serializers import (
 
 ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
 TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
-
-
-def errors(*codes: int) -> dict[int, type[ErrorSerializer]]:
-    """Return OpenAPI responses for these error statuses."""
-    return {code: ErrorSerializer for code in codes}
 
 
 def text_param(request, name: str) -> str | None:

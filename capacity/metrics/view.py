@@ -24,7 +24,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 
 from capacity.access import is_operator
-from capacity.api.auth import AUTHENTICATION_CLASSES
+from config.api.auth import AUTHENTICATION_CLASSES
 
 from .state import DatabaseCollector
 from .store import SharedFilesCollector, metrics_dir

@@ -42,9 +42,7 @@ from .plan import (
     INVALID_PICK,
     LABELS_FILTER,
     TOPOLOGY_FILTER,
-    Plan,
     plan_placement,
-    reason_rest,
 )
 from .plugins import (
     Picker,
@@ -58,6 +56,7 @@ from .plugins import (
     run_admit,
 )
 from .reasons import ARCHIVED_REASON, EMPTY_POOL_REASON, summarize
+from .result import Plan, reason_rest
 from .scorers import (
     BUILTIN_SCORERS,
     COUNT_SCORERS,

@@ -1,31 +1,41 @@
-"""Errors the placement core raises, with the codes the API reports."""
+"""Errors the placement core raises, with the codes the API reports (config.errors lists them)."""
 
 from __future__ import annotations
 
 from typing import Final
 
-INVALID_INPUT: Final = "INVALID_INPUT"
-UNSUPPORTED: Final = "UNSUPPORTED"
-NOT_FOUND: Final = "NOT_FOUND"
-FORBIDDEN: Final = "FORBIDDEN"
-CONFLICT: Final = "CONFLICT"
-QUOTA_EXCEEDED: Final = "QUOTA_EXCEEDED"
+from config.errors import (
+    CODES,
+    CONFLICT,
+    FORBIDDEN,
+    IDEMPOTENCY_CONFLICT,
+    IDEMPOTENCY_IN_FLIGHT,
+    INVALID_INPUT,
+    NOT_FOUND,
+    QUOTA_EXCEEDED,
+    UNSUPPORTED,
+    BerthError,
+)
 
-ERROR_CODES: Final = frozenset({INVALID_INPUT, UNSUPPORTED, NOT_FOUND, FORBIDDEN, CONFLICT, QUOTA_EXCEEDED})
+ERROR_CODES: Final = frozenset(CODES)
+
+__all__ = [
+    "CONFLICT",
+    "ERROR_CODES",
+    "FORBIDDEN",
+    "IDEMPOTENCY_CONFLICT",
+    "IDEMPOTENCY_IN_FLIGHT",
+    "INVALID_INPUT",
+    "NOT_FOUND",
+    "QUOTA_EXCEEDED",
+    "UNSUPPORTED",
+    "CapacityError",
+    "PluginConfigError",
+]
 
 
-class CapacityError(Exception):
+class CapacityError(BerthError):
     """Refuse a request with a stable code and a human-readable message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        if code not in ERROR_CODES:
-            raise ValueError(f"unknown error code {code!r}")
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"CapacityError({self.code!r}, {self.message!r})"
 
 
 class PluginConfigError(ValueError):

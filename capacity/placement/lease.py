@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from .eligibility import ineligibility
-from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON, Plan, ranked_plan
+from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON
+from .result import Plan, ranked_plan
 from .types import NodeView, PlacementRequest, Pool, Ranked, Rejection
 
 # Scorer name in a lease candidate's scores: the share of the node's devices that are healthy and

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .pick import node_shape
-from .plan import Plan
+from .result import Plan
 from .types import NodeView, PlacementRequest, Resource
 
 UNSATISFIABLE: Final = "Unsatisfiable"

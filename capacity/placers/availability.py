@@ -36,9 +36,8 @@ SELECT coalesce(array_agg(device_id), '{{}}'),
 
 def read_busy_intervals(index: PoolIndex, window: Window) -> dict[str, list[tuple[int, int]]]:
     """Return device uuid -> its booked [start, end) intervals (epoch ms) that overlap the window."""
-    low, high = index.device_range
     with prepared_cursor() as cur:
-        cur.execute(_BOOKINGS_SQL, {"during": window_range(window), "low": low, "high": high})
+        cur.execute(_BOOKINGS_SQL, {**index.keys, "during": window_range(window)})
         devices, starts, ends = cur.fetchone()
     uuid = {pk: name for name, pk in index.nodes.device_pk.items()}
     busy: dict[str, list[tuple[int, int]]] = defaultdict(list)

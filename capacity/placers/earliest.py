@@ -59,16 +59,7 @@ def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> 
 
     A booked GPU holds its slices and a booked slice its GPU, so each interval is given to both.
     """
-    low, high = index.device_range
-    node_low, node_high = index.node_range
-    params = {
-        "during": window_range(window),
-        "low": low,
-        "high": high,
-        "node_low": node_low,
-        "node_high": node_high,
-        "names": sorted(resources),
-    }
+    params = {**index.keys, "during": window_range(window), "names": sorted(resources)}
     device_node = index.device_node
     with prepared_cursor() as cur:
         cur.execute(_HORIZON_SQL, params)

@@ -88,6 +88,12 @@ class PoolIndex:
     # (the emptied pool the never-fits check plans, for one).
     derived: dict[str, object] = dataclasses.field(default_factory=dict)
 
+    @property
+    def keys(self) -> dict[str, int]:
+        """Return the key-range parameters of every window read (`key_in` over devices and nodes)."""
+        (low, high), (node_low, node_high) = self.device_range, self.node_range
+        return {"low": low, "high": high, "node_low": node_low, "node_high": node_high}
+
     def memo(self) -> PickMemo:
         """Return the pick memo, emptied first when it has grown past its bound."""
         if len(self.pick_memo) > PICK_MEMO_LIMIT:

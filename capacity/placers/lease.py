@@ -49,15 +49,7 @@ SELECT c.node_id, array_agg(DISTINCT c.resource ORDER BY c.resource),
 
 def read_busy(index: PoolIndex, window: Window) -> dict[str, Busy]:
     """Return, for each node of the pool with a booking or claim in the window, what holds it."""
-    low, high = index.device_range
-    node_low, node_high = index.node_range
-    params = {
-        "during": window_range(window),
-        "low": low,
-        "high": high,
-        "node_low": node_low,
-        "node_high": node_high,
-    }
+    params = {**index.keys, "during": window_range(window)}
     devices: dict[str, dict[str, int]] = defaultdict(dict)
     scalars: dict[str, tuple[str, ...]] = {}
     until: dict[str, int] = {}

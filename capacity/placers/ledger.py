@@ -64,19 +64,8 @@ class Ledger:
         """Read the bookings and scalar claims that overlap any of the windows (one query)."""
         windows = list(windows)
         span = Window(min(w.start for w in windows), max(w.end for w in windows))
-        low, high = index.device_range
-        node_low, node_high = index.node_range
         with prepared_cursor(binary=True) as cur:
-            cur.execute(
-                _LEDGER_SQL,
-                {
-                    "during": window_range(span),
-                    "low": low,
-                    "high": high,
-                    "node_low": node_low,
-                    "node_high": node_high,
-                },
-            )
+            cur.execute(_LEDGER_SQL, {**index.keys, "during": window_range(span)})
             devices, starts, ends, nodes, names, c_starts, c_ends, amounts = cur.fetchone()
         devices, starts, ends = devices or [], starts or [], ends or []
         # Only the pool's devices: its key range may hold other pools' too.

@@ -109,21 +109,11 @@ def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: da
     Claims are read for the scalars the request claims; for a lease, which claims them all, of
     every scalar the pool's nodes have.
     """
-    low, high = index.device_range
-    node_low, node_high = index.node_range
     if request.lease:
         names = sorted({r for v in index.nodes.views for r in v.resources})
     else:
         names = sorted(r for r, n in request.resources.items() if n > 0)
-    params = {
-        "pool": pool_pk,
-        "during": window_range(request.during),
-        "low": low,
-        "high": high,
-        "node_low": node_low,
-        "node_high": node_high,
-        "names": names,
-    }
+    params = {**index.keys, "pool": pool_pk, "during": window_range(request.during), "names": names}
     spot: dict[int, set[int]] = defaultdict(set)
     claims: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     spot_claims: dict[int, dict[str, dict[str, list]]] = defaultdict(

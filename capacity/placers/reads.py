@@ -49,19 +49,9 @@ class Reads:
         self.window = window
         self.claims = dict(claims)
         self.claimed = sorted(r for r, n in claims.items() if n > 0)
-        low, high = index.device_range
-        node_low, node_high = index.node_range
         self.cursor = prepared_cursor(binary=True)
         self.cursor.execute(
-            _READS_SQL,
-            {
-                "during": window_literal(window),
-                "low": low,
-                "high": high,
-                "node_low": node_low,
-                "node_high": node_high,
-                "names": text_array(self.claimed),
-            },
+            _READS_SQL, {**index.keys, "during": window_literal(window), "names": text_array(self.claimed)}
         )
 
     def answers(self, index: PoolIndex, window: Window, claims: Mapping[str, int]) -> bool:

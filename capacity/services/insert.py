@@ -101,7 +101,7 @@ def insert_charged(
         "class": QUOTA_LOCK_CLASS,
         "conditions": json.dumps(conditions),
         "queued": queued,
-        # As literals (placers/literals.py): cheaper to send than lists and a Range.
+        # As literals (capacity/db/literals.py): cheaper to send than lists and a Range.
         "resources": text_array(names),
         "amounts": int_array(amounts[r] for r in names),
         "during": window_literal(request.during),

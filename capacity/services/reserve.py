@@ -20,7 +20,8 @@ from capacity.conf import placer_config
 from capacity.db.literals import to_datetime
 from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation
-from capacity.placement import ARCHIVED_REASON, CONFLICT, CapacityError, run_admit
+from capacity.placement import ARCHIVED_REASON, CapacityError, run_admit
+from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
 from capacity.placers.index import pool_index
 from capacity.placers.planning import uses_shortlist
 from capacity.placers.reads import Reads, send_reads
@@ -267,12 +268,14 @@ def _taken_key(prepared: Prepared, data: Mapping[str, Any]) -> Reservation:
     key = prepared.extra["idempotency_key"]
     existing = _idempotent(prepared.tenant, key, data)
     if existing is None:
-        raise CapacityError(CONFLICT, f"idempotency key {key} is in use by a request in flight")
+        raise CapacityError(IDEMPOTENCY_IN_FLIGHT, f"idempotency key {key} is in use by a request in flight")
     return existing
 
 
 def _idempotent(tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
     existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
     if existing is not None and existing.request.get("input") != stored_input(data):
-        raise CapacityError(CONFLICT, f"idempotency key {key} was already used for a different request")
+        raise CapacityError(
+            IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
+        )
     return existing

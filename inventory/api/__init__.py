@@ -1,5 +1,6 @@
-"""Inventory's part of the REST API: how nodes, their devices, links, labels and taints read as JSON.
+"""Inventory's part of the REST API: fleet import, and how nodes, their devices, links, labels and
+taints read as JSON.
 
-The views live in capacity.api, which also knows the caller's scope and the error codes; inventory
-never imports capacity.
+The node endpoints themselves live in capacity.api (they answer with bookings and the caller's
+scope); inventory never imports capacity. Both build on config.api.
 """

@@ -1,23 +1,27 @@
-"""Every error answers {"code", "message"} with the status capacity.errors maps; bad input is never a 500."""
+"""Every error answers {"code", "message"} with the status config.errors gives it; bad input is never a 500."""
 
 import json
+import re
 
 import pytest
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions as drf
 
-from capacity.errors import STATUS, api_exception_handler, flatten_detail, http_status
 from capacity.placement import CapacityError
+from config.api.exceptions import api_exception_handler, flatten_detail
+from config.errors import CODES, http_status
 from inventory.errors import InventoryError
 from inventory.filtersets import FilterError
 from inventory.ingest import IngestError
 
 
 def test_every_service_code_has_the_documented_status():
-    assert {code: http_status(code) for code in sorted(STATUS)} == {
+    assert {code: http_status(code) for code in sorted(CODES)} == {
         "CONFLICT": 409,
         "FORBIDDEN": 403,
+        "IDEMPOTENCY_CONFLICT": 409,
+        "IDEMPOTENCY_IN_FLIGHT": 409,
         "INVALID_INPUT": 400,
         "METHOD_NOT_ALLOWED": 405,
         "NOT_ACCEPTABLE": 406,
@@ -208,3 +212,12 @@ def test_an_options_request_describes_the_endpoint_without_failing(as_acme, tena
     response = as_acme.options("/api/v1/capacity/preview")
     assert response.status_code == 200
     assert response.json()["name"] == "Preview"
+
+
+def test_the_api_docs_list_every_code_with_its_status_and_meaning():
+    """docs/api.md's error table is config.errors.CODES, row for row."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    rows = re.findall(r"^\| `([A-Z_]+)` \| (\d{3}) \| (.+) \|$", text, re.M)
+    assert rows == [(code, str(c.status), c.meaning) for code, c in CODES.items()]

@@ -148,7 +148,7 @@ def test_an_unknown_pool_is_not_found(as_operator, pool):
 
 
 def test_a_body_over_the_limit_is_413(as_operator, pool, monkeypatch):
-    monkeypatch.setattr("capacity.api.fleet.MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr("inventory.api.fleet.MAX_BODY_BYTES", 1000)
 
     response = as_operator.post(
         URL, json.dumps({"nodes": [node_body("api-0")]}), content_type="application/json"

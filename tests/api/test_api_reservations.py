@@ -102,7 +102,7 @@ def test_the_same_idempotency_key_with_other_input_is_a_conflict(as_acme, lab, a
     response = as_acme.post("/api/v1/reservations", ask(2, idempotencyKey="job-1"), format="json")
     assert response.status_code == 409
     assert response.json() == {
-        "code": "CONFLICT",
+        "code": "IDEMPOTENCY_CONFLICT",
         "message": "idempotency key job-1 was already used for a different request",
     }
 
@@ -295,7 +295,7 @@ def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_ite
     as_acme, lab, ask, monkeypatch
 ):
     """Seven reservations, pages of at most 2.5 of them in bytes: every page is cut, none lost."""
-    from capacity.api import base
+    from config.api import base
 
     made = [as_acme.post("/api/v1/reservations", ask(1), format="json").json() for _ in range(7)]
     cap = int(2.5 * len(base.JSONRenderer().render(made[0])))

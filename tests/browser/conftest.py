@@ -25,7 +25,7 @@ def browser_context_args(browser_context_args):
 @pytest.fixture
 def demo(transactional_db, live_server):
     """Build the demo (tenants acme and globex, user operator, three pools) where live_server sees it."""
-    from capacity.demo import build_demo
+    from devtools.demo import build_demo
 
     build_demo()
     return live_server.url
@@ -34,7 +34,7 @@ def demo(transactional_db, live_server):
 @pytest.fixture
 def login(page, demo):
     """Return a function that signs in as a demo user and returns the page."""
-    from capacity.demo import demo_password
+    from devtools.demo import demo_password
 
     def sign_in(username, target_page=None):
         p = target_page or page

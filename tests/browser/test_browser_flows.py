@@ -104,8 +104,8 @@ def test_a_tenant_books_sees_the_reservation_and_releases_it(login, demo):
 
 
 def test_booking_and_releasing_work_without_javascript(new_context, demo):
-    from capacity.demo import demo_password
     from capacity.models import Reservation
+    from devtools.demo import demo_password
 
     page = new_context(java_script_enabled=False).new_page()
     page.goto(f"{demo}/accounts/login/")

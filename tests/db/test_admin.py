@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from capacity.demo import build_demo
+from devtools.demo import build_demo
 
 pytestmark = pytest.mark.django_db
 

@@ -87,7 +87,7 @@ def test_an_idempotency_key_reused_for_another_request_is_a_conflict(tenant, mak
     reserve(ask(1, idempotencyKey="job-1"))
     with pytest.raises(CapacityError) as err:
         reserve(ask(2, idempotencyKey="job-1"))
-    assert err.value.code == "CONFLICT"
+    assert err.value.code == "IDEMPOTENCY_CONFLICT"
     assert Reservation.objects.count() == 1
 
 

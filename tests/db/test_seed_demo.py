@@ -55,7 +55,7 @@ def test_the_demo_holds_the_promised_shapes_and_states():
 
 def test_the_mig_capable_label_agrees_with_the_devices(db):
     """Every demo node's mig.capable label says what its GPUs' migCapable attribute says."""
-    from capacity.demo import build_demo
+    from devtools.demo import build_demo
     from inventory.models import Device, NodeLabel
 
     build_demo()

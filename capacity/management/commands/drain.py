@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 from rest_framework.renderers import JSONRenderer
 
-from capacity.api.cli import BerthCommand
 from capacity.api.drain import DrainSerializer, drain_data
+from capacity.management.base import BerthCommand
 from capacity.services.drain import drain
 
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
 
-from capacity.api.cli import BerthCommand, refused
+from capacity.management.base import BerthCommand, refused
 from capacity.models.tokens import token_expiry
 from capacity.services.tokens import issue_token
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
-from capacity.api.cli import PENDING, BerthCommand, add_request_arguments, request_from_options
+from capacity.management.base import PENDING, BerthCommand, add_request_arguments, request_from_options
 
 
 def describe(body: dict) -> list[str]:

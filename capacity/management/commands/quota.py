@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from capacity import services
-from capacity.api.cli import BerthCommand
 from capacity.db.literals import to_datetime
+from capacity.management.base import BerthCommand
 
 
 class Command(BerthCommand):

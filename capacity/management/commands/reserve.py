@@ -9,8 +9,14 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
-from capacity.api.cli import PENDING, BerthCommand, add_request_arguments, admission, request_from_options
 from capacity.api.views import render_reservation
+from capacity.management.base import (
+    PENDING,
+    BerthCommand,
+    add_request_arguments,
+    admission,
+    request_from_options,
+)
 
 
 def describe(data: dict, *, replay_key: str | None = None) -> list[str]:

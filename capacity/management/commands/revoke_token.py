@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 from rest_framework.authtoken.models import Token
 
-from capacity.api.cli import BerthCommand, os_user, refused
+from capacity.management.base import BerthCommand, os_user, refused
 from capacity.services.tokens import revoke_token
 
 

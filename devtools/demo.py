@@ -13,6 +13,10 @@ from django.contrib.auth.models import Group, User
 from django.db import connection, transaction
 from django.utils import timezone
 
+from capacity import services
+from capacity.conf import placer_config
+from capacity.models import Quota, Reservation
+from capacity.rollups import refresh_rollups
 from inventory.models import (
     Device,
     DeviceLink,
@@ -26,9 +30,6 @@ from inventory.models import (
     Site,
     Tenant,
 )
-
-from .models import Quota, Reservation
-from .rollups import refresh_rollups
 
 DEMO_NAMESPACE = uuid.UUID("6f1c2a3e-8a41-4c1e-9a53-0d6f5b7e2a10")
 OPERATORS_GROUP = "operators"
@@ -310,9 +311,6 @@ def build_bookings(tenants: dict[str, Tenant]) -> int:
     The placer picks the best node (no random top-N pick here, so a fresh demo is reproducible);
     reservations whose window is over are released at their end.
     """
-    from . import services
-    from .conf import placer_config
-
     config = dataclasses.replace(placer_config(), random=None)
     now = timezone.now().replace(minute=0, second=0, microsecond=0)
     created = 0

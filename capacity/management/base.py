@@ -17,12 +17,11 @@ from typing import Any, TypeVar
 from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
+from capacity.api.inputs import reservation_input
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.errors import InventoryError
 from inventory.history import recording
 from inventory.management.base import CodedErrorCommand
-
-from .inputs import reservation_input
 
 REFUSED = 2
 PENDING = 3

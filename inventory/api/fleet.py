@@ -18,15 +18,14 @@ from rest_framework.parsers import BaseParser, get_encoding
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from config.api.auth import IsOperator
+from config.api.base import BerthAPIView
+from config.api.parsers import MAX_DEPTH, check_document
+from config.api.schema import errors
 from inventory.errors import InventoryError
 from inventory.fleet import FleetOptions, import_fleet
 from inventory.fleet_files import NodeFiles, valid_node_name
 from inventory.fleet_read import FleetInputError
-
-from .auth import IsOperator
-from .base import BerthAPIView
-from .parsers import MAX_DEPTH, check_document
-from .views import errors
 
 # Each node is a transaction of its own: 64 nodes (4.1 MiB) took 2.0 s here; with the cores shared by
 # six test suites a node took ~0.2 s, so about 14 s, still inside a worker's 30 s timeout. Larger

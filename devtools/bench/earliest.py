@@ -11,11 +11,11 @@ from datetime import timedelta
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from . import services
-from .audit import audit, booking_drift
-from .bench import build_pool
-from .conf import placer_config
-from .services.earliest import earliest
+from capacity import services
+from capacity.audit import audit, booking_drift
+from capacity.conf import placer_config
+from capacity.services.earliest import earliest
+from devtools.bench.placements import build_pool
 
 SHAPES = (1, 2, 4, 8)
 HOURS = (4, 12, 24, 48)

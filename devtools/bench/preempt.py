@@ -10,11 +10,11 @@ from datetime import timedelta
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from . import services
-from .audit import audit, booking_drift
-from .bench import SIZE_WEIGHTS, SIZES, _pct, build_pool
-from .conf import placer_config
-from .models import Reservation
+from capacity import services
+from capacity.audit import audit, booking_drift
+from capacity.conf import placer_config
+from capacity.models import Reservation
+from devtools.bench.placements import SIZE_WEIGHTS, SIZES, _pct, build_pool
 
 
 def _ask(pool: str, tenant: str, gpus: int, start, hours: int, priority: str = "regular") -> dict:

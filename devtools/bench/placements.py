@@ -15,19 +15,18 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
+from capacity import services
+from capacity.audit import audit, booking_drift
+from capacity.conf import placer_config
+from capacity.models import Allocation, DeviceBooking, Quota, Reservation
+from capacity.models.quota import DEFAULT_RESOURCE
+from capacity.models.reservations import QUEUED
+from capacity.placers.batch import place_queued
 from capacity.placers.types import POOL_LEASE
+from capacity.rollups import refresh_rollups
+from capacity.worker import serve
+from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
-
-from . import services
-from .audit import audit, booking_drift
-from .bench_cpu import Cpu, batch_figures, metric_values, settle
-from .conf import placer_config
-from .models import Allocation, DeviceBooking, Quota, Reservation
-from .models.quota import DEFAULT_RESOURCE
-from .models.reservations import QUEUED
-from .placers.batch import place_queued
-from .rollups import refresh_rollups
-from .worker import serve
 
 BENCH_QUOTA = 1_000_000_000
 # Nodes inserted per transaction when a benchmark pool is built (bulk inserts: the pool's

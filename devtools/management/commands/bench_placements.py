@@ -5,11 +5,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from capacity.bench import BUILD_CHUNK, run
-from capacity.bench_earliest import run_earliest
-from capacity.bench_preempt import run_preemption
-from capacity.bench_repair import run_repair
 from capacity.placers.types import INLINE, PLACERS, POOL_LEASE
+from devtools.bench.earliest import run_earliest
+from devtools.bench.placements import BUILD_CHUNK, run
+from devtools.bench.preempt import run_preemption
+from devtools.bench.repair import run_repair
 
 
 class Command(BaseCommand):

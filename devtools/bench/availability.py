@@ -19,14 +19,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
+from capacity import services
+from capacity.conf import placer_config
+from capacity.models import DeviceBooking, Reservation
+from capacity.services.availability import pool_availability
+from capacity.views.availability import pool_charts
+from devtools.bench.placements import SIZE_WEIGHTS, SIZES, _pct, build_pool
 from inventory.models import Pool, Tenant
-
-from . import services
-from .bench import SIZE_WEIGHTS, SIZES, _pct, build_pool
-from .conf import placer_config
-from .models import DeviceBooking, Reservation
-from .services.availability import pool_availability
-from .views.availability import pool_charts
 
 BENCH_USER = "bench-availability"
 

@@ -5,8 +5,8 @@ import json
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from capacity.bench import BUILD_CHUNK
-from capacity.bench_availability import run_availability
+from devtools.bench.availability import run_availability
+from devtools.bench.placements import BUILD_CHUNK
 
 
 class Command(BaseCommand):

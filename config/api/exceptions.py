@@ -1,16 +1,7 @@
-"""The one place that maps error codes to HTTP statuses, and the REST API's exception handler.
+"""The REST API's exception handler: every error answers `{"code": "...", "message": "..."}`.
 
-Every API error answers `{"code": "...", "message": "..."}`. The codes are the services' own
-(INVALID_INPUT, NOT_FOUND, FORBIDDEN, CONFLICT, QUOTA_EXCEEDED, UNSUPPORTED) plus the few that only
-HTTP has (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...).
-
-Two choices worth knowing:
-
-- QUOTA_EXCEEDED is 409: the request is allowed in principle but conflicts with what the tenant holds
-  now; it succeeds once something is released. 403 would blur it with FORBIDDEN (who may do what).
-- UNSUPPORTED is 422: the request is well formed and understood, but asks for something this server
-  does not do (such as `binding: 'node'`). 501 would tell clients and proxies that the server failed
-  and invite retries; a 5xx also reads as a server error to monitoring and to schemathesis.
+Codes and their statuses are config.errors' (each code means one thing); DRF's own exceptions map
+to the HTTP-only codes there (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...). Anything else stays a 500.
 """
 
 from __future__ import annotations
@@ -23,27 +14,9 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from capacity.placement.errors import CapacityError
-from inventory.errors import InventoryError
+from config.errors import INVALID_INPUT, BerthError, http_status
 from inventory.filtersets import FilterError
 from inventory.ingest import IngestError
-
-INVALID_INPUT = "INVALID_INPUT"
-
-STATUS: dict[str, int] = {
-    "INVALID_INPUT": 400,
-    "UNAUTHENTICATED": 401,
-    "FORBIDDEN": 403,
-    "NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
-    "NOT_ACCEPTABLE": 406,
-    "CONFLICT": 409,
-    "QUOTA_EXCEEDED": 409,
-    "PAYLOAD_TOO_LARGE": 413,
-    "UNSUPPORTED_MEDIA_TYPE": 415,
-    "UNSUPPORTED": 422,
-    "THROTTLED": 429,
-}
 
 # DRF's exceptions, most specific first (AuthenticationFailed and NotAuthenticated share a code).
 _DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
@@ -58,11 +31,6 @@ _DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
     (drf.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"),
     (drf.Throttled, "THROTTLED"),
 )
-
-
-def http_status(code: str) -> int:
-    """Return the HTTP status for an error code; an unknown code is the caller's fault (400)."""
-    return STATUS.get(code, 400)
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
@@ -91,7 +59,7 @@ def _drf(exc: drf.APIException) -> tuple[str, str, int]:
 
 def classify(exc: BaseException) -> tuple[str, str, int] | None:
     """Return (code, message, status) for an exception the API answers itself, else None."""
-    if isinstance(exc, CapacityError | InventoryError):
+    if isinstance(exc, BerthError):
         return exc.code, exc.message, http_status(exc.code)
     if isinstance(exc, IngestError):
         return exc.code, str(exc), http_status(exc.code)

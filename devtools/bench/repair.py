@@ -11,15 +11,14 @@ from django.db import transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from capacity import services
+from capacity.audit import audit, booking_drift
+from capacity.conf import placer_config
+from capacity.models import Reservation
+from capacity.rollups import refresh_rollups
+from devtools.bench.placements import build_pool
 from inventory import services as inventory
 from inventory.models import Node
-
-from . import services
-from .audit import audit, booking_drift
-from .bench import build_pool
-from .conf import placer_config
-from .models import Reservation
-from .rollups import refresh_rollups
 
 
 def run_repair(nodes: int, bookings: int, seed: int, progress=None) -> dict:

@@ -10,7 +10,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from capacity.access import scope_for
-from capacity.errors import api_exception_handler
+from config.api.exceptions import api_exception_handler
 
 from .auth import AUTHENTICATION_CLASSES
 from .parsers import StrictJSONParser, bad_text

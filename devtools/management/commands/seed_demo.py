@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from capacity.demo import build_demo, demo_password
+from devtools.demo import build_demo, demo_password
 
 
 class Command(BaseCommand):

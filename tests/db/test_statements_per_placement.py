@@ -1,0 +1,56 @@
+"""Statements per placement are pinned: a reshaping of the booking path may not add round trips.
+
+Counted as bench_placements counts them (everything the reserving code and the placer send), in
+the steady state: the tenant and pool lookups kept, the quota-load rows there, the pool index built.
+"""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from capacity import services
+from capacity.placers.batch import place_batch
+
+from booking import NOW, ask, config, reserve
+
+# Measured on the code before the house was reshaped (2026-12-04), and after: the same.
+INLINE_STATEMENTS = 7
+QUEUED_STATEMENTS = 1
+BATCH_STATEMENTS = 10
+
+
+def test_an_inline_placement_sends_a_pinned_number_of_statements(tenant, make_node):
+    """Six 8-GPU nodes; a one-GPU request placed inline, after a warm-up, five times over."""
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    reserve(ask(1))
+    counts = []
+    for i in range(5):
+        with CaptureQueriesContext(connection) as statements:
+            assert reserve(ask(1, start=i, hours=2)).reservation.status == "placed"
+        counts.append(len(statements.captured_queries))
+    assert counts == [INLINE_STATEMENTS] * 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_placement_sends_one_statement_and_its_share_of_one_batch(tenant, make_node):
+    """Sixty-four one-GPU requests (a full batch) queue with one statement each; one batch places them all.
+
+    Outside a transaction, as a web request queues: the call commits by itself.
+    """
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    cfg = config(placer="pool-lease")
+    first = services.reserve(ask(1), config=cfg, now=NOW).reservation
+    place_batch(first.pool_id, cfg)
+    queued, pks = [], []
+    for i in range(64):
+        with CaptureQueriesContext(connection) as statements:
+            pks.append(services.reserve(ask(1, start=i % 4, hours=2), config=cfg, now=NOW).reservation.pk)
+        queued.append(len(statements.captured_queries))
+    with CaptureQueriesContext(connection) as statements:
+        result = place_batch(first.pool_id, cfg)
+    assert sorted(result.placed) == sorted(pks)
+    assert queued == [QUEUED_STATEMENTS] * 64
+    assert len(statements.captured_queries) == BATCH_STATEMENTS
+    assert (sum(queued) + BATCH_STATEMENTS) / 64 <= 1.3  # bench_placements' figure

@@ -1,0 +1,163 @@
+"""The house's arrows point one way: no import circles, no layer importing one above it.
+
+capacity.placement ← capacity.db ← capacity.placers ← capacity.services ← views / api / commands /
+port / worker; capacity imports inventory, inventory never imports capacity. Read from the source
+(no imports run), so a lazy import inside a function counts as much as one at the top, and each
+lazy import of a first-party module must be listed below with the reason it cannot be at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("capacity", "inventory", "config", "devtools")
+
+# (importer, imported): why the import must wait until the function runs.
+LAZY_ALLOWED = {
+    ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
+    ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
+    ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
+}
+
+# (importer prefix, imported prefix) pairs that must never appear.
+FORBIDDEN = [
+    ("capacity.placement", "capacity.db"),
+    ("capacity.placement", "capacity.placers"),
+    ("capacity.placement", "capacity.services"),
+    ("capacity.placement", "inventory"),
+    ("capacity.db", "capacity.placers"),
+    ("capacity.db", "capacity.services"),
+    ("capacity.placers", "capacity.services"),
+    ("capacity.placers", "capacity.views"),
+    ("capacity.placers", "capacity.api"),
+    ("capacity.placers", "capacity.conf"),
+    ("capacity.services", "capacity.views"),
+    ("capacity.services", "capacity.api"),
+    ("capacity.services", "capacity.management"),
+    ("capacity", "devtools"),
+    ("inventory", "capacity"),
+    ("inventory", "devtools"),
+]
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Return (module-level edges, lazy edges) between first-party modules."""
+    top: dict[str, set[str]] = defaultdict(set)
+    lazy: dict[str, set[str]] = defaultdict(set)
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        at_top = {id(n) for n in tree.body} | {
+            id(n) for s in tree.body if isinstance(s, ast.If | ast.Try) for n in ast.walk(s)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = _target(name)
+                if target is not None and target != module:
+                    (top if id(node) in at_top else lazy)[module].add(target)
+    return top, lazy
+
+
+TOP, LAZY = _imports()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(MODULES):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_the_reader_finds_the_layers_it_checks() -> None:
+    """The contract reads real modules: the layers and a known arrow are there."""
+    assert {"capacity.placement", "capacity.placers.inline", "capacity.services.reserve"} <= set(MODULES)
+    assert "capacity.placers.inline" in TOP["capacity.services.placing"]
+
+
+def test_no_module_imports_back_up_into_a_circle() -> None:
+    """No import circle, counting imports inside functions too."""
+    graph = {m: TOP[m] | LAZY[m] for m in MODULES}
+    assert _cycles(graph) == []
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    """Placers never import services; services and placers never import views or the API; inventory never capacity."""
+    broken = sorted(
+        f"{importer} -> {imported}"
+        for importer in MODULES
+        for imported in TOP[importer] | LAZY[importer]
+        for low, high in FORBIDDEN
+        if _under(importer, low) and _under(imported, high)
+    )
+    assert broken == []
+
+
+def test_every_lazy_import_has_its_reason() -> None:
+    """An import inside a function is allowed only where start-up forces it, and says why."""
+    lazy = {(importer, imported) for importer, targets in LAZY.items() for imported in targets}
+    assert sorted(lazy - set(LAZY_ALLOWED)) == []
