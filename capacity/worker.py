@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from django.db import InterfaceError, OperationalError, connection
 
 from capacity.db.channels import QUEUED_CHANNEL
 from capacity.db.cursors import Listener
@@ -22,6 +25,13 @@ MAX_IDLE = 60.0
 # A round that left reservations queued (their pool's lock was held by another placer, alive or
 # dead mid-batch) is tried again this soon (seconds): no notification would come for them.
 BUSY_POLL = 0.5
+# After losing its database connection the worker tries again after FIRST_BACKOFF seconds, doubling
+# up to MAX_BACKOFF: a restart or failover of Postgres takes seconds, and a worker that hammers a
+# server coming up helps no one.
+FIRST_BACKOFF = 0.1
+MAX_BACKOFF = 5.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,7 +65,52 @@ def serve(
     report: Callable[[Round], None] | None = None,
     sleep: Callable[[float], object] = time.sleep,
 ) -> None:
-    """Run rounds until `stop` (an Event) is set and a round finds the queue empty.
+    """Run rounds until `stop` (an Event) is set and a round finds the queue empty; survive the database.
+
+    A lost connection (a restart, a failover, a terminated backend) ends what the worker was doing:
+    everything it writes is transactional, so that rolls back (or, lost at COMMIT, went through
+    whole), and queued reservations stay queued with their quota. The worker says so in its log,
+    waits FIRST_BACKOFF seconds doubling up to MAX_BACKOFF, connects again and carries on with a
+    full round (notifications sent meanwhile were lost with the connection).
+    """
+    backoff = FIRST_BACKOFF
+
+    def connected() -> None:
+        nonlocal backoff
+        backoff = FIRST_BACKOFF
+
+    while True:
+        try:
+            _serve(config, interval=interval, stop=stop, report=report, sleep=sleep, connected=connected)
+            return
+        except (OperationalError, InterfaceError) as err:
+            log.warning("run_placer: lost the database (%s); connecting again in %.1f s", err, backoff)
+            _drop_connection()
+            if stop is not None and stop.is_set():
+                return
+            sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+
+def _drop_connection() -> None:
+    """Forget the broken connection; the next statement opens a new one."""
+    try:
+        connection.close()
+    except (OperationalError, InterfaceError):
+        connection.connection = None
+
+
+def _serve(
+    config: PlacerConfig,
+    *,
+    interval: float | None,
+    stop,
+    report: Callable[[Round], None] | None,
+    sleep: Callable[[float], object],
+    connected: Callable[[], None],
+) -> None:
+    """Run rounds on one connection until `stop` is set and a round finds the queue empty;
+    `connected()` after each round that went through.
 
     A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel); the
     housekeeping runs every `interval` seconds (never when None). Several workers may serve one
@@ -73,6 +128,7 @@ def serve(
             if housekeeping:
                 next_round = time.monotonic() + interval
             done = run_round(config, housekeeping=housekeeping)
+            connected()
             if report is not None:
                 report(done)
             if done.batch and len(done.batch):

@@ -13,6 +13,8 @@ def favicon(request):
     return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
+handler500 = "config.outage.server_error"
+
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),

@@ -10,7 +10,7 @@ exceptions and query logging (and counting in tests and benchmarks) sees them.
 from __future__ import annotations
 
 import psycopg
-from django.db import connection
+from django.db import DatabaseError, connection
 from psycopg import pq
 
 
@@ -45,14 +45,21 @@ class Listener:
             cur.execute(f"LISTEN {self.channel}")
         return self
 
-    def __exit__(self, *exc) -> None:
-        if connection.connection is not None and not connection.connection.closed:
+    def __exit__(self, kind, *exc) -> None:
+        if connection.connection is None or connection.connection.closed:
+            return
+        try:
             with connection.cursor() as cur:
                 cur.execute(f"UNLISTEN {self.channel}")
+        except DatabaseError:
+            if kind is None:
+                raise  # else the error that ended the block is the one to report
 
     def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for a notification on the channel; return whether one came."""
-        for note in connection.connection.notifies(timeout=max(timeout, 0.0)):
-            if note.channel == self.channel:
-                return True
+        # Through Django's error wrapper: a lost connection raises Django's OperationalError here too.
+        with connection.wrap_database_errors:
+            for note in connection.connection.notifies(timeout=max(timeout, 0.0)):
+                if note.channel == self.channel:
+                    return True
         return False

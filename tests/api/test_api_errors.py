@@ -32,6 +32,7 @@ def test_every_service_code_has_the_documented_status():
         "UNAUTHENTICATED": 401,
         "UNSUPPORTED": 422,
         "UNSUPPORTED_MEDIA_TYPE": 415,
+        "UNAVAILABLE": 503,
     }
 
 
