@@ -29,7 +29,8 @@ __all__ = ["FILE_NAMES", "MAX_FILE_BYTES", "FleetReadError", "NodeFiles", "read_
 # File name -> the NodeFiles field it fills.
 FILE_NAMES = {"nvidia-smi-q.xml": "smi_q", "nvidia-smi-L.txt": "smi_l", "topo-m.txt": "topo"}
 MAX_FILE_BYTES = 4 * 1024 * 1024
-_NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# \A and \Z: `$` would let a trailing newline through ("ams1-dgx-05\n" as a second node).
+_NODE_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _NODE_NAME_MAX = 200
 
 
@@ -117,6 +118,9 @@ def _read_directory(path: Path) -> dict[str, NodeFiles]:
     for entry in sorted(path.iterdir()):
         if entry.name.startswith("."):
             continue
+        if entry.is_symlink():
+            # A link may point anywhere on the machine: only what lies in the directory is read.
+            raise FleetReadError(f"{entry.name}: a symbolic link; the fleet directory holds real directories")
         if not entry.is_dir():
             raise FleetReadError(
                 f"{entry.name}: not a node directory (the path holds one directory per node)"
@@ -124,6 +128,9 @@ def _read_directory(path: Path) -> dict[str, NodeFiles]:
         node = _node(nodes, entry.name)
         for item in sorted(entry.iterdir()):
             if item.name.startswith("."):
+                continue
+            if item.is_symlink():
+                node.problem = node.problem or f"{entry.name}/{item.name}: a symbolic link, not a file"
                 continue
             if not item.is_file():
                 node.problem = node.problem or f"{entry.name}/{item.name}: a directory, not a file"

@@ -127,6 +127,15 @@ class ChangeHistory(HistoricalRecords):
         return {f.attname: getattr(last, f.attname, None) for f in instance._meta.concrete_fields}
 
 
+def record_event(instance, action: str, change: str) -> None:
+    """Record an event about `instance` that is no change of its own fields (what a report changed)."""
+    instance._history_words = (action, change)
+    try:
+        HistoricalRecords.create_historical_record(RECORDERS[type(instance)], instance, "~")
+    finally:
+        del instance._history_words
+
+
 def record_update(instance) -> None:
     """Record a change made with `QuerySet.update()` (no signal), the new values set on `instance`."""
     RECORDERS[type(instance)].create_historical_record(instance, "~")

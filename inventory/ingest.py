@@ -3,19 +3,27 @@
 Every entry point validates first, then writes in one transaction that locks the node row before its
 devices (the lock order is nodes → devices), and tells capacity through `node_state_changed` when device
 health changed.
+
+The report body (docs/api.md, "The node report") never trusts a report to be whole beyond what it
+says: per device, a field left out keeps the stored value (`index` is required for a new device); a
+device left out of `devices` is marked unhealthy (the node no longer sees it), but a report that
+would so mark more than half of the node's healthy devices at once is refused unless it says
+`"replace": true`. A report holds at most MAX_DEVICES devices and MAX_LABELS labels, and a node at
+most MAX_DEVICES devices.
 """
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from inventory.history import recording
+from inventory.history import record_event, recording
 from inventory.models import Device, DeviceLink, Node, NodeLabel
 from inventory.signals import node_state_changed
-from inventory.topology import TopologyParseError, TopoMatrix, parse_topo_matrix
+from inventory.topology import MAX_NUMA_NODE, TopologyParseError, TopoMatrix, parse_topo_matrix
 from inventory.validators import validate_label_key
 
 __all__ = [
@@ -26,13 +34,19 @@ __all__ = [
     "sync_device_links",
 ]
 
-_REPORT_FIELDS = {"devices", "labels", "topology"}
+_REPORT_FIELDS = {"devices", "labels", "topology", "replace"}
+# A DGX has 8 GPUs and up to 56 MIG slices; 256 devices leaves room for any real box, and bounds
+# what one report (and one node page) can cost.
+MAX_DEVICES = 256
+MAX_LABELS = 64
+# GPU and MIG UUIDs, and device classes (gpu, mig-3g.40gb, mig-1g.10gb+me): no spaces, no line breaks.
+_UUID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:/+-]*\Z")
+_CLASS_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _DEVICE_FIELDS = {"uuid", "class", "index", "numaNode", "parent", "healthy", "attributes"}
 # Field limits of the models, checked here so that bad input fails before anything is written.
 _UUID_MAX = Device._meta.get_field("uuid").max_length
 _CLASS_MAX = Device._meta.get_field("device_class").max_length
 _LABEL_VALUE_MAX = NodeLabel._meta.get_field("value").max_length
-_SMALLINT_MAX = 32767
 _POSITIVE_INT_MAX = 2_147_483_647
 
 
@@ -60,13 +74,13 @@ class ReportResult:
 @dataclass(frozen=True)
 class _DeviceIn:
     uuid: str
-    device_class: str
-    index: int
+    device_class: str | None  # None: left out (kept; "gpu" for a new device)
+    index: int | None  # None: left out (kept; required for a new device)
     numa_node: int | None
     has_numa: bool
     parent: str | None
     healthy: bool
-    attributes: dict[str, Any]
+    attributes: dict[str, Any] | None  # None: left out (kept; {} for a new device)
 
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
@@ -83,12 +97,14 @@ def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
 def apply_node_report(node: Node, report: Any) -> ReportResult:
     """Apply a node's report of its devices, labels and (optionally) topology.
 
-    A section present in the report is the whole truth for it: devices that are left out are marked
-    unhealthy (never deleted: bookings reference them), system labels that are left out are removed.
-    Operators' `bookable` choices and operator labels under other keys are kept. Raise `IngestError`
-    before writing anything when the report is malformed.
+    A section present in the report is the whole truth for its list: devices that are left out are
+    marked unhealthy (never deleted: bookings reference them), system labels that are left out are
+    removed. Within a listed device, a field left out keeps its stored value. Operators' `bookable`
+    choices and operator labels under other keys are kept. Raise `IngestError` before writing
+    anything when the report is malformed, too large, or would mark most of the node's devices
+    unhealthy without `"replace": true`. What changed is one row of the node's history.
     """
-    devices, labels, matrix = _validate_report(report)
+    devices, labels, matrix, replace = _validate_report(report)
     # The history names the reporter (the signed-in user, else "system"); a report that repeats
     # itself writes no row, since nothing in it changed.
     with transaction.atomic(), recording(reason="node report"):
@@ -96,7 +112,9 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         created = marked_unhealthy = became_healthy = 0
         health_changed = woke = False
         if devices is not None:
-            created, created_healthy, marked_unhealthy, became_healthy = _upsert_devices(node, devices)
+            created, created_healthy, marked_unhealthy, became_healthy = _upsert_devices(
+                node, devices, replace
+            )
             health_changed = bool(created or marked_unhealthy or became_healthy)
             # New healthy devices add capacity just as recovered ones do.
             woke = bool(became_healthy or created_healthy)
@@ -104,6 +122,9 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         if labels is not None:
             labels_set, labels_removed = _replace_system_labels(node, labels)
         links = _sync_links(node, matrix) if matrix is not None else None
+        said = _said(created, marked_unhealthy, became_healthy)
+        if said:
+            record_event(node, "report", said)
         if health_changed:
             node_state_changed.send(sender=Node, pool_ids={node.pool_id}, woke=woke)
     return ReportResult(
@@ -115,6 +136,23 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         labels_removed=labels_removed,
         links=links,
     )
+
+
+def _said(created: int, unhealthy: int, healthy: int) -> str:
+    """Return what a report did to the node's devices, in words for its history ("" for nothing).
+
+    Labels have history rows of their own; links are written anew by every topology.
+    """
+    parts = [
+        f"{n} {text}"
+        for n, text in (
+            (created, "devices added"),
+            (unhealthy, "devices marked unhealthy"),
+            (healthy, "devices healthy again"),
+        )
+        if n
+    ]
+    return "report: " + ", ".join(parts) if parts else ""
 
 
 def apply_node_report_json(node_name: str, text: str) -> ReportResult:
@@ -166,7 +204,7 @@ def _sync_links(node: Node, matrix: TopoMatrix) -> int:
     return len(rows)
 
 
-def _upsert_devices(node: Node, devices: list[_DeviceIn]) -> tuple[int, int, int, int]:
+def _upsert_devices(node: Node, devices: list[_DeviceIn], replace: bool) -> tuple[int, int, int, int]:
     """Create or update the reported devices and mark the rest unhealthy.
 
     Return the counts: created, created healthy, marked unhealthy, became healthy.
@@ -185,6 +223,23 @@ def _upsert_devices(node: Node, devices: list[_DeviceIn]) -> tuple[int, int, int
             code="CONFLICT",
         )
 
+    reported = {d.uuid for d in devices}
+    new = [d for d in devices if d.uuid not in existing]
+    if len(existing) + len(new) > MAX_DEVICES:
+        raise IngestError(
+            f"devices: node {node.name} would have {len(existing) + len(new)} devices; at most {MAX_DEVICES}"
+        )
+    for n, item in enumerate(devices):
+        if item.uuid not in existing and item.index is None:
+            raise IngestError(f"devices[{n}].index: required for a new device ({item.uuid})")
+    healthy_now = [d for d in existing.values() if d.healthy]
+    left_out = [d for d in healthy_now if d.uuid not in reported]
+    if not replace and left_out and 2 * len(left_out) > len(healthy_now):
+        raise IngestError(
+            f"devices: the report leaves out {len(left_out)} of the node's {len(healthy_now)} healthy "
+            'devices, which would mark them unhealthy; send "replace": true if they are gone'
+        )
+
     created = created_healthy = became_healthy = marked_unhealthy = 0
     saved: dict[str, Device] = {}
     # Parents first, so that children can point at their rows.
@@ -195,11 +250,11 @@ def _upsert_devices(node: Node, devices: list[_DeviceIn]) -> tuple[int, int, int
             device = Device.objects.create(
                 node=node,
                 uuid=item.uuid,
-                device_class=item.device_class,
+                device_class=item.device_class or "gpu",
                 parent=parent,
                 index=item.index,
                 numa_node=item.numa_node,
-                attributes=item.attributes,
+                attributes=item.attributes or {},
                 healthy=item.healthy,
                 bookable=True,
             )
@@ -210,12 +265,15 @@ def _upsert_devices(node: Node, devices: list[_DeviceIn]) -> tuple[int, int, int
                 became_healthy += 1
             elif device.healthy and not item.healthy:
                 marked_unhealthy += 1
-            device.device_class = item.device_class
+            if item.device_class is not None:
+                device.device_class = item.device_class
             device.parent = parent
-            device.index = item.index
+            if item.index is not None:
+                device.index = item.index
             if item.has_numa:
                 device.numa_node = item.numa_node
-            device.attributes = item.attributes
+            if item.attributes is not None:
+                device.attributes = item.attributes
             device.healthy = item.healthy
             # `bookable` is the operator's to set; a report never changes it.
             device.save(
@@ -252,12 +310,17 @@ def _replace_system_labels(node: Node, labels: dict[str, str]) -> tuple[int, int
 
 def _validate_report(
     report: Any,
-) -> tuple[list[_DeviceIn] | None, dict[str, str] | None, TopoMatrix | None]:
+) -> tuple[list[_DeviceIn] | None, dict[str, str] | None, TopoMatrix | None, bool]:
     if not isinstance(report, dict):
         raise IngestError("report: must be a JSON object")
     unknown = sorted(set(report) - _REPORT_FIELDS)
     if unknown:
-        raise IngestError(f"report: unknown field {unknown[0]!r} (expected devices, labels, topology)")
+        raise IngestError(
+            f"report: unknown field {unknown[0]!r} (expected devices, labels, topology, replace)"
+        )
+    replace = report.get("replace", False)
+    if not isinstance(replace, bool):
+        raise IngestError("replace: must be true or false")
     devices = _validate_devices(report["devices"]) if "devices" in report else None
     labels = _validate_labels(report["labels"]) if "labels" in report else None
     matrix = None
@@ -268,12 +331,14 @@ def _validate_report(
             matrix = parse_topo_matrix(report["topology"])
         except TopologyParseError as exc:
             raise IngestError(f"topology: {exc}") from exc
-    return devices, labels, matrix
+    return devices, labels, matrix, replace
 
 
 def _validate_devices(raw: Any) -> list[_DeviceIn]:
     if not isinstance(raw, list):
         raise IngestError("devices: must be a list")
+    if len(raw) > MAX_DEVICES:
+        raise IngestError(f"devices: {len(raw)} devices; a report lists at most {MAX_DEVICES}")
     devices: list[_DeviceIn] = []
     for n, item in enumerate(raw):
         where = f"devices[{n}]"
@@ -283,25 +348,34 @@ def _validate_devices(raw: Any) -> list[_DeviceIn]:
         if unknown:
             raise IngestError(f"{where}.{unknown[0]}: unknown field")
         uuid = item.get("uuid")
-        if not isinstance(uuid, str) or not uuid.strip() or len(uuid) > _UUID_MAX:
-            raise IngestError(f"{where}.uuid: must be a non-empty string of at most {_UUID_MAX} characters")
-        device_class = item.get("class", "gpu")
-        if not isinstance(device_class, str) or not device_class or len(device_class) > _CLASS_MAX:
-            raise IngestError(f"{where}.class: must be a non-empty string of at most {_CLASS_MAX} characters")
-        index = item.get("index", 0)
-        if not _is_int(index) or not 0 <= index <= _POSITIVE_INT_MAX:
+        if not isinstance(uuid, str) or not _UUID_RE.match(uuid) or len(uuid) > _UUID_MAX:
+            raise IngestError(
+                f"{where}.uuid: must be at most {_UUID_MAX} letters, digits and . _ : / + - "
+                "(no spaces or line breaks)"
+            )
+        device_class = item.get("class")
+        if device_class is not None and (
+            not isinstance(device_class, str)
+            or not _CLASS_RE.match(device_class)
+            or len(device_class) > _CLASS_MAX
+        ):
+            raise IngestError(
+                f"{where}.class: must be at most {_CLASS_MAX} letters, digits and . _ + - (no spaces or line breaks)"
+            )
+        index = item.get("index")
+        if index is not None and (not _is_int(index) or not 0 <= index <= _POSITIVE_INT_MAX):
             raise IngestError(f"{where}.index: must be a non-negative integer")
         numa = item.get("numaNode")
-        if numa is not None and (not _is_int(numa) or not 0 <= numa <= _SMALLINT_MAX):
-            raise IngestError(f"{where}.numaNode: must be a non-negative integer or null")
+        if numa is not None and (not _is_int(numa) or not 0 <= numa <= MAX_NUMA_NODE):
+            raise IngestError(f"{where}.numaNode: must be an integer from 0 to {MAX_NUMA_NODE}, or null")
         parent = item.get("parent")
         if parent is not None and not isinstance(parent, str):
             raise IngestError(f"{where}.parent: must be a device uuid or null")
         healthy = item.get("healthy", True)
         if not isinstance(healthy, bool):
             raise IngestError(f"{where}.healthy: must be true or false")
-        attributes = item.get("attributes", {})
-        if not isinstance(attributes, dict):
+        attributes = item.get("attributes")
+        if attributes is not None and not isinstance(attributes, dict):
             raise IngestError(f"{where}.attributes: must be an object")
         devices.append(
             _DeviceIn(uuid, device_class, index, numa, "numaNode" in item, parent, healthy, attributes)
@@ -323,7 +397,7 @@ def _validate_devices(raw: Any) -> list[_DeviceIn]:
             # One level of partitioning (GPU → MIG slice) is all there is; it also rules out cycles.
             if parent.parent is not None:
                 raise IngestError(f"devices[{n}].parent: {device.parent} is itself a partition")
-        elif device.device_class == "gpu":
+        elif device.device_class in ("gpu", None) and device.index is not None:
             # Topology rows name GPUs by index, so two whole GPUs may not share one.
             if device.index in gpu_indexes:
                 raise IngestError(
@@ -336,6 +410,8 @@ def _validate_devices(raw: Any) -> list[_DeviceIn]:
 def _validate_labels(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise IngestError("labels: must be an object of key: value strings")
+    if len(raw) > MAX_LABELS:
+        raise IngestError(f"labels: {len(raw)} labels; a report sets at most {MAX_LABELS}")
     for key, value in raw.items():
         if not isinstance(key, str):
             raise IngestError(f"labels[{key!r}]: keys must be strings")

@@ -24,6 +24,11 @@ __all__ = ["RANKS", "TopoMatrix", "TopologyParseError", "parse_topo_matrix"]
 
 # Best first, as the placement spec ranks links.
 RANKS = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS")
+# Bounds of what a real box reports, well inside the columns' types (smallint): a GB200 GPU has 18
+# NVLinks, Linux numbers at most 1,024 NUMA nodes, and no node carries more GPUs or NICs than this.
+MAX_NVLINKS = 64
+MAX_NUMA_NODE = 1023
+MAX_DEVICE_COLUMNS = 128
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _GPU_RE = re.compile(r"^GPU(\d+)$")
@@ -189,6 +194,11 @@ def _device_columns(columns: list[str], line_no: int) -> list[str]:
 
 def _gpu_numbers(device_columns: list[str], line_no: int) -> dict[str, int]:
     # Other device columns are NICs: NIC0.. on current drivers, the device name (mlx5_0) on old ones.
+    if len(device_columns) > MAX_DEVICE_COLUMNS:
+        raise TopologyParseError(
+            f"{len(device_columns)} device columns: a node has at most {MAX_DEVICE_COLUMNS} GPUs and NICs",
+            line_no,
+        )
     numbers = {name: int(m.group(1)) for name in device_columns if (m := _GPU_RE.match(name))}
     if len(set(numbers.values())) != len(numbers):
         raise TopologyParseError(f"two GPU columns have the same number: {device_columns}", line_no)
@@ -253,6 +263,10 @@ def _parse_cell(cell: str, line_no: int, column: str) -> tuple[str, int]:
             raise TopologyParseError(
                 f"{cell!r} is not a link type: NV needs at least one link", line_no, column
             )
+        if count > MAX_NVLINKS:
+            raise TopologyParseError(
+                f"{cell!r} is not a link type: NV counts at most {MAX_NVLINKS} links", line_no, column
+            )
         return ("NV", count)
     if cell in RANKS:
         return (cell, 0)
@@ -299,6 +313,10 @@ def _ascending(value: str) -> bool:
 def _parse_numa(value: str, line_no: int, extras: dict[str, str]) -> int | None:
     # "N/A" on single-socket boxes; a GPU spanning NUMA nodes has no single one to record.
     if value.isascii() and value.isdigit():
+        if int(value) > MAX_NUMA_NODE:
+            raise TopologyParseError(
+                f"{value!r} is not a NUMA node (at most {MAX_NUMA_NODE})", line_no, _NUMA_AFFINITY
+            )
         return int(value)
     if value == _NOT_AVAILABLE or _CPU_LIST_RE.match(value):
         return None

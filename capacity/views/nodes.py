@@ -131,6 +131,8 @@ def _parents_first(devices: list[Device]) -> list[Device]:
     return out
 
 
+# A matrix grows with the square of its GPUs: past this many the page lists links, not a matrix.
+MAX_MATRIX_GPUS = 64
 RANK_SHADE = {"NV": "nv", "PIX": "pix", "PXB": "pxb", "PHB": "phb", "NODE": "node", "SYS": "sys"}
 
 
@@ -139,6 +141,8 @@ def topology(devices: list[Device], links: list[DeviceLink]) -> dict:
     gpus = sorted(
         (d for d in devices if d.parent_id is None and d.device_class == "gpu"), key=lambda d: d.index
     )
+    if len(gpus) > MAX_MATRIX_GPUS:
+        return {"columns": [], "rows": [], "known": bool(links), "too_many": len(gpus)}
     pair = {}
     for link in links:
         text = f"NV{link.nvlinks}" if link.rank == DeviceLink.Rank.NV and link.nvlinks else link.rank

@@ -193,3 +193,12 @@ def test_only_operators_may_import(as_acme, anonymous, pool):
     assert post(as_acme, body).status_code == 403
     assert post(anonymous, body).status_code == 401
     assert not Node.objects.exists()
+
+
+def test_a_node_name_with_a_trailing_newline_is_refused(as_operator, pool):
+    response = post(as_operator, {"pool": "lab-pool", "nodes": [node_body("ams1-dgx-05\n")]})
+
+    assert response.status_code in (200, 400), response.content
+    assert not Node.objects.filter(name__startswith="ams1-dgx-05").exists()
+    text = json.dumps(response.json())
+    assert "is not a node name" in text

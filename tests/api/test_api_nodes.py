@@ -455,10 +455,10 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
     ("report", "message"),
     [
         ([], "report: must be a JSON object"),
-        ({"gpus": []}, "report: unknown field 'gpus' (expected devices, labels, topology)"),
+        ({"gpus": []}, "report: unknown field 'gpus' (expected devices, labels, topology, replace)"),
         (
             {"devices": [{"uuid": ""}]},
-            "devices[0].uuid: must be a non-empty string of at most 100 characters",
+            "devices[0].uuid: must be at most 100 letters, digits and . _ : / + - (no spaces or line breaks)",
         ),
         ({"devices": [{"uuid": "x", "index": -1}]}, "devices[0].index: must be a non-negative integer"),
         ({"labels": {"1x": "y"}}, "labels['1x']: Label keys start with a letter"),

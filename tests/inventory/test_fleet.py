@@ -499,3 +499,38 @@ def test_json_output_holds_each_nodes_result(tmp_path, h100_pool):
     assert data["dryRun"] is False
     assert data["nodes"][0]["status"] == "imported"
     assert data["nodes"][0]["diff"]["links"]["added"][:1] == ["+ GPU0-GPU1 NV12"]
+
+
+def test_a_dry_run_fails_a_topology_past_the_columns_bounds_as_the_import_would(tmp_path, h100_pool):
+    """NV40000 or NUMA 99999 would overflow a smallint at the write: the dry run says so first."""
+    topo = node_files("dgx-a100-01", "n1")["topo-m.txt"]
+    write_node(tmp_path, "n1", files={"topo-m.txt": topo.replace("NV12", "NV40000", 1)})
+
+    out, error = refused(str(tmp_path), "--pool", "h100-prod", "--dry-run")
+
+    assert (
+        "n1: failed: n1/topo-m.txt line 2, column GPU1: 'NV40000' is not a link type: NV counts at most 64 links"
+        in out
+    )
+    assert error.returncode == 2
+    assert not Node.objects.exists()
+
+
+def test_a_symbolic_link_in_the_fleet_directory_is_refused_not_followed(tmp_path, h100_pool):
+    outside = tmp_path / "outside"
+    write_node(outside, "secret")
+    fleet = tmp_path / "fleet"
+    write_node(fleet, "n1")
+    (fleet / "secret").symlink_to(outside / "secret")
+    (fleet / "n1" / "nvidia-smi-L.txt").unlink()
+    (fleet / "n1" / "nvidia-smi-L.txt").symlink_to(outside / "secret" / "nvidia-smi-L.txt")
+
+    _, linked_dir = refused(str(fleet), "--pool", "h100-prod")
+    assert (
+        str(linked_dir)
+        == "INVALID_INPUT: secret: a symbolic link; the fleet directory holds real directories"
+    )
+    (fleet / "secret").unlink()
+    out, _ = refused(str(fleet), "--pool", "h100-prod")
+    assert "n1: failed: n1/nvidia-smi-L.txt: a symbolic link, not a file" in out
+    assert not Node.objects.exists()

@@ -225,6 +225,57 @@ def test_report_marks_missing_devices_unhealthy_without_deleting_them():
     assert set(node.devices.filter(healthy=False).values_list("index", flat=True)) == {6, 7}
 
 
+def test_a_report_leaving_out_most_devices_needs_replace_and_changes_nothing_without_it():
+    """A truncated report (one GPU of eight) is refused; with "replace": true the seven go unhealthy."""
+    node = make_node()
+
+    with pytest.raises(IngestError) as refused:
+        apply_node_report(node, gpu_report("dgx-01", [0]))
+    assert str(refused.value) == (
+        "devices: the report leaves out 7 of the node's 8 healthy devices, which would mark them "
+        'unhealthy; send "replace": true if they are gone'
+    )
+    assert not node.devices.filter(healthy=False).exists()
+
+    result = apply_node_report(node, {**gpu_report("dgx-01", [0]), "replace": True})
+    assert result.marked_unhealthy == 7
+
+
+def test_a_field_left_out_of_a_listed_device_keeps_its_stored_value():
+    """A device listed by uuid alone keeps its index, class, NUMA node and attributes."""
+    node = make_node()
+    Device.objects.filter(node=node, index=3).update(numa_node=1)
+
+    apply_node_report(node, {"devices": [{"uuid": f"GPU-dgx-01-{i}"} for i in range(8)]})
+
+    gpu3 = node.devices.get(uuid="GPU-dgx-01-3")
+    assert (gpu3.index, gpu3.device_class, gpu3.numa_node, gpu3.attributes) == (3, "gpu", 1, H100)
+    assert sorted(node.devices.values_list("index", flat=True)) == list(range(8))
+
+
+def test_a_node_holds_at_most_256_devices():
+    node = make_node(gpus=250)
+    report = gpu_report("dgx-01", range(250))
+    report["devices"] = report["devices"][:249] + [
+        {"uuid": f"MIG-{i}", "index": i, "class": "mig-1g.10gb", "parent": "GPU-dgx-01-0"} for i in range(7)
+    ]
+
+    with pytest.raises(IngestError, match="devices: node dgx-01 would have 257 devices; at most 256"):
+        apply_node_report(node, report)
+    assert node.devices.count() == 250
+
+
+def test_what_a_report_changed_is_one_row_of_the_node_history():
+    from inventory.node_history import entries, node_history
+
+    node = make_node(gpus=2)
+    apply_node_report(node, gpu_report("dgx-01", range(3), labels={"gpu.product": "H100"}))
+    apply_node_report(node, gpu_report("dgx-01", range(3), labels={"gpu.product": "H100"}))  # no change
+
+    rows = [e for e in entries(node_history(node)) if e.action == "report"]
+    assert [(e.change, e.reason) for e in rows] == [("report: 1 devices added", "node report")]
+
+
 def test_report_sets_health_from_the_report():
     node = make_node()
     report = gpu_report("dgx-01", range(8))
@@ -351,7 +402,26 @@ def test_report_whose_topology_names_an_unreported_gpu_rolls_back():
         ([], "report: must be a JSON object"),
         ({"device": []}, "report: unknown field 'device'"),
         ({"devices": {}}, "devices: must be a list"),
-        ({"devices": [{"class": "gpu"}]}, r"devices\[0\].uuid: must be a non-empty string"),
+        ({"devices": [{"class": "gpu"}]}, r"devices\[0\].uuid: must be at most 100 letters"),
+        ({"devices": [{"uuid": "GPU-a\n", "index": 0}]}, r"devices\[0\].uuid: .*no spaces or line breaks"),
+        (
+            {"devices": [{"uuid": "GPU-a", "index": 0, "class": "gpu\n"}]},
+            r"devices\[0\].class: .*line breaks",
+        ),
+        (
+            {"devices": [{"uuid": "GPU-a", "numaNode": 99999}]},
+            r"devices\[0\].numaNode: must be an integer from 0 to 1023",
+        ),
+        ({"replace": "yes"}, "replace: must be true or false"),
+        (
+            {"devices": [{"uuid": f"GPU-{i}", "index": i} for i in range(257)]},
+            "devices: 257 devices; a report lists at most 256",
+        ),
+        ({"labels": {f"k{i}": "v" for i in range(65)}}, "labels: 65 labels; a report sets at most 64"),
+        (
+            {"topology": DGX_H100.replace("NV18", "NV40000")},
+            "topology: .*'NV40000' is not a link type: NV counts at most 64 links",
+        ),
         (
             {"devices": [{"uuid": "GPU-a", "index": -1}]},
             r"devices\[0\].index: must be a non-negative integer",
@@ -366,9 +436,10 @@ def test_report_whose_topology_names_an_unreported_gpu_rolls_back():
             r"devices\[1\].uuid: GPU-a is listed twice",
         ),
         (
-            {"devices": [{"uuid": "GPU-a"}, {"uuid": "GPU-b"}]},
+            {"devices": [{"uuid": "GPU-a", "index": 0}, {"uuid": "GPU-b", "index": 0}]},
             r"devices\[1\].index: GPU-a already has gpu index 0",
         ),
+        ({"devices": [{"uuid": "GPU-a"}]}, r"devices\[0\].index: required for a new device \(GPU-a\)"),
         (
             {"devices": [{"uuid": "MIG-a", "parent": "GPU-x"}]},
             r"devices\[0\].parent: GPU-x is not another device",
