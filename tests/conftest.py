@@ -112,6 +112,20 @@ def make_node(pool):
     return make
 
 
+@pytest.fixture
+def two_labelled_hosts(make_node):
+    """node-a and node-b in lab-pool: four NVLinked GPUs, vcpu 64, memoryGiB 512 and the capability
+    label each (tests/api's `lab`, tests/cli's `hosts`)."""
+    from inventory.models import NodeLabel
+
+    nodes = [make_node(name, gpus=4, vcpu=64, memory=512) for name in ("node-a", "node-b")]
+    for node in nodes:
+        NodeLabel.objects.create(
+            node=node, key="bc.dev/cap.devices.limits", value="true", source=NodeLabel.Source.SYSTEM
+        )
+    return nodes
+
+
 @pytest.fixture(autouse=True)
 def stop_the_wait_listener():
     """Close the placer-notification listener's connection after a test that waited.

@@ -90,16 +90,9 @@ def globex_pool(site, other_tenant):
 
 
 @pytest.fixture
-def lab(make_node, pool):
+def lab(two_labelled_hosts):
     """Two 4-GPU NVLinked hosts in lab-pool, with vcpu and memory and the capability label."""
-    from inventory.models import NodeLabel
-
-    nodes = [make_node(name, gpus=4, vcpu=64, memory=512) for name in ("node-a", "node-b")]
-    for node in nodes:
-        NodeLabel.objects.create(
-            node=node, key="bc.dev/cap.devices.limits", value="true", source=NodeLabel.Source.SYSTEM
-        )
-    return nodes
+    return two_labelled_hosts
 
 
 @pytest.fixture

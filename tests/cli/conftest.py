@@ -10,16 +10,9 @@ def deterministic_placement(settings):
 
 
 @pytest.fixture
-def hosts(make_node, tenant):
-    """node-a and node-b, four NVLinked GPUs each, with vcpu and memory and the capability label."""
-    from inventory.models import NodeLabel
-
-    nodes = [make_node(name, gpus=4, vcpu=64, memory=512) for name in ("node-a", "node-b")]
-    for node in nodes:
-        NodeLabel.objects.create(
-            node=node, key="bc.dev/cap.devices.limits", value="true", source=NodeLabel.Source.SYSTEM
-        )
-    return nodes
+def hosts(make_node, tenant, two_labelled_hosts):
+    """node-a and node-b, four NVLinked GPUs each, with vcpu and memory and the capability label; acme."""
+    return two_labelled_hosts
 
 
 @pytest.fixture

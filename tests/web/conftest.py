@@ -1,4 +1,4 @@
-"""Fixtures for the browser views: users in their roles, logged-in clients, bookings made through services."""
+"""Fixtures for the browser views: users in their roles, logged-in clients, small labs, bookings made through services."""
 
 import pytest
 from django.test import Client
@@ -37,6 +37,23 @@ def globex_user(other_tenant):
     user = User.objects.create_user("bob", password="pw-bob-123")
     other_tenant.users.add(user)
     return user
+
+
+@pytest.fixture
+def two_hosts(make_node, tenant, other_tenant):
+    """node-a and node-b in lab-pool, 4 GPUs each; tenants acme and globex.
+
+    Bookings land on node-a first (ties go by name).
+    """
+    for name in ("node-a", "node-b"):
+        make_node(name, gpus=4)
+
+
+@pytest.fixture
+def three_hosts_with_scalars(make_node, tenant, other_tenant):
+    """node-a, node-b and node-c in lab-pool: 4 GPUs, vcpu 64 and memoryGiB 512 each; tenants acme and globex."""
+    for name in ("node-a", "node-b", "node-c"):
+        make_node(name, gpus=4, vcpu=64, memory=512)
 
 
 def _client(user):

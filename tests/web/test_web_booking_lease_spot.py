@@ -1,12 +1,9 @@
 """Booking and previewing whole nodes (binding node) and spot work from the browser."""
 
-import dataclasses
 import re
-from datetime import UTC, datetime
 
 import pytest
 
-from capacity import services
 from capacity.models import Allocation, DeviceBooking, Reservation
 
 from web_helpers import HX, error_next_to
@@ -16,17 +13,11 @@ BASE = {"tenant": "acme", "pool": "lab-pool", "duration": "1d"}
 LEASE = {**BASE, "binding": "node", "priority": "regular", "nodes": "1"}
 
 
-@pytest.fixture
-def lab(make_node, tenant, other_tenant):
-    for name in ("node-a", "node-b", "node-c"):
-        make_node(name, gpus=4, vcpu=64, memory=512)
-
-
 def no_rows():
     return not (Reservation.objects.exists() or Allocation.objects.exists() or DeviceBooking.objects.exists())
 
 
-def test_the_request_forms_offer_devices_or_a_whole_node_and_regular_or_spot(alice, lab):
+def test_the_request_forms_offer_devices_or_a_whole_node_and_regular_or_spot(alice, three_hosts_with_scalars):
     for url in ("/book/", "/preview/"):
         html = alice.get(url).text
         assert re.search(r'<input type="radio" name="binding" value="none"[^>]* checked>', html), url
@@ -38,7 +29,7 @@ def test_the_request_forms_offer_devices_or_a_whole_node_and_regular_or_spot(ali
         assert '<fieldset class="span-4 sub-grid" data-binding="node"' in html
 
 
-def test_booking_a_whole_node_leases_every_device_of_one_node(alice, lab):
+def test_booking_a_whole_node_leases_every_device_of_one_node(alice, three_hosts_with_scalars):
     response = alice.post("/book/", LEASE)
     reservation = Reservation.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/reservations/{reservation.pk}/"
@@ -49,14 +40,14 @@ def test_booking_a_whole_node_leases_every_device_of_one_node(alice, lab):
     assert booked == {f"GPU-{allocation.node.name}-{i}" for i in range(4)}
 
 
-def test_a_whole_node_booking_ignores_the_device_fields_it_is_not_sent(alice, lab):
+def test_a_whole_node_booking_ignores_the_device_fields_it_is_not_sent(alice, three_hosts_with_scalars):
     # Without the script a blank GPU count is what a user clears; the class alone asks for nothing.
     response = alice.post("/book/", {**LEASE, "count": "", "device_class": "gpu", "selector": ""})
     assert response.status_code == 302
     assert Reservation.objects.get().binding == "node"
 
 
-def test_a_gang_lease_from_the_form_books_several_whole_nodes(alice, lab):
+def test_a_gang_lease_from_the_form_books_several_whole_nodes(alice, three_hosts_with_scalars):
     alice.post("/book/", {**LEASE, "nodes": "2"})
     reservation = Reservation.objects.get()
     assert reservation.status == "placed"
@@ -79,7 +70,7 @@ def test_a_gang_lease_from_the_form_books_several_whole_nodes(alice, lab):
     ],
 )
 def test_a_lease_given_device_fields_shows_the_services_refusal_next_to_the_field(
-    alice, lab, field, value, message
+    alice, three_hosts_with_scalars, field, value, message
 ):
     for url in ("/book/", "/preview/"):
         html = alice.post(url, {**LEASE, field: value}).text
@@ -89,26 +80,28 @@ def test_a_lease_given_device_fields_shows_the_services_refusal_next_to_the_fiel
     assert no_rows()
 
 
-def test_a_request_for_nothing_is_refused_at_the_gpu_count(alice, lab):
+def test_a_request_for_nothing_is_refused_at_the_gpu_count(alice, three_hosts_with_scalars):
     html = alice.post("/book/", {**BASE, "binding": "none", "count": ""}).text
     assert "a request must claim at least one device or resource" in error_next_to(html, "count")
     assert no_rows()
 
 
-def test_a_spot_booking_is_stored_as_spot_and_shown_as_spot(alice, lab):
+def test_a_spot_booking_is_stored_as_spot_and_shown_as_spot(alice, three_hosts_with_scalars):
     html = alice.post("/book/", {**BASE, "count": "1", "priority": "spot"}, follow=True).text
     reservation = Reservation.objects.get()
     assert reservation.priority == "spot" and reservation.binding == "none"
     assert '<span class="badge spot"' in html
 
 
-def test_a_regular_booking_sends_no_priority(alice, lab):
+def test_a_regular_booking_sends_no_priority(alice, three_hosts_with_scalars):
     alice.post("/book/", {**BASE, "count": "1", "priority": "regular"})
     reservation = Reservation.objects.get()
     assert reservation.priority == "regular" and "priority" not in reservation.request["input"]
 
 
-def test_the_preview_of_a_lease_lists_the_leasable_nodes_and_why_not_the_others(op, lab, book):
+def test_the_preview_of_a_lease_lists_the_leasable_nodes_and_why_not_the_others(
+    op, three_hosts_with_scalars, book
+):
     book("acme", gpus=1)  # node-a: the fullest that fits
     html = op.post("/preview/", LEASE).text
     assert "Fits — 2 of 3 nodes could be leased whole" in html
@@ -126,35 +119,14 @@ def test_the_preview_of_a_lease_lists_the_leasable_nodes_and_why_not_the_others(
     assert Reservation.objects.count() == 1  # the preview booked nothing
 
 
-def test_the_preview_says_which_spot_reservations_a_regular_request_would_preempt(
-    alice, lab, book, monkeypatch
-):
-    mine = book("acme", gpus=1, priority="spot")
-    theirs = book("globex", gpus=1, priority="spot")
-    real = services.preview
-
-    def preview(*args, **kwargs):
-        # The preemption engine fills this; until then the page is checked against its shape.
-        found = {"reservations": [mine.pk, theirs.pk], "startsAt": datetime(2026, 12, 4, 10, 0, tzinfo=UTC)}
-        return dataclasses.replace(real(*args, **kwargs), preemptible=found)
-
-    monkeypatch.setattr(services, "preview", preview)
-    html = alice.post("/preview/", {**BASE, "count": "5"}).text
-    heading = re.search(r'<h2 class="preempt" id="preemptible">(.*?)</h2>', html).group(1)
-    assert heading == "↯ Fits by preempting 2 spot reservations (from 2026-12-04 10:00 UTC)"
-    # Both ids are listed; only the one alice may open is a link, and no tenant is named.
-    assert f'<a href="/reservations/{mine.pk}/">#{mine.pk}</a>' in html
-    assert f"#{theirs.pk}." in html and f'href="/reservations/{theirs.pk}/"' not in html
-    assert "globex" not in html
-    assert "Without preempting:" in html and "no node fits" in html
-
-
-def test_without_preemptible_work_the_preview_still_says_nothing_fits(alice, lab):
+def test_without_preemptible_work_the_preview_still_says_nothing_fits(alice, three_hosts_with_scalars):
     html = alice.post("/preview/", {**BASE, "count": "5"}).text
     assert "✕ Nothing fits" in html and 'id="preemptible"' not in html
 
 
-def test_the_preview_names_the_spot_work_a_regular_request_would_take_back(alice, lab, book):
+def test_the_preview_names_the_spot_work_a_regular_request_would_take_back(
+    alice, three_hosts_with_scalars, book
+):
     spot = [book("globex", gpus=4, priority="spot") for _ in range(3)]  # every node full of spot work
     html = alice.post("/preview/", {**BASE, "count": "4"}).text
     heading = re.search(r'<h2 class="preempt" id="preemptible">(.*?)</h2>', html).group(1)
@@ -167,7 +139,7 @@ def test_the_preview_names_the_spot_work_a_regular_request_would_take_back(alice
     assert all(r.status == "placed" for r in Reservation.objects.all())  # the preview took nothing
 
 
-def test_a_spot_preview_never_offers_to_preempt(alice, lab, book):
+def test_a_spot_preview_never_offers_to_preempt(alice, three_hosts_with_scalars, book):
     for _ in range(3):
         book("globex", gpus=4, priority="spot")
     html = alice.post("/preview/", {**BASE, "count": "4", "priority": "spot"}).text

@@ -47,14 +47,7 @@ def ends(reservation) -> str:
 
 
 @pytest.fixture
-def lab(make_node, tenant, other_tenant):
-    """node-a and node-b with 4 GPUs each: bookings land on node-a first (ties go by name)."""
-    make_node("node-a", gpus=4)
-    make_node("node-b", gpus=4)
-
-
-@pytest.fixture
-def running_and_later(lab):
+def running_and_later(two_hosts):
     """On node-a: one booking running for a day, one starting tomorrow."""
     running = reserve(gpus=2)
     later = reserve(gpus=2, start_in=timedelta(days=1))
@@ -102,7 +95,7 @@ def test_a_booking_that_finds_no_room_stays_and_the_result_says_so(op, make_node
     assert nodes_of(later) == {"node-a"}
 
 
-def test_a_reason_over_200_characters_is_refused_next_to_the_field(op, lab):
+def test_a_reason_over_200_characters_is_refused_next_to_the_field(op, two_hosts):
     panel = op.post("/nodes/node-a/actions/drain/", {"drain-reason": "x" * 201}, **HX).text
     assert "at most 200 characters" in error_next_to(panel, "drain-reason")
     assert f'value="{"x" * 201}"' in panel  # kept for correcting
@@ -110,13 +103,13 @@ def test_a_reason_over_200_characters_is_refused_next_to_the_field(op, lab):
     assert (node.cordoned, node.drain_started_at) == (False, None)
 
 
-def test_a_reason_with_control_characters_is_refused_next_to_the_field(op, lab):
+def test_a_reason_with_control_characters_is_refused_next_to_the_field(op, two_hosts):
     panel = op.post("/nodes/node-a/actions/drain/", {"drain-reason": "bad\x07fan"}, **HX).text
     assert error_next_to(panel, "drain-reason") == "reason must be text of at most 200 characters"
     assert not Node.objects.get(name="node-a").cordoned
 
 
-def test_tenants_may_not_drain_and_anonymous_users_sign_in_first(alice, lab):
+def test_tenants_may_not_drain_and_anonymous_users_sign_in_first(alice, two_hosts):
     assert alice.post("/nodes/node-a/actions/drain/", {"drain-reason": "mine"}).status_code == 403
     assert alice.post("/nodes/node-a/actions/drain/", **HX).status_code == 403
     response = Client().post("/nodes/node-a/actions/drain/")
@@ -125,13 +118,13 @@ def test_tenants_may_not_drain_and_anonymous_users_sign_in_first(alice, lab):
     assert "/actions/drain/" not in alice.get("/nodes/node-a/").text
 
 
-def test_draining_an_unknown_node_is_not_found_and_a_get_is_refused(op, lab):
+def test_draining_an_unknown_node_is_not_found_and_a_get_is_refused(op, two_hosts):
     assert op.post("/nodes/node-z/actions/drain/").status_code == 404
     assert op.get("/nodes/node-a/actions/drain/").status_code == 405
     assert Node.objects.get(name="node-a").drain_started_at is None
 
 
-def test_the_drain_form_carries_the_csrf_token_and_posts_to_the_drain_action(op, lab):
+def test_the_drain_form_carries_the_csrf_token_and_posts_to_the_drain_action(op, two_hosts):
     html = op.get("/nodes/node-a/").text
     form = re.search(r'<form id="drain-form".*?</form>', html, re.S).group(0)
     assert 'action="/nodes/node-a/actions/drain/"' in form
@@ -211,7 +204,7 @@ def test_a_draining_node_warns_without_offering_a_second_drain(op, running_and_l
     assert "drain first" not in maintenance and "#drain-form" not in maintenance
 
 
-def test_an_empty_node_and_tenants_get_no_counts(op, alice, lab):
+def test_an_empty_node_and_tenants_get_no_counts(op, alice, two_hosts):
     html = op.get("/nodes/node-a/").text
     assert "maintenance-impact" not in html and "taint-impact" not in html
     reserve(gpus=1)

@@ -11,12 +11,6 @@ from django.utils import timezone
 from capacity import services
 
 
-@pytest.fixture
-def lab(make_node, tenant, other_tenant):
-    for name in ("node-a", "node-b", "node-c"):
-        make_node(name, gpus=4, vcpu=64, memory=512)
-
-
 def lease(tenant="acme", **extra):
     data = {"tenantId": tenant, "poolId": "lab-pool", "binding": "node", **extra}
     if "during" not in data:
@@ -44,7 +38,7 @@ def until(reservation) -> str:
     return f"{reservation.ends_at:%b %d %H:%M} UTC"
 
 
-def test_a_node_a_lease_holds_now_is_one_block_on_the_pool_page(op, lab):
+def test_a_node_a_lease_holds_now_is_one_block_on_the_pool_page(op, three_hosts_with_scalars):
     leased = lease("acme")
     node = node_of(leased)
     html = row(op.get("/pools/lab-pool/").text, node)
@@ -61,7 +55,7 @@ def test_a_node_a_lease_holds_now_is_one_block_on_the_pool_page(op, lab):
     assert cells(row(op.get("/pools/lab-pool/").text, other)) == ["free"] * 4
 
 
-def test_a_tenant_reads_another_tenants_lease_as_another_tenant(alice, lab):
+def test_a_tenant_reads_another_tenants_lease_as_another_tenant(alice, three_hosts_with_scalars):
     leased = lease("globex")
     html = alice.get("/pools/lab-pool/").text
     block = row(html, node_of(leased))
@@ -70,13 +64,13 @@ def test_a_tenant_reads_another_tenants_lease_as_another_tenant(alice, lab):
     assert "globex" not in html
 
 
-def test_a_tenant_reads_its_own_lease_with_its_name_and_link(alice, lab):
+def test_a_tenant_reads_its_own_lease_with_its_name_and_link(alice, three_hosts_with_scalars):
     leased = lease("acme")
     block = row(alice.get("/pools/lab-pool/").text, node_of(leased))
     assert f'<a href="/reservations/{leased.pk}/">leased by acme until {until(leased)}</a>' in block
 
 
-def test_a_lease_later_this_week_leaves_the_node_drawn_as_cells_booked_later(op, lab):
+def test_a_lease_later_this_week_leaves_the_node_drawn_as_cells_booked_later(op, three_hosts_with_scalars):
     start = timezone.now() + timedelta(days=2)
     leased = lease(
         "acme", during={"start": start.isoformat(), "end": (start + timedelta(days=1)).isoformat()}
@@ -87,14 +81,16 @@ def test_a_lease_later_this_week_leaves_the_node_drawn_as_cells_booked_later(op,
     assert "(whole-node lease)" in html  # each cell's title says what books it
 
 
-def test_a_spot_lease_is_a_spot_block(op, lab):
+def test_a_spot_lease_is_a_spot_block(op, three_hosts_with_scalars):
     leased = lease("acme", priority="spot")
     html = row(op.get("/pools/lab-pool/").text, node_of(leased))
     assert '<span class="lease-block spot"' in html and "· spot</span>" in html
     assert "spot whole-node lease" in html
 
 
-def test_spot_bookings_are_drawn_apart_from_regular_ones_with_a_legend_entry(op, lab, book):
+def test_spot_bookings_are_drawn_apart_from_regular_ones_with_a_legend_entry(
+    op, three_hosts_with_scalars, book
+):
     spot = book("acme", gpus=1, priority="spot")
     regular = book("acme", gpus=1)
     assert node_of(spot) == node_of(regular) == "node-a"  # the fullest that fits, ties on name
@@ -107,7 +103,7 @@ def test_spot_bookings_are_drawn_apart_from_regular_ones_with_a_legend_entry(op,
     assert '<span class="lease-block mini" aria-hidden="true">▣</span>whole node leased now' in legend
 
 
-def test_the_node_page_draws_a_lease_as_one_block_and_one_timeline_bar(op, lab):
+def test_the_node_page_draws_a_lease_as_one_block_and_one_timeline_bar(op, three_hosts_with_scalars):
     leased = lease("acme")
     node = node_of(leased)
     html = op.get(f"/nodes/{node}/").text
@@ -125,7 +121,7 @@ def test_the_node_page_draws_a_lease_as_one_block_and_one_timeline_bar(op, lab):
     assert len(re.findall(r'<span class="tl-bar tl-now tl-held"[^>]*></span>', html)) == 4
 
 
-def test_the_node_page_names_no_other_tenant_in_its_lease(alice, lab):
+def test_the_node_page_names_no_other_tenant_in_its_lease(alice, three_hosts_with_scalars):
     leased = lease("globex")
     html = alice.get(f"/nodes/{node_of(leased)}/").text
     assert "▣ leased by another tenant</span>" in html
@@ -133,7 +129,7 @@ def test_the_node_page_names_no_other_tenant_in_its_lease(alice, lab):
     assert "globex" not in html
 
 
-def test_the_node_page_draws_spot_bookings_apart(op, lab, book):
+def test_the_node_page_draws_spot_bookings_apart(op, three_hosts_with_scalars, book):
     book("acme", gpus=1, priority="spot")
     book("acme", gpus=1)
     html = op.get("/nodes/node-a/").text
@@ -150,7 +146,9 @@ def _queries(client, url):
 
 
 @pytest.mark.parametrize("who", ["op", "alice"])
-def test_leases_and_spot_work_add_no_queries_to_the_pool_and_node_pages(request, lab, book, who):
+def test_leases_and_spot_work_add_no_queries_to_the_pool_and_node_pages(
+    request, three_hosts_with_scalars, book, who
+):
     client = request.getfixturevalue(who)
     # The first view builds the pool index its availability chart reads (once per inventory change).
     _queries(client, "/pools/lab-pool/")

@@ -2,20 +2,12 @@
 
 import re
 
-import pytest
-
 from capacity import services
 from capacity.models import Reservation
 
 from web_helpers import HX
 
 PREEMPTED_MESSAGE = "preempted at 2026-12-04T10:00Z by reservation 42"
-
-
-@pytest.fixture
-def lab(make_node, tenant, other_tenant):
-    for name in ("node-a", "node-b"):
-        make_node(name, gpus=4)
 
 
 def preempted(reservation: Reservation) -> Reservation:
@@ -47,7 +39,7 @@ def lease(tenant="acme", **extra):
     return services.reserve(data).reservation
 
 
-def test_a_preempted_reservation_has_its_own_badge_and_says_why_in_the_list(alice, lab, book):
+def test_a_preempted_reservation_has_its_own_badge_and_says_why_in_the_list(alice, two_hosts, book):
     spot = preempted(book("acme", gpus=1, priority="spot"))
     row = row_of(alice.get("/reservations/").text, spot)
     assert f'<tr id="reservation-{spot.pk}" class="status-preempted">' in row
@@ -56,7 +48,7 @@ def test_a_preempted_reservation_has_its_own_badge_and_says_why_in_the_list(alic
     assert "Release…" not in row  # it has ended: nothing to release
 
 
-def test_the_reservation_page_shows_the_preempted_condition_and_when(alice, lab, book):
+def test_the_reservation_page_shows_the_preempted_condition_and_when(alice, two_hosts, book):
     spot = preempted(book("acme", gpus=1, priority="spot"))
     html = alice.get(f"/reservations/{spot.pk}/").text
     assert '<section class="card result status-preempted"' in html
@@ -66,7 +58,7 @@ def test_the_reservation_page_shows_the_preempted_condition_and_when(alice, lab,
     assert "Release…" not in html
 
 
-def test_the_status_filter_offers_preempted_and_lists_only_those(alice, lab, book):
+def test_the_status_filter_offers_preempted_and_lists_only_those(alice, two_hosts, book):
     spot = preempted(book("acme", gpus=1, priority="spot"))
     placed = book("acme", gpus=1)
     html = alice.get("/reservations/").text
@@ -75,7 +67,7 @@ def test_the_status_filter_offers_preempted_and_lists_only_those(alice, lab, boo
     assert f'id="reservation-{spot.pk}"' in listing and f'id="reservation-{placed.pk}"' not in listing
 
 
-def test_spot_reservations_carry_a_spot_marker_in_the_list_and_on_their_page(alice, lab, book):
+def test_spot_reservations_carry_a_spot_marker_in_the_list_and_on_their_page(alice, two_hosts, book):
     spot = book("acme", gpus=1, priority="spot")
     regular = book("acme", gpus=1)
     listing = alice.get("/reservations/").text
@@ -85,7 +77,7 @@ def test_spot_reservations_carry_a_spot_marker_in_the_list_and_on_their_page(ali
     assert '<span class="badge spot"' in html and "<dt>Priority</dt><dd>spot</dd>" in html
 
 
-def test_a_lease_reads_whole_node_in_the_list_and_on_its_page(alice, lab, book):
+def test_a_lease_reads_whole_node_in_the_list_and_on_its_page(alice, two_hosts, book):
     leased = lease()
     device = book("acme", gpus=1)
     listing = alice.get("/reservations/").text
@@ -100,14 +92,14 @@ def test_a_lease_reads_whole_node_in_the_list_and_on_its_page(alice, lab, book):
     assert "the whole node, 4 devices" in html
 
 
-def test_a_gang_lease_lists_each_of_its_nodes(alice, lab):
+def test_a_gang_lease_lists_each_of_its_nodes(alice, two_hosts):
     leased = lease(gang={"size": 2})
     html = alice.get(f"/reservations/{leased.pk}/").text
     assert "<dt>Books</dt><dd>whole nodes</dd>" in html
     assert html.count("the whole node, 4 devices") == 2
 
 
-def test_a_pending_lease_still_reads_whole_node(alice, lab, book):
+def test_a_pending_lease_still_reads_whole_node(alice, two_hosts, book):
     book("acme", gpus=1)
     book("acme", gpus=1, pool="lab-pool")  # node-a again: the fullest that fits
     book("globex", gpus=4)  # node-b is full
@@ -117,7 +109,7 @@ def test_a_pending_lease_still_reads_whole_node(alice, lab, book):
     assert "▣ whole node" in row and "◷ pending" in row
 
 
-def test_spot_work_a_regular_booking_took_back_reads_preempted_to_its_tenant(alice, bob, lab, book):
+def test_spot_work_a_regular_booking_took_back_reads_preempted_to_its_tenant(alice, bob, two_hosts, book):
     spot = [book("globex", gpus=4, priority="spot") for _ in range(2)]  # both nodes full of spot work
     response = alice.post(
         "/book/",
