@@ -24,6 +24,8 @@ from .models import Node, NodeTaint
 DEDICATED_PREFIX = "dedicated="
 NOT_READY = "NotReady"
 ANOTHER_TENANT = "another tenant"
+# How a dedication to a tenant the caller may not name reads, in reasons and on pages.
+ANOTHER_TENANTS_DEDICATION = "dedicated to another tenant"
 BLOCKING_EFFECTS = (NodeTaint.Effect.NO_SCHEDULE, NodeTaint.Effect.NO_EXECUTE)
 
 

@@ -139,6 +139,15 @@ class AllocationSerializer(serializers.Serializer):
     releasedAt = serializers.DateTimeField(allow_null=True)
 
 
+class PreemptedSerializer(serializers.Serializer):
+    """The spot work a create took back to place a regular request."""
+
+    reservations = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The caller's own, ascending."
+    )
+    others = serializers.IntegerField(help_text="How many of other tenants (not named).")
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -155,6 +164,9 @@ class ReservationSerializer(serializers.Serializer):
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
     request = serializers.DictField(help_text="The input as the caller sent it.")
+    preempted = PreemptedSerializer(
+        required=False, help_text="Only in a create's 201, when placing it took spot work back."
+    )
 
 
 class CandidateSerializer(serializers.Serializer):
@@ -178,7 +190,11 @@ class PreemptibleSerializer(serializers.Serializer):
     """The spot work a regular request would take back to fit, and from when."""
 
     reservations = serializers.ListField(
-        child=serializers.IntegerField(), help_text="Spot reservations, ascending."
+        child=serializers.IntegerField(), help_text="The caller's spot reservations it would end, ascending."
+    )
+    others = serializers.IntegerField(help_text="How many spot reservations of other tenants it would end.")
+    nodes = serializers.ListField(
+        child=serializers.CharField(), help_text="The node (or gang members) it would take."
     )
     startsAt = serializers.DateTimeField(
         help_text="When they would end: now, or the request's start if later."

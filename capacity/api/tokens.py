@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.tokens import revoke_token
 from config.api.base import BerthAPIView
 
@@ -20,6 +23,17 @@ class RevokeOwnTokenView(BerthAPIView):
         responses={200: inline_serializer("TokenRevoked", {"revokedAt": serializers.DateTimeField()})},
     )
     def post(self, request):
+        # It revokes the caller's own token and takes no field: {"user": "globex"} must not read as
+        # revoking globex's token while it revokes the caller's.
+        data = request.data
+        if not isinstance(data, Mapping) or data:
+            field = next(iter(data), None) if isinstance(data, Mapping) else None
+            raise CapacityError(
+                INVALID_INPUT,
+                f"{field} is not a known field (token/revoke takes none: it revokes your own token)"
+                if field is not None
+                else "the body must be empty or {} (token/revoke revokes your own token)",
+            )
         token = (
             request.auth
             if isinstance(request.auth, Token)

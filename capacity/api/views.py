@@ -133,7 +133,8 @@ class ReservationsView(BerthAPIView):
         description=(
             "Validates, charges quota and places the request inline. Answers 201 with the reservation, "
             "placed or pending (the reason is in its Unschedulable condition); the same idempotencyKey "
-            "with the same input answers 200 with the first reservation, with other input 409 CONFLICT."
+            "with the same input answers 200 with the first reservation, with other input 409 "
+            "IDEMPOTENCY_CONFLICT. When placing it took spot work back, the 201 says so in `preempted`."
         ),
         request=ReservationInputSerializer,
         responses={
@@ -147,10 +148,11 @@ class ReservationsView(BerthAPIView):
         data = reservation_input(request.data)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
-        return Response(
-            render_reservation(result.reservation, self.scope),
-            status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK,
-        )
+        body = render_reservation(result.reservation, self.scope)
+        if result.outcome is not None and result.outcome.preempted:
+            # The caller's own spot work it ended is named; another tenant's is counted.
+            body["preempted"] = services.visible_reservations(result.outcome.preempted, self.scope)
+        return Response(body, status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK)
 
 
 class ReservationView(BerthAPIView):

@@ -27,7 +27,7 @@ from django.db import connection
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import to_datetime, window_range
-from capacity.models import Allocation, Reservation
+from capacity.models import Allocation
 from capacity.placement import PlacementRequest, Plan, Ranked
 from capacity.placement.lease import Busy, plan_lease
 from capacity.placement.timeline import peak
@@ -314,10 +314,18 @@ def _used(
 
 # Victims locked in pk order; only rows still placed spot work are taken back (one released
 # meanwhile frees its room anyway, and the guarded commit judges whatever else changed).
+# The victims locked, each with whether the preempting reservation is its own tenant's.
 _LOCK_VICTIMS_SQL = """
-SELECT id FROM capacity_reservation
+SELECT id, tenant_id IS NOT DISTINCT FROM (SELECT tenant_id FROM capacity_reservation WHERE id = %(by)s::bigint)
+  FROM capacity_reservation
  WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND priority = 'spot'
  ORDER BY id FOR UPDATE{skip}
+"""
+_MARK_PREEMPTED_SQL = """
+UPDATE capacity_reservation r SET status = 'preempted', released_at = %(at)s, updated_at = %(now)s,
+       conditions = c.conditions
+  FROM unnest(%(ids)s::bigint[], %(conditions)s::jsonb[]) AS c(id, conditions)
+ WHERE r.id = c.id
 """
 
 
@@ -331,35 +339,47 @@ def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *,
     a lost race), since that transaction may be ending the victim's bookings and waiting for the pool.
     """
     with connection.cursor() as cur:
-        cur.execute(_LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"), {"pks": list(victims)})
-        locked = [row[0] for row in cur.fetchall()]
+        cur.execute(
+            _LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"),
+            {"pks": list(victims), "by": by.reservation_pk},
+        )
+        own = dict(cur.fetchall())
+    locked = sorted(own)
     if not wait and len(locked) < len(victims):
         return False
     if not locked:
         return True
     end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
     quota.refund(locked, at)
+    conditions = [json.dumps([preempted_condition(at, by, own[pk])]) for pk in locked]
+    with connection.cursor() as cur:
+        cur.execute(_MARK_PREEMPTED_SQL, {"at": at, "now": now, "ids": locked, "conditions": conditions})
+    return True
+
+
+def preempted_condition(at: datetime, by: Owner, own_tenant: bool) -> dict:
+    """Return the condition a preempted reservation carries: when, and by what.
+
+    Work of another tenant is not named in the message (its id names nothing of use to the victim
+    and tells it what another tenant books); `reservationId` keeps it for operators, and
+    `byOwnTenant` says whether a tenant may read it (services.scope drops it for the others).
+    """
     stamp = at.strftime("%Y-%m-%dT%H:%MZ")
-    condition = {
+    if by.reservation_pk is None:
+        by_what = f"instance {by.instance_id}"
+    elif own_tenant:
+        by_what = f"reservation {by.reservation_pk}"
+    else:
+        by_what = "regular work of another tenant"
+    return {
         "type": PREEMPTED,
         "status": "True",
         "reason": PREEMPTED_REASON,
-        "message": f"preempted at {stamp} by "
-        + (
-            f"reservation {by.reservation_pk}"
-            if by.reservation_pk is not None
-            else f"instance {by.instance_id}"
-        ),
+        "message": f"preempted at {stamp} by {by_what}",
         "at": at.isoformat(),
         "reservationId": by.reservation_pk,
+        "byOwnTenant": own_tenant,
     }
-    with connection.cursor() as cur:
-        cur.execute(
-            """UPDATE capacity_reservation SET status = %s, released_at = %s, updated_at = %s,
-                      conditions = %s::jsonb WHERE id = ANY(%s)""",
-            [Reservation.Status.PREEMPTED, at, now, json.dumps([condition]), locked],
-        )
-    return True
 
 
 def with_preempted(plan: Plan, preemption: Preemption) -> Plan:

@@ -24,5 +24,6 @@ from .scope import (
     redact,
     redacted_conditions,
     sees_tenant,
+    visible_reservations,
 )
 from .waiting import await_placer, is_queued

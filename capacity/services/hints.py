@@ -59,6 +59,20 @@ def alternatives(
     return Alternatives(found, earliest, "" if earliest else no_start_before(latest, HINT_HORIZON))
 
 
+def smaller_hints(
+    request: PlacementRequest, pool: PoolRow, config: PlacerConfig, built: Planner | None = None
+) -> list[str]:
+    """Return the hint for a request larger than any node ("fits with 8 gpu on 3 nodes"), or none.
+
+    For a request that never fits by its count, the one alternative worth offering is a smaller one.
+    """
+    if pool.view.archived or request.lease:
+        return []
+    config = dataclasses.replace(config, random=None)
+    hint = _smaller(request, _Now.read(request, pool, Planner.of(request, pool, config, built)))
+    return [hint] if hint is not None else []
+
+
 def hints(
     request: PlacementRequest, pool: PoolRow, config: PlacerConfig, built: Planner | None = None
 ) -> list[str]:

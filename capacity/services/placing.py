@@ -26,7 +26,7 @@ from capacity.placers.reads import Reads
 from capacity.placers.types import INLINE, Outcome, PlacerConfig
 from inventory.models import Tenant
 
-from .hints import hints
+from .hints import hints, smaller_hints
 from .satisfiable import NeverFits, never_fits, unsatisfiable_condition
 
 # Where a prepared request goes (services.reserve.route).
@@ -119,8 +119,12 @@ def _explain_pending(stage: Stage, pool: PoolRow) -> None:
     never = never_fits(request, pool, stage.tenant.pk, stage.config, built=built)
     if never is not None:
         mark_unsatisfiable(reservation, never)
+    if never is None:
+        found = hints(request, pool, stage.config, built)
+    elif never.field == "count":
+        found = smaller_hints(request, pool, stage.config, built)
+    else:
         return
-    found = hints(request, pool, stage.config, built)
     if found and reservation.conditions:
         reservation.conditions[0] = {**reservation.conditions[0], "hint": found[0]}
 

@@ -14,10 +14,10 @@ from capacity.placers.planning import Planner, plan_request
 from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.placers.types import PlacerConfig
 
-from .hints import Alternatives, alternatives
+from .hints import Alternatives, alternatives, smaller_hints
 from .prepare import prepare
 from .satisfiable import never_fits
-from .scope import EVERYONE, Scope
+from .scope import EVERYONE, Scope, visible_reservations
 
 MAX_PREVIEW_CANDIDATES = 10
 
@@ -30,7 +30,8 @@ class Preview:
     candidates: list[dict]
     reason: str
     plan: Plan
-    # For a regular request that fits only by preempting spot work: {"reservations": [ids], "startsAt": datetime}.
+    # For a regular request that fits only by preempting spot work: {"reservations": [the caller's
+    # ids], "others": how many of other tenants, "nodes": [node ids], "startsAt": datetime}.
     preemptible: dict | None = None
     # When it does not fit: alternatives that would (best first), or why no node ever could.
     hints: list[str] = dataclasses.field(default_factory=list)
@@ -87,13 +88,19 @@ def preview(
             )
         )
         if found is not None:
-            preemptible = {"reservations": list(found.victims), "startsAt": found.at}
+            preemptible = {
+                **visible_reservations(found.victims, scope),
+                "nodes": [m.node_id for m in found.members],
+                "startsAt": found.at,
+            }
     found = Alternatives([])
     never = None
     if not plan.fits:
         never = never_fits(request, pool_row, prepared.tenant.pk, config, built=built)
         if never is None:
             found = alternatives(request, pool_row, config, built)
+        elif never.field == "count":
+            found = Alternatives(smaller_hints(request, pool_row, config, built))
     return Preview(
         fits=plan.fits,
         candidates=candidates if plan.fits else [],

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q
 
+from capacity.models import Reservation
 from capacity.placers.loader import may_use
 from inventory.models import Node, Pool, Tenant
+from inventory.states import ANOTHER_TENANTS_DEDICATION
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,6 @@ def pool_allows(pool: Pool, tenant: Tenant) -> bool:
 
 # A dedication names its tenant; to any other tenant it reads as this.
 _DEDICATION_RE = re.compile(r"dedicated=([A-Za-z0-9_-]+)")
-ANOTHER_TENANTS_DEDICATION = "dedicated to another tenant"
 
 
 def redact(text: str, scope: Scope) -> str:
@@ -54,12 +57,22 @@ def sees_tenant(scope: Scope, slug: str | None) -> bool:
 
 
 def redacted_conditions(conditions: list[dict], scope: Scope) -> list[dict]:
-    """Return a reservation's conditions with their messages redacted for the caller."""
+    """Return a reservation's conditions as the caller may read them.
+
+    Messages are redacted; a preemption by another tenant's work does not give its reservation id.
+    """
     if scope.tenants is None:
         return conditions
-    return [
-        {**c, "message": redact(c.get("message", ""), scope)} if "message" in c else c for c in conditions
-    ]
+    return [_redacted(c, scope) for c in conditions]
+
+
+def _redacted(condition: dict, scope: Scope) -> dict:
+    found = (
+        {**condition, "message": redact(condition["message"], scope)} if "message" in condition else condition
+    )
+    if found.get("byOwnTenant") is False:
+        found = {k: v for k, v in found.items() if k not in ("reservationId", "byOwnTenant")}
+    return found
 
 
 def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
@@ -89,3 +102,17 @@ def pools_for(scope: Scope):
         return pools
     tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
     return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
+
+
+def visible_reservations(pks: Iterable[int], scope: Scope) -> dict[str, Any]:
+    """Return {"reservations": the ids the caller may read, ascending; "others": how many it may not}.
+
+    Another tenant's reservation id tells a tenant what that tenant books: it is counted, not named.
+    """
+    pks = sorted(set(pks))
+    if scope.tenants is None:
+        return {"reservations": pks, "others": 0}
+    mine = sorted(
+        Reservation.objects.filter(pk__in=pks, tenant__slug__in=scope.tenants).values_list("pk", flat=True)
+    )
+    return {"reservations": mine, "others": len(pks) - len(mine)}

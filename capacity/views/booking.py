@@ -125,16 +125,20 @@ def explain(result: services.Preview, scope: services.Scope = services.EVERYONE,
 def preemptible(found: dict | None, scope: services.Scope) -> dict | None:
     """Return the spot reservations a regular request would preempt, as the page lists them.
 
-    Every id is shown (an id names no tenant); only those the caller may open are links.
+    The caller's own are links; another tenant's are counted, not named (services.preview).
     """
-    if not found or not found.get("reservations"):
+    if not found or not (found.get("reservations") or found.get("others")):
         return None
-    ids = [int(pk) for pk in found["reservations"]]
-    visible = set(services.list_reservations(scope=scope).filter(pk__in=ids).values_list("pk", flat=True))
     starts = found.get("startsAt")
     if isinstance(starts, str):
         starts = parse_datetime(starts)
-    return {"reservations": [(pk, pk in visible) for pk in ids], "starts_at": starts}
+    return {
+        "reservations": [int(pk) for pk in found["reservations"]],
+        "others": found.get("others", 0),
+        "nodes": found.get("nodes", []),
+        "count": len(found["reservations"]) + found.get("others", 0),
+        "starts_at": starts,
+    }
 
 
 @require_http_methods(["GET", "POST"])

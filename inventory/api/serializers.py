@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from inventory.history import REASON_MAX
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
-from inventory.states import NAMES, node_states
+from inventory.states import ANOTHER_TENANT, ANOTHER_TENANTS_DEDICATION, DEDICATED_PREFIX, NAMES, node_states
 
 
 class KeywordFieldsMixin:
@@ -292,6 +292,14 @@ def condition_items(conditions: Iterable[NodeCondition]) -> list[dict]:
     ]
 
 
+def _hidden_dedication(node: Node, tenants: Collection[str] | None) -> str | None:
+    """Return the tenant a node is dedicated to when the caller may not read its name, else None."""
+    if tenants is None:
+        return None
+    dedicated = next((t.value for t in node.taints.all() if t.key == "dedicated"), None)
+    return dedicated if dedicated is not None and dedicated not in tenants else None
+
+
 def node_summary(
     node: Node,
     *,
@@ -304,6 +312,7 @@ def node_summary(
     `tenants` is the caller's (None: an operator): the states are as the caller sees them.
     """
     states = [s.name for s in node_states(node, tenants)]
+    hidden = _hidden_dedication(node, tenants)
     return {
         "name": node.name,
         "pool": node.pool.slug,
@@ -318,9 +327,15 @@ def node_summary(
         "maintenance": node.maintenance,
         "converged": node.converged,
         "ownerTenant": node.owner_tenant.slug if node.owner_tenant_id else None,
-        "noScheduleReasons": list(node.no_schedule_reasons),
+        "noScheduleReasons": [
+            ANOTHER_TENANTS_DEDICATION if hidden and r == f"{DEDICATED_PREFIX}{hidden}" else r
+            for r in node.no_schedule_reasons
+        ],
         "labels": label_items(node.labels.all()),
-        "taints": taint_items(node.taints.all()),
+        "taints": [
+            {**t, "value": ANOTHER_TENANT} if hidden and t["key"] == "dedicated" else t
+            for t in taint_items(node.taints.all())
+        ],
         "deviceCounts": dict(device_counts),
         "freeGpusNow": free_gpus_now,
     }

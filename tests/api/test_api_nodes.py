@@ -1,5 +1,7 @@
 """Nodes over HTTP: list with filters, detail, operator actions, ingestion, and who may do what."""
 
+import json
+
 import pytest
 
 from inventory.models import Device, DeviceLink, NodeCondition, NodeLabel, NodeTaint
@@ -139,6 +141,13 @@ def test_a_node_dedicated_to_another_tenant_is_not_schedulable_to_a_tenant(
     assert names(as_acme.get("/api/v1/nodes?state=schedulable")) == ["node-a"]
     assert names(as_acme.get("/api/v1/nodes?free_gpus=1")) == ["node-a"]
     assert names(as_globex.get("/api/v1/nodes?pool=lab-pool&state=schedulable")) == ["node-a", "node-b"]
+    # acme reads that node-b is dedicated, not to whom: in the node, its taints and its reasons.
+    acme_sees = seen["acme"]
+    assert acme_sees["taints"] == [{"key": "dedicated", "value": "another tenant", "effect": "NoSchedule"}]
+    assert acme_sees["noScheduleReasons"] == ["dedicated to another tenant"]
+    assert "globex" not in json.dumps(as_acme.get("/api/v1/nodes?pool=lab-pool").json())
+    assert seen["globex"]["taints"][0]["value"] == "globex"
+    assert seen["operator"]["noScheduleReasons"] == ["dedicated=globex"]
 
 
 def test_a_node_owned_outside_its_owners_pool_is_excluded_not_schedulable(as_operator, lab, other_tenant):

@@ -31,6 +31,8 @@ def test_a_preview_that_does_not_fit_says_why(as_acme, lab, ask):
         "candidates": [],
         "reason": "no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned",
         "unsatisfiable": "the largest node in lab-pool has 4 gpu",
+        # Never by its count: the largest request that does fit is offered.
+        "hints": ["fits with 4 gpu on 1 node"],
     }
 
 
@@ -178,12 +180,33 @@ def test_a_regular_preview_that_fits_only_by_preempting_names_the_spot_work(as_a
     assert response.status_code == 200
     data = response.json()
     assert (data["fits"], data["candidates"]) == (False, [])
-    assert data["preemptible"]["reservations"] in ([spot[0]["id"]], [spot[1]["id"]])
+    # globex's reservation is counted, not named, to acme; the node is named.
+    assert (data["preemptible"]["reservations"], data["preemptible"]["others"]) == ([], 1)
+    [node] = data["preemptible"]["nodes"]
     # A request for "1d" starts now: the spot work would end when the preview was asked.
     assert spot[1]["start"] <= data["preemptible"]["startsAt"] < spot[1]["end"]
-    # Creating it does what the preview said: the spot reservation named reads preempted.
+    # Creating it does what the preview said: the spot reservation on that node reads preempted.
     created = as_acme.post("/api/v1/reservations", ask(4), format="json").json()
-    assert created["status"] == "placed"
-    victim = as_globex.get(f"/api/v1/reservations/{data['preemptible']['reservations'][0]}").json()
-    assert victim["status"] == "preempted"
-    assert victim["conditions"][0]["message"].endswith(f"by reservation {created['id']}")
+    assert created["status"] == "placed" and created["allocations"][0]["nodeId"] == node
+    assert created["preempted"] == {"reservations": [], "others": 1}
+    [victim] = [
+        v
+        for v in (as_globex.get(f"/api/v1/reservations/{s['id']}").json() for s in spot)
+        if v["status"] == "preempted"
+    ]
+    assert victim["allocations"][0]["nodeId"] == node
+    assert victim["conditions"][0]["message"].endswith("by regular work of another tenant")
+    assert "reservationId" not in victim["conditions"][0]
+
+
+def test_a_request_larger_than_any_node_never_fits_and_is_offered_the_largest_that_does(as_acme, lab, ask):
+    """lab: two 4-GPU nodes. Nine GPUs never fit; four on one node do, and two nodes could take them."""
+    data = as_acme.post("/api/v1/capacity/preview", ask(9), format="json").json()
+    assert data["fits"] is False
+    assert data["unsatisfiable"] == "the largest node in lab-pool has 4 gpu"
+    assert data["hints"] == ["fits with 4 gpu on 2 nodes"]
+    created = as_acme.post("/api/v1/reservations", ask(9), format="json").json()
+    # The pending reservation keeps the hint with its reason (its page shows it).
+    pending = {c["type"]: c for c in Reservation.objects.get(pk=created["id"]).conditions}
+    assert pending["Unschedulable"]["hint"] == "fits with 4 gpu on 2 nodes"
+    assert pending["Unsatisfiable"]["message"] == "the largest node in lab-pool has 4 gpu"

@@ -434,3 +434,16 @@ def test_wait_beyond_30_s_or_not_in_milliseconds_is_invalid_input(as_acme, lab, 
         "message": "wait must be {timeoutMs} with 0 to 30000 milliseconds",
     }
     assert not Reservation.objects.exists()
+
+
+def test_a_create_that_preempts_the_callers_own_spot_work_says_so_in_its_201(as_acme, lab, ask):
+    """Both 4-GPU nodes hold acme's spot work; acme's regular 4 GPUs take one of them back."""
+    spot = [
+        as_acme.post("/api/v1/reservations", ask(4, priority="spot"), format="json").json() for _ in range(2)
+    ]
+    response = as_acme.post("/api/v1/reservations", ask(4), format="json")
+    assert response.status_code == 201 and response.json()["status"] == "placed"
+    [taken] = [s["id"] for s in spot if Reservation.objects.get(pk=s["id"]).status == "preempted"]
+    assert response.json()["preempted"] == {"reservations": [taken], "others": 0}
+    plain = as_acme.post("/api/v1/reservations", ask(1, priority="spot"), format="json").json()
+    assert "preempted" not in plain

@@ -140,3 +140,24 @@ def test_the_admin_revokes_the_selected_tokens(client_for, acme, globex):
     refused(client_for(acme).get("/api/v1/pools"))
     assert client_for(globex).get("/api/v1/pools").status_code == 200
     assert TokenLifetime.objects.get(token=acme.auth_token).revoked_by == "root (admin)"
+
+
+def test_revoking_takes_no_field_so_it_cannot_look_like_revoking_another_users_token(
+    client_for, acme, globex
+):
+    """acme posting {"user": "globex"} is refused whole: before, it revoked acme's own token silently."""
+    client = client_for(acme)
+    response = client.post("/api/v1/token/revoke", {"user": "globex"}, format="json")
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "code": "INVALID_INPUT",
+            "message": "user is not a known field (token/revoke takes none: it revokes your own token)",
+        },
+    )
+    assert client.get("/api/v1/pools").status_code == 200  # acme's token still works
+    assert client_for(globex).get("/api/v1/pools").status_code == 200
+    assert client.post("/api/v1/token/revoke", [], format="json").json()["message"] == (
+        "the body must be empty or {} (token/revoke revokes your own token)"
+    )
+    assert client.post("/api/v1/token/revoke", {}, format="json").status_code == 200

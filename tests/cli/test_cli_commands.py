@@ -176,6 +176,7 @@ def test_preview_says_why_nothing_fits_and_exits_0(run, hosts):
     assert out == (
         "does not fit: no node fits (2 nodes): 1 × fits: 4 of 5 gpu free; 1 × cordoned\n"
         "never fits: the largest node in lab-pool has 4 gpu\n"
+        "hint: fits with 4 gpu on 1 node\n"
     )
 
 

@@ -133,9 +133,12 @@ def test_the_preview_names_the_spot_work_a_regular_request_would_take_back(
     assert re.fullmatch(
         r"↯ Fits by preempting 1 spot reservation \(from \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", heading
     )
-    victim = re.search(r"booking this would end\s+#(\d+)\.", html)
-    assert victim and int(victim.group(1)) in {r.pk for r in spot}
-    assert "globex" not in html  # another tenant's work: its id only, never its name
+    # Another tenant's work: counted, on its node, never its id or its name.
+    ends = re.search(
+        r"booking this would end\s+1 spot reservation of another tenant\s+on (node-[abc])\.", html
+    )
+    assert ends, html
+    assert "globex" not in html and not any(f"#{r.pk}" in html for r in spot)
     assert all(r.status == "placed" for r in Reservation.objects.all())  # the preview took nothing
 
 

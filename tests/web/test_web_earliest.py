@@ -72,6 +72,18 @@ def test_the_preview_says_when_a_request_never_fits(op, lab):
     html = op.post("/preview/", {**BASE, "count": "9"}).text
     assert "Never fits:</strong> the largest node in lab-pool has 4 gpu." in html
     assert 'id="earliest"' not in html
+    # Larger than any node: the largest request that fits is offered.
+    listed = re.search(r'<ul id="hints">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li>(.*?)</li>", listed) == ["fits with 4 gpu on 2 nodes"]
+
+
+def test_a_never_fits_message_ending_in_a_question_keeps_its_one_mark(op, lab):
+    from inventory.models import Device
+
+    Device.objects.update(attributes={"gpuProduct": "H100"})
+    html = unescape(op.post("/preview/", {**BASE, "selector": "gpuproduct=H100"}).text)
+    assert "did you mean gpuProduct? No node of this pool" in html
+    assert "gpuProduct?." not in html
 
 
 def test_the_preview_says_when_nothing_fits_within_the_fourteen_days_it_searched(op, lab, book):

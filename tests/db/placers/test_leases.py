@@ -165,7 +165,10 @@ def test_a_regular_lease_takes_back_the_node_with_the_least_spot_work(tenant, ot
     reserve(ask(1, tenant="globex", excludeNodes=["node-a", "node-b"]))
     assert [a["nodeId"] for r in (dear, cheap) for a in services.allocations_of(r)] == ["node-a", "node-b"]
     preview = services.preview(lease(), now=NOW)
-    assert (preview.fits, preview.preemptible) == (False, {"reservations": [cheap.pk], "startsAt": NOW})
+    assert (preview.fits, preview.preemptible) == (
+        False,
+        {"reservations": [cheap.pk], "others": 0, "nodes": ["node-b"], "startsAt": NOW},
+    )
     result = reserve(lease())
     assert result.outcome.preempted == (cheap.pk,)
     assert [a["nodeId"] for a in services.allocations_of(result.reservation)] == ["node-b"]

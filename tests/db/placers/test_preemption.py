@@ -52,7 +52,12 @@ def test_a_regular_request_that_fits_only_by_preempting_takes_the_spot_work_back
         "PreemptedByRegular",
         result.reservation.pk,
     )
-    assert condition["message"] == f"preempted at 2026-12-02T12:00Z by reservation {result.reservation.pk}"
+    # acme's reservation id is not globex's to read: operators have it as reservationId.
+    assert condition["message"] == "preempted at 2026-12-02T12:00Z by regular work of another tenant"
+    assert condition["byOwnTenant"] is False
+    as_globex = services.redacted_conditions(victim.conditions, services.Scope(frozenset({"globex"})))
+    assert "reservationId" not in as_globex[0] and "byOwnTenant" not in as_globex[0]
+    assert services.redacted_conditions(victim.conditions, services.EVERYONE) == victim.conditions
     # Its bookings and quota end at the preemption; the other spot work is untouched.
     assert not DeviceBooking.objects.filter(allocation__reservation=victim, during__contains=NOW).exists()
     assert held("gpu", tenant="globex") == 4
@@ -102,7 +107,15 @@ def test_preview_answers_fits_false_with_the_reservations_it_would_preempt(tenan
     preview = services.preview(ask(2), now=NOW)
     assert (preview.fits, preview.candidates) == (False, [])
     assert preview.reason == "no node fits (1 node): 1 × fits: 0 of 2 gpu free"
-    assert preview.preemptible == {"reservations": [victim.pk], "startsAt": NOW}
+    assert preview.preemptible == {
+        "reservations": [victim.pk],
+        "others": 0,
+        "nodes": ["node-a"],
+        "startsAt": NOW,
+    }
+    # To acme, globex's spot work is counted, not named.
+    as_acme = services.preview(ask(2), now=NOW, scope=services.Scope(frozenset({"acme"})))
+    assert as_acme.preemptible == {"reservations": [], "others": 1, "nodes": ["node-a"], "startsAt": NOW}
     # Spot asks preempt nothing, so preview offers nothing to preempt.
     assert services.preview(ask(2, priority="spot"), now=NOW).preemptible is None
     victim.refresh_from_db()
@@ -167,4 +180,18 @@ def test_an_instance_booked_through_the_port_takes_spot_work_back_and_is_named(
     victim.refresh_from_db()
     assert victim.status == "preempted"
     assert victim.conditions[0]["message"] == "preempted at 2026-12-02T12:00Z by instance vm-42"
+    assert audit() == []
+
+
+def test_spot_work_preempted_by_its_own_tenant_names_the_reservation(tenant, make_node):
+    """node-a: 2 GPUs, acme's spot work; acme's regular request takes them back and is named."""
+    make_node("node-a", gpus=2)
+    victim = spot(2)
+    result = reserve(ask(2))
+    assert result.outcome.preempted == (victim.pk,)
+    victim.refresh_from_db()
+    [condition] = victim.conditions
+    assert condition["message"] == f"preempted at 2026-12-02T12:00Z by reservation {result.reservation.pk}"
+    as_acme = services.redacted_conditions(victim.conditions, services.Scope(frozenset({"acme"})))
+    assert as_acme[0]["reservationId"] == result.reservation.pk
     assert audit() == []
