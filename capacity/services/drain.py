@@ -13,13 +13,13 @@ from datetime import datetime
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from capacity.models import Allocation
+from capacity.models import Allocation, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory import services as inventory
 from inventory.errors import InventoryError
 from inventory.models import Node
 
-from .repair import repair_reservation
+from .repair import REPAIR_PENDING, repair_reservation
 
 
 @dataclass
@@ -123,3 +123,37 @@ def upcoming(node_name: str, now: datetime | None = None) -> tuple[int, datetime
     if first is None:
         return 0, None
     return later.values("reservation_id", "instance_id").distinct().count(), first
+
+
+@dataclass
+class Moves:
+    """What an operator action moved off a node: reservations moved, and those that found no room."""
+
+    node: str
+    moved: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+
+
+def live_on(node_name: str, now: datetime | None = None) -> set[int]:
+    """Return the reservations with a live allocation (running or later) on a node."""
+    now = now or timezone.now()
+    return set(
+        Allocation.objects.filter(node__name=node_name, released_at__isnull=True, ends_at__gt=now)
+        .exclude(reservation=None)
+        .values_list("reservation_id", flat=True)
+    )
+
+
+def moves_since(node_name: str, before: set[int], now: datetime | None = None) -> Moves:
+    """Return what left the node among `before` (live_on before an action) and what stays for want of room.
+
+    BookingRepair moves work off an unusable node as the action commits (maintenance, a NoExecute
+    taint, a device marked unhealthy); a reservation it could not move keeps a RepairPending condition.
+    """
+    still = live_on(node_name, now) & before
+    waiting = sorted(
+        Reservation.objects.filter(pk__in=still, conditions__contains=[{"type": REPAIR_PENDING}]).values_list(
+            "pk", flat=True
+        )
+    )
+    return Moves(node_name, moved=sorted(before - still), waiting=waiting)

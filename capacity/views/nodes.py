@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
-from capacity.services.drain import DrainResult, affected, drain_state, upcoming
+from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Device, DeviceLink, Node
@@ -295,12 +295,19 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 @operator_required
 def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
-    """Run an operator action from the node page; htmx gets the panel back, others a redirect."""
+    """Run an operator action from the node page; htmx gets the whole node page back, others a redirect.
+
+    The whole page, not the State card: an action changes the header, the GPU grid, the timeline
+    and the history too. Work the action moved off the node (maintenance, a NoExecute taint: moved
+    as the action commits, by BookingRepair) is summed up as a drain's is.
+    """
     if action not in ACTIONS:
         raise Http404(f"no node action {action}")
     node = visible_node(request.user, name)
     form = ACTIONS[action](request.POST, prefix=action)
+    before = live_on(node.name)
     ok = form.apply(node)
+    moves = moves_since(node.name, before) if ok and before else None
     if ok and not wants_partial(request):
         return redirect("node-detail", name=node.name)
     node = visible_node(request.user, name)
@@ -313,12 +320,11 @@ def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
             if action in PANEL_FORMS
             else [m for ms in form.errors.values() for m in ms]
         )
-    if wants_partial(request):
-        context = {**_node_context(node, bound), "action_errors": errors}
-    else:
-        # Without JavaScript a refused action shows the whole page, the error next to its field.
-        context = {**_node_page_context(request, node, bound), "action_errors": errors}
-    return page(request, "capacity/node_detail.html", context, partial="panel")
+    # Without JavaScript a refused action shows the whole page, the error next to its field.
+    context = {**_node_page_context(request, node, bound), "action_errors": errors}
+    if moves is not None and (moves.moved or moves.waiting):
+        context["moves"] = moves
+    return page(request, "capacity/node_detail.html", context, partial="node-page")
 
 
 @require_POST

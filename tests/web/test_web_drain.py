@@ -299,3 +299,26 @@ def test_the_drain_banner_says_who_drained_the_node_and_when_and_the_history_kee
     assert re.search(r"<td>olga</td><td>drain started</td><td>fan replacement</td>", history)
     # A tenant reads neither who nor why.
     assert "olga" not in alice.get("/nodes/node-a/").text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_maintenance_answers_the_whole_page_and_says_what_it_moved_as_a_drain_does(op, running_and_later):
+    """node-a: one booking running, one tomorrow; node-b has room for both. Maintenance moves both.
+
+    Transactional, as a request is: BookingRepair moves the work as the action commits.
+    """
+    running, later = running_and_later
+    response = op.post("/nodes/node-a/actions/maintenance-on/", {"cordon-reason": "BIOS update"}, **HX)
+    page = response.text
+    assert page.lstrip().startswith('<div id="node-page">') and not is_full_page(page)
+    result = re.search(r'<div class="drain-result" id="moves-result".*?</div>', page, re.S).group(0)
+    moved = sorted((running.pk, later.pk))
+    links = ", ".join(f'<a href="/reservations/{pk}/">#{pk}</a>' for pk in moved)
+    assert f"Moved to other nodes: {links}" in result and "Found no room" not in result
+    assert nodes_of(running) == nodes_of(later) == {"node-b"}
+    # The header and the timeline follow: nothing of the two is drawn on node-a any more.
+    assert re.search(r'<span class="muted node-state">[^<]*maintenance', page)
+    assert f"reservation {later.pk} (acme)" not in page
+    # Ending maintenance moves nothing back: no summary, and the header reads the node's state again.
+    again = op.post("/nodes/node-a/actions/maintenance-off/", **HX).text
+    assert 'id="moves-result"' not in again and "Start maintenance" in again

@@ -90,7 +90,7 @@ def test_labels_show_their_source_and_conditions_their_status(op, lab):
 def test_a_bc_dev_label_is_refused_next_to_the_key_field(op, lab):
     data = {"label-key": "bc.dev/cap.devices.limits", "label-value": "true"}
     partial = op.post("/nodes/node-a/actions/label/", data, **HX).text
-    assert partial.lstrip().startswith('<section id="node-panel"')
+    assert partial.lstrip().startswith('<div id="node-page"')
     assert error_next_to(partial, "label-key") == "labels under bc.dev/ are written by inventory only"
     # Without JavaScript: the whole page, the same message at the same field.
     full = op.post("/nodes/node-a/actions/label/", data)

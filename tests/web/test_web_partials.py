@@ -1,5 +1,7 @@
 """Each page answers htmx with its partial, the same URL without htmx with the whole page; both vary."""
 
+import re
+
 import pytest
 
 from capacity.models import Reservation
@@ -67,10 +69,13 @@ def test_a_row_action_without_javascript_redirects_back(op, lab):
     assert not Node.objects.get(name="node-a").cordoned
 
 
-def test_a_node_action_answers_htmx_with_the_panel(op, lab):
+def test_a_node_action_answers_htmx_with_the_whole_node_page(op, lab):
+    """The header, the grid and the timeline change with the state: all of it is swapped, not the card."""
     response = op.post("/nodes/node-a/actions/maintenance-on/", **HX)
-    assert response.text.lstrip().startswith('<section id="node-panel"')
-    assert "maintenance" in response.text and "End maintenance" in response.text
+    assert response.text.lstrip().startswith('<div id="node-page"')
+    assert '<section id="node-panel"' in response.text and 'id="node-timeline"' in response.text
+    assert re.search(r'<span class="muted node-state">[^<]*maintenance', response.text)
+    assert "End maintenance" in response.text and "<html" not in response.text
     assert_varies(response)
     assert Node.objects.get(name="node-a").maintenance
 
