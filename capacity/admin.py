@@ -1,4 +1,9 @@
-"""Admin for capacity: what the system maintains is read-only here."""
+"""Admin for capacity: what the placer and quota maintain is read-only here.
+
+A reservation, allocation or booking added, changed or deleted here would bypass the placer, quota
+and the release path (its charges, the EXCLUDE constraint's partner rows): they are made and ended
+through the pages, the API, the CLI and the port. Quotas are the operators' to set.
+"""
 
 from django.contrib import admin
 from rest_framework.authtoken import admin as authtoken_admin
@@ -17,6 +22,19 @@ from .models.tokens import token_expiry, token_revoked_at
 from .services.tokens import revoke_token
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Show rows and their history; add, change and delete nothing."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
     list_display = ["tenant", "resource", "limit"]
@@ -25,7 +43,7 @@ class QuotaAdmin(admin.ModelAdmin):
 
 
 @admin.register(QuotaCharge)
-class QuotaChargeAdmin(admin.ModelAdmin):
+class QuotaChargeAdmin(ReadOnlyAdmin):
     list_display = ["tenant", "resource", "amount", "during", "reservation"]
     list_filter = ["resource"]
     search_fields = ["tenant__slug", "resource"]
@@ -33,7 +51,7 @@ class QuotaChargeAdmin(admin.ModelAdmin):
 
 
 @admin.register(ScalarClaim)
-class ScalarClaimAdmin(admin.ModelAdmin):
+class ScalarClaimAdmin(ReadOnlyAdmin):
     list_display = ["node", "resource", "amount", "during", "allocation"]
     list_filter = ["resource"]
     search_fields = ["node__name", "resource"]
@@ -49,7 +67,7 @@ class AllocationInline(admin.TabularInline):
 
 
 @admin.register(Reservation)
-class ReservationAdmin(admin.ModelAdmin):
+class ReservationAdmin(ReadOnlyAdmin):
     list_display = [
         "id",
         "tenant",
@@ -77,7 +95,7 @@ class DeviceBookingInline(admin.TabularInline):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(admin.ModelAdmin):
+class AllocationAdmin(ReadOnlyAdmin):
     list_display = ["id", "node", "reservation", "instance_id", "starts_at", "ends_at", "released_at"]
     list_filter = ["node__pool"]
     search_fields = ["id", "node__name", "instance_id"]
@@ -88,7 +106,7 @@ class AllocationAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeviceBooking)
-class DeviceBookingAdmin(admin.ModelAdmin):
+class DeviceBookingAdmin(ReadOnlyAdmin):
     list_display = ["id", "device", "allocation", "during"]
     search_fields = ["device__uuid", "device__node__name"]
     list_select_related = ["device", "allocation"]
@@ -96,7 +114,7 @@ class DeviceBookingAdmin(admin.ModelAdmin):
 
 
 @admin.register(PoolCapacityRollup)
-class PoolCapacityRollupAdmin(admin.ModelAdmin):
+class PoolCapacityRollupAdmin(ReadOnlyAdmin):
     list_display = [
         "pool",
         "device_class",

@@ -74,6 +74,15 @@ def field_for_message(message: str) -> str | None:
     return None
 
 
+class AsciiIntegerField(forms.IntegerField):
+    """An integer written in 0-9: int() reads "５" and "١" as 5 and 1, which the API refuses."""
+
+    def to_python(self, value: Any) -> int | None:
+        if isinstance(value, str) and value.strip() and not value.strip().lstrip("+-").isascii():
+            raise forms.ValidationError("enter a whole number in the digits 0-9", code="invalid")
+        return super().to_python(value)
+
+
 class RequestForm(forms.Form):
     """What a placement request asks for; the services validate it, this form only shapes it.
 
@@ -104,7 +113,7 @@ class RequestForm(forms.Form):
         help_text="Spot runs on free capacity; a regular booking may take it back (preempt it).",
         widget=forms.RadioSelect,
     )
-    nodes = forms.IntegerField(
+    nodes = AsciiIntegerField(
         required=False,
         initial=1,
         label="Nodes",
@@ -117,7 +126,7 @@ class RequestForm(forms.Form):
         help_text="Optional: a label key the nodes of a gang share, such as rack.",
         widget=forms.TextInput(attrs={"class": "medium", "autocomplete": "off"}),
     )
-    count = forms.IntegerField(
+    count = AsciiIntegerField(
         required=False, initial=1, label="GPUs", widget=forms.NumberInput(attrs={"min": 0, "class": "narrow"})
     )
     device_class = forms.CharField(
@@ -133,10 +142,10 @@ class RequestForm(forms.Form):
         ),
     )
     nvlink = forms.BooleanField(required=False, label="All GPUs linked by NVLink")
-    vcpu = forms.IntegerField(
+    vcpu = AsciiIntegerField(
         required=False, label="vCPU", widget=forms.NumberInput(attrs={"class": "narrow"})
     )
-    memory = forms.IntegerField(
+    memory = AsciiIntegerField(
         required=False, label="Memory GiB", widget=forms.NumberInput(attrs={"class": "narrow"})
     )
     duration = forms.CharField(

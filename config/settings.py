@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.utils.csp import CSP
 
 from config import env
 
@@ -42,8 +43,25 @@ INSTALLED_APPS = [
     "devtools",
 ]
 
+# Content-Security-Policy (Django's own): scripts only from Berth's static files (no inline script
+# anywhere, htmx included); inline styles allowed, as the GPU grids and timelines place bars with
+# style attributes and htmx adds its indicator style. The Swagger UI page relaxes it for itself
+# (capacity/api/docs.py).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RejectUnstorableInput",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -260,3 +260,11 @@ def test_the_preview_says_in_words_what_a_fit_reason_means(op, lab):
     html = op.post("/preview/", {**BASE, "count": "9"}).text
     assert "<strong>3 ×</strong> fits: 4 of 9 gpu free" in html
     assert "— each has 4 gpu free, of the 9 requested</span>" in html
+
+
+@pytest.mark.parametrize("count", ["５", "١", "4\u0663"])
+def test_the_booking_form_refuses_digits_other_than_0_to_9_as_the_api_does(alice, lab, count):
+    """int() reads full-width and Arabic-Indic digits; the API refuses them, and so does the form."""
+    html = alice.post("/book/", {**BASE, "count": count}).text
+    assert error_next_to(html, "count") == "enter a whole number in the digits 0-9"
+    assert not Reservation.objects.exists()

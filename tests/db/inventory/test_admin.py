@@ -66,3 +66,28 @@ def test_a_nodes_admin_history_lists_its_changes_with_their_reasons(superuser_cl
     page = superuser_client.get(reverse("admin:inventory_node_history", args=[node.pk]))
     assert page.status_code == 200
     assert "bad fan" in page.text
+
+
+@pytest.mark.parametrize(
+    "name", ["reservation", "allocation", "devicebooking", "quotacharge", "scalarclaim", "poolcapacityrollup"]
+)
+def test_what_the_placer_and_quota_keep_cannot_be_added_changed_or_deleted_in_the_admin(
+    superuser_client, name
+):
+    """An admin row would bypass the placer, quota and release: only viewing is offered."""
+    from django.apps import apps
+
+    model = apps.get_model("capacity", name)
+    obj = model.objects.order_by("pk").first()
+    assert superuser_client.get(reverse(f"admin:capacity_{name}_add")).status_code == 403
+    changelist = superuser_client.get(reverse(f"admin:capacity_{name}_changelist")).content.decode()
+    assert f'href="{reverse(f"admin:capacity_{name}_add")}"' not in changelist
+    change = superuser_client.get(reverse(f"admin:capacity_{name}_change", args=[obj.pk])).content.decode()
+    assert 'type="submit"' not in change or 'name="_save"' not in change
+    assert (
+        superuser_client.post(
+            reverse(f"admin:capacity_{name}_delete", args=[obj.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    assert model.objects.filter(pk=obj.pk).exists()
