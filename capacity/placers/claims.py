@@ -1,9 +1,13 @@
-"""Scalar claims read as arrays, grouped per node only when a plan asks about the node."""
+"""Scalar claims read as arrays, grouped per node only when a plan asks about the node, and the most
+each node's claims hold at once in a window (WindowUse)."""
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
+
+from capacity.placement import Window
+from capacity.placement.timeline import peak
 
 Claim = tuple[int, int, int]  # start ms, end ms, amount
 
@@ -68,3 +72,52 @@ class Claims(Mapping[str, dict[str, list[Claim]]]):
         """Return the node's claims of the resource, as a list a plan may add to or take from."""
         self._with_claims.add(name)
         return self._group(name).setdefault(resource, [])
+
+
+class WindowUse(Mapping[str, Mapping[str, int]]):
+    """Node name -> resource -> the most its claims hold at once in one window, swept when first asked.
+
+    `held` is node -> resource -> claims, and may hold claims outside the window and of other
+    resources (a batch's ledger hands over all of its own): each node is looked at only when
+    asked, so a request pays for the nodes it considers, not for every node with a claim. The
+    plain sum of a node's claims in the window bounds the peak from above, so `Short` sweeps only
+    the nodes that sum could make short.
+    """
+
+    def __init__(self, held: Mapping[str, Mapping[str, list[tuple[int, int, int]]]], window: Window, wanted):
+        self.window = window
+        self.held = held
+        self.wanted = tuple(wanted)
+        self._swept: dict[str, dict[str, int]] = {}
+
+    def __getitem__(self, node: str) -> dict[str, int]:
+        found = self._swept.get(node)
+        if found is None:
+            if node not in self.held:
+                raise KeyError(node)
+            start, end = self.window.start, self.window.end
+            claims = self.held[node]
+            found = self._swept[node] = {
+                resource: most
+                for resource in self.wanted
+                if resource in claims and (most := peak(claims[resource], start, end))
+            }
+        return found
+
+    def get(self, node: str, default=None):  # type: ignore[override]
+        # Most nodes hold no claim: answered without the KeyError Mapping.get would catch.
+        return self[node] if node in self.held else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.held)
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    def bound(self, node: str, resource: str) -> int:
+        """Return the sum of the node's claims of a resource in the window: at least their peak."""
+        claims = self.held.get(node, {}).get(resource)
+        if not claims:
+            return 0
+        start, end = self.window.start, self.window.end
+        return sum(n for s, e, n in claims if s < end and e > start)

@@ -15,10 +15,11 @@ from itertools import compress
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
 from capacity.placement import PlacementRequest, Ranked, Window
+from capacity.placers.claims import WindowUse
 
 from .claims import CLAIM_ORDER, Claims
 from .commit import member_devices
-from .index import PoolIndex, WindowUse
+from .index import PoolIndex
 from .loader import NodeIndex, PoolRow
 from .sql import key_in
 

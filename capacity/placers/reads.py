@@ -12,9 +12,10 @@ from itertools import compress
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import text_array, window_literal
 from capacity.placement import Window
+from capacity.placers.claims import WindowUse
 
 from .claims import CLAIM_ORDER, Claims
-from .index import PoolIndex, Short, WindowUse
+from .index import PoolIndex, Short
 from .sql import key_in
 
 # The window's bookings of the pool's range of device keys, from the EXCLUDE constraint's GiST
