@@ -114,6 +114,12 @@ def placement(
     transaction.on_commit(record, robust=True)
 
 
+def preemptions(placer: str, taken: int) -> None:
+    """Count spot reservations taken back outside a placement (BookingRepair moving work), at the commit."""
+    if taken:
+        transaction.on_commit(lambda: PREEMPTIONS.labels(placer).inc(taken), robust=True)
+
+
 def batch(size: int) -> None:
     """Observe one pool-lease batch of `size` reservations when it commits."""
     transaction.on_commit(lambda: BATCH_SIZE.labels(POOL_LEASE).observe(size), robust=True)

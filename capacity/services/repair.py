@@ -148,8 +148,10 @@ def repair_reservation(
             (notes if note.startswith("moved") else waiting).append(note)
         conditions = [c for c in reservation.conditions if c.get("type") not in (REPAIRED, REPAIR_PENDING)]
         stamp = now.strftime("%Y-%m-%dT%H:%MZ")
+        # Work moved off a draining node is a drain's, whoever moved it first (the drain, or
+        # BookingRepair as the drain's cordon committed).
+        drained = kind == "drain" or all(why.endswith(" is draining") for _, why in allocations)
         if notes:
-            drained = kind == "drain" or all(why.endswith(" is draining") for _, why in allocations)
             reason = "Drained" if drained else "AtomsUnusable"
             conditions.append(
                 {
@@ -163,7 +165,7 @@ def repair_reservation(
             conditions.append(
                 {"type": REPAIR_PENDING, "status": "True", "reason": "NoFit", "message": "; ".join(waiting)}
             )
-        metrics.repair(kind, moved=len(notes), no_room=len(waiting))
+        metrics.repair("drain" if drained else kind, moved=len(notes), no_room=len(waiting))
         # The commit of a move marks the row placed with no conditions; put ours back.
         Reservation.objects.filter(pk=reservation.pk).update(
             status=Reservation.Status.PLACED, conditions=conditions, updated_at=now
@@ -237,6 +239,8 @@ def _move(
                 pool=pool,
                 now=now,
             )
+    if outcome.status == "placed":
+        metrics.preemptions("repair", len(outcome.preempted))
     if outcome.status != "placed":
         rollback_to(savepoint)
         return f"{why}: kept on {old_node} ({', '.join(old_atoms)}) until room frees: {outcome.reason}"

@@ -249,3 +249,29 @@ def test_counts_of_exited_processes_are_folded_into_the_archive_and_never_lost(t
     subprocess.run([sys.executable, "-c", COUNT_AND_EXIT, "3"], check=True)
     assert fold_dead(tmp_path) == 1
     assert total() == 10
+
+
+def test_moves_off_a_draining_node_count_as_a_drain_not_a_repair(as_operator, lab, tenant):
+    from capacity.services.drain import drain
+
+    before = scrape(as_operator)
+    ask = {k: v for k, v in body(2).items() if k != "duration"}
+    later = services.reserve({**ask, "during": {"start": "2030-01-01T00:00Z", "end": "2030-01-02T00:00Z"}})
+    [allocation] = services.allocations_of(later.reservation)
+    drain(allocation["nodeId"], reason="fan")
+    after = scrape(as_operator)
+    assert delta(before, after, "berth_repairs_total", kind="drain", outcome="moved") == 1
+    assert delta(before, after, "berth_repairs_total", kind="repair", outcome="moved") == 0
+
+
+def test_a_repair_that_takes_spot_work_back_counts_the_preemption(as_operator, lab, tenant, other_tenant):
+    """node-a holds acme's regular 4 GPUs, node-b globex's spot 4: node-a in maintenance preempts them."""
+    regular = services.reserve(body(4)).reservation
+    [allocation] = services.allocations_of(regular)
+    spot = services.reserve(body(4, tenant="globex", priority="spot")).reservation
+    before = scrape(as_operator)
+    nodes.set_maintenance(allocation["nodeId"], True)
+    after = scrape(as_operator)
+    spot.refresh_from_db()
+    assert spot.status == "preempted"
+    assert delta(before, after, "berth_preemptions_total", placer="repair") == 1
