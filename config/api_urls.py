@@ -2,9 +2,10 @@
 
 from django.urls import include, path, re_path
 
-from capacity.api.docs import SchemaView, SwaggerDocsView, api_not_found
+from capacity.api.docs import SchemaView, SwaggerDocsView, api_index, api_not_found
 
 urlpatterns = [
+    path("v1/", api_index, name="api-index"),
     path("v1/", include("capacity.api.urls")),
     path("v1/", include("inventory.api.urls")),
     path("schema/", SchemaView.as_view(), name="api-schema"),

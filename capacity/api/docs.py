@@ -50,6 +50,19 @@ class SwaggerDocsView(SpectacularSwaggerView):
         return static(f"{SWAGGER_UI_DIR}/favicon-32x32.png")
 
 
+def api_index(request) -> JsonResponse:
+    """Answer GET /api/v1/ with where the docs and the schema are, and the main collections."""
+    return JsonResponse(
+        {
+            "docs": request.build_absolute_uri("/api/docs/"),
+            "schema": request.build_absolute_uri("/api/schema/"),
+            "reservations": request.build_absolute_uri("/api/v1/reservations"),
+            "pools": request.build_absolute_uri("/api/v1/pools"),
+            "nodes": request.build_absolute_uri("/api/v1/nodes"),
+        }
+    )
+
+
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Answer an unknown /api/ path as the API answers everything: JSON with a code."""
     return JsonResponse(error_body("NOT_FOUND", f"no API endpoint {request.path}"), status=404)

@@ -123,3 +123,11 @@ def test_the_docs_page_loads_swagger_ui_from_vendored_static_files(anonymous, db
         assert finders.find(path), f"{name} is not vendored"
     assert "cdn.jsdelivr.net" not in html
     assert "/api/schema/" in html
+
+
+def test_the_api_root_points_at_its_docs_and_schema(client):
+    response = client.get("/api/v1/")
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["docs"], data["schema"]) == ("http://testserver/api/docs/", "http://testserver/api/schema/")
+    assert client.get(data["docs"]).status_code == 200
