@@ -4,6 +4,7 @@ from django.urls import path
 
 from . import views
 from .metrics.view import metrics
+from .views.account import api_token
 
 urlpatterns = [
     path("", views.pools, name="pools"),
@@ -20,4 +21,5 @@ urlpatterns = [
     path("reservations/", views.reservations, name="reservations"),
     path("reservations/<int:pk>/", views.reservation_detail, name="reservation-detail"),
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
+    path("accounts/token/", api_token, name="api-token"),
 ]
