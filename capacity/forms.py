@@ -74,6 +74,11 @@ def field_for_message(message: str) -> str | None:
     return None
 
 
+# Times are read and shown as ISO 8601 in UTC, as everywhere else in Berth: a browser's date and
+# datetime-local inputs show the machine's locale (mm/dd/yyyy) instead.
+ISO_DATETIME = {"placeholder": "YYYY-MM-DD HH:MM", "class": "medium", "autocomplete": "off"}
+
+
 class AsciiIntegerField(forms.IntegerField):
     """An integer written in 0-9: int() reads "５" and "١" as 5 and 1, which the API refuses."""
 
@@ -155,10 +160,14 @@ class RequestForm(forms.Form):
         widget=forms.TextInput(attrs={"class": "narrow"}),
     )
     start = forms.DateTimeField(
-        required=False, label="Start (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+        required=False,
+        label="Start (UTC)",
+        widget=forms.DateTimeInput(attrs=ISO_DATETIME, format="%Y-%m-%d %H:%M"),
     )
     end = forms.DateTimeField(
-        required=False, label="End (UTC)", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+        required=False,
+        label="End (UTC)",
+        widget=forms.DateTimeInput(attrs=ISO_DATETIME, format="%Y-%m-%d %H:%M"),
     )
 
     def clean(self) -> dict[str, Any]:
@@ -243,7 +252,7 @@ class RequestForm(forms.Form):
 
 
 def _iso(value) -> str:
-    # datetime-local carries no zone: read it in the current one (UTC), as the label says.
+    # A time typed without a zone is read in the current one (UTC), as the label says.
     if timezone.is_naive(value):
         value = timezone.make_aware(value)
     return value.isoformat()
@@ -280,7 +289,9 @@ class TimelineForm(forms.Form):
     start = forms.DateField(
         required=False,
         label="From",
-        widget=forms.DateInput(attrs={"type": "date"}),
+        widget=forms.DateInput(
+            attrs={"placeholder": "YYYY-MM-DD", "pattern": r"\d{4}-\d{2}-\d{2}", "class": "medium"}
+        ),
         error_messages={"invalid": "must be a date, YYYY-MM-DD"},
     )
 

@@ -268,3 +268,14 @@ def test_the_booking_form_refuses_digits_other_than_0_to_9_as_the_api_does(alice
     html = alice.post("/book/", {**BASE, "count": count}).text
     assert error_next_to(html, "count") == "enter a whole number in the digits 0-9"
     assert not Reservation.objects.exists()
+
+
+def test_times_are_typed_and_shown_in_iso_utc_not_the_browsers_locale(alice, lab):
+    """Date inputs would show mm/dd/yyyy; the form asks for YYYY-MM-DD HH:MM (UTC) as Berth writes times."""
+    html = alice.get("/book/").text
+    assert re.search(r'<input type="text" name="start" [^>]*placeholder="YYYY-MM-DD HH:MM"', html)
+    assert 'type="datetime-local"' not in html and 'type="date"' not in html
+    response = alice.post("/book/", {**BASE, "start": "2030-01-02 08:00", "duration": "2h"})
+    assert response.status_code == 302
+    reservation = Reservation.objects.get()
+    assert reservation.starts_at.isoformat() == "2030-01-02T08:00:00+00:00"

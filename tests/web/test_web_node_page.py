@@ -286,3 +286,16 @@ def test_the_history_shows_twenty_rows_and_pages_to_older_ones(op, lab):
 def test_tenants_see_no_history(alice, lab):
     assert 'id="node-history"' not in alice.get("/nodes/node-a/").text
     assert alice.get("/nodes/node-a/history/").status_code == 403
+
+
+def test_the_panel_says_what_blocks_new_placements_a_cordon_and_maintenance_included(op, lab):
+    """A cordoned node read 'NoSchedule reasons: none' beside its Cordoned badge."""
+
+    def blocks():
+        html = op.get("/nodes/node-a/").text
+        return re.sub(r"<[^>]+>", "", re.search(r'id="no-schedule">(.*?)</p>', html, re.S).group(1)).split()
+
+    assert blocks() == ["Blocks", "new", "placements:", "nothing"]
+    op.post("/nodes/node-a/actions/cordon/")
+    op.post("/nodes/node-a/actions/maintenance-on/")
+    assert blocks() == ["Blocks", "new", "placements:", "cordoned,", "maintenance"]
