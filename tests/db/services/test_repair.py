@@ -40,7 +40,7 @@ def test_a_future_booking_on_a_gpu_reported_unhealthy_moves_to_healthy_gpus_on_t
     assert "GPU-node-a-1" not in gpu_ids and len(gpu_ids) == 2
     [condition] = reservation.conditions
     assert (condition["type"], condition["reason"]) == ("Repaired", "AtomsUnusable")
-    assert "moved from node-a (GPU-node-a-0, GPU-node-a-1) to node-a (" in condition["message"]
+    assert "moved from node-a (GPU 0, 1) to node-a (GPU " in condition["message"]
     assert condition["message"].endswith("GPU-node-a-1 unhealthy")
     assert held("gpu", at=NOW + timedelta(hours=tomorrow + 6)) == 2
     assert audit() == []
@@ -112,3 +112,17 @@ def test_a_lease_is_moved_only_when_its_node_fails_not_for_one_gpu(tenant, make_
     [(second, _)] = atoms_of(reservation)
     assert second != first
     assert audit() == []
+
+
+def test_moved_atoms_read_as_gpu_indexes_and_ranges_not_uuids(tenant, make_node):
+    """node-a: 8 GPUs, GPU0 split into two MIG slices."""
+    from capacity.services.repair import atoms_text
+    from inventory.models import Device
+
+    node = make_node("node-a", gpus=8)
+    gpu0 = Device.objects.get(node=node, index=0)
+    for i in range(2):
+        Device.objects.create(node=node, uuid=f"MIG-{i}", device_class="mig-3g.40gb", parent=gpu0, index=i)
+    assert atoms_text("node-a", [f"GPU-node-a-{i}" for i in (4, 1, 2, 3, 6)]) == "GPU 1–4, 6"
+    assert atoms_text("node-a", ["GPU-node-a-7", "MIG-1", "MIG-0"]) == "GPU 7; MIG 0/0, 0/1"
+    assert atoms_text("node-b", ["GPU-node-a-7"]) == "nothing"
