@@ -5,6 +5,7 @@ from django.urls import path
 from . import views
 from .metrics.view import metrics
 from .views.account import api_token
+from .views.reservations import rebook
 
 urlpatterns = [
     path("", views.pools, name="pools"),
@@ -21,5 +22,6 @@ urlpatterns = [
     path("reservations/", views.reservations, name="reservations"),
     path("reservations/<int:pk>/", views.reservation_detail, name="reservation-detail"),
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
+    path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("accounts/token/", api_token, name="api-token"),
 ]

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from capacity import services
 from capacity.access import scope_for
@@ -22,6 +22,7 @@ from capacity.placement import (
 )
 from capacity.placement.reasons import format_groups
 from capacity.services.history import condition_history
+from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from config.web import login_required, page, safe_next, wants_partial
 
@@ -241,3 +242,28 @@ def release(request: HttpRequest, pk: int) -> HttpResponse:
         },
         partial="reservation-row",
     )
+
+
+@require_POST
+@login_required
+def rebook(request: HttpRequest, pk: int) -> HttpResponse:
+    """Book a pending reservation's request at the earliest window that fits; show the new one."""
+    reservation = _reservation_or_404(request, pk)
+    try:
+        done = rebook_earliest(
+            reservation, scope=scope_for(request.user), identity=request.user.get_username()
+        )
+    except CapacityError as err:
+        done = Rebooked(None, err.message)
+    if done.result is not None:
+        return redirect("reservation-detail", pk=done.result.reservation.pk)
+    scope = scope_for(request.user)
+    context = {
+        "nav": "reservations",
+        "row": reservation_rows([reservation], scope)[0],
+        "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
+        "conditions": services.redacted_conditions(reservation.conditions, scope),
+        "history": condition_history(reservation, scope),
+        "rebook_refused": services.redact(done.reason, scope),
+    }
+    return page(request, "capacity/reservation_detail.html", context, status=409)

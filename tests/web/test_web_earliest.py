@@ -94,3 +94,32 @@ def test_the_preview_says_when_nothing_fits_within_the_fourteen_days_it_searched
     assert said.startswith("Earliest start: no start fits before ")
     assert said.endswith(" (horizon 14d)")
     assert "Book that window" not in html
+
+
+def test_a_pending_reservation_offers_to_book_the_window_its_hint_names(alice, lab, book):
+    """Both nodes are full for 6 and 9 hours; a 2-hour booking of 4 GPUs now waits. Its page books the
+    same request at the earliest window that fits (when the 6-hour booking ends), once."""
+    book("acme", gpus=4, duration="6h")
+    book("acme", gpus=4, duration="9h")
+    waiting = book("acme", gpus=4, duration="2h")
+    assert waiting.status == "pending" and waiting.conditions[0]["hint"].startswith("fits from ")
+    page = alice.get(f"/reservations/{waiting.pk}/").text
+    assert 'id="rebook"' in page and "Book that window" in page
+
+    response = alice.post(f"/reservations/{waiting.pk}/rebook/")
+    made = Reservation.objects.order_by("-pk").first()
+    assert response.status_code == 302 and response["Location"] == f"/reservations/{made.pk}/"
+    first_end = Reservation.objects.filter(status="placed").order_by("ends_at").first().ends_at
+    assert (made.status, made.starts_at, made.ends_at - made.starts_at) == (
+        "placed",
+        first_end,
+        waiting.ends_at - waiting.starts_at,
+    )
+    assert alice.post(f"/reservations/{waiting.pk}/rebook/")["Location"] == f"/reservations/{made.pk}/"
+    assert Reservation.objects.count() == 4  # pressing twice books once
+    waiting.refresh_from_db()
+    assert waiting.status == "pending"  # left as it is: the tenant releases it or lets it wait
+    # A placed reservation offers no such button, and refuses the post.
+    assert 'id="rebook"' not in alice.get(f"/reservations/{made.pk}/").text
+    refused = alice.post(f"/reservations/{made.pk}/rebook/")
+    assert refused.status_code == 409 and "only a pending reservation is booked again" in refused.text
