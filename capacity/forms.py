@@ -309,9 +309,11 @@ class TimelineForm(forms.Form):
 class DrainForm(forms.Form):
     """Drain a node from its page: why (optional, shown to operators while the node drains)."""
 
+    # No max_length (and so no maxlength attribute a browser would cut a paste at, silently): the
+    # drain refuses a reason past 200 characters and the form shows why, next to the field.
     reason = forms.CharField(
         required=False,
-        max_length=200,
+        strip=False,
         label="Reason",
         widget=forms.TextInput(attrs={"placeholder": "optional, e.g. fan replacement", "size": 28}),
     )

@@ -6,7 +6,6 @@ from django import forms
 
 from . import services
 from .errors import InventoryError
-from .history import REASON_MAX
 from .models import Node, NodeTaint, Tenant
 
 
@@ -16,7 +15,8 @@ def reason_field() -> forms.CharField:
         required=False,
         label="Reason",
         strip=False,
-        widget=forms.TextInput(attrs={"maxlength": REASON_MAX, "placeholder": "optional", "size": 18}),
+        # No maxlength: a browser cuts a longer paste silently; the service refuses it and says why.
+        widget=forms.TextInput(attrs={"placeholder": "optional", "size": 18}),
     )
 
 

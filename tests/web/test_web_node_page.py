@@ -299,3 +299,12 @@ def test_the_panel_says_what_blocks_new_placements_a_cordon_and_maintenance_incl
     op.post("/nodes/node-a/actions/cordon/")
     op.post("/nodes/node-a/actions/maintenance-on/")
     assert blocks() == ["Blocks", "new", "placements:", "cordoned,", "maintenance"]
+
+
+def test_a_reason_past_200_characters_is_refused_with_its_message_not_cut_by_the_browser(op, lab):
+    html = op.get("/nodes/node-a/").text
+    reason_input = re.search(r'<input type="text" name="reason"[^>]*>', html).group(0)
+    assert "maxlength" not in reason_input
+    refused = op.post("/nodes/node-a/actions/cordon/", {"reason": "x" * 10_000}, **HX).text
+    assert "reason must be text of at most 200 characters" in refused
+    assert not Node.objects.get(name="node-a").cordoned

@@ -120,3 +120,15 @@ def test_a_release_answers_htmx_with_the_row(op, lab, book):
     assert response.text.lstrip().startswith(f'<tr id="reservation-{reservation.pk}"')
     assert "released" in response.text
     assert_varies(response)
+
+
+def test_a_cordon_from_the_pool_page_takes_a_reason_into_the_nodes_history(op, lab):
+    html = op.get("/pools/lab-pool/").text
+    assert re.search(
+        r'<input type="text" name="reason" class="row-reason"[^>]*aria-label="Why cordon node-a', html
+    )
+    op.post("/nodes/node-a/row/cordon/", {"reason": "PSU swap"}, **HX)
+    from inventory.node_history import entries, node_history
+
+    [cordon] = [e for e in entries(node_history(Node.objects.get(name="node-a"))) if e.action == "cordon"]
+    assert cordon.reason == "PSU swap"
