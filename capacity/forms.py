@@ -41,8 +41,20 @@ FIELD_OF_MESSAGE = (
 )
 
 
+def _selector_term(found: re.Match) -> str:
+    """Return devices[0].selector[1].key as the form says it: "the key of the selector's 2nd expression"."""
+    n = int(found[1]) + 1
+    nth = {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+    return f"the {found[2]} of the selector's {nth} expression"
+
+
 # The API's paths in a service message, as the form names those fields.
 FORM_TERMS = (
+    (
+        re.compile(r"^during must be a non-empty window: during\.end must be after during\.start"),
+        "the end must be after the start",
+    ),
+    (re.compile(r"\bdevices\[0\]\.selector\[(\d+)\]\.(\w+)\b"), _selector_term),
     (re.compile(r"\bdevices\[0\]\.count\b"), "the GPU count"),
     (re.compile(r"\bdevices\[0\]\.class\b"), "the class"),
     (re.compile(r"\bdevices\[0\]\.selector\b"), "the selector"),

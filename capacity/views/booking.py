@@ -40,6 +40,21 @@ from .reservations import reservation_rows
 
 # The form field each never-fits limit is about ("request": above the form).
 NEVER_FIELDS = {"class": "device_class", "selector": "selector", "count": "count", "quota": "count"}
+
+
+def never_field(field: str, message: str) -> str | None:
+    """Return the form field a never-fits answer belongs next to (None: above the form).
+
+    A request no node could take even empty names the scalar that is short: vCPU or memory.
+    """
+    if field == "request":
+        if re.search(r"\bvcpu\b", message):
+            return "vcpu"
+        if "memoryGiB" in message:
+            return "memory"
+    return NEVER_FIELDS.get(field)
+
+
 # How long the booking form holds its answer for the pool-lease placer's batch.
 BOOKING_WAIT_MS = 2_000
 
@@ -254,7 +269,7 @@ def _book(request: HttpRequest, form: BookForm) -> services.ReserveResult | None
     try:
         never = never_fits_input(data, scope=scope)
         if never is not None:
-            form.add_error(NEVER_FIELDS.get(never.field), never.message)
+            form.add_error(never_field(never.field, never.message), never.message)
             return None
         return services.reserve(data, scope=scope, admission=admission)
     except CapacityError as err:

@@ -279,3 +279,26 @@ def test_times_are_typed_and_shown_in_iso_utc_not_the_browsers_locale(alice, lab
     assert response.status_code == 302
     reservation = Reservation.objects.get()
     assert reservation.starts_at.isoformat() == "2030-01-02T08:00:00+00:00"
+
+
+def test_form_errors_use_the_forms_words_and_sit_next_to_their_field(alice, three_hosts_with_scalars):
+    """Not the API's paths ("during must be a non-empty window", "selector[0].key")."""
+    backwards = alice.post(
+        "/book/", {**BASE, "start": "2030-01-02 08:00", "end": "2030-01-02 07:00", "duration": ""}
+    )
+    assert error_next_to(backwards.text, "end") == "the end must be after the start"
+    from capacity.forms import in_form_terms
+
+    # Selectors come to the form as shorthand; the API's expression paths read as the form's words.
+    assert in_form_terms("devices[0].selector[1].key must start with a letter") == (
+        "the key of the selector's 2nd expression must start with a letter"
+    )
+    from inventory.models import Node, NodeLabel
+
+    for node in Node.objects.all():  # nodes that offer their scalar resources to bookings
+        NodeLabel.objects.create(node=node, key="bc.dev/cap.devices.limits", value="true", source="system")
+    too_many_vcpus = alice.post("/book/", {**BASE, "vcpu": "100000"}).text
+    assert error_next_to(too_many_vcpus, "vcpu").startswith(
+        "no node in lab-pool could take it even with nothing booked"
+    )
+    assert not Reservation.objects.exists()
