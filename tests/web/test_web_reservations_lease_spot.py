@@ -126,3 +126,4 @@ def test_spot_work_a_regular_booking_took_back_reads_preempted_to_its_tenant(ali
     page = bob.get(f"/reservations/{victim.pk}/").text
     assert "<dt>Preempted</dt>" in page and "by regular work of another tenant" in page
     assert f"reservation {regular.pk}" not in page and f"#{regular.pk}" not in page
+    assert "Was on <a" in page and "<p>On <a" not in page  # where it ran, not where it runs
