@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db import InterfaceError, OperationalError, connection
 
-from capacity.db.channels import QUEUED_CHANNEL
+from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
 from inventory.models import Pool
@@ -112,7 +112,8 @@ def _serve(
     """Run rounds on one connection until `stop` is set and a round finds the queue empty;
     `connected()` after each round that went through.
 
-    A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel); the
+    A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel), and so
+    does a request that left bookings on unusable atoms to it (the repair channel: a round now); the
     housekeeping runs every `interval` seconds (never when None). Several workers may serve one
     database: each pool has one placer at a time, and a worker that found a pool held looks again
     within BUSY_POLL seconds, so the pools of a worker that died are taken over at once. After a
@@ -121,12 +122,12 @@ def _serve(
     requests arriving one by one while it is busy go in fewer, larger batches (each reads its
     ledger and commits once, whatever its size); an idle worker places at once.
     """
-    with Listener(QUEUED_CHANNEL) as queued:
+    with Listener(QUEUED_CHANNEL, REPAIR_CHANNEL) as woken:
         next_round = 0.0 if interval is not None else float("inf")
         while True:
             housekeeping = time.monotonic() >= next_round
             if housekeeping:
-                next_round = time.monotonic() + interval
+                next_round = time.monotonic() + interval if interval is not None else float("inf")
             done = run_round(config, housekeeping=housekeeping)
             connected()
             if report is not None:
@@ -141,4 +142,6 @@ def _serve(
             timeout = max(next_round - time.monotonic(), 0.0)
             if done.batch is not None and queued_pools():
                 timeout = min(timeout, BUSY_POLL)  # another placer holds a pool, or held it and died
-            queued.wait(min(timeout, STOP_POLL) if stop is not None else min(timeout, MAX_IDLE))
+            channel = woken.wait(min(timeout, STOP_POLL) if stop is not None else min(timeout, MAX_IDLE))
+            if channel == REPAIR_CHANNEL:
+                next_round = 0.0  # a request left bookings on unusable atoms to the worker: now

@@ -37,12 +37,13 @@ class Listener:
     and hands them to the next wait, so none is lost between two waits.
     """
 
-    def __init__(self, channel: str):
-        self.channel = channel
+    def __init__(self, *channels: str):
+        self.channels = channels
 
     def __enter__(self) -> Listener:
         with connection.cursor() as cur:
-            cur.execute(f"LISTEN {self.channel}")
+            for channel in self.channels:
+                cur.execute(f"LISTEN {channel}")
         return self
 
     def __exit__(self, kind, *exc) -> None:
@@ -50,16 +51,17 @@ class Listener:
             return
         try:
             with connection.cursor() as cur:
-                cur.execute(f"UNLISTEN {self.channel}")
+                for channel in self.channels:
+                    cur.execute(f"UNLISTEN {channel}")
         except DatabaseError:
             if kind is None:
                 raise  # else the error that ended the block is the one to report
 
-    def wait(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for a notification on the channel; return whether one came."""
+    def wait(self, timeout: float) -> str | None:
+        """Wait up to `timeout` seconds for a notification on the channels; return its channel, or None."""
         # Through Django's error wrapper: a lost connection raises Django's OperationalError here too.
         with connection.wrap_database_errors:
             for note in connection.connection.notifies(timeout=max(timeout, 0.0)):
-                if note.channel == self.channel:
-                    return True
-        return False
+                if note.channel in self.channels:
+                    return note.channel
+        return None

@@ -29,6 +29,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.conf import placer_config
+from capacity.db.channels import REPAIR_CHANNEL
 from capacity.db.retry import retry_on_conflict
 from capacity.metrics import events as metrics
 from capacity.models import Allocation, Reservation
@@ -82,6 +83,7 @@ class RepairResult:
 
     repaired: list[int] = dataclasses.field(default_factory=list)
     waiting: list[int] = dataclasses.field(default_factory=list)
+    left: int = 0  # left to the worker (a request's bound)
 
 
 def broken(pool_ids: Iterable[int], now: datetime) -> dict[int, list[tuple[int, str]]]:
@@ -96,15 +98,34 @@ def broken(pool_ids: Iterable[int], now: datetime) -> dict[int, list[tuple[int, 
 
 
 def repair_pools(
-    pool_ids: Iterable[int], *, now: datetime | None = None, config: PlacerConfig | None = None
+    pool_ids: Iterable[int],
+    *,
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+    limit: int | None = None,
 ) -> RepairResult:
-    """Repair every reservation in these pools that holds unusable atoms, each in its own transaction."""
+    """Repair every reservation in these pools that holds unusable atoms, each in its own transaction.
+
+    With `limit` (a request that made atoms unusable) at most that many are repaired here; the rest
+    are left to the worker, which a notification wakes at once (`left` says how many).
+    """
     now = now or timezone.now()
     result = RepairResult()
-    for reservation_pk, allocations in broken(pool_ids, now).items():
+    found = list(broken(pool_ids, now).items())
+    for reservation_pk, allocations in found[:limit]:
         moved = repair_reservation(reservation_pk, allocations, now=now, config=config)
         (result.repaired if moved else result.waiting).append(reservation_pk)
+    result.left = len(found) - len(result.repaired) - len(result.waiting)
+    if result.left:
+        wake_worker(pool_ids)
     return result
+
+
+def wake_worker(pool_ids: Iterable[int]) -> None:
+    """Ask run_placer to repair these pools now (it also does every housekeeping round)."""
+    with connection.cursor() as cur:
+        for pk in sorted(set(pool_ids)):
+            cur.execute("SELECT pg_notify(%s, %s)", [REPAIR_CHANNEL, str(pk)])
 
 
 @retry_on_conflict

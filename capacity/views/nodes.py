@@ -322,7 +322,7 @@ def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
         )
     # Without JavaScript a refused action shows the whole page, the error next to its field.
     context = {**_node_page_context(request, node, bound), "action_errors": errors}
-    if moves is not None and (moves.moved or moves.waiting):
+    if moves is not None and (moves.moved or moves.waiting or moves.left):
         context["moves"] = moves
     return page(request, "capacity/node_detail.html", context, partial="node-page")
 

@@ -327,3 +327,16 @@ def test_maintenance_answers_the_whole_page_and_says_what_it_moved_as_a_drain_do
     # Ending maintenance moves nothing back: no summary, and the header reads the node's state again.
     again = op.post("/nodes/node-a/actions/maintenance-off/", **HX).text
     assert 'id="moves-result"' not in again and "Start maintenance" in again
+
+
+def test_a_drain_past_the_requests_bound_leaves_the_rest_to_the_worker_and_says_so(op, two_hosts, monkeypatch):
+    """node-a: two bookings tomorrow; with the request's bound at one, the drain moves one itself."""
+    import capacity.services.drain as draining
+
+    later = [reserve(gpus=2, start_in=timedelta(days=1)) for _ in range(2)]
+    assert all(nodes_of(r) == {"node-a"} for r in later)
+    monkeypatch.setattr(draining, "REQUEST_MOVE_LIMIT", 1)
+    page = op.post("/nodes/node-a/actions/drain/", {"drain-reason": "rack move"}, **HX).text
+    result = re.search(r'<div class="drain-result" id="drain-result".*?</div>', page, re.S).group(0)
+    assert "1 more reservation is being moved by the worker (<code>run_placer</code>)" in result
+    assert sorted(len(nodes_of(r) & {"node-b"}) for r in later) == [0, 1]
