@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db.models import prefetch_related_objects
+from django.db.models import Count, Q, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
@@ -31,7 +31,7 @@ from .common import (
     visible_node,
 )
 from .node_history import history_page
-from .rows import badges, node_rows
+from .rows import Badge, badges, node_rows
 
 # --- one node ----------------------------------------------------------------------------------------
 
@@ -183,6 +183,21 @@ def affected_text(running: int, later: int) -> str:
     return f"{' and '.join(parts)} {noun} {verb} on this node"
 
 
+def _unusable_badge(node: Node) -> list[Badge]:
+    """Return a badge when every device of the node is unhealthy or unbookable (else none).
+
+    Its state may still read schedulable (nothing stops a placement there), yet nothing can be booked.
+    """
+    found = node.devices.aggregate(
+        total=Count("pk"), usable=Count("pk", filter=Q(healthy=True, bookable=True))
+    )
+    if found["total"] and not found["usable"]:
+        return [
+            Badge(f"✕ 0 of {found['total']} devices usable", "bad", "every device is unhealthy or unbookable")
+        ]
+    return []
+
+
 def button_form(bound: dict[str, ActionForm] | None) -> ActionForm:
     """Return the form whose reason the cordon and maintenance buttons share (a refused one kept)."""
     return next((f for f in (bound or {}).values() if isinstance(f, ButtonForm)), CordonForm())
@@ -225,7 +240,7 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         "drain_form": DrainForm(prefix="drain"),
         "state_changes": state_changes,
         "button_form": button_form(bound),
-        "badges": badges(node, node.pool, scope),
+        "badges": [*badges(node, node.pool, scope), *_unusable_badge(node)],
         "labels": list(node.labels.all()),
         "taints": taints,
         "conditions": list(node.conditions.all()),

@@ -308,3 +308,16 @@ def test_a_reason_past_200_characters_is_refused_with_its_message_not_cut_by_the
     refused = op.post("/nodes/node-a/actions/cordon/", {"reason": "x" * 10_000}, **HX).text
     assert "reason must be text of at most 200 characters" in refused
     assert not Node.objects.get(name="node-a").cordoned
+
+
+def test_a_node_whose_devices_are_all_unusable_says_so_beside_its_state(op, lab):
+    """Nothing stops a placement on it, so it reads schedulable; nothing can be booked there either."""
+    assert "devices usable" not in op.get("/nodes/node-a/").text
+    for device in Device.objects.filter(node__name="node-a"):  # saved one by one: rollups follow
+        device.healthy = False
+        device.save(update_fields=["healthy"])
+    html = op.get("/nodes/node-a/").text
+    assert re.search(
+        r'<span class="badge bad" title="every device is unhealthy or unbookable">✕ 0 of \d+ devices usable</span>',
+        html,
+    )
