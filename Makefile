@@ -50,7 +50,7 @@ run: seed static
 	@echo "Berth on http://$(HOST):$(PORT)/  (users: operator, acme, globex; password berth-demo)"
 	@trap 'kill $$worker $$server 2>/dev/null; wait' EXIT INT TERM; \
 	$(PROD_ENV) $(PY) manage.py run_placer & worker=$$!; \
-	$(PROD_ENV) $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WEB_WORKERS) \
+	$(PROD_ENV) $(VENV)/bin/gunicorn config.wsgi --config config/gunicorn.conf.py --bind $(HOST):$(PORT) --workers $(WEB_WORKERS) \
 	  --threads $(WEB_THREADS) --access-logfile - --no-control-socket & server=$$!; \
 	wait $$server
 

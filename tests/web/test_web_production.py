@@ -111,7 +111,9 @@ def gunicorn(tmp_path):
     collected = manage("collectstatic", "--no-input", "--verbosity", "0", **values)
     assert collected.returncode == 0, collected.stderr
     port = free_port()
-    gunicorn = [ROOT / ".venv/bin/gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
+    gunicorn = [
+        ROOT / ".venv/bin/gunicorn", "config.wsgi", "--config", "config/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"
+    ]  # fmt: skip
     server = subprocess.Popen(
         [*gunicorn, "--workers", "1", "--threads", "2", "--no-control-socket"],
         cwd=ROOT,
@@ -135,8 +137,10 @@ def gunicorn(tmp_path):
 
 
 def test_gunicorn_serves_hashed_static_files_and_berths_own_not_found_page(gunicorn):
-    status, _, login = fetch(f"{gunicorn}/accounts/login/")
+    status, headers, login = fetch(f"{gunicorn}/accounts/login/")
     assert status == 200
+    assert headers["Server"] == "Berth"  # not gunicorn's name
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
     css = re.search(r'href="(/static/berth\.[0-9a-f]{12}\.css)"', login).group(1)
     status, headers, body = fetch(gunicorn + css)
     assert status == 200 and ".topbar" in body
