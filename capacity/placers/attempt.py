@@ -16,8 +16,8 @@ from django.db import connection
 
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 
-from .commit import ArchivedMeanwhile, Committed, LostRace, Owner
-from .loader import NodeIndex
+from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
+from .loader import NodeIndex, PoolRow
 from .preempt import Preemption, take_back, with_preempted
 from .types import Outcome, PlacerConfig
 
@@ -81,6 +81,36 @@ def attempt(
         victims = preemption.victims if preemption is not None else ()
         return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
     return gave_up(config, lost)
+
+
+def commit_members(
+    request: PlacementRequest,
+    members: Sequence[Ranked],
+    pool: PoolRow,
+    index: NodeIndex,
+    owner: Owner,
+    now: datetime | None,
+    savepoint: str | None,
+    extra: Callable[[Ranked], dict] | None = None,
+) -> list[Committed]:
+    """Commit each member of a plan in turn; the first sets the savepoint, the last marks the owner placed.
+
+    `extra(member)` gives a member's own commit arguments (a lease's devices and scalar room).
+    """
+    return [
+        commit_member(
+            request,
+            m,
+            pool,
+            index,
+            owner,
+            last=i == len(members) - 1,
+            now=now,
+            savepoint=savepoint if i == 0 else None,
+            **(extra(m) if extra is not None else {}),
+        )
+        for i, m in enumerate(members)
+    ]
 
 
 def gave_up(config: PlacerConfig, lost: list[str]) -> Outcome:

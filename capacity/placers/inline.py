@@ -7,8 +7,8 @@ from datetime import datetime
 
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
 
-from .attempt import Way, attempt
-from .commit import Committed, Owner, commit_member
+from .attempt import Way, attempt, commit_members
+from .commit import Committed, Owner
 from .loader import NodeIndex, PoolRow, load_pool
 from .planning import Planner, plan_request
 from .preempt import find_preemption
@@ -53,19 +53,7 @@ def place(
         req: PlacementRequest, members: Sequence[Ranked], index: NodeIndex, savepoint: str | None
     ) -> list[Committed]:
         # The commit locks the pool row first (only now, for the commit), then the node.
-        return [
-            commit_member(
-                req,
-                m,
-                pool,
-                index,
-                owner,
-                last=i == len(members) - 1,
-                now=now,
-                savepoint=savepoint if i == 0 else None,
-            )
-            for i, m in enumerate(members)
-        ]
+        return commit_members(req, members, pool, index, owner, now, savepoint)
 
     way = Way(
         savepoint="capacity_place",

@@ -17,8 +17,8 @@ from capacity.db.literals import to_datetime, window_range
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked, Window
 from capacity.placement.lease import Busy, lease_demand, plan_lease, scalar_room, top_level
 
-from .attempt import Way, attempt
-from .commit import Committed, Owner, commit_member
+from .attempt import Way, attempt, commit_members
+from .commit import Committed, Owner
 from .index import PoolIndex, pool_index
 from .loader import NodeIndex, PoolRow
 from .preempt import find_lease_preemption
@@ -105,25 +105,14 @@ def place_lease(
     def commit(
         req: PlacementRequest, members: Sequence[Ranked], index: NodeIndex, savepoint: str | None
     ) -> list[Committed]:
-        committed = []
-        for i, member in enumerate(members):
-            view = static.by_name[member.node_id]
-            usable = set(member.atoms[0])
-            committed.append(
-                commit_member(
-                    req,
-                    member,
-                    pool,
-                    index,
-                    owner,
-                    last=i == len(members) - 1,
-                    now=now,
-                    savepoint=savepoint if i == 0 else None,
-                    also_book=tuple(d for d in top_level(view) if d not in usable),
-                    lease_claims=scalar_room(view),
-                )
-            )
-        return committed
+        def whole(member: Ranked) -> dict:
+            view, usable = static.by_name[member.node_id], set(member.atoms[0])
+            return {
+                "also_book": tuple(d for d in top_level(view) if d not in usable),
+                "lease_claims": scalar_room(view),
+            }
+
+        return commit_members(req, members, pool, index, owner, now, savepoint, extra=whole)
 
     way = Way(
         savepoint="capacity_lease",

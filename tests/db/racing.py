@@ -26,3 +26,22 @@ def run_threads(count, target):
         t.join(120)
     assert not any(t.is_alive() for t in threads)
     return errors
+
+
+def lock_waiter(*fragments: str, timeout: float = 20.0) -> int:
+    """Return the pid of another backend waiting on a lock in a statement holding one of `fragments`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cur:
+            cur.execute(
+                """SELECT pid, query FROM pg_stat_activity
+                    WHERE wait_event_type = 'Lock' AND datname = current_database()
+                      AND pid <> pg_backend_pid()"""
+            )
+            for pid, query in cur.fetchall():
+                if any(f in query for f in fragments):
+                    return pid
+        time.sleep(0.02)
+    raise AssertionError(f"no backend waited on a lock in a statement with {fragments!r}")

@@ -10,7 +10,6 @@ clean; the next batch places all four.
 """
 
 import threading
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -25,6 +24,7 @@ from capacity.placers.batch import place_batch, place_queued
 from inventory.models import Device, Node
 
 from booking import config, from_real_now
+from racing import lock_waiter
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,26 +39,13 @@ def ask_one(start):
     }
 
 
-def waiting_batch_pid(timeout=20.0):
+def waiting_batch_pid():
     """Return the pid of the backend whose booking insert waits on a lock, once there is one.
 
-    It must be waiting in the commit statements (the device bookings), not before them.
+    It must be waiting in the commit statements (the device bookings), not before them; the
+    batch's write statement books the devices, and its text is cut before it names them.
     """
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection.cursor() as cur:
-            cur.execute(
-                """SELECT pid, query FROM pg_stat_activity
-                    WHERE wait_event_type = 'Lock' AND datname = current_database()
-                      AND pid <> pg_backend_pid()"""
-            )
-            row = cur.fetchone()
-        if row:
-            # The batch's write statement books the devices; its text is cut before it names them.
-            assert "capacity_devicebooking" in row[1] or "WITH plans AS MATERIALIZED" in row[1], row[1]
-            return row[0]
-        time.sleep(0.02)
-    raise AssertionError("the batch never waited on the blocker")
+    return lock_waiter("capacity_devicebooking", "WITH plans AS MATERIALIZED")
 
 
 def test_a_batch_whose_backend_is_killed_mid_commit_leaves_nothing_partial(pool, make_node):

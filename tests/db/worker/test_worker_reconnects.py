@@ -24,6 +24,7 @@ from capacity.worker import serve
 from inventory.models import Device, Node, Pool
 
 from booking import config, from_real_now
+from racing import lock_waiter
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,23 +38,6 @@ def ask(start, gpus=1):
         "devices": [{"class": "gpu", "count": gpus}],
         "during": {"start": start, "end": start + 4 * HOUR},
     }
-
-
-def lock_waiter(fragment, timeout=20.0):
-    """Return the pid of the backend waiting on a lock in a statement that contains `fragment`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection.cursor() as cur:
-            cur.execute(
-                """SELECT pid, query FROM pg_stat_activity
-                    WHERE wait_event_type = 'Lock' AND datname = current_database()
-                      AND pid <> pg_backend_pid()"""
-            )
-            for pid, query in cur.fetchall():
-                if fragment in query:
-                    return pid
-        time.sleep(0.02)
-    raise AssertionError(f"no backend waited in a statement with {fragment!r}")
 
 
 def hold_gpu3(start):
