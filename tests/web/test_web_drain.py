@@ -329,7 +329,9 @@ def test_maintenance_answers_the_whole_page_and_says_what_it_moved_as_a_drain_do
     assert 'id="moves-result"' not in again and "Start maintenance" in again
 
 
-def test_a_drain_past_the_requests_bound_leaves_the_rest_to_the_worker_and_says_so(op, two_hosts, monkeypatch):
+def test_a_drain_past_the_requests_bound_leaves_the_rest_to_the_worker_and_says_so(
+    op, two_hosts, monkeypatch
+):
     """node-a: two bookings tomorrow; with the request's bound at one, the drain moves one itself."""
     import capacity.services.drain as draining
 
