@@ -9,11 +9,20 @@ from __future__ import annotations
 from .services import EVERYONE, Scope
 
 OPERATORS_GROUP = "operators"
+# A node's own credential acts as the user "node.<node name>" (services.tokens.issue_node_token):
+# such a user may report for its node and read its assignments, nothing else.
+NODE_USER_PREFIX = "node."
+
+
+def node_of(user) -> str | None:
+    """Return the node a node credential's user stands for, or None for people."""
+    name = user.get_username() if user is not None and user.is_authenticated else ""
+    return name.removeprefix(NODE_USER_PREFIX) if name.startswith(NODE_USER_PREFIX) else None
 
 
 def is_operator(user) -> bool:
     """Return whether the user runs the fleet: staff, or a member of the "operators" group."""
-    if not user or not user.is_authenticated:
+    if not user or not user.is_authenticated or node_of(user) is not None:
         return False
     if user.is_staff:
         return True

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from capacity import services
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
-from config.api.auth import IsOperator
+from config.api.auth import IsOperator, IsOperatorOrTheNode
 from config.api.base import BerthAPIView
 from config.api.parsers import PlainTextParser, StrictJSONParser
 from config.api.schema import errors
@@ -336,6 +336,10 @@ class LabelView(OperatorView):
 
 
 class ReportView(OperatorView):
+    # The node's own credential reports for its node (its agent); operators for any node.
+    permission_classes = [IsAuthenticated, IsOperatorOrTheNode]
+    for_nodes = True
+
     @action_schema(
         "nodes_report",
         "Apply a node report: devices, system labels and topology, each section the whole truth",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import drain, earliest, history, nodes, tokens, views
+from . import agents, drain, earliest, history, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -32,4 +32,6 @@ urlpatterns = [
     path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
     path("nodes/<str:name>/report", nodes.ReportView.as_view(), name="api-node-report"),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
+    path("nodes/<str:name>/assignments", agents.AssignmentsView.as_view(), name="api-node-assignments"),
+    path("nodes/<str:name>/token", agents.NodeTokenView.as_view(), name="api-node-token"),
 ]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from capacity.access import NODE_USER_PREFIX
 from capacity.models.tokens import TokenLifetime, token_expiry, token_revoked_at
+from capacity.placement import NOT_FOUND, CapacityError
+from inventory.models import Node
 
 
 def issue_token(user: AbstractBaseUser, days: int | None = None, now: datetime | None = None) -> Token:
@@ -21,6 +25,21 @@ def issue_token(user: AbstractBaseUser, days: int | None = None, now: datetime |
         if days is not None:
             TokenLifetime.objects.create(token=token, expires_at=now + timedelta(days=days))
     return token
+
+
+def issue_node_token(node_name: str, days: int | None = None, now: datetime | None = None) -> Token:
+    """Give a node its own credential (replacing any old one): a token for the user "node.<name>".
+
+    That user has no password (it never signs in to a page) and may only report for its node and
+    read its assignments (config.api.base). Raise NOT_FOUND for an unknown node.
+    """
+    if not Node.objects.filter(name=node_name).exists():
+        raise CapacityError(NOT_FOUND, f"no node {node_name}")
+    username = f"{NODE_USER_PREFIX}{node_name}"
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        user = get_user_model().objects.create_user(username=username)  # no password: unusable
+    return issue_token(user, days=days, now=now)
 
 
 def revoke_token(token: Token, by: str, now: datetime | None = None) -> datetime:

@@ -9,8 +9,17 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
-from capacity.access import is_operator
+from capacity.access import is_operator, node_of
 from capacity.services.tokens import token_refusal
+
+
+class IsOperatorOrTheNode(BasePermission):
+    """Let operators through, and a node's own credential for its own node (BerthAPIView checks which)."""
+
+    message = "only operators may do this"  # to people: a node's credential is not theirs to hold
+
+    def has_permission(self, request, view) -> bool:
+        return is_operator(request.user) or node_of(request.user) is not None
 
 
 class IsOperator(BasePermission):

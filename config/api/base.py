@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from capacity.access import scope_for
+from capacity.access import node_of, scope_for
 from config.api.exceptions import api_exception_handler
 
 from .auth import AUTHENTICATION_CLASSES
@@ -85,8 +85,15 @@ class BerthAPIView(APIView):
         # Also set in REST_FRAMEWORK["EXCEPTION_HANDLER"]; this keeps the API right without it.
         return api_exception_handler
 
+    # A node's own credential may call a view only when it says so (the node report, the node's
+    # assignments), and only for that node (the view's `name`).
+    for_nodes = False
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        node = node_of(request.user)
+        if node is not None and not (self.for_nodes and kwargs.get("name") == node):
+            raise PermissionDenied("a node credential may only report for its node and read its assignments")
         # After authentication: an anonymous caller hears 401 before anything about its input.
         for name, value in kwargs.items():
             problem = bad_text(str(value))

@@ -86,6 +86,8 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/nodes/{name}/labels/{key}",
         "/api/v1/nodes/{name}/report",
         "/api/v1/nodes/{name}/topology",
+        "/api/v1/nodes/{name}/assignments",
+        "/api/v1/nodes/{name}/token",
         "/api/v1/fleet/import",
         "/api/v1/token/revoke",
     }

@@ -1,0 +1,109 @@
+"""A node's own credential: its report and its assignments, for that node alone; everything else 403.
+
+lab: node-a and node-b, 4 GPUs each (NVLink), in lab-pool.
+"""
+
+import io
+from datetime import datetime, timedelta
+
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from capacity.services.tokens import issue_node_token, revoke_token
+
+
+def as_node(name):
+    client = APIClient()
+    token = issue_node_token(name)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client, token
+
+
+def test_issue_token_node_prints_a_key_that_acts_for_that_node_only(lab):
+    out = io.StringIO()
+    call_command("issue_token", "--node", "node-a", stdout=out)
+    key = out.getvalue().split()[0]
+    assert "(node.node-a, expires " in out.getvalue()
+    node = APIClient()
+    node.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert node.get("/api/v1/nodes/node-a/assignments").status_code == 200
+    assert (
+        node.post("/api/v1/nodes/node-a/report", {"labels": {"bc.dev/rack": "r1"}}, format="json").status_code
+        == 200
+    )
+
+
+def test_a_node_credential_may_do_nothing_else(lab, ask):
+    node, _token = as_node("node-a")
+    refused = {
+        "other node's report": node.post("/api/v1/nodes/node-b/report", {"labels": {}}, format="json"),
+        "other node's assignments": node.get("/api/v1/nodes/node-b/assignments"),
+        "pools": node.get("/api/v1/pools"),
+        "nodes": node.get("/api/v1/nodes"),
+        "its own node": node.get("/api/v1/nodes/node-a"),
+        "cordon": node.post("/api/v1/nodes/node-a/cordon", {}, format="json"),
+        "reservations": node.get("/api/v1/reservations"),
+        "create": node.post("/api/v1/reservations", ask(1), format="json"),
+        "preview": node.post("/api/v1/capacity/preview", ask(1), format="json"),
+        "a token for itself": node.post("/api/v1/nodes/node-a/token"),
+        "metrics": node.get("/metrics"),
+    }
+    assert {what: r.status_code for what, r in refused.items()} == {what: 403 for what in refused}
+    assert refused["pools"].json() == {
+        "code": "FORBIDDEN",
+        "message": "a node credential may only report for its node and read its assignments",
+    }
+
+
+def test_a_revoked_node_credential_is_refused_at_once(lab):
+    node, token = as_node("node-a")
+    assert node.get("/api/v1/nodes/node-a/assignments").status_code == 200
+    revoke_token(token, by="test")
+    assert node.get("/api/v1/nodes/node-a/assignments").status_code == 401
+
+
+def test_operators_issue_node_credentials_and_read_any_nodes_feed(as_operator, as_acme, lab):
+    issued = as_operator.post("/api/v1/nodes/node-b/token")
+    assert issued.status_code == 200 and issued.json()["user"] == "node.node-b"
+    node = APIClient()
+    node.credentials(HTTP_AUTHORIZATION=f"Token {issued.json()['key']}")
+    assert node.get("/api/v1/nodes/node-b/assignments").status_code == 200
+    assert as_operator.get("/api/v1/nodes/node-a/assignments").status_code == 200
+    assert as_acme.post("/api/v1/nodes/node-b/token").status_code == 403
+    assert as_acme.get("/api/v1/nodes/node-a/assignments").status_code == 403
+    assert as_operator.post("/api/v1/nodes/ghost/token").status_code == 404
+
+
+def test_the_feed_names_each_devices_reservation_now_and_next_and_answers_304_when_unchanged(
+    as_operator, as_acme, lab, ask
+):
+    """node-a: acme's 2 GPUs now for a day, then all 4 GPUs for the day after; node-b: nothing."""
+    running = as_acme.post("/api/v1/reservations", ask(2), format="json").json()
+    start = datetime.fromisoformat(running["end"].replace("Z", "+00:00"))
+    window = {"start": start.isoformat(), "end": (start + timedelta(days=1)).isoformat()}
+    later = {k: v for k, v in ask(4).items() if k != "duration"}
+    later = as_acme.post("/api/v1/reservations", {**later, "during": window}, format="json").json()
+    assert (running["status"], later["status"]) == ("placed", "placed")
+    # Deterministic placement (TOP_N 1): the fullest node, ties on the name, both times.
+    assert running["allocations"][0]["nodeId"] == later["allocations"][0]["nodeId"] == "node-a"
+
+    response = as_operator.get("/api/v1/nodes/node-a/assignments")
+    assert response.status_code == 200
+    body, tag = response.json(), response["ETag"]
+    assert body["node"] == "node-a" and body["state"] == {
+        "name": "schedulable", "cordoned": False, "maintenance": False, "draining": False, "lease": None
+    }  # fmt: skip
+    by_uuid = {d["uuid"]: d for d in body["devices"]}
+    held = sorted(u for u, d in by_uuid.items() if d["now"])
+    assert held == sorted(running["allocations"][0]["atoms"])
+    assert by_uuid[held[0]]["now"] == {
+        "reservationId": running["id"], "tenantId": "acme", "priority": "regular", "end": running["end"]
+    }  # fmt: skip
+    assert {d["next"]["reservationId"] for d in body["devices"]} == {later["id"]}
+
+    again = as_operator.get("/api/v1/nodes/node-a/assignments", HTTP_IF_NONE_MATCH=tag)
+    assert again.status_code == 304 and again["ETag"] == tag
+    as_acme.post(f"/api/v1/reservations/{running['id']}/release", format="json")
+    changed = as_operator.get("/api/v1/nodes/node-a/assignments", HTTP_IF_NONE_MATCH=tag)
+    assert changed.status_code == 200 and changed["ETag"] != tag
+    assert not any(d["now"] for d in changed.json()["devices"])
