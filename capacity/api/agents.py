@@ -3,24 +3,34 @@ in nodes.py); and the operators' endpoint that issues a node its credential."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+import time
+
+from django.db import connection
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from capacity.models.tokens import token_expiry
+from capacity.node_watch import WATCH
+from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
 from capacity.services.tokens import issue_node_token
 from config.api.auth import IsOperator, IsOperatorOrTheNode
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
+# How long an agent's long-poll may wait for a change of its node's assignments.
+MAX_WAIT_SECONDS = 60
+
 
 class AssignmentsView(BerthAPIView):
     """GET /api/v1/nodes/NODE/assignments: each device's reservation now and next, and the node's state.
 
     For operators and the node's own credential. It carries an ETag; `If-None-Match` with the
-    current one answers 304 Not Modified.
+    current one answers 304 Not Modified, and with `?wait=SECONDS` (at most 60) waits for a change
+    first: the answer comes as soon as the feed differs, else 304 when the wait ends. A waiting
+    request holds no database connection (capacity.node_watch).
     """
 
     permission_classes = [IsAuthenticated, IsOperatorOrTheNode]
@@ -30,6 +40,13 @@ class AssignmentsView(BerthAPIView):
         operation_id="nodes_assignments",
         tags=["nodes"],
         summary="A node's devices with the reservation holding each now and the next one",
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                int,
+                description="With If-None-Match: wait up to this many seconds (0-60) for a change.",
+            )
+        ],
         responses={
             200: inline_serializer(
                 "NodeAssignments",
@@ -45,10 +62,33 @@ class AssignmentsView(BerthAPIView):
         },
     )
     def get(self, request, name):
+        wait = _wait_seconds(request.query_params.get("wait"))
+        known = request.headers.get("If-None-Match")
         body, tag = assignments(name)
-        if request.headers.get("If-None-Match") == tag:
+        if wait and known == tag:
+            deadline = time.monotonic() + wait
+            with WATCH.watching(name) as moved:
+                # Read again once the watch has its baseline: a change since the first read shows here.
+                body, tag = assignments(name)
+                while tag == known and (remaining := deadline - time.monotonic()) > 0:
+                    connection.close()  # hold no connection while waiting; the next read opens one
+                    if moved.wait(remaining):
+                        moved.clear()
+                        body, tag = assignments(name)
+        if known == tag:
             return Response(status=304, headers={"ETag": tag})
         return Response(body, headers={"ETag": tag})
+
+
+def _wait_seconds(raw: str | None) -> int:
+    """Return ?wait as whole seconds, 0 to MAX_WAIT_SECONDS; refuse anything else."""
+    if raw is None or raw == "":
+        return 0
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_WAIT_SECONDS:
+        raise CapacityError(
+            INVALID_INPUT, f"wait must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}"
+        )
+    return int(raw)
 
 
 class NodeTokenView(BerthAPIView):
