@@ -7,11 +7,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
 
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
+from inventory import services as inventory
 from inventory.models import Pool
 
 from . import services
@@ -46,11 +49,13 @@ class Round:
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
-    repair bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
+    mark nodes whose agent stopped reporting stale, repair bookings still on unusable atoms (they
+    were waiting for room) and retry pending ones."""
     batch = place_queued(config) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
     expired = services.expire_ended()
+    inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools)

@@ -175,6 +175,10 @@ CAPACITY = {
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }
 
+# A node whose own credential (its agent) has reported goes stale, not schedulable for new work,
+# when its agent has not reported for this long (run_placer checks every housekeeping round).
+NODE_STALE_AFTER = timedelta(minutes=env.number("BERTH_NODE_STALE_MINUTES", 5))
+
 # API tokens stop working this many days after they are issued (config/api/auth.py).
 TOKEN_DAYS = env.number("BERTH_TOKEN_DAYS", 90)
 

@@ -24,6 +24,7 @@ from inventory.models import (
     NodeCondition,
     NodeImageCache,
     NodeLabel,
+    NodeReport,
     NodeResource,
     NodeTaint,
     Pool,
@@ -354,6 +355,10 @@ def build_demo(progress=None) -> dict[str, int]:
     with transaction.atomic():
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
+    # The first node's report, as an operator's import would leave it (the node page shows it).
+    first = Node.objects.order_by("name").first()
+    if first is not None:
+        NodeReport.objects.update_or_create(node=first, defaults={"at": timezone.now(), "by": "seed_demo"})
     with connection.cursor() as cur:
         # Fresh statistics after a bulk load: with stale ones (a test database just flushed),
         # Postgres plans joins over the new rows as if the tables were empty.

@@ -10,6 +10,7 @@ from .models import (
     NodeCondition,
     NodeImageCache,
     NodeLabel,
+    NodeReport,
     NodeResource,
     NodeTaint,
     Pool,
@@ -149,3 +150,15 @@ class DeviceLinkAdmin(admin.ModelAdmin):
     search_fields = ["node__name", "device_a__uuid", "device_b__uuid"]
     list_select_related = ["node", "device_a", "device_b"]
     raw_id_fields = ["node", "device_a", "device_b"]
+
+
+@admin.register(NodeReport)
+class NodeReportAdmin(admin.ModelAdmin):
+    """When each node last reported and by whom: written by reports, read here."""
+
+    list_display = ["node", "at", "by", "agent_at"]
+    search_fields = ["node__name", "by"]
+    readonly_fields = ["node", "at", "by", "agent_at"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False

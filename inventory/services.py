@@ -11,15 +11,16 @@ when and why; an action that changes nothing (cordoning a cordoned node) leaves 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .errors import InventoryError
 from .history import reason_problem, record_update, recording
-from .models import Node, NodeLabel, NodeTaint, Tenant
+from .models import Node, NodeCondition, NodeLabel, NodeReport, NodeTaint, Tenant
 from .signals import node_state_changed
+from .states import AGENT_STALE
 from .validators import SYSTEM_LABEL_PREFIX, label_value_problem, validate_label_key, validate_taint_key
 
 DEDICATED = "dedicated"
@@ -188,3 +189,36 @@ def remove_label(node: str | Node, key: str, reason: str = "") -> bool:
         if removed:
             _changed(locked, woke=True)
         return removed
+
+
+def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> None:
+    """Note that the node reported now, by whom; a report of its own credential clears AgentStale."""
+    fields = {"at": now, "by": by[:150], **({"agent_at": now} if agent else {})}
+    NodeReport.objects.update_or_create(node=node, defaults=fields)
+    if agent:
+        for stale in NodeCondition.objects.filter(node=node, type=AGENT_STALE):
+            stale.delete()  # through its signal: the rollups and waiting work follow
+
+
+def mark_stale_nodes(stale_after: timedelta, now: datetime) -> list[str]:
+    """Give AgentStale to nodes whose own credential reported once and not for `stale_after`.
+
+    Nodes known only from fleet import or operators' reports never go stale. Returns their names.
+    """
+    since = now - stale_after
+    stale = (
+        Node.objects.filter(report__agent_at__lt=since)
+        .exclude(conditions__type=AGENT_STALE)
+        .select_related("report")
+    )
+    names = []
+    for node in stale:
+        NodeCondition.objects.create(
+            node=node,
+            type=AGENT_STALE,
+            status=NodeCondition.Status.TRUE,
+            reason="NoReport",
+            message=f"no report from its agent since {node.report.agent_at:%Y-%m-%dT%H:%MZ}",
+        )
+        names.append(node.name)
+    return names

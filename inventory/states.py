@@ -23,6 +23,7 @@ from .models import Node, NodeTaint
 
 DEDICATED_PREFIX = "dedicated="
 NOT_READY = "NotReady"
+AGENT_STALE = "AgentStale"  # the condition inventory.services.mark_stale_nodes gives
 ANOTHER_TENANT = "another tenant"
 # How a dedication to a tenant the caller may not name reads, in reasons and on pages.
 ANOTHER_TENANTS_DEDICATION = "dedicated to another tenant"
@@ -51,6 +52,7 @@ STATES: tuple[State, ...] = (
     State("provisioning", "not provisioned yet, or awaiting its first converged spec", "muted", "◌"),
     State("unreachable", "not connected", "bad", "✕"),
     State(NOT_READY, "its Ready condition is not True", "bad", "✕"),
+    State("stale", "its agent stopped reporting: no new placements, bookings kept", "warn", "◷"),
     State("unhealthy", "a node condition blocks new placements", "bad", "✕"),
     State("tainted", "a NoSchedule or NoExecute taint blocks new placements", "warn", "▲"),
     State("dedicated", "only the dedicated tenant's work is placed here", "info", "⚑"),
@@ -121,8 +123,12 @@ def node_states(node: Node, tenants: Collection[str] | None = None) -> list[Node
     taints = {_taint_reason(t) for t in blocking}
     if NOT_READY in reasons:
         found.append(NodeState(NOT_READY, NOT_READY))
+    if AGENT_STALE in reasons:
+        found.append(NodeState("stale", "stale: no agent report"))
     conditions = [
-        r for r in reasons if r != NOT_READY and not r.startswith(DEDICATED_PREFIX) and r not in taints
+        r
+        for r in reasons
+        if r not in (NOT_READY, AGENT_STALE) and not r.startswith(DEDICATED_PREFIX) and r not in taints
     ]
     if conditions:
         found.append(NodeState("unhealthy", f"unhealthy: {', '.join(conditions)}"))
@@ -164,7 +170,7 @@ _BLOCKING_TAINT = Exists(
 # A NoSchedule reason that is neither NotReady, a dedication nor a blocking taint: a condition.
 _CONDITION_REASON = RawSQL(
     """EXISTS (SELECT 1 FROM unnest(inventory_node.no_schedule_reasons) r
-                WHERE r <> 'NotReady' AND r NOT LIKE 'dedicated=%%'
+                WHERE r <> 'NotReady' AND r <> 'AgentStale' AND r NOT LIKE 'dedicated=%%'
                   AND r NOT IN (SELECT CASE WHEN t.value = '' THEN t.key ELSE t.key || '=' || t.value END
                                   FROM inventory_nodetaint t
                                  WHERE t.node_id = inventory_node.id
@@ -212,6 +218,8 @@ def state_q(name: str, tenants: Collection[str] | None = None) -> Q:
         return ~Q(connectivity=Node.Connectivity.CONNECTED)
     if name == NOT_READY:
         return Q(no_schedule_reasons__contains=[NOT_READY])
+    if name == "stale":
+        return Q(no_schedule_reasons__contains=[AGENT_STALE])
     if name == "unhealthy":
         return Q(_CONDITION_REASON)
     if name == "tainted":

@@ -16,6 +16,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from capacity import services
+from capacity.access import node_of
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
 from config.api.auth import IsOperator, IsOperatorOrTheNode
@@ -348,7 +349,11 @@ class ReportView(OperatorView):
         codes=(400, 401, 403, 404, 409),
     )
     def post(self, request, name):
-        result = apply_node_report(existing_node(name), request.data)
+        node = existing_node(name)
+        result = apply_node_report(node, request.data)
+        inventory.record_report(
+            node, request.user.get_username(), agent=node_of(request.user) is not None, now=timezone.now()
+        )
         return Response(
             ReportResultSerializer(
                 {

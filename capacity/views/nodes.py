@@ -19,7 +19,7 @@ from capacity.forms import DrainForm, TimelineForm
 from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
-from inventory.models import Device, DeviceLink, Node
+from inventory.models import Device, DeviceLink, Node, NodeReport
 from inventory.node_history import state_entries
 
 from .common import (
@@ -236,6 +236,8 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     return {
         "node": node,
         "drain": drain,
+        # When the node last reported and through which credential (operators only).
+        "last_report": NodeReport.objects.filter(node=node).first() if operator else None,
         "impact": impact,
         "drain_form": DrainForm(prefix="drain"),
         "state_changes": state_changes,

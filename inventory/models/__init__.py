@@ -1,7 +1,7 @@
 """Inventory models: what exists."""
 
 from .devices import Device, DeviceLink
-from .nodes import Node, NodeCondition, NodeImageCache, NodeLabel, NodeResource, NodeTaint
+from .nodes import Node, NodeCondition, NodeImageCache, NodeLabel, NodeReport, NodeResource, NodeTaint
 from .tenancy import Pool, PoolGeneration, Site, Tenant
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "NodeCondition",
     "NodeImageCache",
     "NodeLabel",
+    "NodeReport",
     "NodeResource",
     "NodeTaint",
     "Pool",

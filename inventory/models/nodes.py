@@ -61,6 +61,23 @@ class Node(RemembersLoaded, models.Model):
         return self.name
 
 
+class NodeReport(models.Model):
+    """When a node last reported, and by whom (an operator, or the node's own credential).
+
+    A row of its own, not columns of Node: an agent reports every 30 s, and every update of a node
+    row bumps its pool's generation (the placer's index is rebuilt on it). Only a node whose own
+    credential has reported (`agent_at`) can go stale when its agent stops.
+    """
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, primary_key=True, related_name="report")
+    at = models.DateTimeField()
+    by = models.CharField(max_length=150, blank=True)
+    agent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.node_id} reported at {self.at:%Y-%m-%d %H:%M} by {self.by or 'unknown'}"
+
+
 class NodeLabel(RemembersLoaded, models.Model):
     """A key/value on a node; `bc.dev/` keys count only when written by inventory (source system)."""
 

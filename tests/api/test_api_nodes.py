@@ -68,7 +68,7 @@ def test_the_node_list_filters_by_state_label_free_gpus_name_and_pool(
     ("query", "message"),
     [
         ("state=asleep", "state must be one of excluded, maintenance, cordoned, provisioning, unreachable, "
-         "NotReady, unhealthy, tainted, dedicated, schedulable"),
+         "NotReady, stale, unhealthy, tainted, dedicated, schedulable"),
         ("free_gpus=two", "free_gpus must be a whole number"),
     ],
 )  # fmt: skip
