@@ -134,10 +134,12 @@ def build_chart(pool: str, found: Availability) -> Chart:
         top += HEADING + PANEL + 8
     day = 24 * HOUR_MS
     ticks = [x(t) for t in range((start // day + 1) * day, end, day)]
+    # The window starts now and ends on the hour, so it spans a little under 14 days: counting a
+    # noon at `end` and not one at `start` labels 14 days whatever the hour (12:30 too).
     days = [
         (x(t + day // 2), f"{_at(t):%a %d}")
         for t in range(start // day * day, end, day)
-        if start <= t + day // 2 < end
+        if start < t + day // 2 <= end
     ]
     width = int(x(end)) + RIGHT
     chart = Chart(
