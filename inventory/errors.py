@@ -5,3 +5,11 @@ from config.errors import BerthError
 
 class InventoryError(BerthError):
     """Refuse an inventory change with a stable code and a human-readable message."""
+
+
+class IngestError(ValueError):
+    """Input that cannot be applied; `code` is INVALID_INPUT, or CONFLICT for another node's device."""
+
+    def __init__(self, message: str, code: str = "INVALID_INPUT") -> None:
+        super().__init__(message)
+        self.code = code

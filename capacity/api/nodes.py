@@ -364,6 +364,7 @@ class ReportView(OperatorView):
                     "labelsSet": result.labels_set,
                     "labelsRemoved": result.labels_removed,
                     "links": result.links,
+                    "images": result.images,
                 }
             ).data
         )

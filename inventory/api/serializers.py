@@ -210,12 +210,32 @@ class ReportedDeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
     attributes = serializers.DictField(required=False)
 
 
+class NvidiaSmiSerializer(serializers.Serializer):
+    """The texts a node's nvidia-smi printed, read as the fleet import reads them."""
+
+    query = serializers.CharField(required=False, help_text="`nvidia-smi -q -x`.")
+    list = serializers.CharField(required=False, help_text="`nvidia-smi -L` (MIG slices' UUIDs).")
+    topo = serializers.CharField(required=False, help_text="`nvidia-smi topo -m`.")
+
+
 class NodeReportInputSerializer(serializers.Serializer):
     """A node report: each section present is the whole truth for it."""
 
     devices = ReportedDeviceSerializer(many=True, required=False)
     labels = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
     topology = serializers.CharField(required=False, help_text="The text of `nvidia-smi topo -m`.")
+    nvidiaSmi = NvidiaSmiSerializer(
+        required=False, help_text="The devices and topology as nvidia-smi prints them; not with devices."
+    )
+    images = serializers.ListField(
+        child=serializers.JSONField(),
+        max_length=512,
+        required=False,
+        help_text='Images the node holds: references (ready), or {"image", "state"} objects; the whole cache.',
+    )
+    replace = serializers.BooleanField(
+        required=False, help_text="Needed to mark more than half of the node's healthy devices unhealthy."
+    )
 
 
 class TopologyInputSerializer(serializers.Serializer):
@@ -234,6 +254,7 @@ class ReportResultSerializer(serializers.Serializer):
     labelsSet = serializers.IntegerField()
     labelsRemoved = serializers.IntegerField()
     links = serializers.IntegerField(allow_null=True, help_text="null when the report had no topology.")
+    images = serializers.IntegerField(allow_null=True, help_text="null when the report had no images.")
 
 
 class TopologyResultSerializer(serializers.Serializer):

@@ -448,6 +448,7 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
         "labelsSet": 1,
         "labelsRemoved": 1,
         "links": None,
+        "images": None,
     }
     node = as_operator.get("/api/v1/nodes/node-a").json()
     assert {d["uuid"]: d["healthy"] for d in node["devices"]} == {
@@ -464,7 +465,10 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
     ("report", "message"),
     [
         ([], "report: must be a JSON object"),
-        ({"gpus": []}, "report: unknown field 'gpus' (expected devices, labels, topology, replace)"),
+        (
+            {"gpus": []},
+            "report: unknown field 'gpus' (expected devices, nvidiaSmi, labels, topology, images, replace)",
+        ),
         (
             {"devices": [{"uuid": ""}]},
             "devices[0].uuid: must be at most 100 letters, digits and . _ : / + - (no spaces or line breaks)",
