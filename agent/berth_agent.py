@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+"""Berth's node agent: report this node's GPUs to Berth and write down who holds which GPU now.
+
+One file, standard library only, Python 3.9 or newer: it runs under a GPU node's own python3,
+without Django or Berth's virtualenv. Every INTERVAL seconds it runs `nvidia-smi -q -x`,
+`nvidia-smi -L` and `nvidia-smi topo -m` and posts what they print, with the images cached on the
+node, to `POST /api/v1/nodes/NODE/report` (Berth reads the texts with the fleet import's parsers).
+Meanwhile it long-polls `GET /api/v1/nodes/NODE/assignments?wait=...` and writes, each by writing a
+file in OUTPUT/.tmp and renaming it into place (never a half-written file):
+
+  OUTPUT/assignments.json          the feed as Berth answered it
+  OUTPUT/reservations/ID.env       per reservation holding a device now: CUDA_VISIBLE_DEVICES and
+                                   NVIDIA_VISIBLE_DEVICES (GPU UUIDs, MIG slices by MIG UUID)
+
+When Berth cannot be reached it keeps the last files, says so in its log and retries with a capped
+backoff; a bad answer is logged and never ends the agent. See docs/agent.md (systemd unit included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import contextlib
+import http.client
+import json
+import logging
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+VERSION = "1.0"
+LOG = logging.getLogger("berth-agent")
+SMI_TIMEOUT = 30.0  # seconds: a hung driver must not stall the agent for good
+HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
+MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an assignments answer larger than this is a bad answer
+MAX_IMAGES = 512  # Berth's cap on one report's images
+BACKOFF_FIRST, BACKOFF_MOST = 1.0, 60.0
+SMI_COMMANDS = (("query", ("-q", "-x")), ("list", ("-L",)), ("topo", ("topo", "-m")))
+DEFAULTS = {
+    "url": "http://127.0.0.1:8000",
+    "node": "",
+    "token_file": "/etc/berth/agent.token",
+    "interval": "30",
+    "wait": "55",
+    "nvidia_smi": "nvidia-smi",
+    "output": "/run/berth",
+    "images_command": "",
+    "images_dir": "",
+}
+
+
+class TokenError(Exception):
+    """The node's token file cannot be read."""
+
+
+UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out, cut short
+
+
+class Settings:
+    """What the agent was told, from its config file's [agent] section and then its flags."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.url = values["url"].rstrip("/")
+        self.node = values["node"] or socket.gethostname().split(".")[0]
+        self.token_file = values["token_file"]
+        self.interval = _positive(values["interval"], "interval")
+        self.wait = min(60, int(_positive(values["wait"], "wait")))
+        self.nvidia_smi = values["nvidia_smi"]
+        self.output = values["output"]
+        self.images_command = values["images_command"]
+        self.images_dir = values["images_dir"]
+
+
+def _positive(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SystemExit(f"berth-agent: {name} must be a number of seconds, not {text!r}") from None
+    if value <= 0:
+        raise SystemExit(f"berth-agent: {name} must be more than 0 seconds")
+    return value
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namespace]:
+    parser = argparse.ArgumentParser(
+        prog="berth_agent.py",
+        description="Report this node's GPUs to Berth and write down which reservation holds each GPU now.",
+        epilog="Flags override the config file's [agent] section (same names, with _ for -).",
+    )
+    parser.add_argument("--config", help="an INI file with an [agent] section (e.g. /etc/berth/agent.ini)")
+    parser.add_argument("--url", help=f"Berth's address (default {DEFAULTS['url']})")
+    parser.add_argument("--node", help="this node's name in Berth (default: the short host name)")
+    parser.add_argument(
+        "--token-file", help=f"a file holding the node's token (default {DEFAULTS['token_file']})"
+    )
+    parser.add_argument("--interval", help="seconds between reports (default 30)")
+    parser.add_argument(
+        "--wait", help="seconds each long-poll of the assignments waits, at most 60 (default 55)"
+    )
+    parser.add_argument("--nvidia-smi", help="the nvidia-smi program (default: nvidia-smi on PATH)")
+    parser.add_argument(
+        "--output", help=f"where assignments.json and reservations/ go (default {DEFAULTS['output']})"
+    )
+    parser.add_argument("--images-command", help="a command printing the cached images, one per line")
+    parser.add_argument("--images-dir", help="a directory whose entries name the cached images (instead)")
+    parser.add_argument(
+        "--once", action="store_true", help="report once, write the assignments once, and exit"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every report and answer")
+    parser.add_argument("--version", action="version", version=f"berth-agent {VERSION}")
+    args = parser.parse_args(argv)
+    values = dict(DEFAULTS)
+    if args.config:
+        ini = configparser.ConfigParser()
+        if not ini.read(args.config):
+            parser.error(f"cannot read the config file {args.config}")
+        if ini.has_section("agent"):
+            for key, value in ini.items("agent"):
+                if key not in DEFAULTS:
+                    parser.error(f"{args.config}: unknown setting {key!r} in [agent]")
+                values[key] = value
+    for key in DEFAULTS:
+        given = getattr(args, key)
+        if given is not None:
+            values[key] = given
+    return Settings(values), args
+
+
+class Berth:
+    """Berth's API as the node's own credential sees it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.base = f"{settings.url}/api/v1/nodes/{urllib.parse.quote(settings.node, safe='')}"
+
+    def token(self) -> str:
+        try:
+            with open(self.settings.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise TokenError(f"cannot read the token file {self.settings.token_file}: {exc}") from None
+        if not token or any(c.isspace() for c in token):
+            raise TokenError(f"the token file {self.settings.token_file} does not hold one token")
+        return token
+
+    def _call(self, request: urllib.request.Request, timeout: float) -> tuple[int, dict[str, str], bytes]:
+        request.add_header("Authorization", f"Token {self.token()}")
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"berth-agent/{VERSION}")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                return answer.status, dict(answer.headers), answer.read(MAX_ANSWER_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            # 304 and 4xx/5xx land here: they are answers, not failures to reach Berth.
+            return exc.code, dict(exc.headers or {}), exc.read(MAX_ANSWER_BYTES + 1)
+
+    def report(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        data = json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(f"{self.base}/report", data=data, method="POST")
+        request.add_header("Content-Type", "application/json")
+        status, _headers, raw = self._call(request, HTTP_TIMEOUT)
+        return status, _json_object(raw)
+
+    def assignments(self, etag: str | None, wait: int) -> tuple[int, str | None, bytes]:
+        url = f"{self.base}/assignments" + (f"?wait={wait}" if wait else "")
+        request = urllib.request.Request(url, method="GET")
+        if etag:
+            request.add_header("If-None-Match", etag)
+        status, headers, raw = self._call(request, HTTP_TIMEOUT + wait)
+        tag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
+        return status, tag, raw
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_nvidia_smi(program: str) -> tuple[dict[str, str], list[str]]:
+    """Return what each nvidia-smi command printed, and what went wrong with the others."""
+    texts: dict[str, str] = {}
+    problems: list[str] = []
+    for key, args in SMI_COMMANDS:
+        command = [*shlex.split(program), *args]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=SMI_TIMEOUT, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            problems.append(f"{' '.join(command)}: {exc}")
+            continue
+        if done.returncode != 0:
+            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            problems.append(f"{' '.join(command)}: exit {done.returncode}{': ' + said[-1] if said else ''}")
+            continue
+        texts[key] = done.stdout.decode("utf-8", "replace")
+    return texts, problems
+
+
+def read_images(settings: Settings) -> list[str] | None:
+    """Return the images cached on the node (None when no source is set or it fails)."""
+    names: list[str] = []
+    if settings.images_command:
+        try:
+            done = subprocess.run(
+                settings.images_command, shell=True, capture_output=True, timeout=SMI_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            LOG.warning("images command failed: %s", exc)
+            return None
+        if done.returncode != 0:
+            LOG.warning("images command exited %s; the cache is not reported", done.returncode)
+            return None
+        names = done.stdout.decode("utf-8", "replace").split()
+    elif settings.images_dir:
+        try:
+            names = sorted(e for e in os.listdir(settings.images_dir) if not e.startswith("."))
+        except OSError as exc:
+            LOG.warning("images directory unreadable: %s", exc)
+            return None
+    else:
+        return None
+    unique = list(dict.fromkeys(n for n in names if n and "<none>" not in n))
+    if len(unique) > MAX_IMAGES:
+        LOG.warning("%s images cached; reporting the first %s (Berth's cap)", len(unique), MAX_IMAGES)
+    return unique[:MAX_IMAGES]
+
+
+def build_report(settings: Settings) -> dict[str, Any]:
+    """Return the report body: nvidia-smi's texts (those that ran) and the cached images."""
+    texts, problems = read_nvidia_smi(settings.nvidia_smi)
+    for problem in problems:
+        LOG.warning("%s", problem)
+    body: dict[str, Any] = {}
+    # Without -q -x or -L Berth cannot tell which GPUs are here; sending only a topology would
+    # still be read, but GPUs are never dropped on a failed nvidia-smi: they are left as they were.
+    if "query" in texts or "list" in texts:
+        body["nvidiaSmi"] = texts
+    images = read_images(settings)
+    if images is not None:
+        body["images"] = images
+    return body
+
+
+def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return, per reservation holding a device now, its devices' UUIDs and what the feed says of it.
+
+    A MIG slice is listed by its own UUID, unless its GPU is held by the same reservation whole.
+    Raise ValueError when the feed does not have the documented shape.
+    """
+    devices = feed.get("devices")
+    if not isinstance(devices, list):
+        raise ValueError("the answer has no devices list")
+    holder: dict[str, str] = {}
+    held: dict[str, dict[str, Any]] = {}
+    for device in devices:
+        if not isinstance(device, dict) or not isinstance(device.get("uuid"), str):
+            raise ValueError("a device without a uuid")
+        now = device.get("now")
+        if now is None:
+            continue
+        # A reservation's id, or the instance id of a booking made through Berth's capacity port.
+        owner = now.get("reservationId") if isinstance(now, dict) else None
+        if owner is None and isinstance(now, dict):
+            owner = now.get("instanceId")
+        if isinstance(owner, bool) or not isinstance(owner, (int, str)):
+            raise ValueError(f"device {device['uuid']}: now names no reservationId")
+        rid = str(owner)
+        if not _safe_name(rid):
+            raise ValueError(f"device {device['uuid']}: reservation id {rid!r} is not a plain name")
+        holder[device["uuid"]] = rid
+        entry = held.setdefault(rid, {"now": now, "uuids": [], "parents": []})
+        entry["uuids"].append(device["uuid"])
+        entry["parents"].append(device.get("parent"))
+    for entry in held.values():
+        entry["uuids"] = [
+            uuid
+            for uuid, parent in zip(entry["uuids"], entry["parents"])
+            if parent is None or holder.get(parent) != holder.get(uuid)
+        ]
+    return held
+
+
+def _safe_name(text: str) -> bool:
+    return bool(text) and len(text) <= 200 and all(c.isalnum() or c in "-_." for c in text) and text[0] != "."
+
+
+def _env_text(rid: str, entry: dict[str, Any], node: str) -> str:
+    uuids = ",".join(entry["uuids"])
+    now = entry["now"]
+    lines = [
+        f"BERTH_RESERVATION_ID={rid}",
+        f"BERTH_TENANT_ID={_env_value(now.get('tenantId'))}",
+        f"BERTH_NODE={_env_value(node)}",
+        f"BERTH_END={_env_value(now.get('end'))}",
+        f"CUDA_VISIBLE_DEVICES={uuids}",
+        f"NVIDIA_VISIBLE_DEVICES={uuids}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _env_value(value: Any) -> str:
+    # An env file is read by systemd and shells: keep values on one line, with nothing to expand.
+    text = "" if value is None else str(value)
+    return "".join(c for c in text if c.isprintable() and c not in "\"'`$\\ ")
+
+
+class Output:
+    """The agent's output directory; every file is written whole and renamed into place."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.reservations = os.path.join(root, "reservations")
+        self.scratch = os.path.join(root, ".tmp")
+        for path in (self.root, self.reservations, self.scratch):
+            os.makedirs(path, exist_ok=True)
+
+    def _write(self, path: str, text: str) -> None:
+        fd, temp = tempfile.mkstemp(dir=self.scratch)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(temp, 0o644)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+
+    def write(self, feed: dict[str, Any], node: str) -> int:
+        """Write the feed and one env file per reservation holding a device; return their number."""
+        held = held_devices(feed)  # raises on a bad shape, before anything is written
+        for rid, entry in sorted(held.items()):
+            self._write(os.path.join(self.reservations, f"{rid}.env"), _env_text(rid, entry, node))
+        for name in os.listdir(self.reservations):
+            if name.endswith(".env") and name[: -len(".env")] not in held:
+                os.unlink(os.path.join(self.reservations, name))
+        self._write(
+            os.path.join(self.root, "assignments.json"), json.dumps(feed, indent=2, sort_keys=True) + "\n"
+        )
+        return len(held)
+
+
+class Agent:
+    """Report every interval; long-poll the assignments and write them; back off while Berth is away."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.berth = Berth(settings)
+        self.output = Output(settings.output)
+        self.stop = threading.Event()
+        self.etag: str | None = None
+
+    def report_once(self) -> bool:
+        """Send one report; return whether Berth took it."""
+        body = build_report(self.settings)
+        try:
+            status, answer = self.berth.report(body)
+        except TokenError as exc:
+            LOG.error("%s", exc)
+            return False
+        except UNREACHABLE as exc:
+            LOG.warning(
+                "Berth unreachable at %s (%s); the report is sent again later", self.settings.url, exc
+            )
+            return False
+        if status == 200:
+            LOG.info("report taken: %s", answer)
+            return True
+        LOG.error("report refused (%s %s): %s", status, answer.get("code", ""), answer.get("message", answer))
+        return False
+
+    def assignments_once(self, wait: int) -> bool:
+        """Read the assignments once (long-polling `wait` seconds); write them when they changed."""
+        try:
+            status, tag, raw = self.berth.assignments(self.etag, wait)
+        except TokenError as exc:
+            LOG.error("%s", exc)
+            return False
+        except UNREACHABLE as exc:
+            LOG.warning("Berth unreachable at %s (%s); keeping the last assignments", self.settings.url, exc)
+            return False
+        if status == 304:
+            return True
+        if status != 200:
+            answer = _json_object(raw)
+            LOG.error(
+                "assignments refused (%s %s): %s", status, answer.get("code", ""), answer.get("message", "")
+            )
+            return False
+        if len(raw) > MAX_ANSWER_BYTES:
+            LOG.error("assignments answer larger than %s bytes; keeping the last files", MAX_ANSWER_BYTES)
+            return False
+        feed = _json_object(raw)
+        try:
+            count = self.output.write(feed, self.settings.node)
+        except ValueError as exc:
+            LOG.error("bad assignments answer (%s); keeping the last files", exc)
+            return False
+        self.etag = tag
+        LOG.info("assignments as of %s: %s reservations hold devices now", feed.get("asOf"), count)
+        return True
+
+    def _loop(self, step, pause: float) -> None:
+        backoff = BACKOFF_FIRST
+        while not self.stop.is_set():
+            try:
+                ok = step()
+            except Exception:  # never die on a surprise: log it and carry on
+                LOG.exception("unexpected error; carrying on")
+                ok = False
+            if ok:
+                backoff = BACKOFF_FIRST
+                delay = pause
+            else:
+                delay = backoff
+                LOG.info("retrying in %.0f s", delay)
+                backoff = min(backoff * 2, BACKOFF_MOST)
+            self.stop.wait(delay)
+
+    def run(self) -> None:
+        reporter = threading.Thread(
+            target=self._loop, args=(self.report_once, self.settings.interval), name="report", daemon=True
+        )
+        reporter.start()
+        self._loop(lambda: self.assignments_once(int(self.settings.wait)), 0)
+        reporter.join(timeout=5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings, args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose or not args.once else logging.WARNING,
+        format="%(asctime)s berth-agent %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        agent = Agent(settings)
+    except OSError as exc:
+        LOG.error("cannot use the output directory %s: %s", settings.output, exc)
+        return 2
+    if args.once:
+        reported = agent.report_once()
+        written = agent.assignments_once(0)
+        return 0 if reported and written else 1
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: agent.stop.set())
+    LOG.info(
+        "reporting node %s to %s every %s s; writing to %s",
+        settings.node,
+        settings.url,
+        settings.interval,
+        settings.output,
+    )
+    agent.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

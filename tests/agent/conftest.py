@@ -1,0 +1,27 @@
+"""Agent fixtures: an empty node in lab-pool whose agent reports a fixture box (see agent_helpers)."""
+
+from __future__ import annotations
+
+import pytest
+from agent_helpers import FIXTURES, NodeAgent, fake_smi
+
+from capacity.node_watch import WATCH
+from capacity.services.tokens import issue_node_token
+
+
+@pytest.fixture
+def node_agent(transactional_db, live_server, make_node, tenant, tmp_path):
+    """Return a factory: node_agent(NAME, BOX) makes the empty node and its agent's surroundings."""
+
+    def make(name: str, box: str, url: str | None = None) -> NodeAgent:
+        make_node(name, gpus=0, links=None)
+        folder = tmp_path / name
+        folder.mkdir()
+        token_file = folder / "token"
+        token_file.write_text(issue_node_token(name).key + "\n")
+        return NodeAgent(
+            name, url or live_server.url, token_file, fake_smi(folder, FIXTURES / box), folder / "out"
+        )
+
+    yield make
+    WATCH.stop()

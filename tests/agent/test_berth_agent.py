@@ -1,0 +1,265 @@
+"""The reference agent against a live Berth: it reports the box, writes who holds which GPU, and survives.
+
+Boxes (tests/agent/conftest.py): h100-8 (8 whole GPUs), a100-mig (GPU 0 and 1 split into 11 slices),
+l40s-4 (4 PCIe GPUs).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import http.server
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from agent_helpers import AGENT, FIXTURES, PYTHON
+from django.db import connection
+
+from capacity import services
+from capacity.conf import placer_config
+from inventory.models import Device, DeviceLink, NodeImageCache, NodeReport
+
+
+def book(node_gpus: list[dict], tenant="acme", duration="1d"):
+    config = dataclasses.replace(placer_config(), random=None)
+    data = {"tenantId": tenant, "poolId": "lab-pool", "devices": node_gpus, "duration": duration}
+    reservation = services.reserve(data, config=config).reservation
+    connection.close()  # the live server's threads see it committed; keep no connection across waits
+    return reservation
+
+
+def wait_for(check, seconds=20.0, log=None):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not within {seconds} s" + (f"; the agent said:\n{log.read_text()}" if log else ""))
+
+
+def feed_of(agent) -> dict:
+    path = agent.output / "assignments.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def leftovers(output) -> list[str]:
+    """Every file under the output folder that is not a finished one (the scratch folder empty)."""
+    scratch = output / ".tmp"
+    return sorted(os.listdir(scratch)) if scratch.exists() else []
+
+
+def test_the_agent_is_one_file_of_python_3_9_with_a_help(tmp_path):
+    ast.parse(AGENT.read_text(), feature_version=(3, 9))
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(ast.parse(AGENT.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+    }
+    assert imported <= {
+        "__future__", "argparse", "configparser", "contextlib", "http", "json", "logging", "os", "shlex",
+        "signal", "socket", "subprocess", "sys", "tempfile", "threading", "time", "typing", "urllib",
+    }  # fmt: skip
+    shown = subprocess.run([PYTHON, str(AGENT), "--help"], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0
+    for flag in ("--config", "--url", "--token-file", "--interval", "--nvidia-smi", "--output", "--once"):
+        assert flag in shown.stdout
+
+
+def test_one_round_reports_the_h100_box_and_writes_the_assignments(node_agent):
+    agent = node_agent("gpu-h100", "h100-8")
+    ran = agent.once()
+    assert ran.returncode == 0, ran.stderr
+    gpus = Device.objects.filter(node__name="gpu-h100", parent=None)
+    assert gpus.count() == 8 and all(g.attributes["productName"].startswith("NVIDIA H100") for g in gpus)
+    assert DeviceLink.objects.filter(node__name="gpu-h100").count() == 28
+    assert NodeReport.objects.get(node__name="gpu-h100").by == "node.gpu-h100"
+    feed = json.loads((agent.output / "assignments.json").read_text())
+    assert feed["node"] == "gpu-h100" and len(feed["devices"]) == 8
+    assert agent.env_files() == {}
+
+    held = book([{"class": "gpu", "count": 2}])
+    again = agent.once()
+    assert again.returncode == 0, again.stderr
+    env = agent.env_files()
+    assert list(env) == [str(held.pk)]
+    uuids = sorted(
+        Device.objects.filter(bookings__allocation__reservation=held).values_list("uuid", flat=True)
+    )
+    lines = dict(line.split("=", 1) for line in env[str(held.pk)].splitlines())
+    assert sorted(lines["CUDA_VISIBLE_DEVICES"].split(",")) == uuids
+    assert lines["NVIDIA_VISIBLE_DEVICES"] == lines["CUDA_VISIBLE_DEVICES"]
+    assert lines["BERTH_RESERVATION_ID"] == str(held.pk) and lines["BERTH_TENANT_ID"] == "acme"
+    assert leftovers(agent.output) == []
+
+
+def test_a_mig_slice_is_handed_out_by_its_mig_uuid(node_agent):
+    agent = node_agent("gpu-a100", "a100-mig")
+    assert agent.once().returncode == 0
+    assert Device.objects.filter(node__name="gpu-a100", parent__isnull=False).count() == 11
+    held = book([{"class": "mig-1g.10gb", "count": 1}])
+    assert agent.once().returncode == 0
+    line = next(
+        x for x in agent.env_files()[str(held.pk)].splitlines() if x.startswith("CUDA_VISIBLE_DEVICES=")
+    )
+    (uuid,) = line.removeprefix("CUDA_VISIBLE_DEVICES=").split(",")
+    assert uuid.startswith("MIG-")
+    assert Device.objects.get(uuid=uuid).device_class == "mig-1g.10gb"
+
+
+def test_the_pcie_box_reports_no_nvlink_and_its_cached_images(node_agent, tmp_path):
+    agent = node_agent("gpu-l40s", "l40s-4")
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("nvcr.io_nvidia_pytorch_24.05-py3", "ghcr.io_acme_trainer_v2", ".hidden"):
+        (images / name).write_text("")
+    assert agent.once("--images-dir", str(images)).returncode == 0
+    assert Device.objects.filter(node__name="gpu-l40s").count() == 4
+    assert not DeviceLink.objects.filter(node__name="gpu-l40s", rank="NV").exists()
+    assert sorted(NodeImageCache.objects.filter(node__name="gpu-l40s").values_list("image", flat=True)) == [
+        "ghcr.io_acme_trainer_v2",
+        "nvcr.io_nvidia_pytorch_24.05-py3",
+    ]
+
+
+def test_a_running_agent_sees_a_booking_and_its_release_within_seconds(node_agent):
+    agent = node_agent("gpu-h100", "h100-8")
+    running = agent.start("--interval", "2", "--wait", "10", "--verbose")
+    try:
+        # The first report creates the GPUs; the feed then lists them (the first answer may precede it).
+        wait_for(lambda: len(feed_of(agent).get("devices", [])) == 8, log=agent.log)
+        t0 = time.monotonic()
+        held = book([{"class": "gpu", "count": 8}])
+        wait_for(lambda: str(held.pk) in agent.env_files(), log=agent.log)
+        seen_after = time.monotonic() - t0
+        services.release(held.pk)
+        connection.close()
+        wait_for(lambda: agent.env_files() == {}, log=agent.log)
+    finally:
+        err = agent.stop(running)
+    assert running.returncode == 0, err
+    assert seen_after < 5.0  # a long-poll answers within a poll or two of the commit
+    assert "report taken" in err
+    assert leftovers(agent.output) == []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_with_berth_away_the_agent_keeps_the_last_files_backs_off_and_says_so(node_agent):
+    agent = node_agent("gpu-h100", "h100-8", url=f"http://127.0.0.1:{free_port()}")
+    (agent.output / "reservations").mkdir(parents=True)
+    (agent.output / "assignments.json").write_text('{"node": "gpu-h100", "devices": []}\n')
+    (agent.output / "reservations" / "41.env").write_text("CUDA_VISIBLE_DEVICES=GPU-x\n")
+    running = agent.start("--interval", "1", "--wait", "5")
+    time.sleep(4.5)
+    assert running.poll() is None  # still running
+    err = agent.stop(running)
+    assert "Berth unreachable at http://127.0.0.1:" in err and "keeping the last assignments" in err
+    assert "retrying in 1 s" in err and "retrying in 2 s" in err
+    assert agent.env_files() == {"41": "CUDA_VISIBLE_DEVICES=GPU-x\n"}
+    assert json.loads((agent.output / "assignments.json").read_text())["node"] == "gpu-h100"
+
+
+class BadBerth(http.server.BaseHTTPRequestHandler):
+    """Answers every request with the next of `answers`: (status, body)."""
+
+    answers: list[tuple[int, bytes]] = []
+
+    def do_GET(self):
+        self._answer()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer()
+
+    def _answer(self):
+        status, body = self.answers.pop(0) if self.answers else (200, b"{}")
+        if status == 0:  # cut the connection without an answer
+            self.close_connection = True
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{")
+            return
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ((200, b"<html>proxy error</html>"), "bad assignments answer (the answer has no devices list)"),
+        ((200, b'{"devices": "all"}'), "bad assignments answer (the answer has no devices list)"),
+        (
+            (200, b'{"devices": [{"uuid": "GPU-1", "now": {"reservationId": "../../etc/cron.d/x"}}]}'),
+            "is not a plain name",
+        ),
+        ((502, b"<html>bad gateway</html>"), "assignments refused (502"),
+        ((0, b""), "bad assignments answer"),  # cut short: what came is not JSON
+    ],
+)
+def test_a_bad_answer_is_logged_and_leaves_the_last_files(node_agent, tmp_path, answer, said):
+    BadBerth.answers = [(200, b'{"devices": 8}'), answer]  # the report's answer, then the feed's
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BadBerth)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = node_agent("gpu-h100", "h100-8", url=f"http://127.0.0.1:{server.server_address[1]}")
+        (agent.output / "reservations").mkdir(parents=True)
+        (agent.output / "reservations" / "7.env").write_text("CUDA_VISIBLE_DEVICES=GPU-7\n")
+        ran = agent.once()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert ran.returncode == 1
+    assert said in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert agent.env_files() == {"7": "CUDA_VISIBLE_DEVICES=GPU-7\n"}
+    assert not (agent.output / "assignments.json").exists()
+
+
+def test_malformed_xml_from_nvidia_smi_is_refused_with_the_reason_and_writes_nothing(node_agent, tmp_path):
+    agent = node_agent("gpu-h100", "h100-8")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    source = FIXTURES / "h100-8"
+    (broken / "nvidia-smi-q.xml").write_text((source / "nvidia-smi-q.xml").read_text()[:5000])
+    (broken / "nvidia-smi-L.txt").write_text((source / "nvidia-smi-L.txt").read_text())
+    (broken / "topo-m.txt").write_text((source / "topo-m.txt").read_text())
+    agent.smi.write_text(agent.smi.read_text().replace(str(source), str(broken)))
+    ran = agent.once()
+    assert ran.returncode == 1
+    assert "report refused (400 INVALID_INPUT): nvidiaSmi.query" in ran.stderr
+    assert not Device.objects.filter(node__name="gpu-h100").exists()
+    assert not NodeReport.objects.filter(node__name="gpu-h100").exists()
+
+
+def test_another_nodes_token_is_refused_and_the_agent_says_so(node_agent):
+    mine = node_agent("gpu-h100", "h100-8")
+    other = node_agent("gpu-l40s", "l40s-4")
+    mine.token_file.write_text(other.token_file.read_text())
+    ran = mine.once()
+    assert ran.returncode == 1
+    assert (
+        "report refused (403 FORBIDDEN)" in ran.stderr and "assignments refused (403 FORBIDDEN)" in ran.stderr
+    )
+    assert not Device.objects.filter(node__name="gpu-h100").exists()
+
+
+def test_a_missing_token_file_is_named_in_the_log(node_agent):
+    agent = node_agent("gpu-h100", "h100-8")
+    agent.token_file.unlink()
+    ran = agent.once()
+    assert ran.returncode == 1 and f"cannot read the token file {agent.token_file}" in ran.stderr
