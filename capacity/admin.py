@@ -5,9 +5,11 @@ and the release path (its charges, the EXCLUDE constraint's partner rows): they 
 through the pages, the API, the CLI and the port. Quotas are the operators' to set.
 """
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from rest_framework.authtoken import admin as authtoken_admin
 from rest_framework.authtoken.models import TokenProxy
+
+from inventory.models import Node
 
 from .models import (
     Allocation,
@@ -19,7 +21,7 @@ from .models import (
     ScalarClaim,
 )
 from .models.tokens import token_expiry, token_revoked_at
-from .services.tokens import revoke_token
+from .services.tokens import issue_node_token, revoke_token
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -164,3 +166,30 @@ class TokenAdmin(authtoken_admin.TokenAdmin):
 
 admin.site.unregister(TokenProxy)
 admin.site.register(TokenProxy, TokenAdmin)
+
+
+# Node credentials are capacity's (tokens); inventory, which registers the node admin, never imports
+# capacity, so the action joins the node admin from here.
+MAX_NODE_CREDENTIALS = 50
+
+
+@admin.action(description="Issue node credentials for the agents (replaces each node's old one)")
+def issue_node_credentials(modeladmin, request, queryset):
+    """Issue each selected node's own token and show the keys once, as `issue_token --node` prints them."""
+    nodes = list(queryset.order_by("name")[: MAX_NODE_CREDENTIALS + 1])
+    if len(nodes) > MAX_NODE_CREDENTIALS:
+        modeladmin.message_user(
+            request,
+            f"Select at most {MAX_NODE_CREDENTIALS} nodes at a time: each key is shown once.",
+            messages.ERROR,
+        )
+        return
+    for node in nodes:
+        token = issue_node_token(node.name)
+        modeladmin.message_user(
+            request, f"{token.key} (node.{node.name}, expires {token_expiry(token):%Y-%m-%d %H:%M} UTC)"
+        )
+
+
+_node_admin = type(admin.site.get_model_admin(Node))
+_node_admin.actions = [*(_node_admin.actions or ()), issue_node_credentials]

@@ -107,3 +107,29 @@ def test_the_feed_names_each_devices_reservation_now_and_next_and_answers_304_wh
     changed = as_operator.get("/api/v1/nodes/node-a/assignments", HTTP_IF_NONE_MATCH=tag)
     assert changed.status_code == 200 and changed["ETag"] != tag
     assert not any(d["now"] for d in changed.json()["devices"])
+
+
+def test_the_admin_issues_node_credentials_for_the_selected_nodes(lab):
+    import re
+
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from inventory.models import Node
+
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = admin.get("/admin/inventory/node/")
+    assert page.status_code == 200 and "Issue node credentials for the agents" in page.text
+    chosen = Node.objects.get(name="node-b")
+    answer = admin.post(
+        "/admin/inventory/node/",
+        {"action": "issue_node_credentials", "_selected_action": [chosen.pk]},
+        follow=True,
+    )
+    keys = re.findall(r"([0-9a-f]{40}) \(node\.node-b, expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", answer.text)
+    assert len(keys) == 1
+    node = APIClient()
+    node.credentials(HTTP_AUTHORIZATION=f"Token {keys[0]}")
+    assert node.get("/api/v1/nodes/node-b/assignments").status_code == 200
+    assert node.get("/api/v1/nodes/node-a/assignments").status_code == 403
