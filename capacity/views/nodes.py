@@ -35,6 +35,8 @@ from .rows import Badge, badges, node_rows
 
 # --- one node ----------------------------------------------------------------------------------------
 
+IMAGES_SHOWN = 8  # images named on the node page; the rest counted
+
 
 @dataclass
 class Lane:
@@ -238,6 +240,11 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         "drain": drain,
         # When the node last reported and through which credential (operators only).
         "last_report": NodeReport.objects.filter(node=node).first() if operator else None,
+        # What its agent last said the node holds (the image-cached scorer's input), first few.
+        "images": list(node.image_cache.order_by("image").values_list("image", "state")[: IMAGES_SHOWN + 1])
+        if operator
+        else [],
+        "images_shown": IMAGES_SHOWN,
         "impact": impact,
         "drain_form": DrainForm(prefix="drain"),
         "state_changes": state_changes,

@@ -321,3 +321,23 @@ def test_a_node_whose_devices_are_all_unusable_says_so_beside_its_state(op, lab)
         r'<span class="badge bad" title="every device is unhealthy or unbookable">✕ 0 of \d+ devices usable</span>',
         html,
     )
+
+
+def test_operators_see_when_the_agent_last_reported_and_the_images_it_holds(op, alice, lab):
+    from rest_framework.test import APIClient
+
+    from capacity.services.tokens import issue_node_token
+
+    assert "none yet (known from fleet import or by hand)" in op.get("/nodes/node-a/").text
+    agent = APIClient()
+    agent.credentials(HTTP_AUTHORIZATION=f"Token {issue_node_token('node-a').key}")
+    images = [f"registry.lab/team/image-{i:02d}:v1" for i in range(10)]
+    body = {"images": [*images, {"image": "registry.lab/big:v9", "state": "pulling"}]}
+    assert agent.post("/api/v1/nodes/node-a/report", body, format="json").status_code == 200
+    html = op.get("/nodes/node-a/").text
+    assert re.search(r"Last report: \w{3} \d\d \d\d:\d\d UTC by <code>node\.node-a</code>", html)
+    shown = re.search(r'<p class="small" id="image-cache">(.*?)</p>', html, re.S).group(1)
+    assert '<code>registry.lab/big:v9</code> <span class="muted">(pulling)</span>' in shown
+    assert shown.count("<code>") == 8 and "and more" in shown
+    tenant_view = alice.get("/nodes/node-a/").text
+    assert "Last report" not in tenant_view and "image-cache" not in tenant_view
