@@ -80,12 +80,13 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         created = marked_unhealthy = became_healthy = 0
         health_changed = woke = False
         if devices is not None:
-            created, created_healthy, marked_unhealthy, became_healthy = _upsert_devices(
+            created, created_healthy, marked_unhealthy, became_healthy, changed = _upsert_devices(
                 node, devices, body.replace
             )
-            health_changed = bool(created or marked_unhealthy or became_healthy)
-            # New healthy devices add capacity just as recovered ones do.
-            woke = bool(became_healthy or created_healthy)
+            health_changed = bool(created or marked_unhealthy or became_healthy or changed)
+            # New healthy devices add capacity just as recovered ones do; a changed class or
+            # attribute may make a pending request fit.
+            woke = bool(became_healthy or created_healthy or changed)
         labels_set = labels_removed = 0
         if labels is not None:
             labels_set, labels_removed = _replace_system_labels(node, labels)
@@ -172,14 +173,16 @@ def _sync_links(node: Node, matrix: TopoMatrix) -> int:
         device = by_number[number]
         if numa is not None and device.numa_node != numa:
             device.numa_node = numa
-            device.save(update_fields=["numa_node"])
+            # An update, not a save: capacity's receivers follow the report once, not per device.
+            Device.objects.filter(pk=device.pk).update(numa_node=numa)
     return len(rows)
 
 
-def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple[int, int, int, int]:
+def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple[int, int, int, int, int]:
     """Create or update the reported devices and mark the rest unhealthy.
 
-    Return the counts: created, created healthy, marked unhealthy, became healthy.
+    Return the counts: created, created healthy, marked unhealthy, became healthy, and devices whose
+    class, parent or attributes changed.
     """
     existing = {d.uuid: d for d in Device.objects.select_for_update().filter(node=node).order_by("pk")}
     elsewhere = (
@@ -212,27 +215,32 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
             'devices, which would mark them unhealthy; send "replace": true if they are gone'
         )
 
-    created = created_healthy = became_healthy = marked_unhealthy = 0
+    created = created_healthy = became_healthy = marked_unhealthy = changed = 0
     saved: dict[str, Device] = {}
-    # Parents first, so that children can point at their rows.
-    for item in sorted(devices, key=lambda d: d.parent is not None):
-        parent = saved[item.parent] if item.parent is not None else None
-        device = existing.get(item.uuid)
-        if device is None:
-            device = Device.objects.create(
-                node=node,
-                uuid=item.uuid,
-                device_class=item.device_class or "gpu",
-                parent=parent,
-                index=item.index,
-                numa_node=item.numa_node,
-                attributes=item.attributes or {},
-                healthy=item.healthy,
-                bookable=True,
-            )
-            created += 1
-            created_healthy += item.healthy
-        else:
+    # Parents first, so that children can point at their rows. Rows are written in bulk and by
+    # queryset updates: a model save would run capacity's receivers once per device, each refreshing
+    # the whole pool's rollups; apply_node_report tells capacity once instead.
+    for level in ([d for d in devices if d.parent is None], [d for d in devices if d.parent is not None]):
+        fresh = []
+        for item in level:
+            parent = saved[item.parent] if item.parent is not None else None
+            device = existing.get(item.uuid)
+            if device is None:
+                fresh.append(
+                    Device(
+                        node=node,
+                        uuid=item.uuid,
+                        device_class=item.device_class or "gpu",
+                        parent=parent,
+                        index=item.index,
+                        numa_node=item.numa_node,
+                        attributes=item.attributes or {},
+                        healthy=item.healthy,
+                        bookable=True,
+                    )
+                )
+                created_healthy += item.healthy
+                continue
             if item.healthy and not device.healthy:
                 became_healthy += 1
             elif device.healthy and not item.healthy:
@@ -251,18 +259,24 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
                 )
             device.healthy = item.healthy
             # `bookable` is the operator's to set; a report never changes it.
-            if _stored(device) != was:
-                device.save(
-                    update_fields=["device_class", "parent", "index", "numa_node", "attributes", "healthy"]
-                )
-        saved[item.uuid] = device
+            now = _stored(device)
+            if now != was:
+                Device.objects.filter(pk=device.pk).update(**dict(zip(_REPORTED, now, strict=True)))
+                # A new class, parent or attributes may let a pending request fit (a selector, a
+                # MIG split); a NUMA node or index alone changes no capacity.
+                changed += any(a != b for a, b, f in zip(was, now, _REPORTED, strict=True) if f in _CAPACITY)
+            saved[item.uuid] = device
+        for device in Device.objects.bulk_create(fresh):
+            saved[device.uuid] = device
+        created += len(fresh)
 
     missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy]
     marked_unhealthy += Device.objects.filter(pk__in=missing).update(healthy=False)
-    return created, created_healthy, marked_unhealthy, became_healthy
+    return created, created_healthy, marked_unhealthy, became_healthy, changed
 
 
 _REPORTED = ("device_class", "parent_id", "index", "numa_node", "attributes", "healthy")
+_CAPACITY = {"device_class", "parent_id", "attributes"}
 
 
 def _stored(device: Device) -> tuple[Any, ...]:
