@@ -366,3 +366,35 @@ def test_screenshots_of_availability_charts_and_quota_bars(login, demo, shots, b
     charts.scroll_into_view_if_needed()
     shots(charts, "book-availability")
     context.close()
+
+
+def test_screenshot_of_a_node_its_agent_reported(login, demo, shots, tmp_path):
+    """A new node in h100-prod, known only by name, is filled in by the reference agent's first report
+    (8 × H100 from the agent fixtures, two cached images); the operator reads it on the node page."""
+    import subprocess
+    import sys
+
+    from capacity.services.tokens import issue_node_token
+    from inventory.models import Node, Pool
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+    from agent_helpers import FIXTURES, NodeAgent, fake_smi
+
+    Node.objects.create(name="ams1-agent-01", pool=Pool.objects.get(slug="h100-prod"))
+    token = tmp_path / "token"
+    token.write_text(issue_node_token("ams1-agent-01").key)
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("nvcr.io_nvidia_pytorch_24.05-py3", "ghcr.io_acme_trainer_v2"):
+        (images / name).write_text("")
+    agent = NodeAgent("ams1-agent-01", demo, token, fake_smi(tmp_path, FIXTURES / "h100-8"), tmp_path / "out")
+    ran = agent.once("--images-dir", str(images))
+    assert ran.returncode == 0, ran.stderr
+    assert isinstance(ran, subprocess.CompletedProcess)
+
+    page = login("operator")
+    page.goto(f"{demo}/nodes/ams1-agent-01/")
+    expect(page.locator("#last-report")).to_contain_text("by node.ams1-agent-01")
+    expect(page.locator("#image-cache")).to_contain_text("nvcr.io_nvidia_pytorch_24.05-py3")
+    expect(page.locator("table.topo")).to_contain_text("NV18")
+    shots(page, "node-detail-agent")
