@@ -151,3 +151,12 @@ def test_the_reported_images_are_the_nodes_cache_and_feed_the_image_cached_score
         "ghcr.io/x/y:1": "ready"
     }
     Node.objects.get(name="dgx")  # the node is untouched by its cache
+
+
+def test_a_report_over_the_body_cap_is_413_and_writes_nothing(agent, dgx):
+    padded = smi(query=(SAMPLE / "nvidia-smi-q.xml").read_text() + " " * (2_621_440 + 1))
+    answer = report(agent, {"nvidiaSmi": padded})
+    assert answer.status_code == 413
+    assert answer.json() == {"code": "PAYLOAD_TOO_LARGE", "message": "the request body is too large"}
+    assert not Device.objects.filter(node=dgx).exists()
+    assert not NodeReport.objects.filter(node=dgx).exists()
