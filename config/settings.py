@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "simple_history",
     "inventory",
     "capacity",
+    "webhooks",
     "devtools",
 ]
 
@@ -229,3 +230,11 @@ if BERTH_TLS:
     SECURE_HSTS_SECONDS = env.number("BERTH_HSTS_SECONDS", 31_536_000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("BERTH_HSTS_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env.flag("BERTH_HSTS_PRELOAD", True)
+
+# Webhooks (webhooks/): how long before a booking starts or ends its `reservation.starting` and
+# `.ending` events go out; how long a delivery is retried; how long a subscription may fail before
+# it is disabled; how long the delivery log is kept.
+WEBHOOK_LEAD_MINUTES = int(os.environ.get("BERTH_WEBHOOK_LEAD_MINUTES", "15"))
+WEBHOOK_GIVE_UP_HOURS = 24
+WEBHOOK_DISABLE_AFTER_HOURS = 24
+WEBHOOK_LOG_DAYS = 7

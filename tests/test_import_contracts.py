@@ -13,13 +13,15 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools")
+PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks")
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
+    ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
+    ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
 }
 
 # (importer prefix, imported prefix) pairs that must never appear.
@@ -40,6 +42,10 @@ FORBIDDEN = [
     ("capacity", "devtools"),
     ("inventory", "capacity"),
     ("inventory", "devtools"),
+    # Webhooks sit on top: capacity runs them through worker_jobs without knowing them.
+    ("capacity", "webhooks"),
+    ("inventory", "webhooks"),
+    ("webhooks", "devtools"),
 ]
 
 

@@ -1,9 +1,11 @@
 """The capacity worker: place queued batches, release reservations whose window ended, retry pending ones."""
 
 import signal
+import threading
 
 from django.core.management.base import BaseCommand
 
+from capacity import worker_jobs
 from capacity.conf import placer_config
 from capacity.worker import Round, run_round, serve
 
@@ -26,15 +28,23 @@ class Command(BaseCommand):
         config = placer_config()
         if once:
             self._report(run_round(config), always=True)
+            for job in worker_jobs.JOBS.values():
+                self.stdout.write(f"{job.name}: {job.run_once()}")
             return
         # SIGTERM (kill, a process manager, `make run` stopping) stops the worker as Ctrl-C does.
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         self.stdout.write(f"run_placer: {config.placer} placer, housekeeping every {interval:g} s")
+        stop = threading.Event()
+        jobs = worker_jobs.start(stop)
         try:
             serve(config, interval=interval, report=self._report)
         except KeyboardInterrupt:
             # Everything the worker writes is transactional: what it was doing rolls back.
             self.stdout.write("run_placer: stopped")
+        finally:
+            stop.set()
+            for thread in jobs:
+                thread.join(timeout=10)
 
     def _report(self, done: Round, always: bool = False) -> None:
         if done.batch is not None and (len(done.batch) or always):

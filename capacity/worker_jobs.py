@@ -1,0 +1,54 @@
+"""Jobs other apps run inside the worker (`run_placer`), beside the placer and never in its way.
+
+An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
+delivers its events this way). `run_placer --once` runs each job's one round after its own;
+`run_placer` runs each job's `serve(stop)` in a thread of its own, with its own database
+connection, until the worker stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import connection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job of the worker: one round that says what it did, and a loop that runs until `stop`."""
+
+    name: str
+    run_once: Callable[[], str]
+    serve: Callable[[threading.Event], None]
+
+
+JOBS: dict[str, Job] = {}
+
+
+def register(job: Job) -> None:
+    """Add a job (once per name: ready() may run twice in tests)."""
+    JOBS[job.name] = job
+
+
+def start(stop: threading.Event) -> list[threading.Thread]:
+    """Start every job's loop in a daemon thread; return the threads."""
+    threads = []
+    for job in JOBS.values():
+
+        def loop(job: Job = job) -> None:
+            try:
+                job.serve(stop)
+            except Exception:  # a job must never take the placer down with it
+                log.exception("run_placer: the %s job stopped", job.name)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=loop, name=f"job-{job.name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads

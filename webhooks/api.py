@@ -1,0 +1,109 @@
+"""The webhooks endpoints: /api/v1/webhooks, each subscription, its secret, its test and its log."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from config.api.base import BerthAPIView
+
+from . import services
+
+TAGS = ["webhooks"]
+
+
+class SubscriptionSerializer(serializers.Serializer):
+    """A webhook subscription; `secret` only in the answer that made or rotated it."""
+
+    id = serializers.IntegerField()
+    url = serializers.URLField()
+    events = serializers.ListField(child=serializers.CharField())
+    description = serializers.CharField(allow_blank=True)
+    enabled = serializers.BooleanField()
+    disabledReason = serializers.CharField(allow_null=True)
+    failingSince = serializers.DateTimeField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    secret = serializers.CharField(required=False, help_text="whsec_…: shown once.")
+
+
+class SubscribeSerializer(serializers.Serializer):
+    """What a subscription asks for."""
+
+    url = serializers.URLField(max_length=services.MAX_URL)
+    events = serializers.ListField(child=serializers.ChoiceField(choices=services.SUBSCRIBABLE), min_length=1)
+    description = serializers.CharField(max_length=services.MAX_DESCRIPTION, required=False, allow_blank=True)
+
+
+class WebhooksView(BerthAPIView):
+    @extend_schema(
+        tags=TAGS, summary="Your webhook subscriptions", responses=SubscriptionSerializer(many=True)
+    )
+    def get(self, request):
+        found = services.Subscription.objects.filter(owner=request.user).order_by("id")
+        return Response({"results": [services.describe(s) for s in found]})
+
+    @extend_schema(
+        tags=TAGS,
+        summary="Subscribe a URL to events; the answer holds its secret, shown once",
+        request=SubscribeSerializer,
+        responses={201: SubscriptionSerializer},
+    )
+    def post(self, request):
+        made = services.subscribe(request.user, request.data)
+        return Response(services.describe(made, with_secret=True), status=status.HTTP_201_CREATED)
+
+
+class WebhookView(BerthAPIView):
+    @extend_schema(tags=TAGS, summary="One of your webhook subscriptions", responses=SubscriptionSerializer)
+    def get(self, request, webhook_id):
+        return Response(services.describe(services.own(request.user, webhook_id)))
+
+    @extend_schema(tags=TAGS, summary="Remove a webhook subscription", responses={204: None})
+    def delete(self, request, webhook_id):
+        services.remove(request.user, webhook_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RotateSecretView(BerthAPIView):
+    @extend_schema(
+        tags=TAGS, summary="Give a subscription a new secret", request=None, responses=SubscriptionSerializer
+    )
+    def post(self, request, webhook_id):
+        return Response(services.describe(services.rotate_secret(request.user, webhook_id), with_secret=True))
+
+
+class EnableView(BerthAPIView):
+    @extend_schema(
+        tags=TAGS,
+        summary="Turn a disabled subscription back on",
+        request=None,
+        responses=SubscriptionSerializer,
+    )
+    def post(self, request, webhook_id):
+        return Response(services.describe(services.enable(request.user, webhook_id)))
+
+
+class TestView(BerthAPIView):
+    @extend_schema(
+        tags=TAGS,
+        summary="Send a webhook.test event to this subscription",
+        request=None,
+        responses={202: inline_serializer("WebhookTestQueued", {"deliveryId": serializers.IntegerField()})},
+    )
+    def post(self, request, webhook_id):
+        delivery = services.send_test(request.user, webhook_id)
+        return Response({"deliveryId": delivery.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+class DeliveriesView(BerthAPIView):
+    @extend_schema(
+        tags=TAGS,
+        summary="The subscription's latest deliveries, newest first, with every attempt",
+        responses=inline_serializer(
+            "WebhookDeliveries", {"results": serializers.ListField(child=serializers.DictField())}
+        ),
+    )
+    def get(self, request, webhook_id):
+        subscription = services.own(request.user, webhook_id)
+        return Response({"results": services.recent_deliveries(subscription)})
