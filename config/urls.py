@@ -23,4 +23,5 @@ urlpatterns = [
     path("accounts/", include("config.accounts")),
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
+    path("", include("webhooks.urls")),
 ]

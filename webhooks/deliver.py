@@ -114,20 +114,27 @@ def record(delivery: Delivery, answer: Answer, now: datetime, rng: random.Random
 
 
 def deliver_due(now: datetime | None = None, rng: random.Random | None = None) -> tuple[int, int]:
-    """Send every delivery due now, claim by claim; return (delivered, failed attempts)."""
+    """Send every delivery due now, claim by claim; return (delivered, failed attempts).
+
+    `now` fixes the clock for the whole round (tests and `run_once` with a time); else it runs.
+    """
     rng = rng or random.Random()
+
+    def clock() -> datetime:
+        return now or timezone.now()
+
     delivered = failed = 0
+    seen: set[int] = set()
     while True:
-        now = now_or(now)
-        batch = claim(now)
+        batch = [d for d in claim(clock()) if d.pk not in seen]
         if not batch:
             return delivered, failed
         for delivery in batch:
-            answer = send(delivery, timezone.now())
-            record(delivery, answer, timezone.now(), rng)
+            seen.add(delivery.pk)  # with a fixed clock, a failed delivery is due again only later
+            answer = send(delivery, clock())
+            record(delivery, answer, clock(), rng)
             delivered += answer.ok
             failed += not answer.ok
-        now = None
 
 
 def now_or(now: datetime | None) -> datetime:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -55,7 +56,7 @@ def subscribe(user, data: Any) -> Subscription:
         raise CapacityError(INVALID_INPUT, f"description: at most {MAX_DESCRIPTION} characters")
     with transaction.atomic():
         # Counted under the user's row lock: two creates at once cannot both pass the limit.
-        type(user).objects.select_for_update().filter(pk=user.pk).first()
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         if Subscription.objects.filter(owner=user).count() >= MAX_SUBSCRIPTIONS:
             raise CapacityError(
                 INVALID_INPUT, f"you have {MAX_SUBSCRIPTIONS} webhooks, the most one user may"

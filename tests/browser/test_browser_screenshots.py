@@ -398,3 +398,46 @@ def test_screenshot_of_a_node_its_agent_reported(login, demo, shots, tmp_path):
     expect(page.locator("#image-cache")).to_contain_text("nvcr.io_nvidia_pytorch_24.05-py3")
     expect(page.locator("table.topo")).to_contain_text("NV18")
     shots(page, "node-detail-agent")
+
+
+def test_screenshot_of_the_webhooks_page(login, demo, shots, monkeypatch):
+    """The operator subscribes a receiver on loopback, sends a test event, and books: the log fills."""
+    import http.server
+    import threading
+
+    from webhooks.deliver import run_once
+
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+    answers = [500]
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(answers.pop(0) if answers else 204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = login("operator")
+        page.goto(f"{demo}/webhooks/")
+        page.fill("#id_url", f"http://127.0.0.1:{server.server_address[1]}/berth")
+        for event in ("reservation.placed", "reservation.preempted", "reservation.released", "node.cordoned"):
+            page.check(f"input[value='{event}']")
+        page.fill("#id_description", "job launcher")
+        page.get_by_role("button", name="Create webhook").click()
+        expect(page.locator("#new-secret")).to_contain_text("whsec_")
+        page.get_by_role("button", name="Send a test event").click()
+        run_once()  # the receiver answers 500 first: the try waits its backoff
+        page.get_by_role("button", name="Send a test event").click()
+        run_once()
+        page.goto(f"{demo}/webhooks/")
+        expect(page.locator("table.deliveries")).to_contain_text("✓ delivered")
+        expect(page.locator("table.deliveries")).to_contain_text("next try")
+        shots(page, "webhooks")
+    finally:
+        server.shutdown()
+        server.server_close()

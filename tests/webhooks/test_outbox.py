@@ -93,3 +93,23 @@ def test_starting_and_ending_go_out_once_within_the_lead(lab, people, receiver, 
     run_once(now + timedelta(minutes=60))
     assert receiver.types() == ["reservation.starting", "reservation.ending"]
     assert {r.json["data"]["id"] for r in receiver.got} == {held.pk}
+
+
+def test_operators_hear_a_node_drained_turning_unhealthy_and_going_stale(lab, people, receiver):
+    from capacity.services.drain import drain
+    from inventory.models import Device, NodeReport
+
+    _alice, _bob, ops = people
+    subscribe(ops, receiver, "node.drained", "node.unhealthy", "node.stale")
+    drain("node-a", reason="PSU swap")
+    Device.objects.filter(node__name="node-b").update(healthy=False)  # four devices, one event
+    now = timezone.now()
+    NodeReport.objects.create(
+        node=lab[1], at=now - timedelta(hours=1), by="node.node-b", agent_at=now - timedelta(hours=1)
+    )
+    assert inventory.mark_stale_nodes(timedelta(minutes=5), now) == ["node-b"]
+    run_once()
+    said = [(r.json["type"], r.json["data"]["name"], r.json["reason"]) for r in receiver.got]
+    assert said[0] == ("node.drained", "node-a", "PSU swap")
+    assert said[1] == ("node.unhealthy", "node-b", "a device is no longer healthy")
+    assert said[2][:2] == ("node.stale", "node-b") and len(said) == 3
