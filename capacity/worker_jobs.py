@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Job:
-    """A job of the worker: one round that says what it did, and a loop that runs until `stop`."""
+    """A job of the worker: one round that says what it did ("" for nothing), and a loop until `stop`."""
 
     name: str
     run_once: Callable[[], str]

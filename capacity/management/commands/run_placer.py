@@ -29,7 +29,9 @@ class Command(BaseCommand):
         if once:
             self._report(run_round(config), always=True)
             for job in worker_jobs.JOBS.values():
-                self.stdout.write(f"{job.name}: {job.run_once()}")
+                said = job.run_once()
+                if said:
+                    self.stdout.write(f"{job.name}: {said}")
             return
         # SIGTERM (kill, a process manager, `make run` stopping) stops the worker as Ctrl-C does.
         signal.signal(signal.SIGTERM, signal.default_int_handler)
