@@ -12,6 +12,7 @@ all failed for WEBHOOK_DISABLE_AFTER is disabled, its owner told why on the page
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
@@ -28,9 +29,11 @@ from .signing import headers
 from .targets import ANSWER_KEPT, Answer, post
 
 CHANNEL = "berth_webhooks"
-CLAIM_BATCH = 32
+CLAIM_BATCH = 16
 SENDERS = 8  # deliveries sent at once: a slow receiver holds one sender for up to 5 s
-LEASE = timedelta(seconds=60)  # longer than a send's timeout: a live worker's claim never lapses
+# A claim's sends take at most CLAIM_BATCH / SENDERS timeouts (10 s): a live worker's claim never
+# lapses, and a dead worker's claims go to another worker this long after it died.
+LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "30")))
 FIRST_RETRY, LAST_RETRY = 5.0, 3600.0  # seconds
 IDLE_POLL = 1.0  # seconds between looks for due retries and timed events when nothing wakes it
 TIMED_EVERY = 30.0  # seconds between looks for bookings starting or ending within the lead
