@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from config.api.base import BerthAPIView
 
 from . import services
+from .calendar import feed_of
 
 TAGS = ["webhooks"]
 
@@ -107,3 +108,14 @@ class DeliveriesView(BerthAPIView):
     def get(self, request, webhook_id):
         subscription = services.own(request.user, webhook_id)
         return Response({"results": services.recent_deliveries(subscription)})
+
+
+class CalendarView(BerthAPIView):
+    @extend_schema(
+        tags=["calendar"],
+        summary="Your secret iCalendar URL (made on first use)",
+        responses=inline_serializer("CalendarUrl", {"url": serializers.URLField()}),
+    )
+    def get(self, request):
+        feed = feed_of(request.user)
+        return Response({"url": request.build_absolute_uri(f"/calendar/{feed.token}.ics")})

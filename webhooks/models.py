@@ -132,3 +132,14 @@ class Attempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.delivery_id} at {self.at:%H:%M:%S}: {self.status_code or self.error}"
+
+
+class CalendarFeed(models.Model):
+    """A user's secret calendar URL (/calendar/<token>.ics): whoever holds it reads their bookings."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar")
+    token = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"calendar of {self.owner}"

@@ -2,6 +2,9 @@
 
 from django.urls import path
 
-from .views import webhooks
+from .views import calendar_feed, webhooks
 
-urlpatterns = [path("webhooks/", webhooks, name="webhooks")]
+urlpatterns = [
+    path("webhooks/", webhooks, name="webhooks"),
+    path("calendar/<str:token>.ics", calendar_feed, name="calendar-feed"),
+]

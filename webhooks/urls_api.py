@@ -5,6 +5,7 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
+    path("calendar", api.CalendarView.as_view(), name="api-calendar"),
     path("webhooks", api.WebhooksView.as_view(), name="api-webhooks"),
     path("webhooks/<str:webhook_id>", api.WebhookView.as_view(), name="api-webhook"),
     path(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
@@ -11,7 +11,8 @@ from capacity.placement import CapacityError
 from config.web import login_required, page
 
 from . import services
-from .models import NODE_EVENTS, Subscription
+from .calendar import calendar, feed_of
+from .models import NODE_EVENTS, CalendarFeed, Subscription
 
 PAGE_LOG = 10  # deliveries shown per subscription
 
@@ -37,6 +38,9 @@ def webhooks(request: HttpRequest) -> HttpResponse:
                 made = services.subscribe(request.user, form)
                 secret, made_for = made.secret, made.pk
                 form = {"url": "", "events": [], "description": ""}
+            elif action == "rotate-calendar":
+                feed_of(request.user, rotate=True)
+                return redirect(f"{request.path}#calendar")
             elif action in ("test", "rotate", "enable", "delete"):
                 hook_id = request.POST.get("webhook", "")
                 if action == "test":
@@ -66,5 +70,17 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         "error_field": error_field,
         "form": form,
         "event_types": [t for t in services.SUBSCRIBABLE if operator or t not in NODE_EVENTS],
+        "calendar_url": request.build_absolute_uri(f"/calendar/{feed_of(request.user).token}.ics"),
     }
     return page(request, "webhooks/webhooks.html", context)
+
+
+def calendar_feed(request: HttpRequest, token: str) -> HttpResponse:
+    """Answer a secret calendar URL with its owner's bookings (no sign-in: the token is the key)."""
+    feed = CalendarFeed.objects.select_related("owner").filter(token=token).first()
+    if feed is None or not feed.owner.is_active:
+        raise Http404("no such calendar")
+    text = calendar(feed, request.build_absolute_uri("/").rstrip("/"))
+    response = HttpResponse(text, content_type="text/calendar; charset=utf-8")
+    response["Cache-Control"] = "private, max-age=300"
+    return response

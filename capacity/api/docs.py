@@ -59,6 +59,7 @@ def api_index(request) -> JsonResponse:
             "reservations": request.build_absolute_uri("/api/v1/reservations"),
             "pools": request.build_absolute_uri("/api/v1/pools"),
             "nodes": request.build_absolute_uri("/api/v1/nodes"),
+            "webhooks": request.build_absolute_uri("/api/v1/webhooks"),
         }
     )
 

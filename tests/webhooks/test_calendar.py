@@ -1,0 +1,71 @@
+"""The calendar feed: a secret iCalendar URL per user with their tenants' bookings, valid RFC 5545."""
+
+from datetime import timedelta
+
+import icalendar
+from django.test import Client
+from rest_framework.test import APIClient
+
+from capacity import services
+from webhooks.calendar import calendar, feed_of
+
+
+def read(client, url):
+    answer = client.get(url)
+    assert answer.status_code == 200 and answer["Content-Type"] == "text/calendar; charset=utf-8"
+    return icalendar.Calendar.from_ical(answer.content)
+
+
+def test_a_tenants_calendar_lists_its_bookings_one_event_each_with_status_pool_nodes_and_gpus(
+    lab, people, book
+):
+    alice, _bob, _ops = people
+    mine = book(gpus=2)
+    gone = book(gpus=1)
+    services.release(gone.pk)
+    book("globex", gpus=1)
+    api = APIClient()
+    api.force_authenticate(alice)
+    url = api.get("/api/v1/calendar").json()["url"]
+    assert url.startswith("http://testserver/calendar/") and url.endswith(".ics")
+    cal = read(Client(), url)  # no sign-in: the URL is the key
+    events = {str(e["UID"]): e for e in cal.walk("VEVENT")}
+    assert set(events) == {f"reservation-{mine.pk}@berth", f"reservation-{gone.pk}@berth"}
+    placed = events[f"reservation-{mine.pk}@berth"]
+    assert str(placed["SUMMARY"]) == "[placed] acme: 2 gpu on lab-pool"
+    assert (
+        str(placed["STATUS"]) == "CONFIRMED"
+        and str(events[f"reservation-{gone.pk}@berth"]["STATUS"]) == "CANCELLED"
+    )
+    assert "Nodes: node-" in str(placed["DESCRIPTION"]) and "GPUs and slices: 2" in str(placed["DESCRIPTION"])
+    assert placed.decoded("DTSTART") == mine.starts_at.replace(microsecond=0)
+    assert placed.decoded("DTEND") - placed.decoded("DTSTART") == timedelta(days=1)
+
+
+def test_rotating_the_address_ends_the_old_one_and_an_unknown_one_is_404(lab, people, book):
+    alice, _bob, _ops = people
+    old = feed_of(alice).token
+    client = Client()
+    assert client.get(f"/calendar/{old}.ics").status_code == 200
+    new = feed_of(alice, rotate=True).token
+    assert new != old
+    assert client.get(f"/calendar/{old}.ics").status_code == 404
+    assert client.get(f"/calendar/{new}.ics").status_code == 200
+
+
+def test_long_lines_are_folded_at_75_octets_and_text_is_escaped(lab, people, book):
+    alice, _bob, _ops = people
+    book(gpus=1)
+    text = Client().get(f"/calendar/{feed_of(alice).token}.ics").content.decode()
+    assert text.endswith("\r\n") and "\n" not in text.replace("\r\n", "")
+    assert all(len(line.encode()) <= 75 for line in text.split("\r\n"))
+    assert "\\n" in text and "Reservation " in text
+
+
+def test_bookings_that_ended_over_30_days_ago_are_left_out(lab, people, book):
+    alice, _bob, _ops = people
+    held = book(gpus=1)  # ends in a day
+    feed = feed_of(alice)
+    in_29 = icalendar.Calendar.from_ical(calendar(feed, "http://x", now=held.ends_at + timedelta(days=29)))
+    in_31 = icalendar.Calendar.from_ical(calendar(feed, "http://x", now=held.ends_at + timedelta(days=31)))
+    assert len(in_29.walk("VEVENT")) == 1 and in_31.walk("VEVENT") == []
