@@ -11,6 +11,7 @@ all failed for WEBHOOK_DISABLE_AFTER is disabled, its owner told why on the page
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -67,10 +69,35 @@ def claim(now: datetime, limit: int = CLAIM_BATCH) -> list[Delivery]:
 
 
 def send(delivery: Delivery, now: datetime) -> Answer:
-    """Send one delivery, signed with its subscription's secret as of now."""
+    """Send one delivery, signed with its subscription's secret as of now (or mail it, for mailto:)."""
+    if delivery.subscription.url.startswith("mailto:"):
+        return mail(delivery)
     body = delivery.body.encode()
     signed = headers(delivery.subscription.secret, f"evt_{delivery.event_id}", int(now.timestamp()), body)
     return post(delivery.subscription.url, body, {**signed, "User-Agent": "Berth-Webhooks/1"})
+
+
+def mail(delivery: Delivery) -> Answer:
+    """Mail the event to the subscription's owner (mailto: subscriptions; only with mail configured)."""
+    started = time.monotonic()
+    event = json.loads(delivery.body)
+    data = event.get("data") or {}
+    what = f"reservation {data['id']}" if "id" in data else data.get("name", "")
+    subject = f"Berth: {event['type']} {what}".strip()
+    text = f"{event['type']} at {event['timestamp']}\n{event.get('reason') or ''}\n\n" + json.dumps(
+        data, indent=2
+    )
+    try:
+        send_mail(
+            subject, text, settings.DEFAULT_FROM_EMAIL, [delivery.subscription.url.removeprefix("mailto:")]
+        )
+    except Exception as exc:  # a refused or unreachable mail server is a failed attempt, retried
+        return Answer(None, "", f"mail: {type(exc).__name__}: {exc}"[:ANSWER_KEPT], _ms(started))
+    return Answer(202, "accepted by the mail server", "", _ms(started))
+
+
+def _ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
 
 
 def retry_delay(attempts: int, rng: random.Random) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
@@ -38,11 +39,14 @@ def subscribe(user, data: Any) -> Subscription:
     url = data.get("url")
     if not isinstance(url, str) or not url or len(url) > MAX_URL:
         raise CapacityError(INVALID_INPUT, f"url: an http or https URL of at most {MAX_URL} characters")
-    try:
-        _scheme, host, port, _path = check_url(url)
-        resolve(host, port)
-    except TargetError as exc:
-        raise CapacityError(INVALID_INPUT, str(exc)) from None
+    if url.startswith("mailto:"):
+        _check_mail(user, url.removeprefix("mailto:"))
+    else:
+        try:
+            _scheme, host, port, _path = check_url(url)
+            resolve(host, port)
+        except TargetError as exc:
+            raise CapacityError(INVALID_INPUT, str(exc)) from None
     events = data.get("events")
     if not isinstance(events, list) or not events or not all(isinstance(e, str) for e in events):
         raise CapacityError(INVALID_INPUT, f"events: a list of one or more of {', '.join(SUBSCRIBABLE)}")
@@ -67,6 +71,18 @@ def subscribe(user, data: Any) -> Subscription:
             events=list(dict.fromkeys(events)),
             description=description,
             secret=new_secret(),
+        )
+
+
+def _check_mail(user, address: str) -> None:
+    """Allow events by mail only where mail is configured, and only to the user's own address."""
+    if not settings.MAIL_CONFIGURED:
+        raise CapacityError(
+            INVALID_INPUT, "url: this Berth sends no mail (EMAIL_HOST is not set); use an http(s) URL"
+        )
+    if not user.email or address.lower() != user.email.lower():
+        raise CapacityError(
+            INVALID_INPUT, "url: events by mail go only to your own address (your account's email)"
         )
 
 
