@@ -165,3 +165,30 @@ def test_events_by_mail_go_only_where_mail_is_configured_and_only_to_your_own_ad
         and sent.subject == f"Berth: reservation.placed reservation {held.pk}"
     )
     assert Delivery.objects.get().status == "delivered"
+
+
+def test_a_receiver_down_for_ten_minutes_gets_every_event_once_it_is_back(lab, people, receiver, book):
+    """The clock steps 30 s at a time: the receiver answers 503 for ten minutes, then 200."""
+    alice, _bob, _ops = people
+    subscribe(alice, receiver, "reservation.placed", "reservation.released")
+    held = [book(gpus=1) for _ in range(3)]
+    start = timezone.now()
+    fan_out(start)
+    for r in held:
+        services.release(r.pk)
+    receiver.statuses = [503] * 10_000
+    clock = start
+    while clock < start + timedelta(minutes=10):
+        run_once(clock)
+        clock += timedelta(seconds=30)
+    down_tries = len(receiver.got)
+    receiver.statuses = []
+    receiver.got.clear()
+    while Delivery.objects.filter(status="pending").exists() and clock < start + timedelta(hours=2):
+        run_once(clock)
+        clock += timedelta(seconds=30)
+    # Back at 10 min: tries had doubled to 320-640 s apart, so all arrive within 11 more minutes.
+    assert clock - start <= timedelta(minutes=22)
+    ids = [r.headers["webhook-id"] for r in receiver.got]
+    assert len(ids) == 6 and len(set(ids)) == 6  # each event once after it came back
+    assert 6 <= down_tries <= 6 * 8  # while it was down: doubling retries, not a storm
