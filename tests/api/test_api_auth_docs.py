@@ -90,6 +90,13 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/nodes/{name}/token",
         "/api/v1/fleet/import",
         "/api/v1/token/revoke",
+        "/api/v1/webhooks",
+        "/api/v1/webhooks/{webhook_id}",
+        "/api/v1/webhooks/{webhook_id}/rotate-secret",
+        "/api/v1/webhooks/{webhook_id}/enable",
+        "/api/v1/webhooks/{webhook_id}/test",
+        "/api/v1/webhooks/{webhook_id}/deliveries",
+        "/api/v1/calendar",
     }
     create = schema["paths"]["/api/v1/reservations"]["post"]
     assert create["operationId"] == "reservations_create"
