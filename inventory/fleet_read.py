@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inventory.fleet_files import NodeFiles
-from inventory.nvsmi import ListedGpu, SmiParseError, SmiQuery, parse_smi_list, parse_smi_query
+from inventory.nvsmi import ListedGpu, SmiParseError, SmiQuery, SmiUsage, parse_smi_list, parse_smi_query
 from inventory.topology import TopologyParseError, TopoMatrix, parse_topo_matrix
 
 __all__ = ["FleetInputError", "NodeInventory", "WantedDevice", "read_node"]
@@ -37,6 +37,7 @@ class WantedDevice:
     index: int
     parent: str | None
     attributes: dict[str, Any]
+    usage: SmiUsage | None = None  # what the GPU was doing (node reports store it; fleet import not)
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _gpus(query: SmiQuery | None, listed: list[ListedGpu] | None) -> list[Wanted
                 attributes["vramGiB"] = round(q.memory_mib / _MIB_PER_GIB)
             if q.architecture:
                 attributes["architecture"] = q.architecture.lower()
-            gpus.append(WantedDevice(q.uuid, "gpu", q.index, None, attributes))
+            gpus.append(WantedDevice(q.uuid, "gpu", q.index, None, attributes, q.usage))
     else:
         for g in listed or []:
             gpus.append(WantedDevice(g.uuid, "gpu", g.index, None, {"productName": g.name}))

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from inventory.errors import IngestError
 from inventory.history import record_event, recording
-from inventory.models import Device, DeviceLink, Node, NodeImageCache, NodeLabel
+from inventory.models import Device, DeviceLink, DeviceSample, Node, NodeImageCache, NodeLabel
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
 from inventory.signals import node_state_changed
 from inventory.topology import TopoMatrix
@@ -48,6 +49,7 @@ class ReportResult:
     labels_removed: int
     links: int | None  # None when the report had no topology
     images: int | None = None  # None when the report had no images
+    samples: int = 0  # devices whose utilization the report carried
 
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
@@ -91,6 +93,7 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         if labels is not None:
             labels_set, labels_removed = _replace_system_labels(node, labels)
         links = _sync_links(node, matrix) if matrix is not None else None
+        samples = _store_samples(node, devices) if devices is not None else 0
         images = _replace_images(node, body.images) if body.images is not None else None
         said = _said(created, marked_unhealthy, became_healthy)
         if said:
@@ -106,6 +109,7 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         labels_removed=labels_removed,
         links=links,
         images=images,
+        samples=samples,
     )
 
 
@@ -273,6 +277,35 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
     missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy]
     marked_unhealthy += Device.objects.filter(pk__in=missing).update(healthy=False)
     return created, created_healthy, marked_unhealthy, became_healthy, changed
+
+
+def _store_samples(node: Node, devices: list[DeviceIn]) -> int:
+    """Store this minute's sample of each device the report says is busy or idle (one upsert)."""
+    used = [d for d in devices if d.usage is not None]
+    if not used:
+        return 0
+    minute = timezone.now().replace(second=0, microsecond=0)
+    pks = dict(Device.objects.filter(node=node, uuid__in=[d.uuid for d in used]).values_list("uuid", "pk"))
+    rows = [
+        DeviceSample(
+            device_id=pks[d.uuid],
+            minute=minute,
+            gpu_percent=d.usage.gpu_percent,
+            memory_used_mib=d.usage.memory_used_mib,
+            processes=len(d.usage.processes),
+            process_mib=sum(p.used_mib or 0 for p in d.usage.processes),
+        )
+        for d in used
+        if d.usage is not None
+    ]
+    # A second report within the minute replaces the first: at most one row a device a minute.
+    DeviceSample.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["device", "minute"],
+        update_fields=["gpu_percent", "memory_used_mib", "processes", "process_mib"],
+    )
+    return len(rows)
 
 
 _REPORTED = ("device_class", "parent_id", "index", "numa_node", "attributes", "healthy")

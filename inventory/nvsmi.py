@@ -28,7 +28,9 @@ __all__ = [
     "ListedMig",
     "SmiGpu",
     "SmiParseError",
+    "SmiProcess",
     "SmiQuery",
+    "SmiUsage",
     "parse_smi_list",
     "parse_smi_query",
 ]
@@ -61,6 +63,27 @@ class SmiParseError(ValueError):
 
 
 @dataclass(frozen=True)
+class SmiProcess:
+    """A process on a GPU, from `<processes><process_info>`."""
+
+    pid: int
+    name: str
+    used_mib: int | None
+
+
+@dataclass(frozen=True)
+class SmiUsage:
+    """What a GPU was doing when nvidia-smi looked: utilization, memory used, its processes.
+
+    None where nvidia-smi prints N/A (a MIG-enabled GPU has no whole-GPU utilization).
+    """
+
+    gpu_percent: int | None
+    memory_used_mib: int | None
+    processes: tuple[SmiProcess, ...]
+
+
+@dataclass(frozen=True)
 class SmiGpu:
     """One `<gpu>` of `nvidia-smi -q -x`; `index` is its position, nvidia-smi's own numbering."""
 
@@ -74,6 +97,7 @@ class SmiGpu:
     pci_bus_id: str
     architecture: str | None
     line: int
+    usage: SmiUsage | None = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +299,7 @@ def parse_smi_query(text: str) -> SmiQuery:
                 pci_bus_id=text_of(gpu, "pci/pci_bus_id", required=False) or gpu.get("id", ""),
                 architecture=text_of(gpu, "product_architecture", required=False),
                 line=line_of(gpu),
+                usage=_usage(gpu, line_of),
             )
         )
     if not gpus:
@@ -284,3 +309,53 @@ def parse_smi_query(text: str) -> SmiQuery:
         cuda_version=text_of(root, "cuda_version", required=False),
         gpus=gpus,
     )
+
+
+MAX_PROCESSES = 256  # per GPU; more is not a GPU's process list
+_PERCENT_RE = re.compile(r"^(\d+) %$")
+
+
+def _usage(gpu: ET.Element, line_of) -> SmiUsage | None:
+    """Read a `<gpu>`'s utilization, memory used and processes; None when it says none of them."""
+    util = gpu.find("utilization/gpu_util")
+    used = gpu.find("fb_memory_usage/used")
+    listed = gpu.findall("processes/process_info")
+    if util is None and used is None and not listed:
+        return None
+    percent = None
+    if util is not None and (util.text or "").strip() not in ("N/A", ""):
+        m = _PERCENT_RE.match((util.text or "").strip())
+        if m is None or not 0 <= int(m.group(1)) <= 100:
+            raise SmiParseError(
+                f"{(util.text or '').strip()!r} is not a utilization from 0 to 100 %",
+                line_of(util),
+                "element gpu/utilization/gpu_util",
+            )
+        percent = int(m.group(1))
+    if len(listed) > MAX_PROCESSES:
+        raise SmiParseError(
+            f"{len(listed)} processes on one GPU; at most {MAX_PROCESSES}",
+            line_of(listed[0]),
+            "element gpu/processes",
+        )
+    processes = []
+    for info in listed:
+        pid = (info.findtext("pid") or "").strip()
+        if not pid.isdigit():
+            raise SmiParseError(
+                f"{pid!r} is not a process id", line_of(info), "element gpu/processes/process_info/pid"
+            )
+        processes.append(
+            SmiProcess(
+                int(pid), (info.findtext("process_name") or "").strip()[:200], _mib(info.find("used_memory"))
+            )
+        )
+    return SmiUsage(percent, _mib(used), tuple(processes))
+
+
+def _mib(element: ET.Element | None) -> int | None:
+    """Return an element's `123 MiB` as 123; None for N/A, absent or unreadable (not worth a refusal)."""
+    if element is None:
+        return None
+    m = _MEMORY_RE.match((element.text or "").strip())
+    return int(m.group(1)) if m else None

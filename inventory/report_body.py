@@ -18,6 +18,7 @@ from inventory.errors import IngestError
 from inventory.fleet_files import NodeFiles
 from inventory.fleet_read import FleetInputError, read_node
 from inventory.models import Device, NodeImageCache, NodeLabel
+from inventory.nvsmi import MAX_PROCESSES, SmiProcess, SmiUsage
 from inventory.topology import MAX_NUMA_NODE, TopologyParseError, TopoMatrix, parse_topo_matrix
 from inventory.validators import validate_label_key
 
@@ -35,7 +36,9 @@ _UUID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:/+-]*\Z")
 _CLASS_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 # An image reference (registry/name:tag or @sha256:...): printable, no spaces.
 _IMAGE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z")
-_DEVICE_FIELDS = {"uuid", "class", "index", "numaNode", "parent", "healthy", "attributes"}
+_DEVICE_FIELDS = {"uuid", "class", "index", "numaNode", "parent", "healthy", "attributes", "utilization"}
+_USAGE_FIELDS = {"gpuPercent", "memoryUsedMiB", "processes"}
+_MAX_MIB = 16 * 1024 * 1024  # 16 TiB: more than any GPU's memory
 # Field limits of the models, checked here so that bad input fails before anything is written.
 _UUID_MAX = Device._meta.get_field("uuid").max_length
 _CLASS_MAX = Device._meta.get_field("device_class").max_length
@@ -58,6 +61,7 @@ class DeviceIn:
     healthy: bool
     attributes: dict[str, Any] | None  # None: left out (kept; {} for a new device)
     merge_attributes: bool = False  # nvidia-smi's keys over the stored ones (operators' keys kept)
+    usage: SmiUsage | None = None  # what it was doing: stored as this minute's sample
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def _from_nvidia_smi(raw: Any, node_name: str) -> tuple[list[DeviceIn] | None, T
     for w in wanted:
         _check_uuid(w.uuid, "nvidiaSmi")
     devices = [
-        DeviceIn(w.uuid, w.device_class, w.index, None, False, w.parent, True, w.attributes, True)
+        DeviceIn(w.uuid, w.device_class, w.index, None, False, w.parent, True, w.attributes, True, w.usage)
         for w in wanted
     ]
     return devices, inventory.matrix
@@ -183,11 +187,52 @@ def _devices(raw: Any) -> list[DeviceIn]:
         attributes = item.get("attributes")
         if attributes is not None and not isinstance(attributes, dict):
             raise IngestError(f"{where}.attributes: must be an object")
+        usage = _usage(item["utilization"], f"{where}.utilization") if "utilization" in item else None
         devices.append(
-            DeviceIn(uuid, device_class, index, numa, "numaNode" in item, parent, healthy, attributes)
+            DeviceIn(
+                uuid, device_class, index, numa, "numaNode" in item, parent, healthy, attributes, False, usage
+            )
         )
     _check_family(devices)
     return devices
+
+
+def _usage(raw: Any, where: str) -> SmiUsage:
+    """Read a device's `utilization`: {"gpuPercent", "memoryUsedMiB", "processes": [{"pid", "usedMiB", "name"}]}."""
+    if not isinstance(raw, dict):
+        raise IngestError(f"{where}: must be an object")
+    unknown = sorted(set(raw) - _USAGE_FIELDS)
+    if unknown:
+        raise IngestError(
+            f"{where}.{unknown[0]}: unknown field (expected gpuPercent, memoryUsedMiB, processes)"
+        )
+    percent = raw.get("gpuPercent")
+    if percent is not None and (
+        not isinstance(percent, int | float) or isinstance(percent, bool) or not 0 <= percent <= 100
+    ):
+        raise IngestError(f"{where}.gpuPercent: must be a number from 0 to 100, or null")
+    used = raw.get("memoryUsedMiB")
+    if used is not None and (not _is_int(used) or not 0 <= used <= _MAX_MIB):
+        raise IngestError(f"{where}.memoryUsedMiB: must be a whole number of MiB from 0, or null")
+    listed = raw.get("processes", [])
+    if not isinstance(listed, list):
+        raise IngestError(f"{where}.processes: must be a list")
+    if len(listed) > MAX_PROCESSES:
+        raise IngestError(f"{where}.processes: {len(listed)} processes; at most {MAX_PROCESSES} per device")
+    processes = []
+    for n, p in enumerate(listed):
+        if not isinstance(p, dict) or not _is_int(p.get("pid")) or p["pid"] < 0:
+            raise IngestError(f"{where}.processes[{n}].pid: must be a process id")
+        mib = p.get("usedMiB")
+        if mib is not None and (not _is_int(mib) or not 0 <= mib <= _MAX_MIB):
+            raise IngestError(
+                f"{where}.processes[{n}].usedMiB: must be a whole number of MiB from 0, or null"
+            )
+        name = p.get("name", "")
+        if not isinstance(name, str):
+            raise IngestError(f"{where}.processes[{n}].name: must be a string")
+        processes.append(SmiProcess(p["pid"], name[:200], mib))
+    return SmiUsage(round(percent) if percent is not None else None, used, tuple(processes))
 
 
 def _check_family(devices: list[DeviceIn]) -> None:

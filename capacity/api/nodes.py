@@ -365,6 +365,7 @@ class ReportView(OperatorView):
                     "labelsRemoved": result.labels_removed,
                     "links": result.links,
                     "images": result.images,
+                    "samples": result.samples,
                 }
             ).data
         )

@@ -148,6 +148,15 @@ class PreemptedSerializer(serializers.Serializer):
     others = serializers.IntegerField(help_text="How many of other tenants (not named).")
 
 
+class UsageSerializer(serializers.Serializer):
+    """A reservation's GPU utilization so far, from its devices' per-minute samples."""
+
+    gpuPercentMean = serializers.FloatField(allow_null=True)
+    gpuPercentP95 = serializers.FloatField(allow_null=True)
+    minutesWithoutProcess = serializers.IntegerField()
+    samples = serializers.IntegerField(help_text="Device-minutes sampled.")
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -164,6 +173,10 @@ class ReservationSerializer(serializers.Serializer):
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
     request = serializers.DictField(help_text="The input as the caller sent it.")
+    usage = UsageSerializer(
+        allow_null=True,
+        help_text="What its GPUs did, from the nodes' per-minute samples (live while it runs); null before any.",
+    )
     preempted = PreemptedSerializer(
         required=False, help_text="Only in a create's 201, when placing it took spot work back."
     )

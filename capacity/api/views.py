@@ -55,7 +55,10 @@ def bool_param(request, name: str) -> bool:
 
 
 def reservation_data(
-    reservation: Reservation, allocations: Iterable[Mapping], scope: services.Scope = services.EVERYONE
+    reservation: Reservation,
+    allocations: Iterable[Mapping],
+    scope: services.Scope = services.EVERYONE,
+    usage: dict | None = None,
 ) -> dict:
     """Return the API dict of a reservation whose tenant and pool are loaded."""
     return {
@@ -72,11 +75,13 @@ def reservation_data(
         "conditions": services.redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
+        "usage": usage,
     }
 
 
 def render_reservation(reservation: Reservation, scope: services.Scope = services.EVERYONE) -> dict:
-    data = reservation_data(reservation, services.allocations_of(reservation), scope)
+    usage = services.usage_for([reservation.pk]).get(reservation.pk)
+    data = reservation_data(reservation, services.allocations_of(reservation), scope, usage)
     return ReservationSerializer(data).data
 
 
@@ -84,8 +89,9 @@ def render_reservations(
     reservations: list[Reservation], scope: services.Scope = services.EVERYONE
 ) -> list[dict]:
     allocations = services.allocations_for(reservations)
+    usage = services.usage_for(r.pk for r in reservations)
     return ReservationSerializer(
-        [reservation_data(r, allocations[r.pk], scope) for r in reservations], many=True
+        [reservation_data(r, allocations[r.pk], scope, usage.get(r.pk)) for r in reservations], many=True
     ).data
 
 

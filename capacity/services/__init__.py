@@ -26,4 +26,5 @@ from .scope import (
     sees_tenant,
     visible_reservations,
 )
+from .usage import usage_for
 from .waiting import await_placer, is_queued

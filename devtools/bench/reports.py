@@ -91,12 +91,14 @@ def run_reports(nodes: int, rounds: int, progress=None) -> dict:
                 if answer.status_code != 200:
                     raise RuntimeError(f"{name}: {answer.status_code} {answer.content[:300]!r}")
         statements = len(seen)
-        # Every report records its time (NodeReport) and the token's last use; nothing else may write.
+        # Every report records its time (NodeReport), this minute's utilization (DeviceSample) and the
+        # token's last use; nothing else may write.
         writes = sum(
             1
             for sql in seen
             if sql.lstrip().split(" ", 1)[0] in _WRITES
             and "inventory_nodereport" not in sql
+            and "inventory_devicesample" not in sql
             and "token" not in sql
         )
         wall.sort()

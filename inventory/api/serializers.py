@@ -208,6 +208,10 @@ class ReportedDeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
     parent = serializers.CharField(allow_null=True, required=False)
     healthy = serializers.BooleanField(required=False)
     attributes = serializers.DictField(required=False)
+    utilization = serializers.DictField(
+        required=False,
+        help_text='{"gpuPercent": 0-100, "memoryUsedMiB", "processes": [{"pid", "usedMiB", "name"}]}: this minute\'s sample.',
+    )
 
 
 class NvidiaSmiSerializer(serializers.Serializer):
@@ -255,6 +259,9 @@ class ReportResultSerializer(serializers.Serializer):
     labelsRemoved = serializers.IntegerField()
     links = serializers.IntegerField(allow_null=True, help_text="null when the report had no topology.")
     images = serializers.IntegerField(allow_null=True, help_text="null when the report had no images.")
+    samples = serializers.IntegerField(
+        help_text="Devices whose utilization was stored as this minute's sample."
+    )
 
 
 class TopologyResultSerializer(serializers.Serializer):

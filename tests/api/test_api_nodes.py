@@ -449,6 +449,7 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
         "labelsRemoved": 1,
         "links": None,
         "images": None,
+        "samples": 0,
     }
     node = as_operator.get("/api/v1/nodes/node-a").json()
     assert {d["uuid"]: d["healthy"] for d in node["devices"]} == {
