@@ -211,6 +211,7 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
             "history": condition_history(reservation, scope),
+            "usage": services.usage_for([reservation.pk]).get(reservation.pk),
         },
     )
 

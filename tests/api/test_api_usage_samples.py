@@ -88,3 +88,20 @@ def test_a_reservation_reads_its_gpus_utilization_so_far(as_operator, as_acme, l
     assert usage == {"gpuPercentMean": 50.0, "gpuPercentP95": 59.0, "minutesWithoutProcess": 0, "samples": 2}
     listed = as_acme.get("/api/v1/reservations").json()["results"]
     assert next(r for r in listed if r["id"] == held["id"])["usage"] == usage
+
+
+def test_the_reservation_page_says_how_much_its_gpus_were_used(as_operator, as_acme, acme, lab, ask):
+    from django.test import Client
+
+    held = as_acme.post("/api/v1/reservations", ask(1), format="json").json()
+    page = Client()
+    page.force_login(acme)
+    assert "no sample yet" in page.get(f"/reservations/{held['id']}/").text
+    atom, node = held["allocations"][0]["atoms"][0], held["allocations"][0]["nodeId"]
+    devices = [busy(f"GPU-{node}-{i}", 3 if f"GPU-{node}-{i}" == atom else 0) for i in range(4)]
+    assert (
+        as_operator.post(f"/api/v1/nodes/{node}/report", {"devices": devices}, format="json").status_code
+        == 200
+    )
+    html = page.get(f"/reservations/{held['id']}/").text
+    assert "3.0 % mean, 3.0 % at the 95th percentile over 1 device-minute; 1 minute with no process" in html
