@@ -19,6 +19,7 @@ from inventory.models import Pool
 
 from . import services
 from .placers.batch import BatchResult, place_queued, queued_pools
+from .services.idle import mark_idle
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
@@ -56,6 +57,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
         return Round(batch)
     expired = services.expire_ended()
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
+    mark_idle(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools)

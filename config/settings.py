@@ -238,3 +238,8 @@ WEBHOOK_LEAD_MINUTES = int(os.environ.get("BERTH_WEBHOOK_LEAD_MINUTES", "15"))
 WEBHOOK_GIVE_UP_HOURS = 24
 WEBHOOK_DISABLE_AFTER_HOURS = 24
 WEBHOOK_LOG_DAYS = 7
+
+# Idle bookings (capacity/services/idle.py): a running reservation whose GPUs averaged under
+# IDLE_GPU_PERCENT for the last IDLE_AFTER reads Idle.
+IDLE_GPU_PERCENT = env.number("BERTH_IDLE_GPU_PERCENT", 5)
+IDLE_AFTER = timedelta(minutes=env.number("BERTH_IDLE_AFTER_MINUTES", 120))

@@ -14,6 +14,7 @@ RESERVATION_EVENTS = (
     "reservation.released",
     "reservation.starting",
     "reservation.ending",
+    "reservation.idle",
 )
 NODE_EVENTS = ("node.cordoned", "node.drained", "node.unhealthy", "node.stale")
 EVENT_TYPES = (*RESERVATION_EVENTS, "webhook.test", *NODE_EVENTS)

@@ -31,6 +31,10 @@ REASON_GROUPS: tuple[tuple[str, str], ...] = (
     ("pool_empty", f"m.message = '{EMPTY_POOL_REASON}'"),
 )
 OTHER = "other"
+_IDLE_SQL = """
+SELECT p.slug, count(*) FROM capacity_reservation r JOIN inventory_pool p ON p.id = r.pool_id
+ WHERE r.status = 'placed' AND r.conditions @> '[{"type": "Idle"}]'::jsonb GROUP BY p.slug
+"""
 REASONS = (*(name for name, _ in REASON_GROUPS), OTHER)
 
 _PENDING_SQL = f"""
@@ -96,6 +100,16 @@ class DatabaseCollector:
         for slug in pools.values():
             waiting.add_metric([slug], repairs.get(slug, 0))
         yield waiting
+
+        idle = dict(_rows(_IDLE_SQL))
+        idling = GaugeMetricFamily(
+            "berth_idle_reservations",
+            "Running reservations whose GPUs averaged under IDLE_GPU_PERCENT for IDLE_AFTER (condition Idle).",
+            labels=["pool"],
+        )
+        for slug in pools.values():
+            idling.add_metric([slug], idle.get(slug, 0))
+        yield idling
 
         atoms = GaugeMetricFamily(
             "berth_capacity_atoms",

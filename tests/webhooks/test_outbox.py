@@ -113,3 +113,26 @@ def test_operators_hear_a_node_drained_turning_unhealthy_and_going_stale(lab, pe
     assert said[0] == ("node.drained", "node-a", "PSU swap")
     assert said[1] == ("node.unhealthy", "node-b", "a device is no longer healthy")
     assert said[2][:2] == ("node.stale", "node-b") and len(said) == 3
+
+
+def test_an_idle_booking_is_told_once_per_idle_spell(lab, people, receiver, book, settings):
+    from capacity.models import DeviceBooking
+    from capacity.services.idle import mark_idle
+    from inventory.models import DeviceSample
+
+    settings.IDLE_AFTER = timedelta(hours=2)
+    alice, _bob, _ops = people
+    subscribe(alice, receiver, "reservation.idle")
+    held = book(gpus=4)
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    devices = DeviceBooking.objects.filter(allocation__reservation=held).values_list("device_id", flat=True)
+    DeviceSample.objects.bulk_create(
+        DeviceSample(device_id=d, minute=start + timedelta(minutes=m), gpu_percent=0)
+        for d in devices
+        for m in range(125)
+    )
+    mark_idle(start + timedelta(minutes=121))
+    mark_idle(start + timedelta(minutes=125))
+    run_once()
+    (got,) = receiver.got
+    assert got.json["type"] == "reservation.idle" and "GPU 0–3 at 0 % mean since" in got.json["reason"]

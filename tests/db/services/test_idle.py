@@ -1,0 +1,94 @@
+"""Idle bookings: a running reservation whose GPUs did almost nothing for IDLE_AFTER reads Idle, with evidence.
+
+lab: node-a and node-b, 4 GPUs each, in lab-pool. The clock is moved forward (a booking cannot
+start hours in the past); samples are written as the node reports would have written them.
+"""
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from capacity import services
+from capacity.conf import placer_config
+from capacity.models import DeviceBooking, Reservation
+from capacity.services.idle import IDLE, mark_idle
+from inventory.models import DeviceSample
+
+
+@pytest.fixture
+def book():
+    config = dataclasses.replace(placer_config(), random=None)
+
+    def reserve(gpus):
+        data = {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": gpus}],
+            "duration": "1d",
+        }
+        return services.reserve(data, config=config).reservation
+
+    return reserve
+
+
+def samples(reservation, start, minutes, percent):
+    devices = DeviceBooking.objects.filter(allocation__reservation=reservation).values_list(
+        "device_id", flat=True
+    )
+    DeviceSample.objects.bulk_create(
+        DeviceSample(device_id=d, minute=start + timedelta(minutes=m), gpu_percent=percent, processes=1)
+        for d in devices
+        for m in range(minutes)
+    )
+
+
+def idle_condition(reservation):
+    return next((c for c in Reservation.objects.get(pk=reservation.pk).conditions if c["type"] == IDLE), None)
+
+
+def test_a_booking_idle_for_two_hours_reads_idle_with_the_evidence_and_loses_it_when_busy(
+    two_labelled_hosts, tenant, book, settings
+):
+    settings.IDLE_AFTER, settings.IDLE_GPU_PERCENT = timedelta(hours=2), 5
+    held = book(gpus=4)
+    busy = book(gpus=4)
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    samples(held, start, 130, 1)
+    samples(busy, start, 130, 80)
+    later = start + timedelta(minutes=130)
+    assert mark_idle(later) == (1, 0)
+    said = idle_condition(held)
+    assert said["reason"] == "LowUtilization"
+    assert said["message"].endswith(f"GPU 0–3 at 1 % mean since {later - timedelta(hours=2):%H:%M} UTC")
+    assert idle_condition(busy) is None
+    assert mark_idle(later) == (0, 0)  # once: the evidence stays as first said
+    samples(held, later, 120, 90)
+    assert mark_idle(later + timedelta(minutes=120)) == (0, 1)
+    assert idle_condition(held) is None
+
+
+def test_silence_is_not_idleness_too_few_samples_say_nothing(two_labelled_hosts, tenant, book, settings):
+    settings.IDLE_AFTER = timedelta(hours=2)
+    held = book(gpus=4)
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    samples(held, start, 50, 0)  # 50 of 120 minutes: its agent was mostly silent
+    assert mark_idle(start + timedelta(minutes=121)) == (0, 0)
+    assert idle_condition(held) is None
+
+
+def test_the_metric_counts_idle_reservations_per_pool(two_labelled_hosts, tenant, book, settings):
+    from capacity.metrics.state import DatabaseCollector
+
+    def idle_gauge():
+        family = next(f for f in DatabaseCollector().collect() if f.name == "berth_idle_reservations")
+        return {s.labels["pool"]: s.value for s in family.samples}
+
+    settings.IDLE_AFTER = timedelta(hours=2)
+    held = book(gpus=4)
+    assert idle_gauge() == {"lab-pool": 0}
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    samples(held, start, 121, 0)
+    mark_idle(start + timedelta(minutes=121))
+    assert idle_gauge() == {"lab-pool": 1}
