@@ -1,0 +1,106 @@
+"""GET /api/v1/usage: GPU-hours booked and used, exact, per group and bucket; tenants see their own.
+
+lab: node-a and node-b, 4 GPUs each, in lab-pool; acme and globex book there.
+"""
+
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
+
+from capacity.models import DeviceBooking
+from inventory.models import DeviceSample
+
+
+def timed(ask, gpus, during, **extra):
+    body = {**ask(gpus, **extra), "during": during}
+    body.pop("duration")
+    return body
+
+
+def window(hours_from, hours):
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=hours_from)
+    return {
+        "start": int(start.timestamp() * 1000),
+        "end": int((start + timedelta(hours=hours)).timestamp() * 1000),
+    }, start
+
+
+def test_booked_hours_are_each_bookings_overlap_with_the_period_per_tenant_and_day(
+    as_operator, as_acme, lab, ask
+):
+    during, start = window(2, 10)
+    acme = as_acme.post("/api/v1/reservations", timed(ask, 2, during), format="json").json()
+    assert acme["status"] == "placed"
+    # Used: 2 GPUs at 50 % for 60 minutes = 1 GPU-hour.
+    devices = DeviceBooking.objects.filter(allocation__reservation_id=acme["id"]).values_list(
+        "device_id", flat=True
+    )
+    DeviceSample.objects.bulk_create(
+        DeviceSample(device_id=d, minute=start + timedelta(minutes=m), gpu_percent=50)
+        for d in devices
+        for m in range(60)
+    )
+    day = start.date()
+    period = urlencode({"from": start.isoformat(), "to": (start + timedelta(hours=4)).isoformat()})
+    rows = as_operator.get(f"/api/v1/usage?{period}&groupBy=tenant,pool&bucket=day").json()["rows"]
+    assert rows == [
+        {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "bucket": rows[0]["bucket"],
+            "gpuHoursBooked": 8.0,
+            "gpuHoursUsed": 1.0,
+        }
+    ]
+    assert rows[0]["bucket"] in (day.isoformat(), (day + timedelta(days=1)).isoformat())
+
+
+def test_tenants_see_only_their_own_rows_and_csv_has_the_same_columns(as_acme, as_globex, lab, ask):
+    during, start = window(1, 2)
+    assert as_acme.post("/api/v1/reservations", timed(ask, 1, during), format="json").status_code == 201
+    assert (
+        as_globex.post(
+            "/api/v1/reservations", timed(ask, 1, during, tenant="globex"), format="json"
+        ).status_code
+        == 201
+    )
+    period = f"from={start.date().isoformat()}&to={(start + timedelta(days=2)).date().isoformat()}"
+    mine = as_acme.get(f"/api/v1/usage?{period}").json()["rows"]
+    assert {r["tenantId"] for r in mine} == {"acme"} and sum(r["gpuHoursBooked"] for r in mine) == 2.0
+    text = as_acme.get(f"/api/v1/usage?{period}&format=csv")
+    assert text["Content-Type"].startswith("text/csv")
+    lines = text.content.decode().splitlines()
+    assert lines[0] == "tenantId,bucket,gpuHoursBooked,gpuHoursUsed" and lines[1].startswith("acme,")
+
+
+def test_a_bad_period_or_grouping_is_refused_with_the_reason(as_acme, lab):
+    for query, message in [
+        ("from=2026-12-10&to=2026-12-01", "to: must be after from"),
+        ("from=2025-01-01&to=2026-12-01", "the period is at most 366 days"),
+        ("groupBy=colour", "groupBy: one or more of tenant, pool, model, each once"),
+        ("bucket=hour", "bucket: one of day, week, month"),
+        ("from=yesterday", "from: a date (2026-12-01) or a time with its offset"),
+    ]:
+        answer = as_acme.get(f"/api/v1/usage?{query}")
+        assert answer.status_code == 400 and answer.json()["message"].startswith(message), (
+            query,
+            answer.json(),
+        )
+
+
+def test_the_command_prints_the_same_rows(as_acme, lab, ask):
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    during, start = window(1, 3)
+    assert as_acme.post("/api/v1/reservations", timed(ask, 2, during), format="json").status_code == 201
+    period = {"start": start.date().isoformat(), "end": (start + timedelta(days=2)).date().isoformat()}
+    out = io.StringIO()
+    call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", "--json", stdout=out)
+    rows = json.loads(out.getvalue())["rows"]
+    api = as_acme.get(f"/api/v1/usage?from={period['start']}&to={period['end']}").json()["rows"]
+    assert rows == api and sum(r["gpuHoursBooked"] for r in rows) == 6.0
+    table = io.StringIO()
+    call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", stdout=table)
+    assert table.getvalue().splitlines()[-1] == "total: 6.0 GPU-hours booked, 0.0 used"
