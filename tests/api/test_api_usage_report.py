@@ -104,3 +104,24 @@ def test_the_command_prints_the_same_rows(as_acme, lab, ask):
     table = io.StringIO()
     call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", stdout=table)
     assert table.getvalue().splitlines()[-1] == "total: 6.0 GPU-hours booked, 0.0 used"
+
+
+def test_the_usage_page_draws_the_booked_hours_stacked_with_the_table_under_them(as_acme, acme, lab, ask):
+    import re
+
+    from django.test import Client
+
+    during, start = window(1, 3)
+    assert as_acme.post("/api/v1/reservations", timed(ask, 2, during), format="json").status_code == 201
+    page = Client()
+    page.force_login(acme)
+    day = start.date().isoformat()
+    html = page.get(
+        f"/usage/?from={day}&to={(start + timedelta(days=2)).date().isoformat()}&groupBy=tenant"
+    ).text
+    assert "6.0 GPU-hours booked, 0.0 used" in html
+    # A bar's segment per day the booking touched (it may cross midnight), each saying its figures.
+    assert re.search(r"<title>\d{4}-\d\d-\d\d acme: [\d.]+ GPU-hours booked, 0.0 used</title>", html)
+    assert '<table class="data" id="usage-table">' in html and "<td>acme</td>" in html
+    bad = page.get("/usage/?from=yesterday").text
+    assert 'id="usage-error"' in bad and "from: a date (2026-12-01)" in bad

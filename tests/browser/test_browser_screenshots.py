@@ -441,3 +441,11 @@ def test_screenshot_of_the_webhooks_page(login, demo, shots, monkeypatch):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_screenshot_of_the_usage_report(login, demo, shots):
+    """The operator reads two weeks of GPU-hours booked per tenant and pool."""
+    page = login("operator")
+    page.goto(f"{demo}/usage/?groupBy=tenant&groupBy=pool&bucket=day")
+    expect(page.locator("#usage-chart h2")).to_contain_text("GPU-hours booked")
+    shots(page, "usage")

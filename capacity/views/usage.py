@@ -1,0 +1,116 @@
+"""The usage report page: GPU-hours booked and used, as a stacked bar chart and the table under it.
+
+The chart is drawn on the server (SVG, no script): one column per bucket, the booked hours of
+each group stacked in the group's colour, a dark tick at the hours used; each bar says its
+figures in a hover title, and the table under it holds every number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from capacity.access import scope_for
+from capacity.api.usage import COLUMNS, when
+from capacity.placement import CapacityError
+from capacity.services.usage_report import BUCKETS, GROUPS, usage_report
+from config.web import login_required, page
+
+PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568")
+WIDTH, HEIGHT, LEFT, BOTTOM = 900, 220, 48, 24
+
+
+@dataclass
+class Segment:
+    x: float
+    y: float
+    width: float
+    height: float
+    colour: str
+    title: str
+
+
+@dataclass
+class Chart:
+    """The SVG's parts: stacked segments, used ticks, axis labels, the legend."""
+
+    segments: list[Segment] = field(default_factory=list)
+    ticks: list[tuple[float, float, float, str]] = field(default_factory=list)  # x1, x2, y, title
+    labels: list[tuple[float, str]] = field(default_factory=list)
+    legend: list[tuple[str, str]] = field(default_factory=list)
+    most: float = 0.0
+    width: int = WIDTH
+    height: int = HEIGHT + BOTTOM
+    left: int = LEFT
+    bottom: int = HEIGHT
+
+
+def build_chart(rows: list[dict], group_by: list[str]) -> Chart:
+    """Stack each bucket's booked hours by group; mark its used hours."""
+    names = {"tenant": "tenantId", "pool": "poolId", "model": "gpuModel"}
+    key = [names[g] for g in group_by]
+    buckets = sorted({r["bucket"] for r in rows})
+    groups = sorted({" / ".join(str(r[k]) for k in key) for r in rows})
+    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
+    totals = {b: sum(r["gpuHoursBooked"] for r in rows if r["bucket"] == b) for b in buckets}
+    most = max(totals.values(), default=0.0) or 1.0
+    chart = Chart(legend=list(colour.items()), most=round(most, 1))
+    step = (WIDTH - LEFT) / max(len(buckets), 1)
+    for i, b in enumerate(buckets):
+        x = LEFT + i * step + step * 0.1
+        width = step * 0.8
+        y = float(HEIGHT)
+        for r in sorted(
+            (r for r in rows if r["bucket"] == b), key=lambda r: " / ".join(str(r[k]) for k in key)
+        ):
+            group = " / ".join(str(r[k]) for k in key)
+            height = HEIGHT * r["gpuHoursBooked"] / most
+            y -= height
+            title = f"{b} {group}: {r['gpuHoursBooked']:.1f} GPU-hours booked, {r['gpuHoursUsed']:.1f} used"
+            chart.segments.append(
+                Segment(round(x, 1), round(y, 1), round(width, 1), round(height, 1), colour[group], title)
+            )
+        used = sum(r["gpuHoursUsed"] for r in rows if r["bucket"] == b)
+        tick_y = round(HEIGHT - HEIGHT * used / most, 1)
+        chart.ticks.append(
+            (round(x, 1), round(x + width, 1), tick_y, f"{b}: {used:.1f} of {totals[b]:.1f} GPU-hours used")
+        )
+        chart.labels.append((round(x + width / 2, 1), b[5:]))
+    return chart
+
+
+@login_required
+def usage(request: HttpRequest) -> HttpResponse:
+    """Show GPU-hours booked and used for the period and grouping the form asks (GET)."""
+    q = request.GET
+    group_by = [g for g in GROUPS if g in q.getlist("groupBy")] or ["tenant"]
+    bucket = q.get("bucket") if q.get("bucket") in BUCKETS else "day"
+    error = ""
+    rows: list[dict] = []
+    try:
+        end = when(q.get("to") or None, "to", timezone.now())
+        start = when(q.get("from") or None, "from", end - timedelta(days=14))
+        rows = [r.as_dict() for r in usage_report(start, end, group_by, bucket, scope_for(request.user))]
+    except CapacityError as exc:
+        error, start, end = exc.message, timezone.now() - timedelta(days=14), timezone.now()
+    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    context = {
+        "nav": "usage",
+        "rows": rows,
+        "columns": columns,
+        "cells": [[r.get(c, "") for c in columns] for r in rows],
+        "chart": build_chart(rows, group_by),
+        "group_by": group_by,
+        "groups": list(GROUPS),
+        "bucket": bucket,
+        "buckets": BUCKETS,
+        "start": q.get("from") or start.date().isoformat(),
+        "end": q.get("to") or end.date().isoformat(),
+        "error": error,
+        "booked": round(sum(r["gpuHoursBooked"] for r in rows), 1),
+        "used": round(sum(r["gpuHoursUsed"] for r in rows), 1),
+    }
+    return page(request, "capacity/usage.html", context)
