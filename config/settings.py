@@ -243,3 +243,9 @@ WEBHOOK_LOG_DAYS = 7
 # IDLE_GPU_PERCENT for the last IDLE_AFTER reads Idle.
 IDLE_GPU_PERCENT = env.number("BERTH_IDLE_GPU_PERCENT", 5)
 IDLE_AFTER = timedelta(minutes=env.number("BERTH_IDLE_AFTER_MINUTES", 120))
+# Opt-in: release a reservation still Idle this long after it was marked (off unless set).
+IDLE_RELEASE_AFTER = (
+    timedelta(minutes=env.number("BERTH_IDLE_RELEASE_AFTER_MINUTES", 0))
+    if os.environ.get("BERTH_IDLE_RELEASE_AFTER_MINUTES")
+    else None
+)

@@ -4,7 +4,9 @@ A placed reservation that has run for at least IDLE_AFTER, whose booked devices'
 last IDLE_AFTER average under IDLE_GPU_PERCENT, and whose samples cover at least half of those
 device-minutes (silence is not idleness: a node whose agent stopped says nothing), gets the
 condition `Idle` ("GPUs 0–7 at 1 % mean since 10:02"). One that is busy again loses it. Spot
-work and whole-node leases follow the same rule. The worker runs this in its housekeeping.
+work and whole-node leases follow the same rule. With IDLE_RELEASE_AFTER set (off by default),
+one still idle that long after it was marked is released, the evidence its reason. The worker
+runs this in its housekeeping.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.db import connection, transaction
 
 from capacity.models import Reservation
 
+from .release import release
 from .repair import atoms_text
 
 IDLE = "Idle"
@@ -74,7 +77,13 @@ def mark_idle(now: datetime) -> tuple[int, int]:
                 if len(kept) != len(reservation.conditions):
                     continue  # already idle: the evidence stays as first said
                 kept.append(
-                    {"type": IDLE, "status": "True", "reason": "LowUtilization", "message": idle[rid]}
+                    {
+                        "type": IDLE,
+                        "status": "True",
+                        "reason": "LowUtilization",
+                        "message": idle[rid],
+                        "since": now.isoformat(),
+                    }
                 )
                 added += 1
             elif len(kept) == len(reservation.conditions):
@@ -82,4 +91,28 @@ def mark_idle(now: datetime) -> tuple[int, int]:
             else:
                 removed += 1
             Reservation.objects.filter(pk=rid).update(conditions=kept, updated_at=now)
+    _release_long_idle(idle, now)
     return added, removed
+
+
+def _release_long_idle(idle: dict[int, str], now: datetime) -> list[int]:
+    """With IDLE_RELEASE_AFTER set, release what has been Idle that long and still is; name the evidence."""
+    after: timedelta | None = settings.IDLE_RELEASE_AFTER
+    if after is None:
+        return []
+    released = []
+    for reservation in Reservation.objects.filter(
+        pk__in=list(idle), status="placed", conditions__contains=[{"type": IDLE}]
+    ):
+        condition = next(c for c in reservation.conditions if c.get("type") == IDLE)
+        since = datetime.fromisoformat(condition.get("since") or now.isoformat())
+        if now - since >= after:
+            release(
+                reservation.pk,
+                now=now,
+                reason=f"idle for {after}: {condition['message']}",
+                by="idle policy",
+                why="IdlePolicy",
+            )
+            released.append(reservation.pk)
+    return released

@@ -33,14 +33,26 @@ PENDING_RETRY_BATCH = 50
 RELEASE_RETRY_BATCH = 8
 
 
+RELEASED_CONDITION = "Released"
+MAX_REASON = 200
+
+
 @retry_on_conflict
 @transaction.atomic
 def release(
-    reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
+    reservation_id: int | str,
+    *,
+    scope: Scope = EVERYONE,
+    now: datetime | None = None,
+    reason: str = "",
+    by: str = "",
+    why: str = "ByRequest",
 ) -> Reservation:
     """Release a reservation: quota refunded first, then its bookings and claims end at `now`.
 
-    Locks the reservation row alone (not its tenant or pool: the lock order has pools after quota).
+    With a `reason` (an operator's, or the idle policy's evidence) it keeps a `Released` condition
+    saying who and why; its history keeps it. Locks the reservation row alone (not its tenant or
+    pool: the lock order has pools after quota).
     """
     now = now or timezone.now()
     reservation = get(reservation_id, scope=scope)
@@ -56,7 +68,19 @@ def release(
         transaction.on_commit(lambda: retry_pending([reservation.pool_id], limit=RELEASE_RETRY_BATCH))
     reservation.status = Reservation.Status.RELEASED
     reservation.released_at = now
-    reservation.conditions = []
+    said = reason.strip()[:MAX_REASON]
+    reservation.conditions = (
+        [
+            {
+                "type": RELEASED_CONDITION,
+                "status": "True",
+                "reason": why,
+                "message": f"{by}: {said}" if by else said,
+            }
+        ]
+        if said
+        else []
+    )
     reservation.save(update_fields=["status", "released_at", "conditions", "updated_at"])
     return reservation
 

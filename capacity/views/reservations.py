@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capacity import services
-from capacity.access import scope_for
+from capacity.access import is_operator, scope_for
 from capacity.filtersets import ReservationFilterSet
 from capacity.models import Reservation
 from capacity.models.reservations import PREEMPTED_CONDITION, QUEUED_CONDITION
@@ -231,7 +231,11 @@ def release(request: HttpRequest, pk: int) -> HttpResponse:
                 "next": safe_next(request, reverse("reservations")),
             },
         )
-    reservation = services.release(reservation.pk, scope=scope_for(request.user))
+    # An operator may say why (an idle booking, a broken job): the reservation keeps it.
+    reason = request.POST.get("reason", "") if is_operator(request.user) else ""
+    reservation = services.release(
+        reservation.pk, scope=scope_for(request.user), reason=reason, by=request.user.get_username()
+    )
     if not wants_partial(request):
         return redirect(safe_next(request, reverse("reservations")))
     return page(

@@ -136,3 +136,14 @@ def test_an_idle_booking_is_told_once_per_idle_spell(lab, people, receiver, book
     run_once()
     (got,) = receiver.got
     assert got.json["type"] == "reservation.idle" and "GPU 0–3 at 0 % mean since" in got.json["reason"]
+
+
+def test_a_release_with_a_reason_carries_it_to_the_receiver(lab, people, receiver, book):
+    alice, _bob, _ops = people
+    subscribe(alice, receiver, "reservation.released")
+    held = book(gpus=1)
+    run_once()
+    services.release(held.pk, reason="idle since Tuesday", by="ops")
+    run_once()
+    (got,) = receiver.got
+    assert (got.json["type"], got.json["reason"]) == ("reservation.released", "ops: idle since Tuesday")

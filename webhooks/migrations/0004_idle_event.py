@@ -1,4 +1,4 @@
-"""reservation.idle: the trigger also writes an event when a reservation becomes Idle (once per idle spell)."""
+"""reservation.idle once per idle spell; reservation.released says who released it and why, when someone said."""
 
 from django.db import migrations
 
@@ -16,6 +16,7 @@ BEGIN
     WHEN 'released' THEN 'reservation.released' WHEN 'preempted' THEN 'reservation.preempted' END;
   why := webhooks_condition(NEW.conditions, CASE kind
            WHEN 'reservation.pending' THEN 'Unschedulable' WHEN 'reservation.preempted' THEN 'Preempted'
+           WHEN 'reservation.released' THEN 'Released'
            ELSE '' END)->>'message';
   IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
     IF kind IS NOT NULL THEN

@@ -92,3 +92,44 @@ def test_the_metric_counts_idle_reservations_per_pool(two_labelled_hosts, tenant
     samples(held, start, 121, 0)
     mark_idle(start + timedelta(minutes=121))
     assert idle_gauge() == {"lab-pool": 1}
+
+
+def test_with_the_policy_on_a_booking_idle_that_long_is_released_naming_the_evidence(
+    two_labelled_hosts, tenant, book, settings
+):
+    settings.IDLE_AFTER, settings.IDLE_RELEASE_AFTER = timedelta(hours=2), timedelta(hours=1)
+    held = book(gpus=4)
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    samples(held, start, 200, 0)
+    marked = start + timedelta(minutes=121)
+    mark_idle(marked)
+    mark_idle(marked + timedelta(minutes=30))
+    assert Reservation.objects.get(pk=held.pk).status == "placed"  # idle for half the policy's hour
+    mark_idle(marked + timedelta(minutes=61))
+    gone = Reservation.objects.get(pk=held.pk)
+    assert gone.status == "released"
+    (said,) = gone.conditions
+    assert (said["type"], said["reason"]) == ("Released", "IdlePolicy")
+    assert (
+        said["message"].startswith("idle policy: idle for 1:00:00: node-")
+        and "GPU 0–3 at 0 % mean" in said["message"]
+    )
+
+
+def test_an_operator_releases_from_the_page_with_a_reason_the_tenant_reads(two_labelled_hosts, tenant, book):
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    held = book(gpus=1)
+    ops = User.objects.create_user("ops")
+    ops.groups.add(Group.objects.get_or_create(name="operators")[0])
+    page = Client()
+    page.force_login(ops)
+    assert 'name="reason"' in page.get(f"/reservations/{held.pk}/release/").text
+    page.post(f"/reservations/{held.pk}/release/", {"reason": "idle since Tuesday"})
+    gone = Reservation.objects.get(pk=held.pk)
+    assert gone.status == "released"
+    assert gone.conditions == [
+        {"type": "Released", "status": "True", "reason": "ByRequest", "message": "ops: idle since Tuesday"}
+    ]
+    assert "ops: idle since Tuesday" in page.get(f"/reservations/{held.pk}/").text
