@@ -1,0 +1,29 @@
+"""Benchmark the worker's idle check over many running reservations with two hours of samples each."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from devtools.bench.idle import run_idle
+from devtools.bench.placements import BUILD_CHUNK
+
+
+class Command(BaseCommand):
+    help = (
+        "Build bench-<n> with --reservations running one-GPU reservations and 125 minutes of samples per "
+        "GPU (a tenth idle), then time the idle check --rounds times: the first marks, the rest are steady."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--reservations", type=int, default=10_000)
+        parser.add_argument("--rounds", type=int, default=6)
+
+    def handle(self, *args, reservations, rounds, **options):
+        def bar(items):
+            return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
+
+        figures = run_idle(reservations, rounds, progress=bar)
+        self.stdout.write(json.dumps(figures, indent=2))
+        if figures["idleNow"] != figures["expectedIdle"]:
+            raise CommandError(f"{figures['idleNow']} idle, expected {figures['expectedIdle']}")
