@@ -186,8 +186,10 @@ def issue_node_credentials(modeladmin, request, queryset):
         return
     for node in nodes:
         token = issue_node_token(node.name)
+        # Words first: the admin capitalises a message's first letter, which would change a key.
         modeladmin.message_user(
-            request, f"{token.key} (node.{node.name}, expires {token_expiry(token):%Y-%m-%d %H:%M} UTC)"
+            request,
+            f"Key for node.{node.name}: {token.key} (expires {token_expiry(token):%Y-%m-%d %H:%M} UTC)",
         )
 
 

@@ -127,8 +127,10 @@ def test_the_admin_issues_node_credentials_for_the_selected_nodes(lab):
         {"action": "issue_node_credentials", "_selected_action": [chosen.pk]},
         follow=True,
     )
-    keys = re.findall(r"([0-9a-f]{40}) \(node\.node-b, expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", answer.text)
-    assert len(keys) == 1
+    keys = re.findall(
+        r"Key for node\.node-b: ([0-9a-f]{40}) \(expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", answer.text
+    )
+    assert len(keys) == 1, re.findall(r"<li class=\"[a-z]+\">(.*?)</li>", answer.text)  # whole, as issued
     node = APIClient()
     node.credentials(HTTP_AUTHORIZATION=f"Token {keys[0]}")
     assert node.get("/api/v1/nodes/node-b/assignments").status_code == 200
