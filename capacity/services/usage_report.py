@@ -50,11 +50,14 @@ WITH b AS (
     FROM b JOIN buckets k ON b.held && tstzrange(k.lo, k.hi)
    GROUP BY {keys}, k.lo
 ), used AS (
-  SELECT {keys}, k.lo, sum(x.gpu_percent) / 100.0 / 60 AS hours
-    FROM b JOIN inventory_devicesample x ON x.device_id = b.device_id AND b.held @> x.minute
-    JOIN buckets k ON x.minute >= k.lo AND x.minute < k.hi
+  -- Each sample's bucket is date_trunc of its minute (the buckets' own bounds), not a join on
+  -- them: a month of samples times thirty buckets took seconds.
+  SELECT {keys}, date_trunc(%(bucket)s, x.minute) AS lo, sum(x.gpu_percent) / 100.0 / 60 AS hours
+    -- Bounds, not `held @> minute`: the (device, minute) key serves a range, not a containment.
+    FROM b JOIN inventory_devicesample x
+      ON x.device_id = b.device_id AND x.minute >= lower(b.held) AND x.minute < upper(b.held)
    WHERE x.gpu_percent IS NOT NULL
-   GROUP BY {keys}, k.lo
+   GROUP BY {keys}, date_trunc(%(bucket)s, x.minute)
 )
 SELECT {keys_out}, booked.lo, booked.hours, coalesce(used.hours, 0)
   FROM booked LEFT JOIN used USING ({keys_using}, lo)
