@@ -41,13 +41,14 @@ WITH b AS (
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id
    WHERE bk.during && tstzrange(%(start)s, %(end)s) {scoped}
-), buckets AS (
-  SELECT s AS lo, s + %(step)s::interval AS hi
-    FROM generate_series(date_trunc(%(bucket)s, %(start)s::timestamptz), %(end)s::timestamptz - interval '1 microsecond', %(step)s::interval) s
 ), booked AS (
+  -- Each booking meets only the buckets it spans (a two-day booking two days), not all of them.
   SELECT {keys}, k.lo,
-         sum(b.share * extract(epoch FROM upper(b.held * tstzrange(k.lo, k.hi)) - lower(b.held * tstzrange(k.lo, k.hi))) / 3600) AS hours
-    FROM b JOIN buckets k ON b.held && tstzrange(k.lo, k.hi)
+         sum(b.share * extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval))
+                                       - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval))) / 3600) AS hours
+    FROM b CROSS JOIN LATERAL generate_series(
+           date_trunc(%(bucket)s, lower(b.held)), upper(b.held) - interval '1 microsecond', %(step)s::interval) AS k(lo)
+   WHERE NOT isempty(b.held)
    GROUP BY {keys}, k.lo
 ), used AS (
   -- Each sample's bucket is date_trunc of its minute (the buckets' own bounds), not a join on
