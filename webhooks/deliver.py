@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
+import psycopg
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -207,7 +208,8 @@ def serve(stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             _serve(stop)
-        except (OperationalError, InterfaceError) as err:
+        # psycopg's own errors too: the NOTIFY wait talks to the raw connection, outside Django's wrapping.
+        except (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError) as err:
             log.warning("webhooks: lost the database (%s); connecting again in %.1f s", err, backoff)
             try:
                 connection.close()
