@@ -16,6 +16,7 @@ from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
 from inventory import services as inventory
 from inventory.models import Pool
+from inventory.samples import fold_samples
 
 from . import services
 from .placers.batch import BatchResult, place_queued, queued_pools
@@ -49,14 +50,16 @@ class Round:
 
 
 # The idle check reads two hours of samples of every running reservation (3.6 s at 10,000 of them,
-# bench_idle): about a two-hour question, asked every five minutes rather than every round.
+# bench_idle): about a two-hour question, asked every five minutes rather than every round. The
+# samples' hourly fold comes along: an hour is folded a few minutes after it is over.
 IDLE_CHECK_EVERY = 300.0
 _idle_checked = [float("-inf")]
 
 
-def _check_idle(now) -> None:
+def _samples_and_idle(now) -> None:
     if time.monotonic() - _idle_checked[0] >= IDLE_CHECK_EVERY:
         _idle_checked[0] = time.monotonic()
+        fold_samples(now)
         mark_idle(now)
 
 
@@ -69,7 +72,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
         return Round(batch)
     expired = services.expire_ended()
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
-    _check_idle(timezone.now())
+    _samples_and_idle(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools)

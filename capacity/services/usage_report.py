@@ -4,7 +4,9 @@ Booked hours are each device booking's overlap with the period and the bucket (a
 booking's window ends at its release). A MIG slice counts as its share of its GPU: the slice's
 compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU). Used hours are the booked devices'
 samples inside their bookings: each minute's utilization times a minute (slices have no samples
-of their own, so their use is not counted). Tenants see their own rows; operators all.
+of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
+booking covers in part from its raw minutes while they are kept (USAGE_RAW_DAYS), after that as
+the covered part of the hour's use. Tenants see their own rows; operators all.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection
+from django.utils import timezone
 
 from capacity.placement import INVALID_INPUT, CapacityError
+from inventory.samples import raw_horizon
 
 from .scope import Scope
 
@@ -28,7 +32,10 @@ MAX_PERIOD = timedelta(days=366)
 MAX_ROWS = 10_000
 
 _SQL = """
-WITH b AS (
+WITH f AS (
+  -- Hours before this are folded (none before the first fold: every minute is raw).
+  SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
+), b AS (
   SELECT {columns}, bk.device_id,
          CASE WHEN d.device_class LIKE 'mig-%%'
               THEN coalesce(substring(d.device_class from 'mig-(?:[0-9]+c[.])?([0-9]+)g')::numeric, 1) / 7
@@ -50,15 +57,44 @@ WITH b AS (
            date_trunc(%(bucket)s, lower(b.held)), upper(b.held) - interval '1 microsecond', %(step)s::interval) AS k(lo)
    WHERE NOT isempty(b.held)
    GROUP BY {keys}, k.lo
-), used AS (
-  -- Each sample's bucket is date_trunc of its minute (the buckets' own bounds), not a join on
-  -- them: a month of samples times thirty buckets took seconds.
+), used_hours AS (
+  -- Folded hours: a whole hour inside the booking counts whole; one it covers in part counts as
+  -- that part of the hour, but only once its raw minutes are gone (before that, used_raw reads them).
+  SELECT {keys}, date_trunc(%(bucket)s, h.hour) AS lo,
+         sum(h.gpu_percent_sum * CASE
+               WHEN h.hour >= lower(b.held) AND h.hour + interval '1 hour' <= upper(b.held) THEN 1.0
+               ELSE extract(epoch FROM upper(b.held * tstzrange(h.hour, h.hour + interval '1 hour'))
+                                     - lower(b.held * tstzrange(h.hour, h.hour + interval '1 hour'))) / 3600
+             END) / 100.0 / 60 AS hours
+    FROM b JOIN inventory_devicesamplehour h
+      ON h.device_id = b.device_id AND h.hour >= date_trunc('hour', lower(b.held))
+     AND h.hour < least(upper(b.held), (SELECT at FROM f))
+   WHERE NOT isempty(b.held)
+     AND ((h.hour >= lower(b.held) AND h.hour + interval '1 hour' <= upper(b.held)) OR h.hour < %(raw)s)
+   GROUP BY {keys}, date_trunc(%(bucket)s, h.hour)
+), used_raw AS (
+  -- Raw minutes: what is not folded yet, and the part-covered first and last hours while kept.
+  -- Bounds, not `held @> minute`: the (device, minute) key serves a range, not a containment.
   SELECT {keys}, date_trunc(%(bucket)s, x.minute) AS lo, sum(x.gpu_percent) / 100.0 / 60 AS hours
-    -- Bounds, not `held @> minute`: the (device, minute) key serves a range, not a containment.
-    FROM b JOIN inventory_devicesample x
-      ON x.device_id = b.device_id AND x.minute >= lower(b.held) AND x.minute < upper(b.held)
-   WHERE x.gpu_percent IS NOT NULL
+    FROM b CROSS JOIN LATERAL (VALUES
+           (greatest((SELECT at FROM f), lower(b.held)), upper(b.held)),
+           (CASE WHEN date_trunc('hour', lower(b.held)) >= %(raw)s
+                  AND (lower(b.held) > date_trunc('hour', lower(b.held))
+                       OR upper(b.held) < date_trunc('hour', lower(b.held)) + interval '1 hour')
+                 THEN lower(b.held) END,
+            least(date_trunc('hour', lower(b.held)) + interval '1 hour', upper(b.held), (SELECT at FROM f))),
+           (CASE WHEN date_trunc('hour', upper(b.held)) >= %(raw)s
+                  AND upper(b.held) > date_trunc('hour', upper(b.held))
+                  AND date_trunc('hour', upper(b.held)) > date_trunc('hour', lower(b.held))
+                 THEN date_trunc('hour', upper(b.held)) END,
+            least(upper(b.held), (SELECT at FROM f)))) AS r(lo, hi)
+    JOIN inventory_devicesample x ON x.device_id = b.device_id AND x.minute >= r.lo AND x.minute < r.hi
+   WHERE NOT isempty(b.held) AND r.lo < r.hi AND x.gpu_percent IS NOT NULL
    GROUP BY {keys}, date_trunc(%(bucket)s, x.minute)
+), used AS (
+  SELECT {keys}, lo, sum(hours) AS hours
+    FROM (SELECT * FROM used_hours UNION ALL SELECT * FROM used_raw) u
+   GROUP BY {keys}, lo
 )
 SELECT {keys_out}, booked.lo, booked.hours, coalesce(used.hours, 0)
   FROM booked LEFT JOIN used USING ({keys_using}, lo)
@@ -87,7 +123,12 @@ class UsageRow:
 
 
 def usage_report(
-    start: datetime, end: datetime, group_by: list[str], bucket: str, scope: Scope
+    start: datetime,
+    end: datetime,
+    group_by: list[str],
+    bucket: str,
+    scope: Scope,
+    now: datetime | None = None,
 ) -> list[UsageRow]:
     """Return GPU-hours booked and used per group and bucket between start and end."""
     if end <= start:
@@ -114,6 +155,7 @@ def usage_report(
         "step": f"1 {bucket}",
         "limit": MAX_ROWS,
         "tenants": sorted(scope.tenants or ()),
+        "raw": raw_horizon(now or timezone.now()),
     }
     with connection.cursor() as cur:
         cur.execute(sql, params)

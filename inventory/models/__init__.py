@@ -2,7 +2,6 @@
 
 from .devices import Device, DeviceLink
 from .nodes import (
-    DeviceSample,
     Node,
     NodeCondition,
     NodeImageCache,
@@ -11,12 +10,14 @@ from .nodes import (
     NodeResource,
     NodeTaint,
 )
+from .samples import DeviceSample, DeviceSampleHour, SampleFold
 from .tenancy import Pool, PoolGeneration, Site, Tenant
 
 __all__ = [
     "Device",
     "DeviceLink",
     "DeviceSample",
+    "DeviceSampleHour",
     "Node",
     "NodeCondition",
     "NodeImageCache",
@@ -26,6 +27,7 @@ __all__ = [
     "NodeTaint",
     "Pool",
     "PoolGeneration",
+    "SampleFold",
     "Site",
     "Tenant",
 ]

@@ -1,5 +1,4 @@
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -223,37 +222,3 @@ class NodeImageCache(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node}:{self.image}"
-
-
-class DeviceSample(models.Model):
-    """What a device was doing in one minute, as its node's report said: at most one row a minute.
-
-    A BRIN index on `minute`, not a B-tree: rows arrive in time order and are read by time range,
-    so a block range summary of a few kilobytes finds them where a B-tree would cost as much as
-    the table. Raw rows are kept USAGE_RAW_DAYS.
-    """
-
-    # The key is (device, minute): no id column and no index beyond it, about 100 bytes a row less.
-    pk = models.CompositePrimaryKey("device", "minute")
-    device = models.ForeignKey(
-        "inventory.Device", on_delete=models.CASCADE, related_name="samples", db_index=False
-    )
-    minute = models.DateTimeField()
-    gpu_percent = models.SmallIntegerField(null=True, blank=True)
-    memory_used_mib = models.IntegerField(null=True, blank=True)
-    processes = models.SmallIntegerField(default=0)
-    process_mib = models.IntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(gpu_percent__gte=0, gpu_percent__lte=100)
-                | models.Q(gpu_percent__isnull=True),
-                name="devicesample_percent_0_100",
-                violation_error_message="GPU utilization is a percentage from 0 to 100.",
-            ),
-        ]
-        indexes = [BrinIndex(fields=["minute"], name="devicesample_minute_brin")]
-
-    def __str__(self) -> str:
-        return f"{self.device_id} at {self.minute:%Y-%m-%d %H:%M}: {self.gpu_percent} %"
