@@ -22,6 +22,7 @@ from . import services
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .services.idle import mark_idle
 from .services.repair import repair_pools
+from .services.unbooked import mark_unbooked_use
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
 STOP_POLL = 0.05
@@ -61,6 +62,7 @@ def _samples_and_idle(now) -> None:
         _idle_checked[0] = time.monotonic()
         fold_samples(now)
         mark_idle(now)
+        mark_unbooked_use(now)
 
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:

@@ -16,7 +16,7 @@ RESERVATION_EVENTS = (
     "reservation.ending",
     "reservation.idle",
 )
-NODE_EVENTS = ("node.cordoned", "node.drained", "node.unhealthy", "node.stale")
+NODE_EVENTS = ("node.cordoned", "node.drained", "node.unhealthy", "node.stale", "node.unbooked_use")
 EVENT_TYPES = (*RESERVATION_EVENTS, "webhook.test", *NODE_EVENTS)
 
 

@@ -1,7 +1,7 @@
 """Gauges read from the database at scrape time: they are state, not events.
 
 Pending reservations by pool and reason group, the oldest queued reservation's age, reservations
-waiting for a repair, and each pool's capacity now (the same figures as the pools page,
+waiting for a repair, idle ones, GPUs in use without a booking, and each pool's capacity now (the same figures as the pools page,
 capacity.rollups.capacity_by_pool). Every process answers the same, whichever placer moved what.
 """
 
@@ -35,6 +35,10 @@ _IDLE_SQL = """
 SELECT p.slug, count(*) FROM capacity_reservation r JOIN inventory_pool p ON p.id = r.pool_id
  WHERE r.status = 'placed' AND r.conditions @> '[{"type": "Idle"}]'::jsonb GROUP BY p.slug
 """
+_UNBOOKED_SQL = """
+SELECT p.slug, count(*) FROM capacity_unbookeduse u
+  JOIN inventory_node n ON n.id = u.node_id JOIN inventory_pool p ON p.id = n.pool_id GROUP BY p.slug
+"""
 REASONS = (*(name for name, _ in REASON_GROUPS), OTHER)
 
 _PENDING_SQL = f"""
@@ -62,7 +66,7 @@ STATES = ("free", "booked", *BUCKETS)
 
 
 class DatabaseCollector:
-    """Read the gauges from the database when scraped (three queries, none on the placement path)."""
+    """Read the gauges from the database when scraped (one query each, none on the placement path)."""
 
     def collect(self):
         now = timezone.now()
@@ -91,25 +95,29 @@ class DatabaseCollector:
         yield pending
         yield oldest
 
-        repairs = dict(_rows(_REPAIR_PENDING_SQL))
-        waiting = GaugeMetricFamily(
-            "berth_repair_pending_reservations",
-            "Placed reservations holding an unusable atom that BookingRepair found no room to move yet.",
-            labels=["pool"],
-        )
-        for slug in pools.values():
-            waiting.add_metric([slug], repairs.get(slug, 0))
-        yield waiting
-
-        idle = dict(_rows(_IDLE_SQL))
-        idling = GaugeMetricFamily(
-            "berth_idle_reservations",
-            "Running reservations whose GPUs averaged under IDLE_GPU_PERCENT for IDLE_AFTER (condition Idle).",
-            labels=["pool"],
-        )
-        for slug in pools.values():
-            idling.add_metric([slug], idle.get(slug, 0))
-        yield idling
+        # Counts per pool: every pool gets a sample, 0 when it has none.
+        for name, doc, sql in (
+            (
+                "berth_repair_pending_reservations",
+                "Placed reservations holding an unusable atom that BookingRepair found no room to move yet.",
+                _REPAIR_PENDING_SQL,
+            ),
+            (
+                "berth_idle_reservations",
+                "Running reservations whose GPUs averaged under IDLE_GPU_PERCENT for IDLE_AFTER (condition Idle).",
+                _IDLE_SQL,
+            ),
+            (
+                "berth_unbooked_use_devices",
+                "GPUs whose latest sample shows processes that no reservation holds.",
+                _UNBOOKED_SQL,
+            ),
+        ):
+            found = dict(_rows(sql))
+            gauge = GaugeMetricFamily(name, doc, labels=["pool"])
+            for slug in pools.values():
+                gauge.add_metric([slug], found.get(slug, 0))
+            yield gauge
 
         atoms = GaugeMetricFamily(
             "berth_capacity_atoms",

@@ -5,6 +5,7 @@ from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
+from .unbooked import UnbookedUse
 
 __all__ = [
     "Allocation",
@@ -17,4 +18,5 @@ __all__ = [
     "ReservationEvent",
     "ScalarClaim",
     "TokenLifetime",
+    "UnbookedUse",
 ]

@@ -17,6 +17,7 @@ from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
 from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
+from capacity.services.unbooked import unbooked_use_on
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Device, DeviceLink, Node, NodeReport
@@ -245,6 +246,8 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         if operator
         else [],
         "images_shown": IMAGES_SHOWN,
+        # GPUs running processes no reservation holds (operators only).
+        "unbooked_use": unbooked_use_on(node) if operator else [],
         "impact": impact,
         "drain_form": DrainForm(prefix="drain"),
         "state_changes": state_changes,
