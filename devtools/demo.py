@@ -17,6 +17,7 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import Quota, Reservation
 from capacity.rollups import refresh_rollups
+from devtools.demo_samples import build_samples
 from inventory.models import (
     Device,
     DeviceLink,
@@ -355,6 +356,7 @@ def build_demo(progress=None) -> dict[str, int]:
     with transaction.atomic():
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
+    build_samples()
     # The first node's report, as an operator's import would leave it (the node page shows it).
     first = Node.objects.order_by("name").first()
     if first is not None:

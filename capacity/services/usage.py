@@ -10,15 +10,18 @@ mean once, and minutes with no process count each hour's fewest among the reserv
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.utils import timezone
 
 from inventory.samples import raw_horizon
 
-_USAGE_SQL = """
+# The reservations' device bookings, and where raw minutes start (hourly rows before).
+_BOOKED = """
 WITH cut AS (
   -- Raw minutes from here on (all of them before the first fold), hourly rows before.
   SELECT least(%(raw)s, coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1),
@@ -27,7 +30,9 @@ WITH cut AS (
   SELECT a.reservation_id AS rid, b.device_id, b.during
     FROM capacity_allocation a JOIN capacity_devicebooking b ON b.allocation_id = a.id
    WHERE a.reservation_id = ANY(%(ids)s)
-), s AS (
+)"""
+
+_USAGE_SQL = f"""{_BOOKED}, s AS (
   SELECT bk.rid, x.minute, x.gpu_percent, x.processes
     FROM bk JOIN inventory_devicesample x
       -- A sample stands for its whole minute: one that overlaps the booking counts.
@@ -86,3 +91,88 @@ def usage_for(reservation_ids: Iterable[int], now: datetime | None = None) -> di
             }
             for rid, mean, p95, idle, samples in cur.fetchall()
         }
+
+
+_SERIES_SQL = f"""{_BOOKED}, pts AS (
+  SELECT floor(extract(epoch FROM x.minute - %(start)s) / %(step)s)::int AS i,
+         sum(x.gpu_percent)::float AS pct, count(x.gpu_percent) AS n
+    FROM bk JOIN inventory_devicesample x
+      ON x.device_id = bk.device_id AND x.minute > lower(bk.during) - interval '1 minute'
+     AND x.minute < upper(bk.during) AND x.minute >= (SELECT at FROM cut)
+   WHERE x.minute >= %(start)s AND x.minute < %(end)s
+   GROUP BY 1
+  UNION ALL
+  -- An hourly row lands in the point its hour starts in (points are never finer than the fold
+  -- once the raw minutes are gone).
+  SELECT floor(extract(epoch FROM h.hour - %(start)s) / %(step)s)::int, sum(h.gpu_percent_sum), sum(h.samples)
+    FROM bk JOIN inventory_devicesamplehour h
+      ON h.device_id = bk.device_id AND h.hour >= date_trunc('hour', lower(bk.during))
+     AND h.hour < least(upper(bk.during), (SELECT at FROM cut))
+   WHERE h.hour >= date_trunc('hour', %(start)s::timestamptz) AND h.hour < %(end)s
+   GROUP BY 1
+)
+SELECT greatest(i, 0), sum(pct) / sum(n) FROM pts GROUP BY greatest(i, 0) HAVING sum(n) > 0 ORDER BY 1
+"""
+
+SERIES_POINTS = 120  # at most this many points: a minute each, or wider for a longer window
+
+
+@dataclass(frozen=True)
+class UsageSeries:
+    """A reservation's mean GPU % over its window, one point per `step` (None where no sample)."""
+
+    start: datetime
+    end: datetime
+    step: timedelta
+    values: list[float | None]
+
+    def lines(self, width: int = 600, height: int = 120) -> list[str]:
+        """Return SVG polyline point lists, one per run of points with samples (gaps stay gaps)."""
+        runs: list[list[str]] = [[]]
+        span = max(len(self.values) - 1, 1)
+        for i, value in enumerate(self.values):
+            if value is None:
+                runs.append([])
+                continue
+            runs[-1].append(f"{i * width / span:.1f},{height - value * height / 100:.1f}")
+        return [" ".join(run) for run in runs if run]
+
+    @property
+    def step_text(self) -> str:
+        """Return the step as people say it: "minute", "5 minutes", "2 hours"."""
+        minutes = int(self.step.total_seconds() // 60)
+        if minutes == 1:
+            return "minute"
+        if minutes % 60 == 0:
+            return "hour" if minutes == 60 else f"{minutes // 60} hours"
+        return f"{minutes} minutes"
+
+
+def usage_series(reservation, now: datetime | None = None) -> UsageSeries | None:
+    """Return the reservation's GPU % over its window so far (None before it starts or any sample)."""
+    now = now or timezone.now()
+    start = reservation.starts_at.replace(second=0, microsecond=0)
+    end = min(reservation.released_at or reservation.ends_at, reservation.ends_at, now)
+    if end <= start:
+        return None
+    minutes = max(1, math.ceil((end - start).total_seconds() / 60 / SERIES_POINTS))
+    step = timedelta(minutes=minutes)
+    count = max(1, math.ceil((end - start) / step))
+    values: list[float | None] = [None] * count
+    with connection.cursor() as cur:
+        cur.execute(
+            _SERIES_SQL,
+            {
+                "ids": [reservation.pk],
+                "raw": raw_horizon(now),
+                "start": start,
+                "end": end,
+                "step": step.total_seconds(),
+            },
+        )
+        for i, value in cur.fetchall():
+            if i < count:
+                values[i] = round(float(value), 1)
+    if all(v is None for v in values):
+        return None
+    return UsageSeries(start, end, step, values)

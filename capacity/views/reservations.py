@@ -31,6 +31,7 @@ from .common import (
     atom_labels,
     visible_tenants,
 )
+from .exports import reservations_csv
 from .quota import quota_cards
 
 # --- reservations ----------------------------------------------------------------------------------
@@ -52,6 +53,7 @@ class ReservationRow:
     more: list[tuple[int, str]] = field(default_factory=list)
     hint: str = ""  # the best alternative that would fit, found when it went pending
     never: str = ""  # why no node of the pool could ever take it (the Unsatisfiable condition)
+    usage: dict | None = None  # its GPU use so far (services.usage_for), None before any sample
 
     @property
     def more_text(self) -> str:
@@ -80,16 +82,24 @@ class ReservationRow:
         return self.reservation.priority == Reservation.Priority.SPOT
 
     @property
+    def idle(self) -> str:
+        """Return the evidence of its Idle condition ("" when it is not idle)."""
+        if self.reservation.status != Reservation.Status.PLACED:
+            return ""
+        return (self.reservation.condition(services.IDLE) or {}).get("message", "")
+
+    @property
     def repair_pending(self) -> bool:
         return any(kind == REPAIR_PENDING for kind, _ in self.repairs)
 
 
 def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -> list[ReservationRow]:
-    """Return rows for these reservations in three queries, whatever their number.
+    """Return rows for these reservations in four queries, whatever their number.
 
     Pending reasons and repair notes are redacted for `scope`: a tenant never reads another tenant's name.
     """
     allocations = services.allocations_for(reservations)
+    usage = services.usage_for([r.pk for r in reservations])
     labels = atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
     by_reservation = {
         pk: [
@@ -133,6 +143,7 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
                 [(count, services.redact(label, scope)) for count, label in condition.get("more", [])],
                 hint=services.redact(condition.get("hint", ""), scope),
                 never=services.redact(never.get("message", ""), scope) if never else "",
+                usage=usage.get(r.pk),
             )
         )
     return out
@@ -156,6 +167,8 @@ def reservations(request: HttpRequest) -> HttpResponse:
     )
     valid = filters.is_valid()
     queryset = filters.qs if valid else filters.queryset.none()
+    if request.GET.get("format") == "csv" and valid:
+        return reservations_csv(queryset.order_by("-created_at", "-id"))
     page_obj = Paginator(queryset.order_by("-created_at", "-id"), RESERVATIONS_PER_PAGE).get_page(
         request.GET.get("page")
     )
@@ -167,6 +180,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
         quota_for = [] if scope.tenants is None else tenants
     query = request.GET.copy()
     query.pop("page", None)
+    query.pop("format", None)
     return page(
         request,
         "capacity/reservations.html",
@@ -211,7 +225,8 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
             "history": condition_history(reservation, scope),
-            "usage": services.usage_for([reservation.pk]).get(reservation.pk),
+            "series": services.usage_series(reservation),
+            "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
         },
     )
 

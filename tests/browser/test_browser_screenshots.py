@@ -449,3 +449,26 @@ def test_screenshot_of_the_usage_report(login, demo, shots):
     page.goto(f"{demo}/usage/?groupBy=tenant&groupBy=pool&bucket=day")
     expect(page.locator("#usage-chart h2")).to_contain_text("GPU-hours booked")
     shots(page, "usage")
+
+
+def test_screenshots_of_gpu_use_on_a_reservation_and_use_without_a_booking(login, demo, shots):
+    """The demo's nodes reported GPU use: acme's training run over six hours (an hourly checkpoint
+    dip), an idle booking marked Idle, and a free H100 running two processes no one booked."""
+    from capacity.models import Reservation, UnbookedUse
+
+    training = Reservation.objects.get(idempotency_key="demo-now-1")
+    page = login("operator")
+    page.goto(f"{demo}/reservations/{training.pk}/")
+    expect(page.locator("#usage")).to_contain_text("% mean")
+    expect(page.locator("#usage-series polyline.use")).to_have_count(1)
+    page.locator("#usage-series").scroll_into_view_if_needed()
+    shots(page, "reservation-usage")
+
+    page.goto(f"{demo}/reservations/?tenant=acme&status=placed")
+    expect(page.locator(f"#reservation-{training.pk} td.usage")).to_contain_text("%")
+    shots(page, "reservations-usage")
+
+    stray = UnbookedUse.objects.select_related("node").get()
+    page.goto(f"{demo}/nodes/{stray.node.name}/")
+    expect(page.locator("#unbooked-use")).to_contain_text("2 processes, 41 GiB, since")
+    shots(page, "node-unbooked-use")

@@ -16,21 +16,21 @@ from webhooks.deliver import serve
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def listening_backend(timeout=10.0) -> int:
-    """Return the pid of the delivery loop's backend once it idles in the NOTIFY wait."""
+def wait_idle(pid: int, timeout=10.0) -> None:
+    """Wait until backend `pid` sits idle (the loop's NOTIFY wait) after its first statements."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with connection.cursor() as cur:
-            # The loop's only connection to the test database; it has listened once it sits idle.
-            cur.execute(
-                "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-                " AND datname = current_database() AND state = 'idle'"
-            )
+            cur.execute("SELECT state, query FROM pg_stat_activity WHERE pid = %s", [pid])
             row = cur.fetchone()
-        if row:
-            return row[0]
+        if row and row[0] == "idle" and row[1]:
+            return
         time.sleep(0.05)
-    raise AssertionError("the delivery loop never listened")
+    raise AssertionError("the delivery loop never waited")
+
+
+def lost(caplog) -> bool:
+    return any("lost the database" in r.getMessage() for r in caplog.records)
 
 
 def test_a_backend_killed_during_the_notify_wait_is_replaced_and_delivery_goes_on(
@@ -38,10 +38,13 @@ def test_a_backend_killed_during_the_notify_wait_is_replaced_and_delivery_goes_o
 ):
     alice, _bob, _ops = people
     hooks.subscribe(alice, {"url": receiver.url, "events": ["reservation.placed"]})
-    stop, failed = threading.Event(), []
+    stop, failed, pids = threading.Event(), [], []
 
     def run():
         try:
+            # The loop's connection is this thread's: its backend is the one to kill.
+            connection.ensure_connection()
+            pids.append(connection.connection.info.backend_pid)
             serve(stop)
         except Exception as err:  # the test fails on it below
             failed.append(err)
@@ -52,12 +55,15 @@ def test_a_backend_killed_during_the_notify_wait_is_replaced_and_delivery_goes_o
     with caplog.at_level(logging.WARNING, logger="webhooks.deliver"):
         thread.start()
         try:
-            first = listening_backend()
+            deadline = time.monotonic() + 10
+            while not pids and time.monotonic() < deadline:
+                time.sleep(0.01)
+            wait_idle(pids[0])
             with connection.cursor() as cur:
-                cur.execute("SELECT pg_terminate_backend(%s)", [first])
+                cur.execute("SELECT pg_terminate_backend(%s)", [pids[0]])
             # The loop notices at its next look (IDLE_POLL), backs off and listens on a new backend.
             deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and listening_backend() == first:
+            while time.monotonic() < deadline and not lost(caplog):
                 time.sleep(0.05)
             held = book(gpus=1)
             deadline = time.monotonic() + 15
@@ -67,5 +73,5 @@ def test_a_backend_killed_during_the_notify_wait_is_replaced_and_delivery_goes_o
             stop.set()
             thread.join(15)
     assert not thread.is_alive() and failed == []
-    assert any("lost the database" in r.getMessage() for r in caplog.records)
+    assert lost(caplog)
     assert [(r.json["type"], r.json["data"]["id"]) for r in receiver.got] == [("reservation.placed", held.pk)]

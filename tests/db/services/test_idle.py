@@ -64,6 +64,17 @@ def test_a_booking_idle_for_two_hours_reads_idle_with_the_evidence_and_loses_it_
     assert said["message"].endswith(f"GPU 0–3 at 1 % mean since {later - timedelta(hours=2):%H:%M} UTC")
     assert idle_condition(busy) is None
     assert mark_idle(later) == (0, 0)  # once: the evidence stays as first said
+    # The tenant's list marks it, the evidence in the badge's title; the busy one is not marked.
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    alice = User.objects.create_user("alice")
+    tenant.users.add(alice)
+    page = Client()
+    page.force_login(alice)
+    html = page.get("/reservations/").text
+    assert f'<span class="badge warn" title="Idle: {said["message"]}">◔ idle</span>' in html
+    assert html.count("◔ idle") == 1
     samples(held, later, 120, 90)
     assert mark_idle(later + timedelta(minutes=120)) == (0, 1)
     assert idle_condition(held) is None
