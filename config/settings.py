@@ -109,7 +109,12 @@ DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
 # nothing for the ORM. A transaction-pooling proxy such as PgBouncer needs both turned off.
 _options = DATABASES["default"].setdefault("OPTIONS", {})
 _options["prepare_threshold"] = 0
-_options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+# JIT off: Postgres compiles a query whose estimated cost passes jit_above_cost, and the pool list's
+# capacity query (0.18 s of work at 10,000 nodes) spent 0.33 s more compiling (bench_scale). Every
+# Berth query answers a person or a placer waiting for it; none runs long enough to earn it back.
+_options["options"] = (
+    f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan -c jit=off".strip()
+)
 # One test database per test process, so several runs (or CI and a developer) never collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 

@@ -43,9 +43,12 @@ def free_gpus_now(
 
     booking = apps.get_model("capacity", "DeviceBooking")
     now = timezone.now()
-    busy = booking.objects.filter(device=OuterRef("devices__pk"), during__contains=now)
+    # Bounds, not `during @> now`: Postgres probed the GiST index on `during` once per device (0.74 s
+    # for a 1,000-node pool with a year of bookings, bench_scale); the bounds go by device_id.
+    covering = {"during__startswith__lte": now, "during__endswith__gt": now}
+    busy = booking.objects.filter(device=OuterRef("devices__pk"), **covering)
     split = Device.objects.filter(parent=OuterRef("devices__pk"))
-    parent_busy = booking.objects.filter(device=OuterRef("devices__parent"), during__contains=now)
+    parent_busy = booking.objects.filter(device=OuterRef("devices__parent"), **covering)
     return queryset.annotate(
         free_now=Count(
             "devices",

@@ -80,6 +80,10 @@ class Reservation(models.Model):
             models.Index(
                 fields=["pool", "created_at", "id"], condition=QUEUED, name="reservation_queued_idx"
             ),
+            # The lists, newest first (everyone's, and a tenant's): a year of history made each page
+            # sort every row (0.31 s for a million, bench_scale) where these read fifty.
+            models.Index(fields=["-created_at", "-id"], name="reservation_newest_idx"),
+            models.Index(fields=["tenant", "-created_at", "-id"], name="reservation_tenant_newest_idx"),
         ]
         constraints = [
             models.UniqueConstraint(
