@@ -6,6 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.postgres.fields import BigIntegerRangeField
+from django.db.backends.postgresql.psycopg_any import NumericRange
+from django.db.models import F, Func, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -95,8 +98,21 @@ def bookings_by_device(
     Tenants see who holds a booking only when it is their own tenant's.
     """
     scope = scope_for(user)
+    if not device_ids:
+        return {}
+    # The devices' id range as well as their ids: the EXCLUDE constraint's GiST index on
+    # (int8range(device), during) answers both bounds at once. On `during` alone it read every
+    # pool's bookings in the window (0.11 s at 50,000 live bookings, bench_scale; 2 ms this way).
+    key = Func(
+        F("device_id"), F("device_id"), Value("[]"), function="int8range", output_field=BigIntegerRangeField()
+    )
     rows = (
-        DeviceBooking.objects.filter(device_id__in=device_ids, during__overlap=(start, end))
+        DeviceBooking.objects.annotate(key=key)
+        .filter(
+            key__overlap=NumericRange(min(device_ids), max(device_ids), "[]"),
+            device_id__in=device_ids,
+            during__overlap=(start, end),
+        )
         .values_list(
             "device_id",
             "during",
