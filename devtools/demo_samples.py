@@ -4,7 +4,7 @@ demo-now-1 (acme, 8 GPUs) trains: 70-95 % with a dip while it checkpoints every 
 demo-now-2 (acme, 4 GPUs) sat idle for its two hours: 0-2 %, so the worker's check marks it Idle.
 demo-now-4 (globex, 4 GPUs of an A100 box) runs at a steady 40-60 %.
 A free H100 in h100-prod runs two processes that no reservation holds for the last 40 minutes.
-Samples are per minute, for at most the last six hours, and written once (a second seed adds none).
+Samples are per minute, for at most the last six hours, written by the first seed only.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def _pattern(key: str, minute: int, gpu: int) -> int:
 
 def build_samples(now: datetime | None = None) -> int:
     """Write the demo's samples up to this minute, mark idle and unbooked use; return rows written."""
+    if DeviceSample.objects.exists():
+        return 0  # seeded before: a second seed, a minute later, must change nothing
     now = (now or timezone.now()).replace(second=0, microsecond=0)
     rows: list[DeviceSample] = []
     busy: set[int] = set()
