@@ -24,7 +24,7 @@ MAX_PAGE_BYTES = 1024 * 1024
 
 
 class Page(PageNumberPagination):
-    """`?page=2&page_size=100`: 50 items a page by default, at most 500 (larger sizes are capped).
+    """`?page=2&page_size=100`: 50 items a page by default, at most 500 (a larger size is a 400).
 
     A page also holds at most MAX_PAGE_BYTES of JSON items: a longer page is cut after the last item
     that fits (never before the first), and its `next` link goes on from the item after it.
@@ -41,6 +41,11 @@ class Page(PageNumberPagination):
             raw = request.query_params.get(name)
             if raw is not None and raw not in self.last_page_strings and not _whole(raw):
                 raise ValidationError({name: "must be a whole number from 1"})
+        # A size over the cap is refused, not quietly cut: a client that asked for 1,000 and got
+        # 500 would read the page as the whole answer.
+        size = request.query_params.get(self.page_size_query_param)
+        if size is not None and int(size) > self.max_page_size:
+            raise ValidationError({self.page_size_query_param: f"at most {self.max_page_size}"})
         return super().paginate_queryset(queryset, request, view)
 
     def cut_to_bytes(self, items: list) -> list:

@@ -292,6 +292,14 @@ def test_the_list_is_paginated(as_acme, lab, ask):
     assert len(as_acme.get("/api/v1/reservations?page_size=2&page=2").json()["results"]) == 1
 
 
+def test_a_page_size_over_the_cap_is_refused_naming_it(as_acme, as_operator, lab):
+    assert len(as_acme.get("/api/v1/reservations?page_size=500").json()["results"]) == 0
+    for path in ("/api/v1/reservations", "/api/v1/nodes", "/api/v1/pools"):
+        answer = as_operator.get(f"{path}?page_size=501")
+        assert answer.status_code == 400, path
+        assert answer.json() == {"code": "INVALID_INPUT", "message": "page_size: at most 500"}, path
+
+
 def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_item_cut(
     as_acme, lab, ask, monkeypatch
 ):
