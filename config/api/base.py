@@ -37,13 +37,15 @@ class Page(PageNumberPagination):
     def paginate_queryset(self, queryset, request, view=None):
         # A page or size that is not a whole number is bad input (400); a page past the end is
         # not found (404), as DRF answers.
-        for name in (self.page_query_param, self.page_size_query_param):
-            raw = request.query_params.get(name)
-            if raw is not None and raw not in self.last_page_strings and not _whole(raw):
-                raise ValidationError({name: "must be a whole number from 1"})
+        # ("last" names a page, never a size.)
+        page = request.query_params.get(self.page_query_param)
+        if page is not None and page not in self.last_page_strings and not _whole(page):
+            raise ValidationError({self.page_query_param: "must be a whole number from 1"})
+        size = request.query_params.get(self.page_size_query_param)
+        if size is not None and not _whole(size):
+            raise ValidationError({self.page_size_query_param: "must be a whole number from 1"})
         # A size over the cap is refused, not quietly cut: a client that asked for 1,000 and got
         # 500 would read the page as the whole answer.
-        size = request.query_params.get(self.page_size_query_param)
         if size is not None and int(size) > self.max_page_size:
             raise ValidationError({self.page_size_query_param: f"at most {self.max_page_size}"})
         return super().paginate_queryset(queryset, request, view)

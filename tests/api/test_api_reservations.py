@@ -298,6 +298,10 @@ def test_a_page_size_over_the_cap_is_refused_naming_it(as_acme, as_operator, lab
         answer = as_operator.get(f"{path}?page_size=501")
         assert answer.status_code == 400, path
         assert answer.json() == {"code": "INVALID_INPUT", "message": "page_size: at most 500"}, path
+    # "last" names a page (DRF's last page), never a size: it answered 500 once the cap was checked.
+    answer = as_operator.get("/api/v1/reservations?page_size=last")
+    assert answer.status_code == 400
+    assert answer.json() == {"code": "INVALID_INPUT", "message": "page_size: must be a whole number from 1"}
 
 
 def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_item_cut(
