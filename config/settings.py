@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from config import env
@@ -248,6 +249,10 @@ WEBHOOK_LOG_DAYS = 7
 # folded into one row per device once it is over, and hourly rows are kept USAGE_HOURLY_DAYS.
 USAGE_RAW_DAYS = env.number("BERTH_USAGE_RAW_DAYS", 14)
 USAGE_HOURLY_DAYS = env.number("BERTH_USAGE_HOURLY_DAYS", 366)
+# The idle check reads the last IDLE_AFTER of raw minutes and use without a booking the last day:
+# fewer raw days would delete what they read.
+if USAGE_RAW_DAYS < 1:
+    raise ImproperlyConfigured(f"BERTH_USAGE_RAW_DAYS={USAGE_RAW_DAYS}: keep raw minutes 1 day at least.")
 
 # Idle bookings (capacity/services/idle.py): a running reservation whose GPUs averaged under
 # IDLE_GPU_PERCENT for the last IDLE_AFTER reads Idle.
