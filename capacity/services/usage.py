@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from inventory.samples import raw_horizon
 
-# The reservations' device bookings, and where raw minutes start (hourly rows before).
-_BOOKED = """
+# The reservations' samples: raw minutes (`s`) from the cut on, hourly rows (`h`) before it.
+_SAMPLES = """
 WITH cut AS (
   -- Raw minutes from here on (all of them before the first fold), hourly rows before.
   SELECT least(%(raw)s, coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1),
@@ -30,9 +30,7 @@ WITH cut AS (
   SELECT a.reservation_id AS rid, b.device_id, b.during
     FROM capacity_allocation a JOIN capacity_devicebooking b ON b.allocation_id = a.id
    WHERE a.reservation_id = ANY(%(ids)s)
-)"""
-
-_USAGE_SQL = f"""{_BOOKED}, s AS (
+), s AS (
   SELECT bk.rid, x.minute, x.gpu_percent, x.processes
     FROM bk JOIN inventory_devicesample x
       -- A sample stands for its whole minute: one that overlaps the booking counts.
@@ -46,7 +44,9 @@ _USAGE_SQL = f"""{_BOOKED}, s AS (
     FROM bk JOIN inventory_devicesamplehour h
       ON h.device_id = bk.device_id AND h.hour >= date_trunc('hour', lower(bk.during))
      AND h.hour < least(upper(bk.during), (SELECT at FROM cut))
-), totals AS (
+)"""
+
+_USAGE_SQL = f"""{_SAMPLES}, totals AS (
   SELECT rid, sum(pct) AS pct, sum(n) AS n, sum(rows) AS rows FROM (
     SELECT rid, sum(gpu_percent) AS pct, count(gpu_percent) AS n, count(*) AS rows FROM s GROUP BY rid
     UNION ALL
@@ -93,23 +93,15 @@ def usage_for(reservation_ids: Iterable[int], now: datetime | None = None) -> di
         }
 
 
-_SERIES_SQL = f"""{_BOOKED}, pts AS (
-  SELECT floor(extract(epoch FROM x.minute - %(start)s) / %(step)s)::int AS i,
-         sum(x.gpu_percent)::float AS pct, count(x.gpu_percent) AS n
-    FROM bk JOIN inventory_devicesample x
-      ON x.device_id = bk.device_id AND x.minute > lower(bk.during) - interval '1 minute'
-     AND x.minute < upper(bk.during) AND x.minute >= (SELECT at FROM cut)
-   WHERE x.minute >= %(start)s AND x.minute < %(end)s
-   GROUP BY 1
+_SERIES_SQL = f"""{_SAMPLES}, pts AS (
+  SELECT floor(extract(epoch FROM minute - %(start)s) / %(step)s)::int AS i,
+         sum(gpu_percent)::float AS pct, count(gpu_percent) AS n
+    FROM s GROUP BY 1
   UNION ALL
   -- An hourly row lands in the point its hour starts in (points are never finer than the fold
   -- once the raw minutes are gone).
-  SELECT floor(extract(epoch FROM h.hour - %(start)s) / %(step)s)::int, sum(h.gpu_percent_sum), sum(h.samples)
-    FROM bk JOIN inventory_devicesamplehour h
-      ON h.device_id = bk.device_id AND h.hour >= date_trunc('hour', lower(bk.during))
-     AND h.hour < least(upper(bk.during), (SELECT at FROM cut))
-   WHERE h.hour >= date_trunc('hour', %(start)s::timestamptz) AND h.hour < %(end)s
-   GROUP BY 1
+  SELECT floor(extract(epoch FROM hour - %(start)s) / %(step)s)::int, sum(gpu_percent_sum), sum(samples)
+    FROM h GROUP BY 1
 )
 SELECT greatest(i, 0), sum(pct) / sum(n) FROM pts GROUP BY greatest(i, 0) HAVING sum(n) > 0 ORDER BY 1
 """
@@ -166,12 +158,11 @@ def usage_series(reservation, now: datetime | None = None) -> UsageSeries | None
                 "ids": [reservation.pk],
                 "raw": raw_horizon(now),
                 "start": start,
-                "end": end,
                 "step": step.total_seconds(),
             },
         )
         for i, value in cur.fetchall():
-            if i < count:
+            if i < count:  # samples past `end` (none yet, or after the window) are not drawn
                 values[i] = round(float(value), 1)
     if all(v is None for v in values):
         return None
