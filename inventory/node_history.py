@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
 from .models import Node, NodeLabel, NodeTaint
 
@@ -30,12 +31,24 @@ class Entry:
     reason: str
 
 
-def node_history(node: Node) -> QuerySet:
-    """Return the rows of a node's history, newest first (a union of three tables; page it)."""
-    own = Node.history.filter(id=node.pk).values_list(*_COLUMNS)
-    taints = NodeTaint.history.filter(node_id=node.pk).values_list(*_COLUMNS)
-    labels = NodeLabel.history.filter(node_id=node.pk).values_list(*_COLUMNS)
-    return own.union(taints, labels, all=True).order_by("-history_date", "-history_id")
+def node_history(node: Node, position: tuple | None = None, older: bool = True) -> QuerySet:
+    """Return the rows of a node's history, newest first (a union of three tables; page it).
+
+    With `position` (a row's history_date and history_id), only the rows older than it, or with
+    `older=False` the rows newer than it, oldest first.
+    """
+    parts = [
+        Node.history.filter(id=node.pk),
+        NodeTaint.history.filter(node_id=node.pk),
+        NodeLabel.history.filter(node_id=node.pk),
+    ]
+    if position is not None:
+        past = TupleLessThan if older else TupleGreaterThan
+        key = (F("history_date"), F("history_id"))
+        parts = [part.filter(past(Tuple(*key), list(position))) for part in parts]
+    own, taints, labels = (part.values_list(*_COLUMNS) for part in parts)
+    order = ("-history_date", "-history_id") if older else ("history_date", "history_id")
+    return own.union(taints, labels, all=True).order_by(*order)
 
 
 def entries(rows) -> list[Entry]:

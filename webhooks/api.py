@@ -7,9 +7,16 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from config.api.base import BerthAPIView
+from config.api.pages import position_of, queryset_source
 
 from . import services
 from .calendar import feed_of
+
+
+def by_id(row) -> tuple:
+    """Return where a subscription or delivery stands in its list."""
+    return position_of(row, ("id",))
+
 
 TAGS = ["webhooks"]
 
@@ -41,8 +48,10 @@ class WebhooksView(BerthAPIView):
         tags=TAGS, summary="Your webhook subscriptions", responses=SubscriptionSerializer(many=True)
     )
     def get(self, request):
-        found = services.Subscription.objects.filter(owner=request.user).order_by("id")
-        return Response({"results": [services.describe(s) for s in found]})
+        found = services.Subscription.objects.filter(owner=request.user)
+        return self.paginated(
+            queryset_source(found, ("id",)), by_id, lambda page: [services.describe(s) for s in page]
+        )
 
     @extend_schema(
         tags=TAGS,
@@ -107,7 +116,11 @@ class DeliveriesView(BerthAPIView):
     )
     def get(self, request, webhook_id):
         subscription = services.own(request.user, webhook_id)
-        return Response({"results": services.recent_deliveries(subscription)})
+        return self.paginated(
+            queryset_source(services.deliveries_of(subscription), ("id",), descending=True),
+            by_id,
+            services.describe_deliveries,
+        )
 
 
 class CalendarView(BerthAPIView):

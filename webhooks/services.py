@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from capacity.access import is_operator
@@ -138,11 +139,18 @@ def send_test(user, subscription_id: Any) -> Delivery:
     return delivery
 
 
+def deliveries_of(subscription: Subscription) -> QuerySet:
+    """Return the subscription's deliveries (order and bound them)."""
+    return Delivery.objects.filter(subscription=subscription).select_related("event")
+
+
 def recent_deliveries(subscription: Subscription, limit: int = LOG_SHOWN) -> list[dict]:
     """Return the subscription's latest deliveries, newest first, each with its attempts."""
-    deliveries = list(
-        Delivery.objects.filter(subscription=subscription).select_related("event").order_by("-id")[:limit]
-    )
+    return describe_deliveries(list(deliveries_of(subscription).order_by("-id")[:limit]))
+
+
+def describe_deliveries(deliveries: list[Delivery]) -> list[dict]:
+    """Return `deliveries` as the API and the page show them, each with its attempts."""
     tries: dict[int, list[Attempt]] = {}
     for attempt in Attempt.objects.filter(delivery__in=deliveries).order_by("id"):
         tries.setdefault(attempt.delivery_id, []).append(attempt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 
+from config.api.pages import plain
 from config.api.schema import errors
 from inventory.api.serializers import HistoryEntrySerializer
 from inventory.node_history import entries, node_history
@@ -26,5 +27,13 @@ class NodeHistoryView(OperatorView):
         responses={200: HistoryEntrySerializer(many=True), **errors(400, 401, 403, 404)},
     )
     def get(self, request, name):
-        rows = node_history(existing_node(name))
-        return self.paginated(rows, lambda page: HistoryEntrySerializer(entries(page), many=True).data)
+        node = existing_node(name)
+
+        def source(position, backwards, limit):
+            return list(node_history(node, position, older=not backwards)[:limit])
+
+        return self.paginated(
+            source,
+            lambda row: (plain(row[1]), row[0]),
+            lambda page: HistoryEntrySerializer(entries(page), many=True).data,
+        )

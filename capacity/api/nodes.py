@@ -21,6 +21,7 @@ from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
 from config.api.auth import IsOperator, IsOperatorOrTheNode
 from config.api.base import BerthAPIView
+from config.api.pages import position_of, queryset_source
 from config.api.parsers import PlainTextParser, StrictJSONParser
 from config.api.schema import errors
 from inventory import services as inventory
@@ -206,7 +207,9 @@ class NodesView(BerthAPIView):
         params = {k: request.query_params.get(k, "") for k in NODE_FILTERS}
         nodes = filter_nodes(nodes, params, self.scope.tenants)
         return self.paginated(
-            with_summary_rows(nodes, self.scope).order_by("name"), summaries_renderer(self.scope)
+            queryset_source(with_summary_rows(nodes, self.scope), ("name",)),
+            lambda row: position_of(row, ("name",)),
+            summaries_renderer(self.scope),
         )
 
 

@@ -21,6 +21,7 @@ from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.rollups import capacity_by_pool
 from config.api.base import BerthAPIView
+from config.api.pages import list_source, position_of, queryset_source
 from config.api.schema import errors
 from inventory.models import Node, Pool
 
@@ -105,6 +106,13 @@ def filter_parameters(filterset: type[FilterSet]) -> list[OpenApiParameter]:
     return out
 
 
+NEWEST = ("created_at", "id")  # the reservations list's order, newest first (an index's)
+
+
+def by_slug(pool: Pool) -> tuple:
+    return (pool.slug,)
+
+
 RESERVATION_ID = OpenApiParameter("reservation_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
@@ -130,7 +138,11 @@ class ReservationsView(BerthAPIView):
         )
         if not filters.is_valid():
             raise ValidationError(error_text(filters.errors))
-        return self.paginated(filters.qs, lambda page: render_reservations(page, self.scope))
+        return self.paginated(
+            queryset_source(filters.qs, NEWEST, descending=True),
+            lambda row: position_of(row, NEWEST),
+            lambda page: render_reservations(page, self.scope),
+        )
 
     @extend_schema(
         operation_id="reservations_create",
@@ -275,7 +287,8 @@ class PoolsView(BerthAPIView):
         responses={200: PoolSerializer(many=True), **errors(400, 401, 404)},
     )
     def get(self, request):
-        return self.paginated(list(services.pools_for(self.scope)), render_pools)
+        pools = sorted(services.pools_for(self.scope), key=lambda pool: pool.slug)
+        return self.paginated(list_source(pools, by_slug), by_slug, render_pools)
 
 
 class PoolView(BerthAPIView):

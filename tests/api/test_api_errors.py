@@ -197,16 +197,22 @@ def test_a_method_an_endpoint_lacks_is_method_not_allowed(as_acme, tenant):
     assert response.json() == {"code": "METHOD_NOT_ALLOWED", "message": 'Method "DELETE" not allowed.'}
 
 
-@pytest.mark.parametrize("page", ["0", "abc", "-1", "1.5"])
-def test_a_page_that_is_not_a_whole_number_is_invalid_input(as_acme, tenant, page):
+@pytest.mark.parametrize("page", ["2", "0", "abc", "last"])
+def test_a_page_number_is_refused_as_lists_are_paged_by_cursor(as_acme, tenant, page):
+    # Quietly answering the first page to a client asking for page 2 would read as the end.
     response = as_acme.get("/api/v1/reservations", {"page": page})
     assert response.status_code == 400
-    assert response.json() == {"code": "INVALID_INPUT", "message": "page: must be a whole number from 1"}
+    assert response.json() == {
+        "code": "INVALID_INPUT",
+        "message": "page: lists are paged by cursor: follow the next link",
+    }
 
 
-def test_a_page_past_the_end_is_not_found(as_acme, tenant):
-    response = as_acme.get("/api/v1/reservations", {"page": "99"})
-    assert (response.status_code, response.json()["code"]) == (404, "NOT_FOUND")
+@pytest.mark.parametrize("size", ["0", "abc", "-1", "1.5"])
+def test_a_page_size_that_is_not_a_whole_number_is_invalid_input(as_acme, tenant, size):
+    response = as_acme.get("/api/v1/reservations", {"page_size": size})
+    assert response.status_code == 400
+    assert response.json() == {"code": "INVALID_INPUT", "message": "page_size: must be a whole number from 1"}
 
 
 def test_an_options_request_describes_the_endpoint_without_failing(as_acme, tenant):

@@ -22,7 +22,7 @@ def names(response):
 def test_the_node_list_summarises_each_node(as_operator, lab, as_acme, ask):
     as_acme.post("/api/v1/reservations", ask(1), format="json")
     data = as_operator.get("/api/v1/nodes").json()
-    assert data["count"] == 2
+    assert (len(data["results"]), data["next"], data["previous"]) == (2, None, None)
     assert data["results"][0] == {
         "name": "node-a",
         "pool": "lab-pool",
@@ -240,7 +240,7 @@ def test_listing_nodes_runs_the_same_queries_for_many_as_for_two(
         NodeTaint.objects.create(node=node, key="gpu.flaky", value="yes")
     with django_assert_max_num_queries(queries_for_two):
         data = as_operator.get("/api/v1/nodes").json()
-    assert data["count"] == 12
+    assert len(data["results"]) == 12
 
 
 def test_a_node_detail_takes_a_fixed_number_of_queries(as_operator, lab, django_assert_max_num_queries):
@@ -650,8 +650,9 @@ def test_the_history_lists_who_did_what_when_and_why_newest_first(as_operator, l
         ("system", "label-set", "system label bc.dev/cap.devices.limits=true set", ""),
         ("system", "create", "node created", ""),
     ]
-    assert data["count"] == 9 and data["results"][0]["at"] >= data["results"][-1]["at"]
-    page = as_operator.get("/api/v1/nodes/node-a/history?page=2&page_size=3").json()
+    assert len(data["results"]) == 9 and data["results"][0]["at"] >= data["results"][-1]["at"]
+    first = as_operator.get("/api/v1/nodes/node-a/history?page_size=3").json()
+    page = as_operator.get(first["next"]).json()
     assert [r["change"] for r in page["results"]] == [
         "label rack: r1 → r2",
         "label rack=r1 set",

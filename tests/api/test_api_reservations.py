@@ -1,6 +1,7 @@
 """Reservations over HTTP: create (placed, pending, idempotent), get, list, release, and tenant isolation."""
 
 from datetime import UTC, datetime
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -239,7 +240,7 @@ def test_the_list_holds_only_the_callers_reservations_newest_first(as_acme, as_g
     as_globex.post("/api/v1/reservations", ask(1, tenant="globex"), format="json")
     second = as_acme.post("/api/v1/reservations", ask(1), format="json").json()
     data = as_acme.get("/api/v1/reservations").json()
-    assert (data["count"], data["next"], data["previous"]) == (2, None, None)
+    assert (len(data["results"]), data["next"], data["previous"]) == (2, None, None)
     assert [r["id"] for r in data["results"]] == [second["id"], first["id"]]
     assert data["results"][1] == first
 
@@ -256,7 +257,7 @@ def test_an_operator_lists_everyones_reservations(as_operator, as_acme, as_globe
 
 def test_a_tenant_filtering_on_another_tenant_sees_nothing(as_acme, as_globex, lab, ask):
     as_globex.post("/api/v1/reservations", ask(1, tenant="globex"), format="json")
-    assert as_acme.get("/api/v1/reservations?tenant=globex").json()["count"] == 0
+    assert as_acme.get("/api/v1/reservations?tenant=globex").json()["results"] == []
 
 
 def test_the_list_filters_by_status_and_pool(as_acme, lab, ask):
@@ -270,8 +271,8 @@ def test_the_list_filters_by_status_and_pool(as_acme, lab, ask):
     assert [r["id"] for r in as_acme.get("/api/v1/reservations?status=placed").json()["results"]] == [
         placed["id"]
     ]
-    assert as_acme.get("/api/v1/reservations?pool=other").json()["count"] == 0
-    assert as_acme.get("/api/v1/reservations?pool=lab-pool").json()["count"] == 2
+    assert as_acme.get("/api/v1/reservations?pool=other").json()["results"] == []
+    assert len(as_acme.get("/api/v1/reservations?pool=lab-pool").json()["results"]) == 2
 
 
 def test_an_unknown_status_filter_is_invalid_input(as_acme, tenant):
@@ -283,13 +284,41 @@ def test_an_unknown_status_filter_is_invalid_input(as_acme, tenant):
     }
 
 
-def test_the_list_is_paginated(as_acme, lab, ask):
+def test_the_list_is_paged_by_cursor_forwards_and_back(as_acme, lab, ask):
+    made = [as_acme.post("/api/v1/reservations", ask(1), format="json").json()["id"] for _ in range(5)]
+    first = as_acme.get("/api/v1/reservations?page_size=2").json()
+    assert ([r["id"] for r in first["results"]], first["previous"]) == (made[:2:-1], None)
+    assert "page_size=2" in first["next"] and "cursor=" in first["next"]
+    second = as_acme.get(first["next"]).json()
+    assert [r["id"] for r in second["results"]] == made[2:0:-1]
+    last = as_acme.get(second["next"]).json()
+    assert ([r["id"] for r in last["results"]], last["next"]) == ([made[0]], None)
+    back = as_acme.get(last["previous"]).json()
+    assert [r["id"] for r in back["results"]] == made[2:0:-1]
+    assert [r["id"] for r in as_acme.get(back["previous"]).json()["results"]] == made[:2:-1]
+    # A booking made while paging shows on the first page, not twice further on.
+    newer = as_acme.post("/api/v1/reservations", ask(1), format="json").json()["id"]
+    assert [r["id"] for r in as_acme.get(first["next"]).json()["results"]] == made[2:0:-1]
+    assert as_acme.get("/api/v1/reservations?page_size=1").json()["results"][0]["id"] == newer
+
+
+def test_a_cursor_tampered_with_or_from_another_list_is_refused_naming_it(as_acme, as_operator, lab, ask):
     for _ in range(3):
         as_acme.post("/api/v1/reservations", ask(1), format="json")
-    data = as_acme.get("/api/v1/reservations?page_size=2").json()
-    assert (data["count"], len(data["results"])) == (3, 2)
-    assert data["next"].endswith("/api/v1/reservations?page=2&page_size=2")
-    assert len(as_acme.get("/api/v1/reservations?page_size=2&page=2").json()["results"]) == 1
+    link = as_acme.get("/api/v1/reservations?page_size=1").json()["next"]
+    cursor = parse_qs(urlsplit(link).query)["cursor"][0]
+    refused = {
+        "code": "INVALID_INPUT",
+        "message": "cursor: not a cursor this list gave out: follow the next and previous links as they are",
+    }
+    for bad in ("x", cursor[:-2] + "zz", "cD0xMDA=", "", cursor.replace("eyJ", "eyK", 1)):
+        answer = as_acme.get("/api/v1/reservations", {"cursor": bad})
+        assert answer.status_code == 400, bad
+        assert answer.json()["code"] == "INVALID_INPUT", bad
+    assert as_acme.get("/api/v1/reservations", {"cursor": cursor[:-2] + "zz"}).json() == refused
+    assert as_acme.get("/api/v1/reservations", {"cursor": cursor}).status_code == 200
+    # A cursor is signed for its list: the nodes list does not take the reservations' one.
+    assert as_operator.get("/api/v1/nodes", {"cursor": cursor}).json() == refused
 
 
 def test_a_page_size_over_the_cap_is_refused_naming_it(as_acme, as_operator, lab):
@@ -308,7 +337,7 @@ def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_ite
     as_acme, lab, ask, monkeypatch
 ):
     """Seven reservations, pages of at most 2.5 of them in bytes: every page is cut, none lost."""
-    from config.api import base
+    from config.api import pages as base
 
     made = [as_acme.post("/api/v1/reservations", ask(1), format="json").json() for _ in range(7)]
     cap = int(2.5 * len(base.JSONRenderer().render(made[0])))
@@ -317,7 +346,6 @@ def test_a_page_holds_at_most_max_page_bytes_and_next_goes_on_from_the_first_ite
     while url:
         response = as_acme.get(url)
         data = response.json()
-        assert data["count"] == 7
         items = data["results"]
         assert 1 <= len(items) < 5
         assert sum(len(base.JSONRenderer().render(item)) + 1 for item in items) <= cap
@@ -340,7 +368,7 @@ def test_listing_reservations_runs_the_same_queries_for_many_as_for_one(
         as_acme.post("/api/v1/reservations", ask(1), format="json")
     with django_assert_max_num_queries(queries_for_one):
         data = as_acme.get("/api/v1/reservations").json()
-    assert data["count"] == 7
+    assert len(data["results"]) == 7
 
 
 def test_releasing_ends_the_bookings_and_answers_the_released_reservation(as_acme, lab, ask):
@@ -380,7 +408,7 @@ def test_an_operator_releases_any_reservation(as_operator, as_globex, lab, ask):
 
 def test_a_user_without_a_tenant_sees_and_books_nothing(make_user, client_for, lab, ask, tenant):
     client = client_for(make_user("drifter"))
-    assert client.get("/api/v1/reservations").json()["count"] == 0
+    assert client.get("/api/v1/reservations").json()["results"] == []
     assert client.post("/api/v1/reservations", ask(1), format="json").status_code == 403
 
 
