@@ -120,12 +120,12 @@ def _lease_holdings() -> dict[int, dict[str, int]]:
     held: dict[int, dict[str, int]] = {}
     with connection.cursor() as cur:
         cur.execute(
-            """SELECT a.reservation_id, d.device_class, count(*) FROM capacity_devicebooking b
+            """SELECT a.reservation_id, d.device_class, count(*) FROM capacity_devicebooking_all b
                  JOIN capacity_allocation a ON a.id = b.allocation_id
                  JOIN capacity_reservation r ON r.id = a.reservation_id
                  JOIN inventory_device d ON d.id = b.device_id
                 WHERE r.binding = 'node' AND a.released_at IS NULL
-                  AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking c JOIN inventory_device s ON s.id = c.device_id
+                  AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking_all c JOIN inventory_device s ON s.id = c.device_id
                                    WHERE c.allocation_id = b.allocation_id AND s.parent_id = d.id)
                 GROUP BY 1, 2"""
         )
@@ -168,7 +168,7 @@ def booking_drift() -> list[str]:
         )
         lines = [f"device {d}: bookings {x} and {y} overlap" for d, x, y in cur.fetchall()]
         cur.execute(
-            """SELECT b.id, al.id FROM capacity_devicebooking b JOIN capacity_allocation al ON al.id = b.allocation_id
+            """SELECT b.id, al.id FROM capacity_devicebooking_all b JOIN capacity_allocation al ON al.id = b.allocation_id
                 WHERE al.released_at IS NOT NULL AND upper(b.during) > greatest(al.released_at, lower(b.during))"""
         )
         lines += [f"booking {b}: outlives the release of allocation {a}" for b, a in cur.fetchall()]

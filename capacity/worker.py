@@ -19,6 +19,7 @@ from inventory.models import Pool
 from inventory.samples import fold_samples
 
 from . import services
+from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .services.idle import mark_idle
 from .services.repair import repair_pools
@@ -52,7 +53,8 @@ class Round:
 
 # The idle check reads two hours of samples of every running reservation (3.6 s at 10,000 of them,
 # bench_idle): about a two-hour question, asked every five minutes rather than every round. The
-# samples' hourly fold comes along: an hour is folded a few minutes after it is over.
+# samples' hourly fold comes along: an hour is folded a few minutes after it is over, and so do
+# bookings long over leaving the live tables (capacity/archive.py).
 IDLE_CHECK_EVERY = 300.0
 _idle_checked = [float("-inf")]
 
@@ -61,6 +63,7 @@ def _samples_and_idle(now) -> None:
     if time.monotonic() - _idle_checked[0] >= IDLE_CHECK_EVERY:
         _idle_checked[0] = time.monotonic()
         fold_samples(now)
+        move_history(now)
         mark_idle(now)
         mark_unbooked_use(now)
 

@@ -254,6 +254,16 @@ USAGE_HOURLY_DAYS = env.number("BERTH_USAGE_HOURLY_DAYS", 366)
 if USAGE_RAW_DAYS < 1:
     raise ImproperlyConfigured(f"BERTH_USAGE_RAW_DAYS={USAGE_RAW_DAYS}: keep raw minutes 1 day at least.")
 
+# Device bookings and scalar claims that ended more than HISTORY_AFTER ago leave the live tables for
+# history tables partitioned by month (capacity/archive.py); a window may start at most 5 minutes
+# in the past, so nothing new can meet them.
+HISTORY_AFTER_DAYS = env.number("BERTH_HISTORY_AFTER_DAYS", 30)
+if HISTORY_AFTER_DAYS < 1:
+    raise ImproperlyConfigured(
+        f"BERTH_HISTORY_AFTER_DAYS={HISTORY_AFTER_DAYS}: keep bookings live 1 day at least."
+    )
+HISTORY_AFTER = timedelta(days=HISTORY_AFTER_DAYS)
+
 # Idle bookings (capacity/services/idle.py): a running reservation whose GPUs averaged under
 # IDLE_GPU_PERCENT for the last IDLE_AFTER reads Idle.
 IDLE_GPU_PERCENT = env.number("BERTH_IDLE_GPU_PERCENT", 5)

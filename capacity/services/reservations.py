@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capacity.models import Allocation, DeviceBooking, Reservation
+from capacity.models import Allocation, AnyDeviceBooking, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 
 from .scope import EVERYONE, Scope
@@ -51,7 +51,7 @@ def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]
     pks = [r.pk for r in reservations]
     allocations = list(Allocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk"))
     booked: dict[int, list[tuple[str, str | None]]] = {}
-    rows = DeviceBooking.objects.filter(allocation__in=allocations).values_list(
+    rows = AnyDeviceBooking.objects.filter(allocation__in=allocations).values_list(
         "allocation_id", "device__uuid", "device__parent__uuid"
     )
     for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):

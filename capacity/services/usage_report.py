@@ -41,7 +41,7 @@ WITH f AS (
               THEN coalesce(substring(d.device_class from 'mig-(?:[0-9]+c[.])?([0-9]+)g')::numeric, 1) / 7
               ELSE 1 END AS share,
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
-    FROM capacity_devicebooking bk
+    FROM capacity_devicebooking_all bk
     JOIN capacity_allocation a ON a.id = bk.allocation_id
     JOIN capacity_reservation r ON r.id = a.reservation_id
     JOIN inventory_tenant t ON t.id = r.tenant_id

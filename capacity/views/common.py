@@ -6,15 +6,17 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.postgres.fields import BigIntegerRangeField
 from django.db.backends.postgresql.psycopg_any import NumericRange
 from django.db.models import F, Func, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from capacity import services
 from capacity.access import scope_for
-from capacity.models import DeviceBooking, Reservation
+from capacity.models import AnyDeviceBooking, DeviceBooking, Reservation
 from inventory.models import Device, Node, Pool, Tenant
 
 NODES_PER_PAGE = 50
@@ -106,8 +108,11 @@ def bookings_by_device(
     key = Func(
         F("device_id"), F("device_id"), Value("[]"), function="int8range", output_field=BigIntegerRangeField()
     )
+    # A window reaching back past HISTORY_AFTER also reads the bookings moved to history.
+    live = start >= timezone.now() - settings.HISTORY_AFTER
     rows = (
-        DeviceBooking.objects.annotate(key=key)
+        (DeviceBooking if live else AnyDeviceBooking)
+        .objects.annotate(key=key)
         .filter(
             key__overlap=NumericRange(min(device_ids), max(device_ids), "[]"),
             device_id__in=device_ids,
