@@ -21,7 +21,6 @@ from capacity.services.scope import Scope
 from capacity.services.usage_report import usage_report
 from inventory.models import Node, NodeLabel
 
-
 moved_nothing = Moved(0, 0)
 
 
@@ -68,7 +67,7 @@ def test_a_booking_moved_to_history_is_found_everywhere_a_user_looks(op, alice, 
     sizes = history_sizes()
     assert (sizes["capacity_devicebooking"], sizes["capacity_devicebookinghistory"]) == (0, 2)
     with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM %s" % f"capacity_devicebookinghistory_{then:%Y_%m}")
+        cur.execute(f"SELECT count(*) FROM capacity_devicebookinghistory_{then:%Y_%m}")
         assert cur.fetchone()[0] == 2  # in the partition of the month it ended
     # The API, the reservation page, the node's timeline back then and the usage report read it.
     assert op.get(f"/api/v1/reservations/{old.pk}").json() == detail
