@@ -12,7 +12,7 @@ from capacity.access import scope_for
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
 from capacity.services.drain import drain_state
-from inventory.models import Device, Node, NodeLabel, Pool
+from inventory.models import Device, Node, NodeLabel, Pool, PoolGeneration
 from inventory.states import BLOCKING_EFFECTS, NodeState, node_states
 
 from .common import (
@@ -205,19 +205,49 @@ def drain_badge(node: Node, scope=services.EVERYONE, now: datetime | None = None
     return Badge("⇣ drained", "warn", f"{title}; nothing runs here now")
 
 
+# A node's devices, labels and resources change only with its pool's generation (inventory's
+# triggers bump it with every change of them), and reading them made half of a pool page's time:
+# each process keeps them per pool for the generation it read, filled for the nodes asked for.
+_STATIC: dict[int, tuple[int, dict[int, dict[str, list]]]] = {}
+_STATIC_NODES = 20_000  # nodes a process keeps per pool, at most
+_STATIC_PARTS = ("devices", "labels", "resources")
+
+
+def _prefetch(nodes: list[Node], pool: Pool) -> None:
+    """Give `nodes` their devices, labels, resources (from the generation's cache) and taints."""
+    # The generation is read before the rows: rows read after it are as new as it or newer.
+    generation = PoolGeneration.objects.filter(pool_id=pool.pk).values_list("generation", flat=True).first()
+    held_at, held = _STATIC.get(pool.pk, (None, {}))
+    if generation is None or held_at != generation or len(held) > _STATIC_NODES:
+        held = {}
+    missing = [n for n in nodes if n.pk not in held]
+    fresh = {n.pk for n in missing}
+    prefetch_related_objects(
+        missing, Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")), "labels", "resources"
+    )
+    for node in missing:
+        held[node.pk] = {part: list(node._prefetched_objects_cache[part]) for part in _STATIC_PARTS}
+    if generation is not None:
+        _STATIC[pool.pk] = (generation, held)
+    for node in nodes:
+        if node.pk in held and node.pk not in fresh:
+            cache = node.__dict__.setdefault("_prefetched_objects_cache", {})
+            for part, rows in held[node.pk].items():
+                # What prefetch_related_objects leaves: a queryset whose rows are already read.
+                queryset = getattr(node, part).all()
+                queryset._result_cache, queryset._prefetch_done = rows, True
+                cache[part] = queryset
+    # Taints that do not block scheduling bump no generation: read each time.
+    prefetch_related_objects(nodes, "taints")
+
+
 def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRow]:
     """Build the rows of these nodes in five queries whatever their number.
 
     Devices, labels, taints and resources are prefetched; one query reads the bookings of all their
     devices within the grid's window (now to a week ahead).
     """
-    prefetch_related_objects(
-        nodes,
-        Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
-        "labels",
-        "taints",
-        "resources",
-    )
+    _prefetch(nodes, pool)
     device_ids = [d.pk for n in nodes for d in n.devices.all()]
     bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
     claimed = claimed_at([n.pk for n in nodes], now)

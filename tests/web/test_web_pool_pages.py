@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inventory import services as nodes
-from inventory.models import Device, NodeLabel
+from inventory.models import Device, NodeLabel, NodeResource
 
 from web_helpers import HX, error_next_to
 
@@ -262,9 +262,12 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     filtered = _queries(client, "/pools/lab-pool/?free_gpus=1&state=schedulable&page=2")
     assert small == large == filtered
     # session, user, operators group, (a tenant user: its tenants, their rows), pools, pool tenants,
-    # count, nodes, devices, labels, taints, resources, bookings, scalar claims now; the availability
-    # chart: the pool with its generation, (a tenant user: its tenants' keys), the 14 days' bookings.
-    assert small == (15 if who == "op" else 18)
+    # count, nodes, the pool's generation, devices, labels, resources, taints, bookings, scalar
+    # claims now; the availability chart: the pool with its generation, (a tenant user: its
+    # tenants' keys), the 14 days' bookings.
+    assert small == (16 if who == "op" else 19)
+    # Again, at the same generation: devices, labels and resources come from the process's cache.
+    assert _queries(client, "/pools/lab-pool/") == small - 3
 
 
 def test_the_row_action_keeps_the_labels_the_page_shows_once(op, make_node):
@@ -338,3 +341,13 @@ def test_the_state_filter_offers_the_vocabulary_and_finds_notready_nodes(op, mak
     assert error_next_to(op.get("/pools/lab-pool/?state=asleep").text, "state").startswith(
         "state must be one of excluded, maintenance, cordoned"
     )
+
+
+def test_a_label_or_resource_changed_after_a_page_shows_on_the_next_page(op, make_node):
+    """The process keeps devices, labels and resources per pool generation: a change bumps it."""
+    make_node("node-a", gpus=2, vcpu=64)
+    assert "rack=r1" not in op.get("/pools/lab-pool/").text
+    nodes.set_label("node-a", "rack", "r1")
+    assert "rack=r1" in op.get("/pools/lab-pool/").text
+    NodeResource.objects.filter(node__name="node-a", resource="vcpu").update(allocatable=32)
+    assert "32/32" in op.get("/pools/lab-pool/").text
