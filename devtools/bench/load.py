@@ -133,7 +133,10 @@ def served(workers: int = 2, threads: int = 8):
     ]  # fmt: skip
     # DEBUG off serves hashed static names: the manifest must exist, as `make run` makes it.
     subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"], cwd=ROOT, env=env, check=True
+        [sys.executable, "manage.py", "collectstatic", "--no-input", "--verbosity", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
     )
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
