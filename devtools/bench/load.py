@@ -2,11 +2,11 @@
 
 `readers` threads each ask for pool pages and node pages back to back (a signed-in operator's
 session, no pause) while `writers` threads each book one GPU through the API and release it again,
-for `seconds`. Every answer is timed from the client's side, first byte sent to last byte read, on
-its own keep-alive connection. The server is Berth under gunicorn as `make run` serves it (2
-processes of 8 threads), started on a free loopback port for the run, or one already running on
-loopback (`url`). Bounded: at most MAX_CLIENTS clients, MAX_SECONDS seconds, loopback addresses
-only. Last it checks that nothing is double-booked.
+for `seconds`. Every answer is timed from the client's side, connect to last byte read, each on a
+connection of its own as a reverse proxy sends them. The server is Berth under gunicorn as `make
+run` serves it (2 processes of 8 threads), started on a free loopback port for the run, or one
+already running on loopback (`url`). Bounded: at most MAX_CLIENTS clients, MAX_SECONDS seconds,
+loopback addresses only. Last it checks that nothing is double-booked.
 """
 
 from __future__ import annotations
@@ -157,7 +157,12 @@ def served(workers: int = 2, threads: int = 8):
 
 
 class _Client:
-    """One keep-alive connection that reconnects after a failure."""
+    """A client that sends each request on a new connection, as a proxy in front of gunicorn does.
+
+    (nginx speaks to its upstream one connection a request unless told otherwise. Kept alive, the
+    40 connections of a burst all went to the worker process that woke first, which then ran at
+    100 % of a core while the other idled.)
+    """
 
     def __init__(self, url: str):
         parts = urlsplit(url)
@@ -170,7 +175,10 @@ class _Client:
         try:
             self.conn.request(method, path, body=body, headers=headers)
             answer = self.conn.getresponse()
-            return answer.status, answer.read()
+            status, body = answer.status, answer.read()
+            self.conn.close()
+            self.conn = None
+            return status, body
         except (OSError, http.client.HTTPException):
             self.conn.close()
             self.conn = None
