@@ -33,11 +33,14 @@ CASE
 END
 """
 
-# A device is an atom unless it was split into MIG slices. A count, not NOT EXISTS: with some table
+# A device is an atom unless it was split into MIG slices. Not NOT EXISTS: with some table
 # statistics the embedded PostgreSQL 16.2 planned NOT EXISTS here as a Merge Right Anti Join over
 # the parent_id index that kept 524 of the demo's 594 atoms (EXPLAIN ANALYZE; test_seed_demo failed
-# now and then). A scalar subquery cannot be planned as a join.
-_ATOM = "(SELECT count(*) FROM inventory_device c WHERE c.parent_id = d.id) = 0"
+# now and then). NOT IN is never planned as a join: the split GPUs' ids are read once into a hash.
+# (A count per device, as before, probed the index 80,000 times and, estimated at one row in 200,
+# made the planner join every device to every pool: 280 ms for the pools list at 10,000 nodes,
+# bench_scale; 125 ms this way, the same counts.)
+_ATOM = "d.id NOT IN (SELECT c.parent_id FROM inventory_device c WHERE c.parent_id IS NOT NULL)"
 
 _COMPUTE_SQL = f"""
 SELECT n.pool_id, d.device_class, count(*) AS total,
