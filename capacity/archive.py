@@ -1,12 +1,14 @@
 """Move bookings long over out of the live tables, in batches, into history partitioned by month.
 
-The EXCLUDE constraint's table (capacity_devicebooking) and the scalar claims are what every
-placement reads and writes; a year of bookings in them slows every placement. A device booking or
-claim that ended more than HISTORY_AFTER ago, of an allocation released, can never again conflict
-with anything (a window may not start in the past), so the worker moves it to capacity_devicebookinghistory or
-capacity_scalarclaimhistory, each partitioned by the month it ended. Readers of the past (a
-reservation's atoms, its usage, the usage report, the audit) read the view
-capacity_devicebooking_all, live and moved rows as one table, ids kept.
+The EXCLUDE constraint's table (capacity_devicebooking), the scalar claims and the allocations are
+what every placement reads and writes; a year of bookings in them slows every placement. A device
+booking or claim that ended more than HISTORY_AFTER ago, of an allocation released, can never again
+conflict with anything (a window may not start in the past), so the worker moves it to
+capacity_devicebookinghistory or capacity_scalarclaimhistory, and then the allocation itself to
+capacity_allocationhistory, each partitioned by the month it ended. Readers of the past (a
+reservation's atoms, its usage, the usage report, the node timeline, the audit) read the views
+capacity_devicebooking_all and capacity_allocation_all, live and moved rows as one table, ids kept.
+Reservations stay where they are (their lists read them newest first through their indexes).
 """
 
 from __future__ import annotations
@@ -23,6 +25,20 @@ MAX_BATCHES = 40  # per table per call: 200,000 rows, so the first run after a y
 # One mover at a time (two would only skip each other's locked rows).
 _LOCK = 0x4265_7274_4869  # "BertHi"
 
+# An allocation moves once it is released, over before the cut, and nothing of it is live: its
+# bookings and claims went first (they end by its end).
+_ALLOCATIONS = (
+    "id, reservation_id, instance_id, node_id, starts_at, ends_at, resources, released_at, created_at"
+)
+_ALLOCATIONS_DUE = """
+SELECT a.id, least(a.released_at, a.ends_at) FROM capacity_allocation a
+ WHERE a.released_at IS NOT NULL AND least(a.released_at, a.ends_at) < %s
+   AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.allocation_id = a.id)
+   AND NOT EXISTS (SELECT 1 FROM capacity_scalarclaim c WHERE c.allocation_id = a.id)
+ ORDER BY a.id LIMIT %s FOR UPDATE OF a SKIP LOCKED
+"""
+
+
 _TABLES = {
     # live table: (history table, its columns)
     "capacity_devicebooking": ("capacity_devicebookinghistory", "id, device_id, allocation_id, during"),
@@ -30,6 +46,8 @@ _TABLES = {
         "capacity_scalarclaimhistory",
         "id, allocation_id, node_id, resource, amount, during",
     ),
+    # Last: an allocation leaves once its bookings and claims have.
+    "capacity_allocation": ("capacity_allocationhistory", _ALLOCATIONS),
 }
 
 
@@ -39,6 +57,7 @@ class Moved:
 
     bookings: int
     claims: int
+    allocations: int = 0
 
 
 def _month(at: dt.datetime) -> dt.datetime:
@@ -57,23 +76,27 @@ def _partition(cur, table: str, month: dt.datetime) -> None:
 
 def _move_batch(live: str, cut: dt.datetime, batch: int) -> int:
     history, columns = _TABLES[live]
-    with transaction.atomic(), connection.cursor() as cur:
+    if live == "capacity_allocation":
+        due, ended = _ALLOCATIONS_DUE, "least(released_at, ends_at)"
+    else:
         # Oldest first through the index on upper(during); rows a placer holds are left for later,
         # and so are the rows of an allocation not yet released (release and the audit read them).
-        cur.execute(
+        due = (
             f"SELECT x.id, upper(x.during) FROM {live} x JOIN capacity_allocation a ON a.id = x.allocation_id "
             "WHERE upper(x.during) < %s AND a.released_at IS NOT NULL "
-            "ORDER BY upper(x.during) LIMIT %s FOR UPDATE OF x SKIP LOCKED",
-            [cut, batch],
+            "ORDER BY upper(x.during) LIMIT %s FOR UPDATE OF x SKIP LOCKED"
         )
+        ended = "upper(during)"
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(due, [cut, batch])
         rows = cur.fetchall()
         if not rows:
             return 0
-        for month in sorted({_month(ended.astimezone(dt.UTC)) for _, ended in rows}):
+        for month in sorted({_month(at.astimezone(dt.UTC)) for _, at in rows}):
             _partition(cur, history, month)
         cur.execute(
             f"WITH moved AS (DELETE FROM {live} WHERE id = ANY(%s) RETURNING {columns}) "
-            f"INSERT INTO {history} ({columns}, ended) SELECT {columns}, upper(during) FROM moved",
+            f"INSERT INTO {history} ({columns}, ended) SELECT {columns}, {ended} FROM moved",
             [[pk for pk, _ in rows]],
         )
         return cur.rowcount
@@ -87,7 +110,7 @@ def move_history(
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK])
         if not cur.fetchone()[0]:
-            return Moved(0, 0)
+            return Moved(0, 0, 0)
     try:
         counts = {}
         for live in _TABLES:
@@ -101,7 +124,9 @@ def move_history(
     finally:
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_unlock(%s)", [_LOCK])
-    return Moved(counts["capacity_devicebooking"], counts["capacity_scalarclaim"])
+    return Moved(
+        counts["capacity_devicebooking"], counts["capacity_scalarclaim"], counts["capacity_allocation"]
+    )
 
 
 def history_sizes() -> dict[str, int]:

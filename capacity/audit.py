@@ -168,7 +168,7 @@ def booking_drift() -> list[str]:
         )
         lines = [f"device {d}: bookings {x} and {y} overlap" for d, x, y in cur.fetchall()]
         cur.execute(
-            """SELECT b.id, al.id FROM capacity_devicebooking_all b JOIN capacity_allocation al ON al.id = b.allocation_id
+            """SELECT b.id, al.id FROM capacity_devicebooking_all b JOIN capacity_allocation_all al ON al.id = b.allocation_id
                 WHERE al.released_at IS NOT NULL AND upper(b.during) > greatest(al.released_at, lower(b.during))"""
         )
         lines += [f"booking {b}: outlives the release of allocation {a}" for b, a in cur.fetchall()]

@@ -15,7 +15,7 @@ from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
-from capacity.models import Allocation, Reservation
+from capacity.models import AnyAllocation, Reservation
 
 INSTANT_HELP = "an ISO 8601 date or time in UTC (2027-02-01, 2027-02-01T12:00) or epoch milliseconds"
 STATUS_MESSAGE = f"must be one of {', '.join(Reservation.Status.values)}"
@@ -118,7 +118,7 @@ class ReservationFilterSet(django_filters.FilterSet):
     def on_node(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         # An allocation ended before its reservation was (moved off by repair or drain) is not on the
         # node; one that ended with the reservation's release or preemption was.
-        on_node = Allocation.objects.filter(reservation=OuterRef("pk"), node__name=value).filter(
+        on_node = AnyAllocation.objects.filter(reservation=OuterRef("pk"), node__name=value).filter(
             Q(released_at__isnull=True) | Q(released_at__gte=OuterRef("released_at"))
         )
         return queryset.filter(Exists(on_node))

@@ -1,6 +1,6 @@
 """Capacity models: what is booked."""
 
-from .bookings import Allocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
+from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
@@ -9,6 +9,7 @@ from .unbooked import UnbookedUse
 
 __all__ = [
     "Allocation",
+    "AnyAllocation",
     "AnyDeviceBooking",
     "DeviceBooking",
     "PoolCapacityRollup",

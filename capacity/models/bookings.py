@@ -86,6 +86,28 @@ class DeviceBooking(models.Model):
         return f"{self.device_id} {self.during}"
 
 
+class AnyAllocation(models.Model):
+    """An allocation, live or moved to history (the view capacity_allocation_all): read only."""
+
+    reservation = models.ForeignKey(
+        Reservation, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+"
+    )
+    instance_id = models.CharField(max_length=200, null=True)
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    resources = models.JSONField(default=dict)
+    released_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "capacity_allocation_all"
+
+    def __str__(self) -> str:
+        return f"allocation {self.pk} on {self.node_id}"
+
+
 class AnyDeviceBooking(models.Model):
     """A device booking, live or moved to history (the view capacity_devicebooking_all): read only.
 
@@ -95,7 +117,7 @@ class AnyDeviceBooking(models.Model):
 
     device = models.ForeignKey(Device, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
     allocation = models.ForeignKey(
-        Allocation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        AnyAllocation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     during = DateTimeRangeField()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capacity.models import Allocation, AnyDeviceBooking, Reservation
+from capacity.models import AnyAllocation, AnyDeviceBooking, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 
 from .scope import EVERYONE, Scope
@@ -49,7 +49,9 @@ def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]
     GPU was booked whole are left out), scalar claims, window and release time.
     """
     pks = [r.pk for r in reservations]
-    allocations = list(Allocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk"))
+    allocations = list(
+        AnyAllocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk")
+    )
     booked: dict[int, list[tuple[str, str | None]]] = {}
     rows = AnyDeviceBooking.objects.filter(allocation__in=allocations).values_list(
         "allocation_id", "device__uuid", "device__parent__uuid"

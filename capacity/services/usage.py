@@ -28,7 +28,7 @@ WITH cut AS (
                                  '-infinity'::timestamptz)) AS at
 ), bk AS (
   SELECT a.reservation_id AS rid, b.device_id, b.during
-    FROM capacity_allocation a JOIN capacity_devicebooking_all b ON b.allocation_id = a.id
+    FROM capacity_allocation_all a JOIN capacity_devicebooking_all b ON b.allocation_id = a.id
    WHERE a.reservation_id = ANY(%(ids)s)
 ), s AS (
   SELECT bk.rid, x.minute, x.gpu_percent, x.processes

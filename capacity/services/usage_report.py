@@ -42,7 +42,7 @@ WITH f AS (
               ELSE 1 END AS share,
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
     FROM capacity_devicebooking_all bk
-    JOIN capacity_allocation a ON a.id = bk.allocation_id
+    JOIN capacity_allocation_all a ON a.id = bk.allocation_id
     JOIN capacity_reservation r ON r.id = a.reservation_id
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id

@@ -24,7 +24,13 @@ from capacity.models import Reservation
 from devtools.bench.placements import _pct
 from devtools.bench.scale import POOLS, TENANTS, _ms, build_fleet, fill_bookings
 
-TABLES = ("capacity_devicebooking", "capacity_devicebookinghistory", "capacity_scalarclaim")
+TABLES = (
+    "capacity_devicebooking",
+    "capacity_devicebookinghistory",
+    "capacity_scalarclaim",
+    "capacity_allocation",
+    "capacity_allocationhistory",
+)
 
 
 def time_placements(count: int) -> dict:
@@ -87,8 +93,8 @@ def run_history(nodes: int, history: int, live: int, placements: int, progress=N
     t0, moved = time.perf_counter(), 0
     while True:
         step = move_history(timezone.now())
-        moved += step.bookings + step.claims
-        if not (step.bookings or step.claims):
+        moved += step.bookings + step.claims + step.allocations
+        if not (step.bookings or step.claims or step.allocations):
             break
     move_s = time.perf_counter() - t0
     # What autovacuum does after a move: the freed room is reused by new bookings (the files keep
@@ -96,8 +102,11 @@ def run_history(nodes: int, history: int, live: int, placements: int, progress=N
     # (VACUUM cannot run in a transaction: a test's, around a small run, gets ANALYZE alone.)
     with connection.cursor() as cur:
         if not connection.in_atomic_block:
-            cur.execute("VACUUM capacity_devicebooking, capacity_scalarclaim")
-        cur.execute("ANALYZE capacity_devicebooking, capacity_scalarclaim, capacity_devicebookinghistory")
+            cur.execute("VACUUM capacity_devicebooking, capacity_scalarclaim, capacity_allocation")
+        cur.execute(
+            "ANALYZE capacity_devicebooking, capacity_scalarclaim, capacity_allocation,"
+            " capacity_devicebookinghistory, capacity_allocationhistory"
+        )
     after = time_placements(placements)
     return {
         "nodes": nodes,

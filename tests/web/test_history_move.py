@@ -16,7 +16,7 @@ from django.db import connection
 from capacity import services
 from capacity.archive import Moved, history_sizes, move_history
 from capacity.conf import placer_config
-from capacity.models import DeviceBooking, ScalarClaim
+from capacity.models import Allocation, DeviceBooking, ScalarClaim
 from capacity.services.scope import Scope
 from capacity.services.usage_report import usage_report
 from inventory.models import Node, NodeLabel
@@ -62,10 +62,12 @@ def test_a_booking_moved_to_history_is_found_everywhere_a_user_looks(op, alice, 
 
     moved = move_history(now)
 
-    assert (moved.bookings, moved.claims) == (2, 0)
+    assert moved == Moved(bookings=2, claims=0, allocations=1)
     assert not DeviceBooking.objects.filter(allocation__reservation=old).exists()
+    assert not Allocation.objects.filter(reservation=old).exists()
     sizes = history_sizes()
     assert (sizes["capacity_devicebooking"], sizes["capacity_devicebookinghistory"]) == (0, 2)
+    assert (sizes["capacity_allocation"], sizes["capacity_allocationhistory"]) == (0, 1)
     with connection.cursor() as cur:
         cur.execute(f"SELECT count(*) FROM capacity_devicebookinghistory_{then:%Y_%m}")
         assert cur.fetchone()[0] == 2  # in the partition of the month it ended
@@ -73,6 +75,7 @@ def test_a_booking_moved_to_history_is_found_everywhere_a_user_looks(op, alice, 
     assert op.get(f"/api/v1/reservations/{old.pk}").json() == detail
     assert all(atom in alice.get(f"/reservations/{old.pk}/").text for atom in atoms)
     assert old.pk in [r["id"] for r in alice.get("/api/v1/reservations").json()["results"]]
+    assert [r["id"] for r in alice.get("/api/v1/reservations?node=node-a").json()["results"]] == [old.pk]
     assert re.findall(rf"#{old.pk} acme", op.get(f"/nodes/node-a/?from={then:%Y-%m-%d}").text) == bars
     assert bars and booked_hours(then) == hours
     # A second round has nothing left to move; placing now on the same GPUs is untouched.
@@ -96,7 +99,7 @@ def test_only_rows_that_ended_history_after_ago_move_and_claims_move_too(three_h
     services.release(kept.pk, now=now)
     assert (kept.status, gone.status) == ("placed", "placed"), (kept.conditions, gone.conditions)
     moved = move_history(now, batch=1)  # one row a transaction: batches add up
-    assert (moved.bookings, moved.claims) == (1, 1)
+    assert moved == Moved(bookings=1, claims=1, allocations=1)
     assert sorted(DeviceBooking.objects.values_list("allocation__reservation", flat=True)) == [
         kept.pk,
         unreleased.pk,
