@@ -8,7 +8,8 @@ capacity_devicebookinghistory or capacity_scalarclaimhistory, and then the alloc
 capacity_allocationhistory, each partitioned by the month it ended. Readers of the past (a
 reservation's atoms, its usage, the usage report, the node timeline, the audit) read the views
 capacity_devicebooking_all and capacity_allocation_all, live and moved rows as one table, ids kept.
-Reservations stay where they are (their lists read them newest first through their indexes).
+Last, a reservation follows its allocations to capacity_reservationhistory (view
+capacity_reservation_all); its events stay where they are.
 """
 
 from __future__ import annotations
@@ -39,6 +40,21 @@ SELECT a.id, least(a.released_at, a.ends_at) FROM capacity_allocation a
 """
 
 
+# A reservation moves once it is released or preempted, its window over before the cut (what the
+# calendar feed reads back to), and no allocation of it left live. Its quota charges, long over, go with it (the quota loads follow
+# by trigger); its events stay where they are.
+_RESERVATIONS = (
+    "id, request, status, conditions, idempotency_key, priority, binding, starts_at, ends_at,"
+    " created_at, updated_at, released_at, pool_id, tenant_id"
+)
+_RESERVATION_ENDED = "ends_at"
+_RESERVATIONS_DUE = """
+SELECT r.id, r.ends_at FROM capacity_reservation r
+ WHERE r.status IN ('released', 'preempted') AND r.ends_at < %s
+   AND NOT EXISTS (SELECT 1 FROM capacity_allocation a WHERE a.reservation_id = r.id)
+ ORDER BY r.id LIMIT %s FOR UPDATE OF r SKIP LOCKED
+"""
+
 _TABLES = {
     # live table: (history table, its columns)
     "capacity_devicebooking": ("capacity_devicebookinghistory", "id, device_id, allocation_id, during"),
@@ -46,8 +62,9 @@ _TABLES = {
         "capacity_scalarclaimhistory",
         "id, allocation_id, node_id, resource, amount, during",
     ),
-    # Last: an allocation leaves once its bookings and claims have.
+    # Then an allocation, once its bookings and claims have left; last its reservation.
     "capacity_allocation": ("capacity_allocationhistory", _ALLOCATIONS),
+    "capacity_reservation": ("capacity_reservationhistory", _RESERVATIONS),
 }
 
 
@@ -58,6 +75,7 @@ class Moved:
     bookings: int
     claims: int
     allocations: int = 0
+    reservations: int = 0
 
 
 def _month(at: dt.datetime) -> dt.datetime:
@@ -76,8 +94,12 @@ def _partition(cur, table: str, month: dt.datetime) -> None:
 
 def _move_batch(live: str, cut: dt.datetime, batch: int) -> int:
     history, columns = _TABLES[live]
+    before = ""
     if live == "capacity_allocation":
         due, ended = _ALLOCATIONS_DUE, "least(released_at, ends_at)"
+    elif live == "capacity_reservation":
+        due, ended = _RESERVATIONS_DUE, _RESERVATION_ENDED
+        before = "DELETE FROM capacity_quotacharge WHERE reservation_id = ANY(%s)"
     else:
         # Oldest first through the index on upper(during); rows a placer holds are left for later,
         # and so are the rows of an allocation not yet released (release and the audit read them).
@@ -94,6 +116,8 @@ def _move_batch(live: str, cut: dt.datetime, batch: int) -> int:
             return 0
         for month in sorted({_month(at.astimezone(dt.UTC)) for _, at in rows}):
             _partition(cur, history, month)
+        if before:
+            cur.execute(before, [[pk for pk, _ in rows]])
         cur.execute(
             f"WITH moved AS (DELETE FROM {live} WHERE id = ANY(%s) RETURNING {columns}) "
             f"INSERT INTO {history} ({columns}, ended) SELECT {columns}, {ended} FROM moved",
@@ -110,7 +134,7 @@ def move_history(
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK])
         if not cur.fetchone()[0]:
-            return Moved(0, 0, 0)
+            return Moved(0, 0, 0, 0)
     try:
         counts = {}
         for live in _TABLES:
@@ -124,9 +148,7 @@ def move_history(
     finally:
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_unlock(%s)", [_LOCK])
-    return Moved(
-        counts["capacity_devicebooking"], counts["capacity_scalarclaim"], counts["capacity_allocation"]
-    )
+    return Moved(*(counts[live] for live in _TABLES))
 
 
 def history_sizes() -> dict[str, int]:

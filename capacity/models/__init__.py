@@ -2,7 +2,7 @@
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
 from .quota import Quota, QuotaCharge, QuotaLoad
-from .reservations import Reservation, ReservationEvent
+from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
 from .unbooked import UnbookedUse
@@ -11,6 +11,7 @@ __all__ = [
     "Allocation",
     "AnyAllocation",
     "AnyDeviceBooking",
+    "AnyReservation",
     "DeviceBooking",
     "PoolCapacityRollup",
     "Quota",

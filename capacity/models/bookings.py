@@ -6,7 +6,7 @@ from django.db.models import F, Func, Q, Value
 
 from inventory.models import Device, Node
 
-from .reservations import Reservation
+from .reservations import AnyReservation, Reservation
 
 
 class Allocation(models.Model):
@@ -90,7 +90,7 @@ class AnyAllocation(models.Model):
     """An allocation, live or moved to history (the view capacity_allocation_all): read only."""
 
     reservation = models.ForeignKey(
-        Reservation, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+"
+        AnyReservation, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+"
     )
     instance_id = models.CharField(max_length=200, null=True)
     node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")

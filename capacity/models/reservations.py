@@ -30,7 +30,17 @@ def unschedulable(reason: str, kind: str = NO_FIT, rest: list[tuple[int, str]] |
     return condition
 
 
-class Reservation(models.Model):
+class Conditions:
+    """What a reservation, live or moved to history, says of its conditions."""
+
+    conditions: list
+
+    def condition(self, type_: str) -> dict | None:
+        """Return the condition of this type, if any."""
+        return next((c for c in self.conditions if c.get("type") == type_), None)
+
+
+class Reservation(Conditions, models.Model):
     """A tenant's request for capacity in a pool and its lifecycle (pending, placed, released).
 
     The pool-lease placer's queue is the pending rows with a Queued condition; `Status.QUEUED` is
@@ -102,9 +112,38 @@ class Reservation(models.Model):
     def __str__(self) -> str:
         return f"reservation {self.pk} ({self.status})"
 
-    def condition(self, type_: str) -> dict | None:
-        """Return the condition of this type, if any."""
-        return next((c for c in self.conditions if c.get("type") == type_), None)
+
+class AnyReservation(Conditions, models.Model):
+    """A reservation, live or moved to history (the view capacity_reservation_all): read only.
+
+    A released or preempted reservation over more than HISTORY_AFTER ago, with nothing of it
+    left live, moves to capacity_reservationhistory (capacity/archive.py); its id, events and
+    fields stay as they were. Lists, pages and reports read this; actions the live Reservation.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    pool = models.ForeignKey(Pool, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    request = models.JSONField()
+    status = models.CharField(max_length=10, choices=Reservation.Status)
+    conditions = models.JSONField(default=list)
+    idempotency_key = models.CharField(max_length=200, null=True)
+    priority = models.CharField(max_length=10, choices=Reservation.Priority)
+    binding = models.CharField(max_length=12, choices=Reservation.Binding)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True)
+
+    Status, Priority, Binding = Reservation.Status, Reservation.Priority, Reservation.Binding
+
+    class Meta:
+        managed = False
+        db_table = "capacity_reservation_all"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"reservation {self.pk} ({self.status})"
 
 
 class ReservationEvent(models.Model):
@@ -116,8 +155,9 @@ class ReservationEvent(models.Model):
     """
 
     # Looked up through reservation_event_at_idx (reservation, at).
+    # No database constraint: a reservation moved to history keeps its events here.
     reservation = models.ForeignKey(
-        Reservation, on_delete=models.CASCADE, related_name="events", db_index=False
+        Reservation, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
     )
     at = models.DateTimeField()
     status = models.CharField(max_length=10)

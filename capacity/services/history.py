@@ -27,7 +27,7 @@ def condition_history(reservation: Reservation, scope: Scope) -> list[HistoryLin
     Messages are redacted for `scope`, as the reservation's own conditions are.
     """
     lines = []
-    for event in ReservationEvent.objects.filter(reservation=reservation).order_by("at", "id"):
+    for event in ReservationEvent.objects.filter(reservation_id=reservation.pk).order_by("at", "id"):
         conditions = redacted_conditions(event.conditions, scope)
         if not conditions:
             lines.append(HistoryLine(event.at, event.status))

@@ -56,6 +56,8 @@ def release(
     """
     now = now or timezone.now()
     reservation = get(reservation_id, scope=scope)
+    if not isinstance(reservation, Reservation):
+        return reservation  # moved to history: released or preempted long ago
     reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=reservation.pk)
     if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
         return reservation  # already ended: a preempted reservation keeps its status and reason

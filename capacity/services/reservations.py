@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capacity.models import AnyAllocation, AnyDeviceBooking, Reservation
+from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 
 from .scope import EVERYONE, Scope
 
 
-def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation:
-    """Return a reservation the caller may see, or raise NOT_FOUND."""
+def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation | AnyReservation:
+    """Return a reservation the caller may see, or raise NOT_FOUND.
+
+    A reservation moved to history comes back as an AnyReservation (released or preempted: there is
+    nothing left to do with it but read it).
+    """
     try:
-        reservation = Reservation.objects.select_related("tenant", "pool").get(pk=int(reservation_id))
-    except (ValueError, TypeError, Reservation.DoesNotExist):
+        pk = int(reservation_id)
+        reservation = Reservation.objects.select_related("tenant", "pool").filter(
+            pk=pk
+        ).first() or AnyReservation.objects.select_related("tenant", "pool").get(pk=pk)
+    except (ValueError, TypeError, OverflowError, AnyReservation.DoesNotExist):
         raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}") from None
     if not scope.allows(reservation.tenant.slug):
         raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}")
@@ -24,8 +31,8 @@ def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation:
 def list_reservations(
     *, scope: Scope = EVERYONE, status: str | None = None, pool: str | None = None, tenant=None
 ):
-    """Return the caller's reservations, newest first, optionally filtered."""
-    qs = Reservation.objects.select_related("tenant", "pool")
+    """Return the caller's reservations, live and moved to history, newest first, optionally filtered."""
+    qs = AnyReservation.objects.select_related("tenant", "pool")
     if scope.tenants is not None:
         qs = qs.filter(tenant__slug__in=scope.tenants)
     if status:

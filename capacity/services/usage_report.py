@@ -43,7 +43,7 @@ WITH f AS (
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
     FROM capacity_devicebooking_all bk
     JOIN capacity_allocation_all a ON a.id = bk.allocation_id
-    JOIN capacity_reservation r ON r.id = a.reservation_id
+    JOIN capacity_reservation_all r ON r.id = a.reservation_id
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id

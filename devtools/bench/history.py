@@ -20,7 +20,7 @@ from capacity import services
 from capacity.archive import move_history
 from capacity.audit import booking_drift
 from capacity.conf import placer_config
-from capacity.models import Reservation
+from capacity.models import AnyReservation, Reservation
 from devtools.bench.placements import _pct
 from devtools.bench.scale import POOLS, TENANTS, _ms, build_fleet, fill_bookings
 
@@ -30,6 +30,8 @@ TABLES = (
     "capacity_scalarclaim",
     "capacity_allocation",
     "capacity_allocationhistory",
+    "capacity_reservation",
+    "capacity_reservationhistory",
 )
 
 
@@ -85,7 +87,9 @@ def table_sizes() -> dict[str, dict]:
 def run_history(nodes: int, history: int, live: int, placements: int, progress=None) -> dict:
     """Build, fill, move and time placements at each step; return the figures."""
     build_fleet(nodes, progress=progress)
-    fresh = not Reservation.objects.filter(pool__slug__startswith="scale-", request__has_key="scale").exists()
+    fresh = not AnyReservation.objects.filter(
+        pool__slug__startswith="scale-", request__has_key="scale"
+    ).exists()
     empty = time_placements(placements) if fresh else None
     filled = fill_bookings(history, live)
     before = time_placements(placements)
@@ -93,8 +97,8 @@ def run_history(nodes: int, history: int, live: int, placements: int, progress=N
     t0, moved = time.perf_counter(), 0
     while True:
         step = move_history(timezone.now())
-        moved += step.bookings + step.claims + step.allocations
-        if not (step.bookings or step.claims or step.allocations):
+        moved += step.bookings + step.claims + step.allocations + step.reservations
+        if not (step.bookings or step.claims or step.allocations or step.reservations):
             break
     move_s = time.perf_counter() - t0
     # What autovacuum does after a move: the freed room is reused by new bookings (the files keep
@@ -102,11 +106,16 @@ def run_history(nodes: int, history: int, live: int, placements: int, progress=N
     # (VACUUM cannot run in a transaction: a test's, around a small run, gets ANALYZE alone.)
     with connection.cursor() as cur:
         if not connection.in_atomic_block:
-            cur.execute("VACUUM capacity_devicebooking, capacity_scalarclaim, capacity_allocation")
-        cur.execute(
-            "ANALYZE capacity_devicebooking, capacity_scalarclaim, capacity_allocation,"
-            " capacity_devicebookinghistory, capacity_allocationhistory"
-        )
+            cur.execute(
+                "VACUUM (ANALYZE) capacity_devicebooking, capacity_scalarclaim, capacity_allocation,"
+                " capacity_reservation, capacity_quotacharge, capacity_devicebookinghistory,"
+                " capacity_allocationhistory, capacity_reservationhistory"
+            )
+        else:
+            cur.execute(
+                "ANALYZE capacity_devicebooking, capacity_scalarclaim, capacity_allocation, capacity_reservation,"
+                " capacity_devicebookinghistory, capacity_allocationhistory, capacity_reservationhistory"
+            )
     after = time_placements(placements)
     return {
         "nodes": nodes,

@@ -16,7 +16,7 @@ from django.db import connection
 from capacity import services
 from capacity.archive import Moved, history_sizes, move_history
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, ScalarClaim
+from capacity.models import Allocation, DeviceBooking, Reservation, ScalarClaim
 from capacity.services.scope import Scope
 from capacity.services.usage_report import usage_report
 from inventory.models import Node, NodeLabel
@@ -62,17 +62,23 @@ def test_a_booking_moved_to_history_is_found_everywhere_a_user_looks(op, alice, 
 
     moved = move_history(now)
 
-    assert moved == Moved(bookings=2, claims=0, allocations=1)
+    assert moved == Moved(bookings=2, claims=0, allocations=1, reservations=1)
     assert not DeviceBooking.objects.filter(allocation__reservation=old).exists()
     assert not Allocation.objects.filter(reservation=old).exists()
+    assert not Reservation.objects.filter(pk=old.pk).exists()
     sizes = history_sizes()
     assert (sizes["capacity_devicebooking"], sizes["capacity_devicebookinghistory"]) == (0, 2)
     assert (sizes["capacity_allocation"], sizes["capacity_allocationhistory"]) == (0, 1)
+    assert (sizes["capacity_reservation"], sizes["capacity_reservationhistory"]) == (0, 1)
     with connection.cursor() as cur:
         cur.execute(f"SELECT count(*) FROM capacity_devicebookinghistory_{then:%Y_%m}")
         assert cur.fetchone()[0] == 2  # in the partition of the month it ended
     # The API, the reservation page, the node's timeline back then and the usage report read it.
     assert op.get(f"/api/v1/reservations/{old.pk}").json() == detail
+    # Its history of conditions stays, and releasing it again changes nothing.
+    assert "placed" in alice.get(f"/reservations/{old.pk}/").text
+    assert op.post(f"/api/v1/reservations/{old.pk}/release").json() == detail
+    assert old.pk in [r["id"] for r in alice.get("/api/v1/reservations?status=released").json()["results"]]
     assert all(atom in alice.get(f"/reservations/{old.pk}/").text for atom in atoms)
     assert old.pk in [r["id"] for r in alice.get("/api/v1/reservations").json()["results"]]
     assert [r["id"] for r in alice.get("/api/v1/reservations?node=node-a").json()["results"]] == [old.pk]
@@ -99,7 +105,7 @@ def test_only_rows_that_ended_history_after_ago_move_and_claims_move_too(three_h
     services.release(kept.pk, now=now)
     assert (kept.status, gone.status) == ("placed", "placed"), (kept.conditions, gone.conditions)
     moved = move_history(now, batch=1)  # one row a transaction: batches add up
-    assert moved == Moved(bookings=1, claims=1, allocations=1)
+    assert moved == Moved(bookings=1, claims=1, allocations=1, reservations=1)
     assert sorted(DeviceBooking.objects.values_list("allocation__reservation", flat=True)) == [
         kept.pk,
         unreleased.pk,

@@ -1,4 +1,4 @@
-"""The worker moves bookings long over to history; a held row or a second mover is skipped, not waited on.
+"""The worker moves bookings, allocations and reservations long over to history; a held row or a second mover is skipped, not waited on.
 
 node-a: [GPU0]    acme booked GPU0 for a day 40 days ago (released when its window ended)
 """
@@ -13,7 +13,7 @@ from django.utils import timezone
 from capacity import worker
 from capacity.archive import _LOCK, Moved, history_sizes, move_history
 from capacity.conf import placer_config
-from capacity.models import DeviceBooking
+from capacity.models import AnyReservation, DeviceBooking
 
 from booking import reserve
 
@@ -37,10 +37,10 @@ def test_a_worker_round_releases_and_then_moves_a_booking_long_over(tenant, make
     assert old.status == "placed" and DeviceBooking.objects.count() == 1
     monkeypatch.setattr(worker, "_idle_checked", [float("-inf")])  # housekeeping due now
     worker.run_round(placer_config())
-    old.refresh_from_db()
-    assert old.status == "released"
+    assert AnyReservation.objects.get(pk=old.pk).status == "released"
     sizes = history_sizes()
     assert (sizes["capacity_devicebooking"], sizes["capacity_devicebookinghistory"]) == (0, 1)
+    assert (sizes["capacity_reservation"], sizes["capacity_reservationhistory"]) == (0, 1)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -77,5 +77,5 @@ def test_a_row_another_transaction_holds_and_a_second_mover_are_skipped_without_
         assert timezone.now() - started < timedelta(seconds=2), kind  # skipped, not waited on
         done.set()
         holder.join(10)
-    assert move_history(timezone.now()) == Moved(1, 0, 1)
+    assert move_history(timezone.now()) == Moved(1, 0, 1, 1)
     assert not DeviceBooking.objects.exists()
