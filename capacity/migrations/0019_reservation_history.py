@@ -26,9 +26,14 @@ CREATE TABLE capacity_reservationhistory (
     released_at timestamptz,
     pool_id bigint NOT NULL,
     tenant_id bigint NOT NULL,
-    ended timestamptz NOT NULL
+    ended timestamptz NOT NULL,
+    -- Only what is over moves: a list filtered on a live status skips history altogether
+    -- (constraint exclusion of a UNION ALL branch).
+    CONSTRAINT reservationhistory_over CHECK (status IN ('released', 'preempted'))
 ) PARTITION BY RANGE (ended);
 CREATE INDEX reservationhistory_id_idx ON capacity_reservationhistory (id);
+-- Joined by id from moved allocations (the usage report): without it, a hash of every moved one.
+CREATE INDEX allocationhistory_id_idx ON capacity_allocationhistory (id);
 -- The lists, newest first, as the live table's reservation_newest_idx and reservation_tenant_newest_idx.
 CREATE INDEX reservationhistory_newest_idx ON capacity_reservationhistory (created_at DESC, id DESC);
 CREATE INDEX reservationhistory_tenant_newest_idx

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
+from inventory.models import Pool, Tenant
 
 from .scope import EVERYONE, Scope
 
@@ -33,15 +34,20 @@ def list_reservations(
 ):
     """Return the caller's reservations, live and moved to history, newest first, optionally filtered."""
     qs = AnyReservation.objects.select_related("tenant", "pool")
+    # Ids, not joins on slugs: through the view only a constant id reads each side's index in order.
     if scope.tenants is not None:
-        qs = qs.filter(tenant__slug__in=scope.tenants)
+        qs = qs.filter(tenant_id__in=_ids(Tenant, scope.tenants))
     if status:
         qs = qs.filter(status=status)
     if pool:
-        qs = qs.filter(pool__slug=pool)
+        qs = qs.filter(pool_id__in=_ids(Pool, [pool]))
     if tenant:
-        qs = qs.filter(tenant__slug=tenant)
+        qs = qs.filter(tenant_id__in=_ids(Tenant, [tenant]))
     return qs
+
+
+def _ids(model, slugs) -> list[int]:
+    return list(model.objects.filter(slug__in=list(slugs)).values_list("pk", flat=True))
 
 
 def allocations_of(reservation: Reservation) -> list[dict]:

@@ -42,8 +42,19 @@ WITH f AS (
               ELSE 1 END AS share,
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
     FROM capacity_devicebooking_all bk
-    JOIN capacity_allocation_all a ON a.id = bk.allocation_id
-    JOIN capacity_reservation_all r ON r.id = a.reservation_id
+    -- A booking's allocation and reservation: joined from the live tables, and looked up by id in
+    -- history only for those not there (12 monthly partitions a probe). Joined to the views whole,
+    -- their estimates made the planner sort every reservation ever made (7 s for two weeks).
+    LEFT JOIN capacity_allocation la ON la.id = bk.allocation_id
+    CROSS JOIN LATERAL (
+      SELECT coalesce(la.reservation_id, (SELECT x.reservation_id FROM capacity_allocationhistory x
+                                           WHERE x.id = bk.allocation_id)) AS reservation_id) a
+    LEFT JOIN capacity_reservation lr ON lr.id = a.reservation_id
+    CROSS JOIN LATERAL (
+      SELECT coalesce(lr.tenant_id, (SELECT y.tenant_id FROM capacity_reservationhistory y
+                                      WHERE y.id = a.reservation_id)) AS tenant_id,
+             coalesce(lr.pool_id, (SELECT y.pool_id FROM capacity_reservationhistory y
+                                    WHERE y.id = a.reservation_id)) AS pool_id) r
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id
