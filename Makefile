@@ -17,7 +17,7 @@ PROD_ENV = DJANGO_DEBUG=0 DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECR
 PYTHON ?= $(shell for c in python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3.13 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.13.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3; do \
 	  command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$c; break; }; done)
 
-.PHONY: run dev test docs venv migrate seed static lint typecheck bench clean-db
+.PHONY: run dev test docs venv migrate seed static lint typecheck bench clean-db ha ha-down
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Berth needs Python >= 3.12 (python3.12 recommended): install it, e.g. 'apt-get install python3.12' or 'pyenv install 3.12'."; exit 1; fi
@@ -87,3 +87,11 @@ bench: migrate
 clean-db:
 	-runuser -u pgserver -- $$(ls -d $(CURDIR)/$(VENV)/lib/python3.*/site-packages/pgserver/pginstall/bin/pg_ctl) -D $(CURDIR)/.pgdata -w stop
 	rm -rf .pgdata
+
+# A local primary and synchronous standby (devtools/ha.py) on 127.0.0.1:55432 and :55433, in .ha/
+# (git-ignored), from the PostgreSQL server binaries on the machine; `make ha-down` removes them.
+ha: venv
+	$(PY) -m devtools.ha up
+
+ha-down: venv
+	$(PY) -m devtools.ha down
