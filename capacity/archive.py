@@ -26,45 +26,70 @@ MAX_BATCHES = 40  # per table per call: 200,000 rows, so the first run after a y
 # One mover at a time (two would only skip each other's locked rows).
 _LOCK = 0x4265_7274_4869  # "BertHi"
 
-# An allocation moves once it is released, over before the cut, and nothing of it is live: its
-# bookings and claims went first (they end by its end).
-_ALLOCATIONS = (
-    "id, reservation_id, instance_id, node_id, starts_at, ends_at, resources, released_at, created_at"
-)
-_ALLOCATIONS_DUE = """
+
+@dataclass(frozen=True)
+class _Table:
+    """How one live table's rows move: which are due, their columns, when each ended."""
+
+    history: str
+    columns: str
+    due: str  # SELECT id, ended ... LIMIT %s FOR UPDATE SKIP LOCKED, given the cut and the batch
+    ended: str  # the moved row's end, over the DELETE's RETURNING columns
+    before: str = ""  # run first with the ids, when other rows must go with them
+
+
+def _ends_before_cut(live: str) -> str:
+    # Oldest first through the index on upper(during); rows a placer holds are left for later, and
+    # so are the rows of an allocation not yet released (release and the audit read them).
+    return (
+        f"SELECT x.id, upper(x.during) FROM {live} x JOIN capacity_allocation a ON a.id = x.allocation_id "
+        "WHERE upper(x.during) < %s AND a.released_at IS NOT NULL "
+        "ORDER BY upper(x.during) LIMIT %s FOR UPDATE OF x SKIP LOCKED"
+    )
+
+
+# In this order: an allocation moves once its bookings and claims have (they end by its end), a
+# reservation once its allocations have.
+_TABLES = {
+    "capacity_devicebooking": _Table(
+        "capacity_devicebookinghistory",
+        "id, device_id, allocation_id, during",
+        _ends_before_cut("capacity_devicebooking"),
+        "upper(during)",
+    ),
+    "capacity_scalarclaim": _Table(
+        "capacity_scalarclaimhistory",
+        "id, allocation_id, node_id, resource, amount, during",
+        _ends_before_cut("capacity_scalarclaim"),
+        "upper(during)",
+    ),
+    # Released, over before the cut, and nothing of it live.
+    "capacity_allocation": _Table(
+        "capacity_allocationhistory",
+        "id, reservation_id, instance_id, node_id, starts_at, ends_at, resources, released_at, created_at",
+        """
 SELECT a.id, least(a.released_at, a.ends_at) FROM capacity_allocation a
  WHERE a.released_at IS NOT NULL AND least(a.released_at, a.ends_at) < %s
    AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.allocation_id = a.id)
    AND NOT EXISTS (SELECT 1 FROM capacity_scalarclaim c WHERE c.allocation_id = a.id)
- ORDER BY a.id LIMIT %s FOR UPDATE OF a SKIP LOCKED
-"""
-
-
-# A reservation moves once it is released or preempted, its window over before the cut (what the
-# calendar feed reads back to), and no allocation of it left live. Its quota charges, long over, go with it (the quota loads follow
-# by trigger); its events stay where they are.
-_RESERVATIONS = (
-    "id, request, status, conditions, idempotency_key, priority, binding, starts_at, ends_at,"
-    " created_at, updated_at, released_at, pool_id, tenant_id"
-)
-_RESERVATION_ENDED = "ends_at"
-_RESERVATIONS_DUE = """
+ ORDER BY a.id LIMIT %s FOR UPDATE OF a SKIP LOCKED""",
+        "least(released_at, ends_at)",
+    ),
+    # Released or preempted, its window over before the cut (what the calendar feed reads back
+    # to), no allocation of it live. Its quota charges, long over, go with it (the quota loads
+    # follow by trigger); its events stay where they are.
+    "capacity_reservation": _Table(
+        "capacity_reservationhistory",
+        "id, request, status, conditions, idempotency_key, priority, binding, starts_at, ends_at,"
+        " created_at, updated_at, released_at, pool_id, tenant_id",
+        """
 SELECT r.id, r.ends_at FROM capacity_reservation r
  WHERE r.status IN ('released', 'preempted') AND r.ends_at < %s
    AND NOT EXISTS (SELECT 1 FROM capacity_allocation a WHERE a.reservation_id = r.id)
- ORDER BY r.id LIMIT %s FOR UPDATE OF r SKIP LOCKED
-"""
-
-_TABLES = {
-    # live table: (history table, its columns)
-    "capacity_devicebooking": ("capacity_devicebookinghistory", "id, device_id, allocation_id, during"),
-    "capacity_scalarclaim": (
-        "capacity_scalarclaimhistory",
-        "id, allocation_id, node_id, resource, amount, during",
+ ORDER BY r.id LIMIT %s FOR UPDATE OF r SKIP LOCKED""",
+        "ends_at",
+        before="DELETE FROM capacity_quotacharge WHERE reservation_id = ANY(%s)",
     ),
-    # Then an allocation, once its bookings and claims have left; last its reservation.
-    "capacity_allocation": ("capacity_allocationhistory", _ALLOCATIONS),
-    "capacity_reservation": ("capacity_reservationhistory", _RESERVATIONS),
 }
 
 
@@ -93,35 +118,21 @@ def _partition(cur, table: str, month: dt.datetime) -> None:
 
 
 def _move_batch(live: str, cut: dt.datetime, batch: int) -> int:
-    history, columns = _TABLES[live]
-    before = ""
-    if live == "capacity_allocation":
-        due, ended = _ALLOCATIONS_DUE, "least(released_at, ends_at)"
-    elif live == "capacity_reservation":
-        due, ended = _RESERVATIONS_DUE, _RESERVATION_ENDED
-        before = "DELETE FROM capacity_quotacharge WHERE reservation_id = ANY(%s)"
-    else:
-        # Oldest first through the index on upper(during); rows a placer holds are left for later,
-        # and so are the rows of an allocation not yet released (release and the audit read them).
-        due = (
-            f"SELECT x.id, upper(x.during) FROM {live} x JOIN capacity_allocation a ON a.id = x.allocation_id "
-            "WHERE upper(x.during) < %s AND a.released_at IS NOT NULL "
-            "ORDER BY upper(x.during) LIMIT %s FOR UPDATE OF x SKIP LOCKED"
-        )
-        ended = "upper(during)"
+    table = _TABLES[live]
     with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(due, [cut, batch])
+        cur.execute(table.due, [cut, batch])
         rows = cur.fetchall()
         if not rows:
             return 0
         for month in sorted({_month(at.astimezone(dt.UTC)) for _, at in rows}):
-            _partition(cur, history, month)
-        if before:
-            cur.execute(before, [[pk for pk, _ in rows]])
+            _partition(cur, table.history, month)
+        ids = [pk for pk, _ in rows]
+        if table.before:
+            cur.execute(table.before, [ids])
         cur.execute(
-            f"WITH moved AS (DELETE FROM {live} WHERE id = ANY(%s) RETURNING {columns}) "
-            f"INSERT INTO {history} ({columns}, ended) SELECT {columns}, {ended} FROM moved",
-            [[pk for pk, _ in rows]],
+            f"WITH moved AS (DELETE FROM {live} WHERE id = ANY(%s) RETURNING {table.columns}) "
+            f"INSERT INTO {table.history} ({table.columns}, ended) SELECT {table.columns}, {table.ended} FROM moved",
+            [ids],
         )
         return cur.rowcount
 
@@ -129,7 +140,7 @@ def _move_batch(live: str, cut: dt.datetime, batch: int) -> int:
 def move_history(
     now: dt.datetime, *, after: dt.timedelta | None = None, batch: int = BATCH, max_batches: int = MAX_BATCHES
 ) -> Moved:
-    """Move device bookings and scalar claims that ended `after` (HISTORY_AFTER) before `now`."""
+    """Move what ended `after` (HISTORY_AFTER) before `now`: bookings, claims, allocations, reservations."""
     cut = now - (settings.HISTORY_AFTER if after is None else after)
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK])
@@ -155,8 +166,8 @@ def history_sizes() -> dict[str, int]:
     """Return the rows of each live and history table (for the benchmark and the operator)."""
     out = {}
     with connection.cursor() as cur:
-        for live, (history, _) in _TABLES.items():
-            for table in (live, history):
+        for live, spec in _TABLES.items():
+            for table in (live, spec.history):
                 cur.execute(f"SELECT count(*) FROM {table}")
                 out[table] = cur.fetchone()[0]
     return out
