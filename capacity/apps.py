@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
+from config import checks  # noqa: F401  (registers the database hosts check)
+
 
 def create_functions(using="default", **kwargs):
     """Create the server-side functions the services call, made from their SQL as it is now."""

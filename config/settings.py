@@ -10,11 +10,10 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from config import env
+from config import database_url, env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -104,7 +103,13 @@ else:
     from config.embedded_db import embedded_database_url
 
     _database_url = embedded_database_url(Path(os.environ.get("BERTH_PGDATA", BASE_DIR / ".pgdata")))
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# Several hosts (a primary and its standbys) are libpq's multi-host form: config/database_url.py.
+# Health checks: a kept connection that died with a failed-over primary is replaced before a
+# request uses it, so the first request after a failover does not answer 503.
+try:
+    DATABASES = {"default": database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
+except database_url.BadURL as err:
+    raise ImproperlyConfigured(str(err)) from None
 # Prepared statements for the placer's server-bound cursors (capacity/db/cursors.py): planned once
 # per connection. Django's own cursors bind on the client and are never prepared, so this changes
 # nothing for the ORM. A transaction-pooling proxy such as PgBouncer needs both turned off.

@@ -3,11 +3,12 @@
 import signal
 import threading
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from capacity import worker_jobs
 from capacity.conf import placer_config
 from capacity.worker import Round, run_round, serve
+from config.checks import require_database
 
 
 class Command(BaseCommand):
@@ -25,6 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="Run one round and exit.")
 
     def handle(self, *args, interval, once, **options):
+        try:
+            # Later losses of the database are survived (serve); a URL that never answers is named.
+            require_database()
+        except RuntimeError as err:
+            raise CommandError(str(err)) from None
         config = placer_config()
         if once:
             self._report(run_round(config), always=True)
