@@ -106,7 +106,9 @@ def up(p: Pair) -> None:
     conninfo = f"host=127.0.0.1 port={p.primary_port} user=postgres application_name={STANDBY_NAME}"
     _run(p, "pg_basebackup", "-d", conninfo, "-D", str(p.standby), "-R", "-X", "stream", "--no-sync")
     with open(p.standby / "postgresql.auto.conf", "a") as conf:
-        conf.write(f"\nport = {p.standby_port}\n")
+        # Promoted, it has no standby of its own: waiting for one (the primary's setting, copied by
+        # pg_basebackup) would hold every commit forever. Patroni's synchronous_mode does the same.
+        conf.write(f"\nport = {p.standby_port}\nsynchronous_standby_names = ''\n")
     _run(p, "pg_ctl", "-D", str(p.standby), "-l", str(p.base / "standby.log"), "-w", "start")
     for _ in range(100):
         if sync_state(p) == "sync":

@@ -18,6 +18,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -122,8 +123,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def served(workers: int = 2, threads: int = 8):
-    """Serve Berth under gunicorn as `make run` does, on a free loopback port; yield its URL."""
+def served(workers: int = 2, threads: int = 8, log_path: Path | None = None):
+    """Serve Berth under gunicorn as `make run` does, on a free loopback port; yield its URL.
+
+    gunicorn's log goes to `log_path` (else to a temporary file, shown if it does not start).
+    """
     port = _free_port()
     env = {**os.environ, "DJANGO_DEBUG": "0"}
     env.setdefault("DJANGO_SECRET_KEY", settings.SECRET_KEY)
@@ -138,7 +142,9 @@ def served(workers: int = 2, threads: int = 8):
         env=env,
         check=True,
     )
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its log goes to a file: a pipe nobody reads fills up and then blocks every worker that logs.
+    log = tempfile.TemporaryFile() if log_path is None else open(log_path, "wb")
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:
         for _ in range(300):
             try:
@@ -146,14 +152,14 @@ def served(workers: int = 2, threads: int = 8):
                 break
             except OSError:
                 if server.poll() is not None:
-                    raise LoadError(
-                        f"gunicorn did not start: {server.stderr.read().decode()[-2000:]}"
-                    ) from None
+                    log.seek(0)
+                    raise LoadError(f"gunicorn did not start: {log.read().decode()[-2000:]}") from None
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
 
 
 class _Client:
