@@ -143,23 +143,22 @@ def served(workers: int = 2, threads: int = 8, log_path: Path | None = None):
         check=True,
     )
     # Its log goes to a file: a pipe nobody reads fills up and then blocks every worker that logs.
-    log = tempfile.TemporaryFile() if log_path is None else open(log_path, "wb")
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if server.poll() is not None:
-                    log.seek(0)
-                    raise LoadError(f"gunicorn did not start: {log.read().decode()[-2000:]}") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    with tempfile.TemporaryFile() if log_path is None else open(log_path, "w+b") as log:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            for _ in range(300):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        log.seek(0)
+                        raise LoadError(f"gunicorn did not start: {log.read().decode()[-2000:]}") from None
+                    time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 class _Client:

@@ -63,7 +63,12 @@ class Stack:
     def manage(self, *args: str) -> subprocess.CompletedProcess:
         """Run a management command against the pair (whichever server takes writes)."""
         return subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
 
@@ -88,19 +93,41 @@ def stack(monkeypatch, tmp_path):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         for command in (["migrate", "--no-input", "-v0"], ["seed_demo"]):
-            subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True
+            )
         made = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", _PLAN], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            [sys.executable, "manage.py", "shell", "-c", _PLAN],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         plan = json.loads(made.stdout.strip().splitlines()[-1])
         worker_log = tmp_path / "run_placer.log"
         with open(worker_log, "w") as log:
             worker = subprocess.Popen(
-                [sys.executable, "manage.py", "run_placer", "--interval", "1"], cwd=ROOT, env=env, stdout=log, stderr=log
+                [sys.executable, "manage.py", "run_placer", "--interval", "1"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=log,
             )
         try:
             with served(log_path=tmp_path / "gunicorn.log") as url:
-                yield Stack(pair, env, url, plan["token"], plan["tenant"], plan["pool"], plan["cookie"], worker, worker_log, tmp_path / "gunicorn.log")
+                yield Stack(
+                    pair,
+                    env,
+                    url,
+                    plan["token"],
+                    plan["tenant"],
+                    plan["pool"],
+                    plan["cookie"],
+                    worker,
+                    worker_log,
+                    tmp_path / "gunicorn.log",
+                )
         finally:
             worker.terminate()
             worker.wait(timeout=30)

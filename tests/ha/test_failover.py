@@ -81,7 +81,11 @@ def _ask(load: Load, client: _Client, method: str, path: str, headers: dict, bod
 
 def _client(stack, load: Load, stop: threading.Event, seed: int) -> None:
     client, pick = _Client(stack.url), random.Random(seed)
-    headers = {"Authorization": f"Token {stack.token}", "Content-Type": "application/json", "Host": "127.0.0.1"}
+    headers = {
+        "Authorization": f"Token {stack.token}",
+        "Content-Type": "application/json",
+        "Host": "127.0.0.1",
+    }
     while not stop.is_set():
         start = datetime.now(UTC) + timedelta(days=1, minutes=pick.randrange(0, 14 * 24 * 60))
         key = str(uuid.UUID(int=pick.getrandbits(128)))
@@ -89,7 +93,10 @@ def _client(stack, load: Load, stop: threading.Event, seed: int) -> None:
             "tenantId": stack.tenant,
             "poolId": stack.pool,
             "devices": [{"class": "gpu", "count": 1}],
-            "during": {"start": int(start.timestamp() * 1000), "end": int(start.timestamp() * 1000) + 3_600_000},
+            "during": {
+                "start": int(start.timestamp() * 1000),
+                "end": int(start.timestamp() * 1000) + 3_600_000,
+            },
             "idempotencyKey": key,
             "wait": {"timeoutMs": 10_000},
         }
@@ -106,7 +113,13 @@ def _client(stack, load: Load, stop: threading.Event, seed: int) -> None:
             load.acks.append(answer)
         if pick.random() < 0.5:
             code, data = _ask(
-                load, client, "POST", f"/api/v1/reservations/{answer.rid}/release", headers, b"", time.monotonic() + GIVE_UP
+                load,
+                client,
+                "POST",
+                f"/api/v1/reservations/{answer.rid}/release",
+                headers,
+                b"",
+                time.monotonic() + GIVE_UP,
             )
             if code == 200:
                 answer.released = True
