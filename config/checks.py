@@ -38,6 +38,12 @@ def database_hosts(app_configs=None, databases=None, **kwargs):
     if not databases or "default" not in databases:
         return []
     message, fatal = problems()
-    if fatal:
-        return [Error(message, id="berth.E001")]
-    return [Warning(message, id="berth.W001")] if message else []
+    found = (
+        [Error(message, id="berth.E001") if fatal else Warning(message, id="berth.W001")] if message else []
+    )
+    if "replica" in settings.DATABASES:
+        down = [s for s in database_url.probe(settings.DATABASES["replica"]) if s.role == "down"]
+        if down:
+            named = "; ".join(f"{s.name} does not answer ({s.reason})" for s in down)
+            found.append(Warning(f"DATABASE_REPLICA_URL: {named}; reads go to the primary", id="berth.W002"))
+    return found

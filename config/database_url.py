@@ -26,8 +26,18 @@ class BadURL(ValueError):
     """The URL's host list cannot be read."""
 
 
-def parse(url: str, **kwargs) -> dict:
-    """Return Django's DATABASES entry for `url` (one host or several)."""
+def parse(
+    url: str,
+    *,
+    target_session_attrs: str = "read-write",
+    connect_timeout: int = CONNECT_TIMEOUT,
+    **kwargs,
+) -> dict:
+    """Return Django's DATABASES entry for `url` (one host or several).
+
+    `target_session_attrs` is what several hosts default to (read-write: the primary; a replica's
+    URL asks for prefer-standby); the URL's own query string wins over both defaults.
+    """
     try:
         parts = urlsplit(url)
     except ValueError as err:  # an unclosed "[" of an IPv6 host
@@ -42,9 +52,9 @@ def parse(url: str, **kwargs) -> dict:
         config = dj_database_url.parse(urlunsplit(parts._replace(netloc=f"{userinfo}{at}{first}")), **kwargs)
         config["HOST"] = ",".join(host for host, _ in pairs)
         config["PORT"] = ",".join(port for _, port in pairs)
-        config.setdefault("OPTIONS", {}).setdefault("target_session_attrs", "read-write")
+        config.setdefault("OPTIONS", {}).setdefault("target_session_attrs", target_session_attrs)
     options = config.setdefault("OPTIONS", {})
-    options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+    options.setdefault("connect_timeout", connect_timeout)
     for key, value in KEEPALIVES.items():
         options.setdefault(key, value)
     return config

@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # After authentication: history rows name the signed-in user who made the change.
     "simple_history.middleware.HistoryRequestMiddleware",
+    # A successful write sends its client's next reads to the primary (config/replica.py).
+    "config.replica.PinAfterWrite",
     # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -110,19 +112,50 @@ try:
     DATABASES = {"default": database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
 except database_url.BadURL as err:
     raise ImproperlyConfigured(str(err)) from None
+
+
 # Prepared statements for the placer's server-bound cursors (capacity/db/cursors.py): planned once
 # per connection. Django's own cursors bind on the client and are never prepared, so this changes
 # nothing for the ORM. A transaction-pooling proxy such as PgBouncer needs both turned off.
-_options = DATABASES["default"].setdefault("OPTIONS", {})
-_options["prepare_threshold"] = 0
 # JIT off: Postgres compiles a query whose estimated cost passes jit_above_cost, and the pool list's
 # capacity query (0.18 s of work at 10,000 nodes) spent 0.33 s more compiling (bench_scale). Every
 # Berth query answers a person or a placer waiting for it; none runs long enough to earn it back.
-_options["options"] = (
-    f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan -c jit=off".strip()
-)
+def _berth_options(config: dict) -> dict:
+    options = config.setdefault("OPTIONS", {})
+    options["prepare_threshold"] = 0
+    options["options"] = (
+        f"{options.get('options', '')} -c plan_cache_mode=force_generic_plan -c jit=off".strip()
+    )
+    return config
+
+
+_berth_options(DATABASES["default"])
 # One test database per test process, so several runs (or CI and a developer) never collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
+
+# A streaming replica for the pages and GET endpoints that only read (config/replica.py): its
+# connection is given up on after 2 s (reads then go to the primary), and tests read it as a
+# mirror of the test database. Several hosts here are tried in order, standbys first.
+if os.environ.get("DATABASE_REPLICA_URL"):
+    try:
+        DATABASES["replica"] = _berth_options(
+            database_url.parse(
+                os.environ["DATABASE_REPLICA_URL"],
+                conn_max_age=60,
+                conn_health_checks=True,
+                target_session_attrs="prefer-standby",
+                connect_timeout=2,
+            )
+        )
+    except database_url.BadURL as err:
+        raise ImproperlyConfigured(str(err).replace("DATABASE_URL", "DATABASE_REPLICA_URL")) from None
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+# A replica further behind than this (seconds of WAL received but not yet replayed) is not read.
+REPLICA_MAX_LAG_SECONDS = env.number("BERTH_REPLICA_MAX_LAG_SECONDS", 5)
+# After a write, the writer's reads go to the primary this long (the `berth_primary` cookie).
+REPLICA_PIN_SECONDS = env.number("BERTH_REPLICA_PIN_SECONDS", 15)
+# A replica that did not answer is asked again after this long; reads go to the primary meanwhile.
+REPLICA_RETRY_SECONDS = env.number("BERTH_REPLICA_RETRY_SECONDS", 10)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

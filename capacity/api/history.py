@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 
 from config.api.pages import plain
 from config.api.schema import errors
+from config.replica import replica_reads
 from inventory.api.serializers import HistoryEntrySerializer
 from inventory.node_history import entries, node_history
 
@@ -26,6 +27,7 @@ class NodeHistoryView(OperatorView):
         parameters=[NODE_NAME],
         responses={200: HistoryEntrySerializer(many=True), **errors(400, 401, 403, 404)},
     )
+    @replica_reads
     def get(self, request, name):
         node = existing_node(name)
 

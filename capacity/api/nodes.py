@@ -24,6 +24,7 @@ from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
 from config.api.parsers import PlainTextParser, StrictJSONParser
 from config.api.schema import errors
+from config.replica import replica_reads
 from inventory import services as inventory
 from inventory.api.serializers import (
     DedicateInputSerializer,
@@ -199,6 +200,7 @@ class NodesView(BerthAPIView):
         ],
         responses={200: NodeSummarySerializer(many=True), **errors(400, 401, 404)},
     )
+    @replica_reads
     def get(self, request):
         nodes = visible_nodes(self.scope)
         pool = text_param(request, "pool")
@@ -223,6 +225,7 @@ class NodeView(BerthAPIView):
         parameters=[NODE_NAME],
         responses={200: NodeDetailSerializer, **errors(401, 404)},
     )
+    @replica_reads
     def get(self, request, name):
         return Response(node_detail(name, self.scope))
 

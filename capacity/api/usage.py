@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.usage_report import BUCKETS, GROUPS, usage_report
 from config.api.base import BerthAPIView
+from config.replica import replica_reads
 
 COLUMNS = ("tenantId", "poolId", "gpuModel", "bucket", "gpuHoursBooked", "gpuHoursUsed")
 
@@ -78,6 +79,7 @@ class UsageView(BerthAPIView):
             "UsageReport", {"rows": serializers.ListField(child=serializers.DictField())}
         ),
     )
+    @replica_reads
     def get(self, request):
         now = timezone.now()
         end = when(request.query_params.get("to"), "to", now)

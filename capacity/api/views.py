@@ -23,6 +23,7 @@ from capacity.rollups import capacity_by_pool
 from config.api.base import BerthAPIView
 from config.api.pages import list_source, position_of, queryset_source
 from config.api.schema import errors
+from config.replica import replica_reads
 from inventory.models import Node, Pool
 
 from .inputs import reservation_input
@@ -286,6 +287,7 @@ class PoolsView(BerthAPIView):
         description="Operators see every pool; tenants the pools they may book into.",
         responses={200: PoolSerializer(many=True), **errors(400, 401, 404)},
     )
+    @replica_reads
     def get(self, request):
         pools = sorted(services.pools_for(self.scope), key=lambda pool: pool.slug)
         return self.paginated(list_source(pools, by_slug), by_slug, render_pools)
@@ -301,6 +303,7 @@ class PoolView(BerthAPIView):
         description="A pool the caller may not use answers 404, as one that does not exist.",
         responses={200: PoolSerializer, **errors(401, 404)},
     )
+    @replica_reads
     def get(self, request, slug):
         return Response(render_pools([visible_pool(self.scope, slug)])[0])
 

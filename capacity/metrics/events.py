@@ -63,6 +63,13 @@ REPAIRS = Counter(
     ["kind", "outcome"],
     registry=None,
 )
+REPLICA_READS = Counter(
+    "berth_replica_reads",
+    "Reads that may use the replica (DATABASE_REPLICA_URL), by where they went: replica, or the "
+    "primary because the client had just written (pinned), the replica lagged (lag) or it was down.",
+    ["outcome"],
+    registry=None,
+)
 BATCH_SIZE = Histogram(
     "berth_placement_batch_size",
     "Reservations taken by one pool-lease batch.",

@@ -18,6 +18,7 @@ from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
 from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
 from capacity.services.unbooked import unbooked_use_on
+from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Device, DeviceLink, Node, NodeReport
@@ -306,6 +307,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
 
 
 @login_required
+@replica_reads
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """Show one node: devices, topology matrix, booking timeline, state and (operators) actions."""
     node = visible_node(request.user, name)
@@ -377,6 +379,7 @@ def node_drain(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 @operator_required
+@replica_reads
 def node_history_page(request: HttpRequest, name: str) -> HttpResponse:
     """Show a page of the node's history: htmx gets the history section, others the whole node page."""
     node = visible_node(request.user, name)

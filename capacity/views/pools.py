@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
+from config.replica import replica_reads
 from config.web import login_required, operator_required, page, safe_next, wants_partial
 from inventory.filtersets import NodeFilterSet
 from inventory.forms import ACTIONS, ROW_ACTIONS
@@ -76,6 +77,7 @@ def class_bar(counts: dict) -> ClassBar:
 
 
 @login_required
+@replica_reads
 def pools(request: HttpRequest) -> HttpResponse:
     """List the pools the user may see with their capacity at a glance."""
     pool_list = visible_pools(request.user)
@@ -96,6 +98,7 @@ def pools(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@replica_reads
 def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a pool's nodes with their GPU grid, filtered and 50 to a page."""
     pool = visible_pool(request.user, slug)

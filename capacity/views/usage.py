@@ -17,6 +17,7 @@ from capacity.access import scope_for
 from capacity.api.usage import COLUMNS, when
 from capacity.placement import CapacityError
 from capacity.services.usage_report import BUCKETS, GROUPS, usage_report
+from config.replica import replica_reads
 from config.web import login_required, page
 
 PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568")
@@ -83,6 +84,7 @@ def build_chart(rows: list[dict], group_by: list[str]) -> Chart:
 
 
 @login_required
+@replica_reads
 def usage(request: HttpRequest) -> HttpResponse:
     """Show GPU-hours booked and used for the period and grouping the form asks (GET)."""
     q = request.GET

@@ -45,6 +45,7 @@ class Stack:
     env: dict[str, str]
     url: str
     token: str
+    operator_token: str
     tenant: str
     pool: str
     cookie: str
@@ -75,6 +76,16 @@ class Stack:
 @pytest.fixture
 def stack(monkeypatch, tmp_path):
     """Build the pair, migrate and seed Berth on it, serve it and run its worker; tear all down."""
+    yield from _stack(monkeypatch, tmp_path, replica=False)
+
+
+@pytest.fixture
+def replica_stack(monkeypatch, tmp_path):
+    """As `stack`, with the standby as DATABASE_REPLICA_URL (at most 2 s of lag, pinned 5 s)."""
+    yield from _stack(monkeypatch, tmp_path, replica=True)
+
+
+def _stack(monkeypatch, tmp_path, replica: bool):
     try:
         pair = ha.pair()
     except ha.Missing as why:
@@ -89,7 +100,14 @@ def stack(monkeypatch, tmp_path):
             "BERTH_PLACER": "pool-lease",
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "ha-tests-" + "x" * 50),
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
         }
+        if replica:
+            env["DATABASE_REPLICA_URL"] = f"postgresql://postgres@127.0.0.1:{pair.standby_port}/{DBNAME}"
+            env["BERTH_REPLICA_MAX_LAG_SECONDS"] = "2"
+            env["BERTH_REPLICA_PIN_SECONDS"] = "5"
+            env["BERTH_REPLICA_RETRY_SECONDS"] = "1"
+        (tmp_path / "metrics").mkdir()
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         for command in (["migrate", "--no-input", "-v0"], ["seed_demo"]):
@@ -121,6 +139,7 @@ def stack(monkeypatch, tmp_path):
                     env,
                     url,
                     plan["token"],
+                    plan["operator_token"],
                     plan["tenant"],
                     plan["pool"],
                     plan["cookie"],
@@ -139,7 +158,10 @@ def stack(monkeypatch, tmp_path):
 # The load benchmark's plan: a tenant with room, an API writer's token, an operator's session.
 _PLAN = """
 import json
+from django.contrib.auth.models import User
+from capacity.services.tokens import issue_token
 from devtools.bench.load import plan
 p = plan()
-print(json.dumps({"token": p.token, "tenant": p.tenant, "pool": p.pool, "cookie": p.cookie}))
+operator = issue_token(User.objects.get(username="load-reader"), days=1).key
+print(json.dumps({"token": p.token, "operator_token": operator, "tenant": p.tenant, "pool": p.pool, "cookie": p.cookie}))
 """
