@@ -55,12 +55,8 @@ class Horizon:
 
 
 def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> Horizon:
-    """Return every booking and claim of the pool overlapping `window` (one query, two with claims).
-
-    A booked GPU holds its slices and a booked slice its GPU, so each interval is given to both.
-    """
+    """Return every booking and claim of the pool overlapping `window` (one query, two with claims)."""
     params = {**index.keys, "during": window_range(window), "names": sorted(resources)}
-    device_node = index.device_node
     with prepared_cursor() as cur:
         cur.execute(_HORIZON_SQL, params)
         devices, starts, ends = cur.fetchone()
@@ -71,6 +67,20 @@ def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> 
         if resources:  # most requests claim no scalar: no second statement
             cur.execute(_CLAIMS_SQL, params)
             claims = cur.fetchall()
+    return horizon_of(
+        index, busy, [(index.node_name.get(node), name, s, e, n) for node, name, s, e, n in claims]
+    )
+
+
+def horizon_of(
+    index: PoolIndex, busy: dict[int, list[Interval]], claims: Sequence[tuple[str | None, str, int, int, int]]
+) -> Horizon:
+    """Return the horizon of these bookings (device pk -> spans) and claims (node name, resource, span, amount).
+
+    A booked GPU holds its slices and a booked slice its GPU, so each interval is given to both.
+    """
+    device_node = index.device_node
+    busy = defaultdict(list, busy)
     if index.parent:  # only partitioned GPUs tie devices together
         # Each device's own bookings, copied first: spans handed on must not be handed on again
         # (a GPU would pass a slice's bookings to its other slices).
@@ -84,8 +94,8 @@ def read_horizon(index: PoolIndex, window: Window, resources: Sequence[str]) -> 
         del busy[pk]  # a device in the key range of another pool
     held: dict[str, dict[str, list[Claim]]] = defaultdict(lambda: defaultdict(list))
     for node, name, s, e, n in claims:
-        if node in index.node_name:
-            held[index.node_name[node]][name].append((s, e, n))
+        if node is not None and node in index.by_name:
+            held[node][name].append((s, e, n))
     return Horizon(dict(busy), held)
 
 
@@ -145,9 +155,25 @@ def find_earliest(
         if request.lease
         else {r for r, n in request.resources.items() if n > 0}
     )
+    horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
+    return earliest_in(request, pool, config, index, horizon, latest, built)
+
+
+def earliest_in(
+    request: PlacementRequest,
+    pool: PoolRow,
+    config: PlacerConfig,
+    index: PoolIndex,
+    horizon: Horizon,
+    latest: int,
+    built: Planner | None = None,
+) -> tuple[Window, Plan] | None:
+    """Return find_earliest's answer from bookings already at hand (a what-if run keeps its own)."""
+    built = Planner.of(request, pool, config, built)
+    duration = request.during.end - request.during.start
+    start = request.during.start
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
     names = [n for n in viable(request, pool, config, index, built) if n in allowed.names]
-    horizon = read_horizon(index, Window(start, latest + duration), sorted(resources))
     nodes = node_times(request, index, horizon, names)
     plan_at = _planner_at(request, pool, config, index, nodes, duration, built)
     found = earliest_start(shape_of(request), nodes, start, latest, plan_at)

@@ -182,7 +182,14 @@ def pool_index(pool: PoolRow) -> PoolIndex:
 
 
 def _build(pool: PoolRow) -> PoolIndex:
-    nodes = load_node_views(pool.pk, _NO_WINDOW)
+    return index_of(load_node_views(pool.pk, _NO_WINDOW), pool.generation)
+
+
+def index_of(nodes: NodeIndex, generation: int | None = None) -> PoolIndex:
+    """Return the index of these static views (every atom free), as a pool's is built from its rows.
+
+    What-if runs build one from a changed copy of a pool's views; nothing here reads the database.
+    """
     # Shapes are long tuples; a small int per distinct shape hashes in no time.
     shapes: dict[tuple, int] = {}
     nodes.views = [
@@ -211,7 +218,7 @@ def _build(pool: PoolRow) -> PoolIndex:
         device_range=(min(device_node, default=0), max(device_node, default=0)),
         node_range=(min(nodes.node_pk.values(), default=0), max(nodes.node_pk.values(), default=0)),
         single_class=_single_class(device_class, device_node),
-        generation=pool.generation,
+        generation=generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
         node_name={pk: name for name, pk in nodes.node_pk.items()},

@@ -1,0 +1,208 @@
+"""What if: replay demand against a changed pool with the real planner and print both sides.
+
+manage.py simulate --pool h100-prod --synthetic 2000 --add-nodes h100-node-01=16
+manage.py simulate --pool h100-prod --from 2026-11-01 --to 2026-12-01 --remove-nodes rack=r2 --json
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import CommandParser
+
+from capacity.management.base import BerthCommand, refused
+from capacity.placement import INVALID_INPUT
+from capacity.services.whatif import Inputs, parse_weights, simulate
+from capacity.whatif.changes import Changes
+from capacity.whatif.demand import Synthetic
+
+FIGURES = (
+    ("requests", "requests"),
+    ("placed", "placed"),
+    ("placedAtOnce", "placed at once"),
+    ("neverPlaced", "never placed"),
+    ("waitP50Minutes", "wait p50 (min)"),
+    ("waitP95Minutes", "wait p95 (min)"),
+    ("gpuHoursBooked", "GPU-hours booked"),
+    ("gpuHoursIdle", "GPU-hours idle"),
+    ("preemptions", "preemptions"),
+    ("nodes", "nodes"),
+    ("gpus", "GPUs"),
+)
+
+
+class Command(BerthCommand):
+    help = (
+        "Replay a pool's demand (the reservations created --from/--to, or --synthetic N drawn from --seed) "
+        "through the real planner on an in-memory copy of the pool, as it is and with the changes asked "
+        "(--add-nodes, --remove-nodes, --weights, --top-n, --placer), and print both side by side "
+        "(--json: one object). Writes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--pool", required=True, help="Pool slug, such as h100-prod.")
+        parser.add_argument(
+            "--from", dest="since", help="Recorded demand: reservations created from this day or time."
+        )
+        parser.add_argument("--to", dest="until", help="... until this one (ISO 8601, UTC unless it says).")
+        parser.add_argument(
+            "--synthetic", type=int, help="Synthetic demand: this many requests (at most 100,000)."
+        )
+        parser.add_argument(
+            "--seed", type=int, default=1, help="Seed of the synthetic demand and the planner (1)."
+        )
+        parser.add_argument("--rate", type=float, default=20.0, help="Synthetic arrivals per hour (20).")
+        parser.add_argument(
+            "--mix", default="1:40,2:25,4:20,8:15", help="GPUS:SHARE per request size (1:40,2:25,4:20,8:15)."
+        )
+        parser.add_argument(
+            "--gang-share", type=float, default=0.05, help="Share of gangs of 2-4 nodes × 8 GPUs (0.05)."
+        )
+        parser.add_argument(
+            "--mean-hours", type=float, default=6.0, help="Mean duration, exponential, 1 h to 7 d (6)."
+        )
+        parser.add_argument("--spot-share", type=float, default=0.1, help="Share of spot requests (0.1).")
+        parser.add_argument(
+            "--add-nodes",
+            action="append",
+            default=[],
+            metavar="SHAPE=COUNT",
+            help="Add COUNT copies of node SHAPE (repeatable).",
+        )
+        parser.add_argument(
+            "--remove-nodes",
+            action="append",
+            default=[],
+            metavar="NAME|label=value",
+            help="Take nodes out (repeatable).",
+        )
+        parser.add_argument(
+            "--weights",
+            help="Scorer weights, id=w,... (binpack, topology, fragmentation, spread, image-cached).",
+        )
+        parser.add_argument(
+            "--top-n", type=int, help="Choose among the best N nodes (the setting's by default)."
+        )
+        parser.add_argument("--placer", help="inline or pool-lease.")
+        parser.add_argument(
+            "--horizon-days", type=int, default=14, help="How long a request may wait (14, at most 60)."
+        )
+        parser.add_argument("--json", action="store_true", help="Print one JSON object {baseline, changed}.")  # fmt: skip
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        inputs = self.call(inputs_from, options)
+        bar = _Progress() if sys.stderr.isatty() and not options["json"] else None
+        try:
+            result = self.call(simulate, inputs, bar.update if bar else None)
+        finally:
+            if bar:
+                bar.close()
+        if options["json"]:
+            self.print_json(result)
+        else:
+            self.stdout.write(table(result))
+
+
+def inputs_from(options: dict) -> Inputs:
+    """Return the run's inputs from the options; a malformed one is INVALID_INPUT."""
+    add = []
+    for item in options["add_nodes"]:
+        shape, eq, count = item.rpartition("=")
+        if not eq or not shape or not count.isdigit():
+            raise refused(INVALID_INPUT, f"--add-nodes: {item!r} is not SHAPE=COUNT")
+        add.append((shape, int(count)))
+    synthetic = None
+    if options["synthetic"] is not None:
+        synthetic = Synthetic(
+            count=options["synthetic"],
+            seed=options["seed"],
+            per_hour=options["rate"],
+            mix=_mix(options["mix"]),
+            gang_share=options["gang_share"],
+            mean_hours=options["mean_hours"],
+            spot_share=options["spot_share"],
+        )
+    return Inputs(
+        pool=options["pool"],
+        since=_moment(options["since"], "--from"),
+        until=_moment(options["until"], "--to"),
+        synthetic=synthetic,
+        changes=Changes(
+            add=tuple(add),
+            remove=tuple(options["remove_nodes"]),
+            weights=parse_weights(options["weights"]) if options["weights"] else None,
+            top_n=options["top_n"],
+            placer=options["placer"],
+        ),
+        seed=options["seed"],
+        horizon_days=options["horizon_days"],
+    )
+
+
+def _mix(text: str) -> tuple[tuple[int, float], ...]:
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        gpus, colon, share = part.partition(":")
+        try:
+            pairs.append((int(gpus), float(share)))
+        except ValueError:
+            raise refused(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE") from None
+        if not colon:
+            raise refused(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE")
+    return tuple(pairs)
+
+
+def _moment(text: str | None, flag: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise refused(
+            INVALID_INPUT, f"{flag}: {text!r} is not a date (2026-11-01) or ISO 8601 time"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def table(result: dict) -> str:
+    """Return both sides as a text table, then each side's tenants."""
+    sides = [("baseline", result["baseline"])] + (
+        [("changed", result["changed"])] if result["changed"] else []
+    )
+    width = max(len(label) for _, label in FIGURES)
+    lines = [f"{'':{width}}  " + "  ".join(f"{name:>12}" for name, _ in sides)]
+    for key, label in FIGURES:
+        lines.append(f"{label:{width}}  " + "  ".join(f"{side[key]:>12,}" for _, side in sides))
+    for name, side in sides:
+        lines.append(f"\n{name}: tenants")
+        for row in side["tenants"]:
+            lines.append(
+                f"  {row['tenant']:<16} {row['requests']:>7,} requests  {row['placed']:>7,} placed  "
+                f"wait p95 {row['waitP95Minutes']:>8,} min  {row['gpuHours']:>10,} GPU-hours"
+            )
+    return "\n".join(lines)
+
+
+class _Progress:
+    """A progress bar per side on the terminal."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.side = None
+
+    def update(self, side: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if side != self.side:
+            self.close()
+            self.bar, self.side = tqdm(total=total, desc=side, unit="req", file=sys.stderr), side
+        if done % 100 == 0 or done == total:
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
