@@ -19,6 +19,8 @@ PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks")
 LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
+    ("capacity.apps", "capacity.services.whatif_runs"): "AppConfig.ready: registers the what-if job",
+    ("capacity.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",

@@ -6,6 +6,7 @@ from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
 from .unbooked import UnbookedUse
+from .whatif import WhatIfRun
 
 __all__ = [
     "Allocation",
@@ -22,4 +23,5 @@ __all__ = [
     "ScalarClaim",
     "TokenLifetime",
     "UnbookedUse",
+    "WhatIfRun",
 ]

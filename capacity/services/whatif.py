@@ -33,6 +33,20 @@ MAX_PERIOD = timedelta(days=366)
 MAX_HORIZON_DAYS = 60
 MAX_TOP_N = 50
 CURVE_POINTS = 200  # instants of the free-GPU curve
+# Each side's figures as the command's table and the page show them, in order.
+FIGURES = (
+    ("requests", "requests"),
+    ("placed", "placed"),
+    ("placedAtOnce", "placed at once"),
+    ("neverPlaced", "never placed"),
+    ("waitP50Minutes", "wait p50 (min)"),
+    ("waitP95Minutes", "wait p95 (min)"),
+    ("gpuHoursBooked", "GPU-hours booked"),
+    ("gpuHoursIdle", "GPU-hours idle"),
+    ("preemptions", "preemptions"),
+    ("nodes", "nodes"),
+    ("gpus", "GPUs"),
+)
 
 
 @dataclass(frozen=True)
@@ -215,6 +229,7 @@ def summary(index, arrivals: list[Arrival], side: Side) -> dict:
         "gpuHoursBooked": round(booked, 1),
         "gpuHoursIdle": round(max(0.0, gpus * (end - start) / HOUR - booked), 1),
         "preemptions": side.preemptions,
+        "waitHistogram": histogram(waits, side.never),
         "nodes": len(index.by_name),
         "gpus": round(gpus, 3),
         "start": start,
@@ -226,6 +241,56 @@ def summary(index, arrivals: list[Arrival], side: Side) -> dict:
         ],
         "tenants": tenants,
     }
+
+
+# The wait distribution's buckets: (label, the longest wait in minutes it takes; None: the rest).
+WAIT_BUCKETS = (
+    ("at once", 0),
+    ("≤ 15 min", 15),
+    ("≤ 1 h", 60),
+    ("≤ 4 h", 240),
+    ("≤ 12 h", 720),
+    ("≤ 1 day", 1440),
+    ("> 1 day", None),
+)
+
+
+def histogram(waits: list[int], never: int) -> list[dict]:
+    """Return how many placed requests waited how long, bucket by bucket, then those never placed."""
+    counts = [0] * len(WAIT_BUCKETS)
+    for wait in waits:
+        minutes = wait / MINUTE
+        for number, (_, most) in enumerate(WAIT_BUCKETS):
+            if most is None or minutes <= most:
+                counts[number] += 1
+                break
+    rows = [{"bucket": label, "requests": n} for (label, _), n in zip(WAIT_BUCKETS, counts, strict=True)]
+    return [*rows, {"bucket": "never placed", "requests": never}]
+
+
+def parse_add(items: list[str]) -> tuple[tuple[str, int], ...]:
+    """Read SHAPE=COUNT items (a node of the pool to copy, how many times)."""
+    out = []
+    for item in items:
+        shape, eq, count = item.strip().rpartition("=")
+        if not eq or not shape or not count.isdigit():
+            raise CapacityError(INVALID_INPUT, f"--add-nodes: {item.strip()!r} is not SHAPE=COUNT")
+        out.append((shape, int(count)))
+    return tuple(out)
+
+
+def parse_mix(text: str) -> tuple[tuple[int, float], ...]:
+    """Read GPUS:SHARE pairs, such as 1:40,8:15."""
+    pairs = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        gpus, colon, share = part.partition(":")
+        try:
+            pairs.append((int(gpus), float(share)))
+        except ValueError:
+            raise CapacityError(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE") from None
+        if not colon:
+            raise CapacityError(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE")
+    return tuple(pairs)
 
 
 def _pct(values: list[int], q: int) -> int:

@@ -472,3 +472,23 @@ def test_screenshots_of_gpu_use_on_a_reservation_and_use_without_a_booking(login
     page.goto(f"{demo}/nodes/{stray.node.name}/")
     expect(page.locator("#unbooked-use")).to_contain_text("2 processes, 41 GiB, since")
     shots(page, "node-unbooked-use")
+
+
+def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, shots):
+    """The operator asks what 4 more DGX nodes would do; the page polls while the worker runs it."""
+    from capacity.services import whatif_runs
+
+    page = login("operator")
+    page.goto(f"{demo}/pools/h100-prod/")
+    page.get_by_role("link", name="What if").click()
+    page.fill("#id_requests", "600")
+    page.fill("#id_rate", "10")
+    page.fill("#id_add_nodes", "ams1-dgx-01=4")
+    shots(page, "whatif-form")
+    page.get_by_role("button", name="Run").click()
+    expect(page.locator("#run")).to_contain_text("Waiting for the worker")
+    assert whatif_runs.run_once().endswith("done")
+    # The page polls every second and swaps in the result by itself.
+    expect(page.locator("#figures-heading")).to_have_text("Side by side", timeout=10_000)
+    expect(page.locator(".whatif-chart svg")).to_have_count(3)
+    shots(page, "whatif-result")

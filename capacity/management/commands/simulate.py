@@ -12,25 +12,11 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.management.base import BerthCommand, refused
-from capacity.placement import INVALID_INPUT
-from capacity.services.whatif import Inputs, parse_weights, simulate
+from capacity.management.base import BerthCommand
+from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.services.whatif import FIGURES, Inputs, parse_add, parse_mix, parse_weights, simulate
 from capacity.whatif.changes import Changes
 from capacity.whatif.demand import Synthetic
-
-FIGURES = (
-    ("requests", "requests"),
-    ("placed", "placed"),
-    ("placedAtOnce", "placed at once"),
-    ("neverPlaced", "never placed"),
-    ("waitP50Minutes", "wait p50 (min)"),
-    ("waitP95Minutes", "wait p95 (min)"),
-    ("gpuHoursBooked", "GPU-hours booked"),
-    ("gpuHoursIdle", "GPU-hours idle"),
-    ("preemptions", "preemptions"),
-    ("nodes", "nodes"),
-    ("gpus", "GPUs"),
-)
 
 
 class Command(BerthCommand):
@@ -107,19 +93,13 @@ class Command(BerthCommand):
 
 def inputs_from(options: dict) -> Inputs:
     """Return the run's inputs from the options; a malformed one is INVALID_INPUT."""
-    add = []
-    for item in options["add_nodes"]:
-        shape, eq, count = item.rpartition("=")
-        if not eq or not shape or not count.isdigit():
-            raise refused(INVALID_INPUT, f"--add-nodes: {item!r} is not SHAPE=COUNT")
-        add.append((shape, int(count)))
     synthetic = None
     if options["synthetic"] is not None:
         synthetic = Synthetic(
             count=options["synthetic"],
             seed=options["seed"],
             per_hour=options["rate"],
-            mix=_mix(options["mix"]),
+            mix=parse_mix(options["mix"]),
             gang_share=options["gang_share"],
             mean_hours=options["mean_hours"],
             spot_share=options["spot_share"],
@@ -130,7 +110,7 @@ def inputs_from(options: dict) -> Inputs:
         until=_moment(options["until"], "--to"),
         synthetic=synthetic,
         changes=Changes(
-            add=tuple(add),
+            add=parse_add(options["add_nodes"]),
             remove=tuple(options["remove_nodes"]),
             weights=parse_weights(options["weights"]) if options["weights"] else None,
             top_n=options["top_n"],
@@ -141,26 +121,13 @@ def inputs_from(options: dict) -> Inputs:
     )
 
 
-def _mix(text: str) -> tuple[tuple[int, float], ...]:
-    pairs = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        gpus, colon, share = part.partition(":")
-        try:
-            pairs.append((int(gpus), float(share)))
-        except ValueError:
-            raise refused(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE") from None
-        if not colon:
-            raise refused(INVALID_INPUT, f"--mix: {part!r} is not GPUS:SHARE")
-    return tuple(pairs)
-
-
 def _moment(text: str | None, flag: str) -> datetime | None:
     if text is None:
         return None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise refused(
+        raise CapacityError(
             INVALID_INPUT, f"{flag}: {text!r} is not a date (2026-11-01) or ISO 8601 time"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,175 @@
+"""What-if runs from the page: check and queue an operator's inputs; the worker runs them one by one.
+
+A run's inputs are kept as the form gave them, so a past run can be read (and run again) as it
+was asked. The worker takes the oldest queued run (SKIP LOCKED: several workers share the queue),
+writes its progress every few per cent, and keeps the result or the error. A run the worker was
+killed in the middle of is taken up again after STALE_AFTER.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from capacity.models import AnyReservation, WhatIfRun
+from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.placers.index import pool_index
+from capacity.placers.loader import load_pool
+from capacity.whatif.changes import Changes, changed_index
+from capacity.whatif.demand import Synthetic
+
+from .whatif import MAX_REQUESTS, Inputs, check, simulate
+
+log = logging.getLogger(__name__)
+IDLE_POLL = 2.0  # seconds between looks at the queue when it is empty
+STALE_AFTER = timedelta(minutes=15)  # a running run not heard of for this long is taken up again
+PROGRESS_STEP = 2  # per cent between progress writes
+
+
+def stored(inputs: Inputs) -> dict:
+    """Return the inputs as a run keeps them (JSON)."""
+    s, c = inputs.synthetic, inputs.changes
+    return {
+        "pool": inputs.pool,
+        "since": inputs.since.isoformat() if inputs.since else None,
+        "until": inputs.until.isoformat() if inputs.until else None,
+        "synthetic": None
+        if s is None
+        else {
+            "count": s.count,
+            "perHour": s.per_hour,
+            "mix": [list(pair) for pair in s.mix],
+            "gangShare": s.gang_share,
+            "meanHours": s.mean_hours,
+            "spotShare": s.spot_share,
+        },
+        "add": [list(pair) for pair in c.add],
+        "remove": list(c.remove),
+        "weights": dict(c.weights) if c.weights else None,
+        "topN": c.top_n,
+        "placer": c.placer,
+        "seed": inputs.seed,
+        "horizonDays": inputs.horizon_days,
+    }
+
+
+def from_stored(data: dict) -> Inputs:
+    """Return the inputs a run keeps."""
+    s = data["synthetic"]
+    return Inputs(
+        pool=data["pool"],
+        since=datetime.fromisoformat(data["since"]) if data["since"] else None,
+        until=datetime.fromisoformat(data["until"]) if data["until"] else None,
+        synthetic=None
+        if s is None
+        else Synthetic(
+            count=s["count"],
+            seed=data["seed"],
+            per_hour=s["perHour"],
+            mix=tuple((int(n), float(w)) for n, w in s["mix"]),
+            gang_share=s["gangShare"],
+            mean_hours=s["meanHours"],
+            spot_share=s["spotShare"],
+        ),
+        changes=Changes(
+            add=tuple((shape, int(n)) for shape, n in data["add"]),
+            remove=tuple(data["remove"]),
+            weights=data["weights"],
+            top_n=data["topN"],
+            placer=data["placer"],
+        ),
+        seed=data["seed"],
+        horizon_days=data["horizonDays"],
+    )
+
+
+def validate(inputs: Inputs) -> None:
+    """Raise CapacityError for inputs a run would refuse, without running it."""
+    check(inputs)
+    pool = load_pool(inputs.pool)
+    if pool is None:
+        raise CapacityError(INVALID_INPUT, f"pool: no pool {inputs.pool!r}")
+    changed_index(pool_index(pool), inputs.changes)  # unknown shapes and nodes, too many nodes
+    if inputs.since is not None:
+        found = AnyReservation.objects.filter(
+            pool_id=pool.pk, created_at__gte=inputs.since, created_at__lt=inputs.until
+        ).count()
+        if not found:
+            raise CapacityError(
+                INVALID_INPUT, "--from/--to: no reservation was created in the pool in that period"
+            )
+        if found > MAX_REQUESTS:
+            raise CapacityError(INVALID_INPUT, f"--from/--to: more than {MAX_REQUESTS:,} reservations")
+
+
+def queue(inputs: Inputs, user) -> WhatIfRun:
+    """Check the inputs and queue a run for the worker; nothing is queued when they are refused."""
+    validate(inputs)
+    pool = load_pool(inputs.pool)
+    assert pool is not None
+    return WhatIfRun.objects.create(pool_id=pool.pk, created_by=user, inputs=stored(inputs))
+
+
+def run_once() -> str:
+    """Run the oldest queued run (or one left running by a worker that died); say what was done."""
+    with transaction.atomic():
+        run = (
+            WhatIfRun.objects.select_for_update(skip_locked=True)
+            .filter(
+                Q(status=WhatIfRun.Status.QUEUED)
+                | Q(status=WhatIfRun.Status.RUNNING, started_at__lt=timezone.now() - STALE_AFTER)
+            )
+            .order_by("created_at", "id")
+            .first()
+        )
+        if run is None:
+            return ""
+        run.status, run.started_at, run.progress = WhatIfRun.Status.RUNNING, timezone.now(), 0
+        run.save(update_fields=["status", "started_at", "progress"])
+    written = [0]
+    inputs = from_stored(run.inputs)
+    sides = 2 if inputs.changes else 1
+
+    def progress(side: str, done: int, total: int) -> None:
+        share = (done + (total if side == "changed" else 0)) * 100 // (total * sides)
+        if share >= written[0] + PROGRESS_STEP:
+            written[0] = share
+            # Also tells others this run is alive (started_at moves with it).
+            WhatIfRun.objects.filter(pk=run.pk).update(progress=min(99, share), started_at=timezone.now())
+
+    try:
+        result = simulate(inputs, progress)
+    except CapacityError as err:
+        _finish(run, WhatIfRun.Status.FAILED, error=f"{err.code}: {err.message}"[:500])
+        return f"what-if #{run.pk} refused: {err.message}"
+    _finish(run, WhatIfRun.Status.DONE, result=result)
+    return f"what-if #{run.pk} done"
+
+
+def _finish(run: WhatIfRun, status: str, result: dict | None = None, error: str = "") -> None:
+    WhatIfRun.objects.filter(pk=run.pk).update(
+        status=status, result=result, error=error, progress=100, finished_at=timezone.now()
+    )
+
+
+def serve(stop: threading.Event) -> None:
+    """Run queued runs until `stop`; look at the queue every IDLE_POLL seconds when it is empty."""
+    backoff = 0.1
+    while not stop.is_set():
+        try:
+            if not run_once():
+                stop.wait(IDLE_POLL)
+            backoff = 0.1
+        except (OperationalError, InterfaceError) as err:
+            log.warning("what-if: lost the database (%s); connecting again in %.1f s", err, backoff)
+            try:
+                connection.close()
+            except (OperationalError, InterfaceError):
+                connection.connection = None
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 5.0)

@@ -1,0 +1,130 @@
+"""What if, under each pool (operators): the form, the runs kept, a run's result, two runs compared."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_GET, require_http_methods
+
+from capacity.models import WhatIfRun
+from capacity.placement import CapacityError
+from capacity.services import whatif_runs
+from capacity.services.whatif import FIGURES
+from config.web import operator_required, page
+
+from .common import visible_pool
+from .whatif_charts import free_chart, wait_bars
+from .whatif_form import WhatIfForm
+
+RUNS_SHOWN = 50
+
+
+@require_http_methods(["GET", "POST"])
+@operator_required
+def whatif(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show the form and the pool's past runs; a valid POST queues a run and goes to it."""
+    pool = visible_pool(request.user, slug)
+    form = WhatIfForm(request.POST or None, pool=pool.slug)
+    if request.method == "POST":
+        inputs = form.inputs()
+        if inputs is not None:
+            try:
+                run = whatif_runs.queue(inputs, request.user)
+            except CapacityError as err:
+                form.refuse(err)
+            else:
+                return redirect("whatif-run", slug=pool.slug, pk=run.pk)
+    runs = WhatIfRun.objects.filter(pool=pool).select_related("created_by").order_by("-created_at", "-id")
+    context = {"nav": "pools", "pool": pool, "form": form, "runs": runs[:RUNS_SHOWN]}
+    return page(request, "capacity/whatif.html", context, status=400 if form.errors else 200)
+
+
+@require_GET
+@operator_required
+def whatif_run(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Show one run: its inputs, its progress while it runs (htmx polls), then both sides and the plots."""
+    pool = visible_pool(request.user, slug)
+    run = get_object_or_404(WhatIfRun.objects.select_related("created_by"), pk=pk, pool=pool)
+    return page(
+        request, "capacity/whatif_run.html", {"nav": "pools", "pool": pool, **_shown(run)}, partial="run"
+    )
+
+
+@require_GET
+@operator_required
+def whatif_compare(request: HttpRequest, slug: str) -> HttpResponse:
+    """Compare two finished runs of the pool: each run's changed side (its baseline if none)."""
+    pool = visible_pool(request.user, slug)
+    chosen = [v for v in request.GET.getlist("run") if v.isascii() and v.isdigit()][:2]
+    runs = list(
+        WhatIfRun.objects.filter(pool=pool, pk__in=chosen, status=WhatIfRun.Status.DONE).order_by("pk")
+    )
+    context = {"nav": "pools", "pool": pool, "runs": runs}
+    if len(runs) == 2:
+        sides = {f"#{r.pk}": r.result["changed"] or r.result["baseline"] for r in runs}
+        chart = free_chart(dict(zip(("baseline", "changed"), sides.values(), strict=True)))
+        for line, name in zip(chart.lines, sides, strict=True):
+            line.name = name  # drawn as a baseline (dashed) and a changed side, named for its run
+        context.update(
+            figures=[(label, [s[key] for s in sides.values()]) for key, label in FIGURES],
+            names=list(sides),
+            chart=chart,
+        )
+    return page(request, "capacity/whatif_compare.html", context, status=200 if len(runs) == 2 else 400)
+
+
+def _shown(run: WhatIfRun) -> dict:
+    """Return what the run page shows of a run: progress, or the figures and plots."""
+    context: dict = {
+        "run": run,
+        "inputs": _inputs_text(run.inputs),
+        "finished": run.status in ("done", "failed"),
+    }
+    if run.status == WhatIfRun.Status.DONE:
+        # The result is kept as jsonb, which orders keys its own way: the baseline comes first here.
+        sides = {name: run.result[name] for name in ("baseline", "changed") if run.result.get(name)}
+        context.update(
+            names=list(sides),
+            figures=[(label, [side[key] for side in sides.values()]) for key, label in FIGURES],
+            free=free_chart(sides),
+            blocks=free_chart(sides, key="largestFreeBlock"),
+            waits=wait_bars(sides),
+            tenants=_tenants(sides),
+        )
+    return context
+
+
+def _tenants(sides: dict[str, dict]) -> list[dict]:
+    """Return a row per tenant with each side's figures."""
+    names = sorted({row["tenant"] for side in sides.values() for row in side["tenants"]})
+    by = {name: {row["tenant"]: row for row in side["tenants"]} for name, side in sides.items()}
+    return [{"tenant": t, "sides": [by[name].get(t) for name in sides]} for t in names]
+
+
+def _inputs_text(data: dict) -> list[tuple[str, str]]:
+    """Return a run's inputs as label, text pairs."""
+    rows = []
+    s = data["synthetic"]
+    if s is not None:
+        mix = ", ".join(f"{n}:{w:g}" for n, w in s["mix"])
+        rows.append(
+            (
+                "Demand",
+                f"{s['count']:,} synthetic requests, seed {data['seed']}, {s['perHour']:g}/h, sizes {mix}, "
+                f"gangs {s['gangShare']:g}, mean {s['meanHours']:g} h, spot {s['spotShare']:g}",
+            )
+        )
+    else:
+        rows.append(("Demand", f"reservations created from {data['since'][:10]} to {data['until'][:10]}"))
+    changes = []
+    changes += [f"add {n} × {shape}" for shape, n in data["add"]]
+    changes += [f"take out {r}" for r in data["remove"]]
+    if data["weights"]:
+        changes.append("weights " + ", ".join(f"{k}={v:g}" for k, v in data["weights"].items()))
+    if data["topN"] is not None:
+        changes.append(f"top N {data['topN']}")
+    if data["placer"]:
+        changes.append(f"placer {data['placer']}")
+    rows.append(("Changes", "; ".join(changes) or "none (the baseline alone)"))
+    rows.append(("Longest wait", f"{data['horizonDays']} days"))
+    return rows

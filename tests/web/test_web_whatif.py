@@ -1,0 +1,107 @@
+"""The What-if page under each pool: operators queue runs, the worker runs them, the page shows and compares them."""
+
+import pytest
+
+from capacity import worker_jobs
+from capacity.models import WhatIfRun
+from capacity.services import whatif_runs
+
+from web_helpers import HX, error_next_to, is_full_page
+
+pytestmark = pytest.mark.django_db
+
+FORM = {
+    "demand": "synthetic",
+    "requests": "120",
+    "seed": "3",
+    "rate": "20",
+    "mix": "1:40,2:25,4:20,8:15",
+    "gang_share": "0.05",
+    "mean_hours": "6",
+    "spot_share": "0.1",
+    "horizon_days": "14",
+    "add_nodes": "node-a=2",
+    "remove_nodes": "",
+    "weights": "",
+    "placer": "",
+}
+
+
+@pytest.fixture
+def hosts(make_node):
+    """lab-pool: node-a, node-b, each [gpu0..gpu3] NVLinked."""
+    return [make_node(name, gpus=4) for name in ("node-a", "node-b")]
+
+
+def test_only_operators_reach_the_page(op, alice, hosts):
+    assert op.get("/pools/lab-pool/whatif/").status_code == 200
+    assert alice.get("/pools/lab-pool/whatif/").status_code == 403
+    assert alice.post("/pools/lab-pool/whatif/", FORM).status_code == 403
+    assert not WhatIfRun.objects.exists()
+
+
+def test_a_run_is_queued_run_by_the_worker_and_shown_side_by_side(op, operator, hosts):
+    answer = op.post("/pools/lab-pool/whatif/", FORM)
+    run = WhatIfRun.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == f"/pools/lab-pool/whatif/{run.pk}/"
+    assert (run.status, run.created_by, run.inputs["add"]) == ("queued", operator, [["node-a", 2]])
+    waiting = op.get(f"/pools/lab-pool/whatif/{run.pk}/").content.decode()
+    assert "Waiting for the worker" in waiting and 'hx-trigger="every 1s"' in waiting
+
+    assert worker_jobs.JOBS["whatif"].run_once() == f"what-if #{run.pk} done"
+    run.refresh_from_db()
+    assert (run.status, run.progress) == ("done", 100)
+    assert run.result["baseline"]["requests"] == run.result["changed"]["requests"] == 120
+    assert run.result["changed"]["nodes"] == 4
+
+    page = op.get(f"/pools/lab-pool/whatif/{run.pk}/").content.decode()
+    assert "Side by side" in page and "every 1s" not in page
+    assert page.count("<svg") == 3  # free GPUs, the largest free block, the waits
+    assert "add 2 × node-a" in page
+    partial = op.get(f"/pools/lab-pool/whatif/{run.pk}/", **HX)
+    assert not is_full_page(partial.content.decode()) and "Side by side" in partial.content.decode()
+    assert "HX-Request" in partial["Vary"]
+    listed = op.get("/pools/lab-pool/whatif/").content.decode()
+    assert f'href="/pools/lab-pool/whatif/{run.pk}/"' in listed
+
+
+def test_a_refused_input_shows_next_to_its_field_and_queues_nothing(op, hosts):
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "add_nodes": "node-z=3"})
+    assert answer.status_code == 400
+    assert (
+        error_next_to(answer.content.decode(), "add_nodes")
+        == "no node &#x27;node-z&#x27; in the pool to copy"
+    )
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "weights": "speed=2"})
+    assert "no scorer &#x27;speed&#x27;" in error_next_to(answer.content.decode(), "weights")
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "requests": "1000001"})
+    assert error_next_to(answer.content.decode(), "requests") == "from 1 to 100,000 requests, not 1,000,001"
+    answer = op.post(
+        "/pools/lab-pool/whatif/",
+        {**FORM, "demand": "recorded", "since": "2020-01-01", "until": "2020-02-01"},
+    )
+    assert "no reservation was created" in error_next_to(answer.content.decode(), "since")
+    assert not WhatIfRun.objects.exists()
+
+
+def test_two_finished_runs_are_compared(op, hosts):
+    for add in ("node-a=1", "node-b=3"):
+        op.post("/pools/lab-pool/whatif/", {**FORM, "add_nodes": add})
+        whatif_runs.run_once()
+    first, second = WhatIfRun.objects.order_by("pk")
+    page = op.get(f"/pools/lab-pool/whatif/compare/?run={first.pk}&run={second.pk}")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert f">#{first.pk}<" in text and f">#{second.pk}<" in text and "<svg" in text
+    assert op.get(f"/pools/lab-pool/whatif/compare/?run={first.pk}").status_code == 400
+
+
+def test_a_run_the_worker_died_in_is_taken_up_again_once_stale(op, hosts):
+    op.post("/pools/lab-pool/whatif/", FORM)
+    run = WhatIfRun.objects.get()
+    from django.utils import timezone
+
+    WhatIfRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    assert whatif_runs.run_once() == ""  # another worker's, and alive
+    WhatIfRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - whatif_runs.STALE_AFTER * 2)
+    assert whatif_runs.run_once() == f"what-if #{run.pk} done"
