@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
@@ -167,14 +167,19 @@ def earliest_in(
     horizon: Horizon,
     latest: int,
     built: Planner | None = None,
+    times: Callable[[Sequence[str]], dict[str, NodeTime]] | None = None,
 ) -> tuple[Window, Plan] | None:
-    """Return find_earliest's answer from bookings already at hand (a what-if run keeps its own)."""
+    """Return find_earliest's answer from bookings already at hand (a what-if run keeps its own).
+
+    `times(names)`, when given, returns the nodes' NodeTime as node_times() would (a caller that
+    keeps them between requests); by default they are built from the horizon.
+    """
     built = Planner.of(request, pool, config, built)
     duration = request.during.end - request.during.start
     start = request.during.start
     allowed = index.allowed(pool, request.tenant_id, dict(request.node_labels))
     names = [n for n in viable(request, pool, config, index, built) if n in allowed.names]
-    nodes = node_times(request, index, horizon, names)
+    nodes = times(names) if times is not None else node_times(request, index, horizon, names)
     plan_at = _planner_at(request, pool, config, index, nodes, duration, built)
     found = earliest_start(shape_of(request), nodes, start, latest, plan_at)
     if found is None:

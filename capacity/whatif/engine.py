@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from capacity.placement import PlacementRequest, Plan, Window
+from capacity.placement.earliest import NodeTime
 from capacity.placement.lease import plan_lease
 from capacity.placers.claims import WindowUse
-from capacity.placers.earliest import earliest_in, horizon_of
+from capacity.placers.earliest import Horizon, earliest_in, horizon_of
 from capacity.placers.index import PoolIndex, Short, views_for
 from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner, plan_shortlist, uses_shortlist
@@ -27,6 +28,7 @@ from capacity.placers.types import PlacerConfig
 from .demand import HOUR, Arrival
 
 GC_EVERY = 64  # requests between sweeps of ended bookings out of the live book
+_NO_HORIZON = Horizon({}, {})  # the timelines come from the engine's own book instead
 
 
 @dataclass(slots=True)
@@ -59,17 +61,43 @@ class Side:
 
 
 class Book:
-    """The run's bookings that have not ended by the simulated clock, and the rest set aside."""
+    """The run's bookings that have not ended by the simulated clock, and the rest set aside.
 
-    def __init__(self) -> None:
+    `by_device` holds each device's live bookings and `version` counts changes per node, so the
+    earliest-start search can keep a node's timeline until something on the node changes.
+    """
+
+    def __init__(self, device_node: dict[int, str]) -> None:
         self.live: list[Booked] = []
         self.done: list[Booked] = []
+        self.by_device: dict[int, list[Booked]] = defaultdict(list)
+        self.version: dict[str, int] = defaultdict(int)
+        self.device_node = device_node
+        self.claims = False  # whether any booking claims a scalar
+
+    def add(self, booked: Booked) -> None:
+        self.live.append(booked)
+        self.claims = self.claims or bool(booked.claims)
+        for pk in booked.pks:
+            self.by_device[pk].append(booked)
+        self.touched(booked)
+
+    def touched(self, booked: Booked) -> None:
+        """Note that the booking's nodes changed (it was added, cut short or set aside)."""
+        for node in {self.device_node[pk] for pk in booked.pks}:
+            self.version[node] += 1
 
     def sweep(self, now: int) -> None:
         """Set aside what ended by `now`: no later request's window can reach back before its arrival."""
         keep = []
         for b in self.live:
-            (keep if b.end > now else self.done).append(b)
+            if b.end > now:
+                keep.append(b)
+                continue
+            self.done.append(b)
+            for pk in b.pks:
+                self.by_device[pk].remove(b)
+            self.touched(b)
         self.live = keep
 
     def overlapping(self, window: Window) -> list[Booked]:
@@ -85,8 +113,9 @@ class Engine:
 
     def __init__(self, pool: PoolRow, index: PoolIndex, config: PlacerConfig, horizon_ms: int):
         self.pool, self.index, self.config, self.horizon = pool, index, config, horizon_ms
-        self.book = Book()
+        self.book = Book(index.device_node)
         self.side = Side()
+        self.times: dict[str, tuple[int, NodeTime]] = {}  # node -> (its book version, timeline)
         self.names = [v.id for v in index.nodes.views]
         self.gpu_share = _gpu_shares(index)
         # Seconds spent planning at the requested window, over spot work, and searching later starts.
@@ -165,16 +194,47 @@ class Engine:
         """Return the earliest window within the horizon at which the request fits, and its plan."""
         start = request.during.start
         latest = start + self.horizon
-        duration = request.during.end - start
-        reach = Window(start, latest + duration)
-        busy: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        claims = []
-        for b in self.book.overlapping(reach):
-            for pk in b.pks:
-                busy[pk].append((b.start, b.end))
-            claims.extend((node, resource, b.start, b.end, amount) for node, resource, amount in b.claims)
+        plain = not request.resources and not request.lease and not self.book.claims
+        plain = plain and (request.gang is None or request.gang.topology_key is None)
+        if plain:
+            # Only atoms matter: each node's timeline is kept until a booking on it changes.
+            return earliest_in(
+                request, self.pool, self.config, self.index, _NO_HORIZON, latest, planner, self.timelines
+            )
+        busy = {
+            pk: [(b.start, b.end) for b in booked] for pk, booked in self.book.by_device.items() if booked
+        }
+        claims = [(n, r, b.start, b.end, a) for b in self.book.live for n, r, a in b.claims]
         horizon = horizon_of(self.index, busy, claims)
         return earliest_in(request, self.pool, self.config, self.index, horizon, latest, planner)
+
+    def timelines(self, names: Sequence[str]) -> dict[str, NodeTime]:
+        """Return the nodes' timelines (atoms and their live bookings), as node_times() builds them."""
+        out = {}
+        for name in names:
+            version = self.book.version[name]
+            kept = self.times.get(name)
+            if kept is None or kept[0] != version:
+                kept = self.times[name] = (version, self._timeline(name))
+            out[name] = kept[1]
+        return out
+
+    def _timeline(self, name: str) -> NodeTime:
+        index, by_device = self.index, self.book.by_device
+        pks = sorted(index.node_devices[name])
+        own = {pk: [(b.start, b.end) for b in by_device.get(pk, ()) if b.end > b.start] for pk in pks}
+        busy = {pk: list(spans) for pk, spans in own.items()}
+        if index.parent:  # a booked GPU holds its slices and a booked slice its GPU
+            for pk, spans in own.items():
+                if pk in index.parent:
+                    busy[index.parent[pk]].extend(spans)
+                for child in index.children.get(pk, ()):
+                    busy[child].extend(spans)
+        atoms: dict[str, list[int]] = defaultdict(list)
+        for pk in pks:
+            if pk in index.device_class:
+                atoms[index.device_class[pk]].append(pk)
+        return NodeTime(dict(atoms), {pk: spans for pk, spans in busy.items() if spans}, {}, {}, None)
 
     def _untouched(self, taken: set[int], held) -> list[str]:
         nodes = self.index.node_devices
@@ -196,6 +256,7 @@ class Engine:
             if b.spot and (not b.pks.isdisjoint(pks) or any(node in nodes for node, _, _ in b.claims)):
                 self.side.preemptions += 1
                 b.end = max(b.start, start)  # a victim that had not begun is gone (length 0)
+                self.book.touched(b)
 
     def _book(self, request: PlacementRequest, plan: Plan, window: Window, waited: int) -> None:
         members = [m for m in (plan.gang or (plan.choice,)) if m is not None]
@@ -206,7 +267,7 @@ class Engine:
         booked = Booked(
             window.start, window.end, pks, claims, request.priority == "spot", request.tenant_id, gpus
         )
-        self.book.live.append(booked)
+        self.book.add(booked)
         side = self.side
         side.waits.append(waited)
         side.tenant_waits[request.tenant_id].append(waited)

@@ -153,3 +153,25 @@ def test_the_command_refuses_malformed_options_with_a_clear_error(four_nodes):
         call_command("simulate", "--pool", "lab-pool", "--synthetic", "5", "--add-nodes", "n1")
     with pytest.raises(CommandError, match="--weights: 'binpack' is not id=weight"):
         call_command("simulate", "--pool", "lab-pool", "--synthetic", "5", "--weights", "binpack")
+
+
+def test_kept_node_timelines_answer_as_a_fresh_horizon_would(four_nodes, monkeypatch):
+    """The engine keeps each node's timeline between searches; the placer's own path rebuilds them."""
+    from capacity.placers.earliest import earliest_in, horizon_of
+    from capacity.whatif import engine
+
+    busy = Inputs("lab-pool", synthetic=Synthetic(count=200, seed=4, per_hour=60, mean_hours=10))
+    kept = json.dumps(simulate(busy))
+    assert json.loads(kept)["baseline"]["placedAtOnce"] < 200  # requests did wait
+
+    def fresh(self, request, planner):
+        spans = {
+            pk: [(b.start, b.end) for b in booked if b.end > b.start]
+            for pk, booked in self.book.by_device.items()
+        }
+        horizon = horizon_of(self.index, {pk: s for pk, s in spans.items() if s}, [])
+        latest = request.during.start + self.horizon
+        return earliest_in(request, self.pool, self.config, self.index, horizon, latest, planner)
+
+    monkeypatch.setattr(engine.Engine, "earliest", fresh)
+    assert json.dumps(simulate(busy)) == kept
