@@ -1,17 +1,23 @@
 """What-if runs from the page: check and queue an operator's inputs; the worker runs them one by one.
 
 A run's inputs are kept as the form gave them, so a past run can be read (and run again) as it
-was asked. The worker takes the oldest queued run (SKIP LOCKED: several workers share the queue),
-writes its progress every few per cent, and keeps the result or the error. A run the worker was
+was asked. The worker takes the oldest queued run (SKIP LOCKED: several workers share the queue)
+and runs it in a process of its own, which writes its progress every few per cent and keeps the
+result or the error. A run the worker was
 killed in the middle of is taken up again after STALE_AFTER.
 """
 
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import tempfile
 import threading
 from datetime import datetime, timedelta
+from pathlib import Path
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -115,8 +121,8 @@ def queue(inputs: Inputs, user) -> WhatIfRun:
     return WhatIfRun.objects.create(pool_id=pool.pk, created_by=user, inputs=stored(inputs))
 
 
-def run_once() -> str:
-    """Run the oldest queued run (or one left running by a worker that died); say what was done."""
+def claim() -> WhatIfRun | None:
+    """Take the oldest queued run (or one left running by a worker that died) and mark it running."""
     with transaction.atomic():
         run = (
             WhatIfRun.objects.select_for_update(skip_locked=True)
@@ -128,9 +134,14 @@ def run_once() -> str:
             .first()
         )
         if run is None:
-            return ""
+            return None
         run.status, run.started_at, run.progress = WhatIfRun.Status.RUNNING, timezone.now(), 0
         run.save(update_fields=["status", "started_at", "progress"])
+        return run
+
+
+def execute(run: WhatIfRun) -> str:
+    """Run a claimed run to its end, writing its progress; keep the result or the refusal."""
     written = [0]
     inputs = from_stored(run.inputs)
     sides = 2 if inputs.changes else 1
@@ -151,6 +162,12 @@ def run_once() -> str:
     return f"what-if #{run.pk} done"
 
 
+def run_once() -> str:
+    """Run the next run here, in this process (`run_placer --once`); say what was done."""
+    run = claim()
+    return execute(run) if run is not None else ""
+
+
 def _finish(run: WhatIfRun, status: str, result: dict | None = None, error: str = "") -> None:
     WhatIfRun.objects.filter(pk=run.pk).update(
         status=status, result=result, error=error, progress=100, finished_at=timezone.now()
@@ -158,12 +175,19 @@ def _finish(run: WhatIfRun, status: str, result: dict | None = None, error: str 
 
 
 def serve(stop: threading.Event) -> None:
-    """Run queued runs until `stop`; look at the queue every IDLE_POLL seconds when it is empty."""
+    """Run queued runs until `stop`, each in a process of its own; look every IDLE_POLL seconds.
+
+    A run is minutes of pure Python: in the worker's own process it would hold the interpreter
+    lock against the placer's threads, so it runs as `manage.py whatif_run <id>` beside them.
+    """
     backoff = 0.1
     while not stop.is_set():
         try:
-            if not run_once():
+            run = claim()
+            if run is None:
                 stop.wait(IDLE_POLL)
+            else:
+                _in_a_process(run, stop)
             backoff = 0.1
         except (OperationalError, InterfaceError) as err:
             log.warning("what-if: lost the database (%s); connecting again in %.1f s", err, backoff)
@@ -173,3 +197,26 @@ def serve(stop: threading.Event) -> None:
                 connection.connection = None
             stop.wait(backoff)
             backoff = min(backoff * 2, 5.0)
+
+
+def _in_a_process(run: WhatIfRun, stop: threading.Event) -> None:
+    """Run a claimed run as `manage.py whatif_run`; a run whose process failed is marked failed."""
+    command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "whatif_run", str(run.pk)]
+    # Its errors go to a file: a pipe read only at the end would block a child that says much.
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        while child.poll() is None:
+            if stop.wait(0.5):
+                child.terminate()  # taken up again once stale, by this worker or another
+                child.wait(timeout=30)
+                return
+        errors.seek(0)
+        said = errors.read().decode(errors="replace").strip().splitlines()
+    if child.returncode != 0:
+        why = said[-1] if said else "no output"
+        log.warning("what-if #%s: its process stopped (%s): %s", run.pk, child.returncode, why)
+        WhatIfRun.objects.filter(pk=run.pk, status=WhatIfRun.Status.RUNNING).update(
+            status=WhatIfRun.Status.FAILED,
+            error=f"the run's process stopped (exit {child.returncode}): {why}"[:500],
+            finished_at=timezone.now(),
+        )
