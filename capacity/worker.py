@@ -8,12 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
+from capacity.worker_jobs import drop_connection
 from inventory import services as inventory
 from inventory.models import Pool
 from inventory.samples import fold_samples
@@ -112,19 +113,11 @@ def serve(
             return
         except (OperationalError, InterfaceError) as err:
             log.warning("run_placer: lost the database (%s); connecting again in %.1f s", err, backoff)
-            _drop_connection()
+            drop_connection()
             if stop is not None and stop.is_set():
                 return
             sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF)
-
-
-def _drop_connection() -> None:
-    """Forget the broken connection; the next statement opens a new one."""
-    try:
-        connection.close()
-    except (OperationalError, InterfaceError):
-        connection.connection = None
 
 
 def _serve(

@@ -13,9 +13,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import connection
+import psycopg
+from django.db import InterfaceError, OperationalError, connection
 
 log = logging.getLogger(__name__)
+# A lost database as Django wraps it, and as psycopg raises it where a job talks to the raw connection.
+LOST_DATABASE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+FIRST_BACKOFF, MAX_BACKOFF = 0.1, 5.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,32 @@ JOBS: dict[str, Job] = {}
 def register(job: Job) -> None:
     """Add a job (once per name: ready() may run twice in tests)."""
     JOBS[job.name] = job
+
+
+def survive(name: str, stop: threading.Event, serve: Callable[[threading.Event], None], logger=log) -> None:
+    """Call `serve(stop)` until `stop` is set, surviving the database.
+
+    A lost connection is logged ("<name>: lost the database"), forgotten, and `serve` is called
+    again after FIRST_BACKOFF seconds, doubling up to MAX_BACKOFF; a call that returns resets it.
+    """
+    backoff = FIRST_BACKOFF
+    while not stop.is_set():
+        try:
+            serve(stop)
+            backoff = FIRST_BACKOFF
+        except LOST_DATABASE as err:
+            logger.warning("%s: lost the database (%s); connecting again in %.1f s", name, err, backoff)
+            drop_connection()
+            stop.wait(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+
+def drop_connection() -> None:
+    """Forget the thread's broken connection; the next statement opens a new one."""
+    try:
+        connection.close()
+    except (OperationalError, InterfaceError):
+        connection.connection = None
 
 
 def start(stop: threading.Event) -> list[threading.Thread]:

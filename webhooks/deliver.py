@@ -20,11 +20,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
-import psycopg
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
+
+from capacity.worker_jobs import survive
 
 from .models import Attempt, Delivery, Event, Subscription
 from .outbox import add_timed_events, fan_out
@@ -204,19 +205,8 @@ def run_once(now: datetime | None = None) -> str:
 
 def serve(stop: threading.Event) -> None:
     """Deliver until `stop`: woken by the outbox trigger's NOTIFY, else every IDLE_POLL seconds."""
-    backoff = 0.1
-    while not stop.is_set():
-        try:
-            _serve(stop)
-        # psycopg's own errors too: the NOTIFY wait talks to the raw connection, outside Django's wrapping.
-        except (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError) as err:
-            log.warning("webhooks: lost the database (%s); connecting again in %.1f s", err, backoff)
-            try:
-                connection.close()
-            except (OperationalError, InterfaceError):
-                connection.connection = None
-            stop.wait(backoff)
-            backoff = min(backoff * 2, 5.0)
+    # psycopg's own errors count too: the NOTIFY wait talks to the raw connection, outside Django's wrapping.
+    survive("webhooks", stop, _serve, log)
 
 
 def _serve(stop: threading.Event) -> None:

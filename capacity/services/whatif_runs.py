@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -28,6 +28,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from capacity.whatif.changes import Changes, changed_index
 from capacity.whatif.demand import Synthetic
+from capacity.worker_jobs import survive
 
 from .whatif import MAX_REQUESTS, Inputs, check, simulate
 
@@ -180,23 +181,15 @@ def serve(stop: threading.Event) -> None:
     A run is minutes of pure Python: in the worker's own process it would hold the interpreter
     lock against the placer's threads, so it runs as `manage.py whatif_run <id>` beside them.
     """
-    backoff = 0.1
-    while not stop.is_set():
-        try:
-            run = claim()
-            if run is None:
-                stop.wait(IDLE_POLL)
-            else:
-                _in_a_process(run, stop)
-            backoff = 0.1
-        except (OperationalError, InterfaceError) as err:
-            log.warning("what-if: lost the database (%s); connecting again in %.1f s", err, backoff)
-            try:
-                connection.close()
-            except (OperationalError, InterfaceError):
-                connection.connection = None
-            stop.wait(backoff)
-            backoff = min(backoff * 2, 5.0)
+    survive("what-if", stop, _next, log)
+
+
+def _next(stop: threading.Event) -> None:
+    run = claim()
+    if run is None:
+        stop.wait(IDLE_POLL)
+    else:
+        _in_a_process(run, stop)
 
 
 def _in_a_process(run: WhatIfRun, stop: threading.Event) -> None:

@@ -7,7 +7,6 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 from django.utils import timezone
 
 from capacity.audit import audit
@@ -15,6 +14,7 @@ from capacity.placement import CapacityError
 from capacity.services.whatif import MAX_REQUESTS, Inputs, simulate
 from capacity.whatif.changes import Changes
 from capacity.whatif.demand import Synthetic
+from devtools.bench.simulate import table_digests
 
 from booking import NOW, ask, reserve
 
@@ -31,28 +31,12 @@ def four_nodes(tenant, make_node):
     return [make_node(f"n{i}", gpus=8) for i in range(1, 5)]
 
 
-def digests() -> dict[str, str]:
-    with connection.cursor() as cur:
-        cur.execute(
-            """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
-                  AND (c.relname LIKE 'capacity%%' OR c.relname LIKE 'inventory%%') ORDER BY 1"""
-        )
-        found = {}
-        for (table,) in cur.fetchall():
-            cur.execute(
-                f"""SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM "{table}" t"""
-            )
-            found[table] = cur.fetchone()[0]
-    return found
-
-
 def test_a_run_writes_nothing_to_any_capacity_or_inventory_table(four_nodes):
     reserve(ask(4, hours=30))
-    before = digests()
+    before = table_digests()
     result = simulate(Inputs("lab-pool", synthetic=BUSY, changes=Changes(add=(("n1", 4),), remove=("n2",))))
     assert result["changed"]["nodes"] == 7 and result["baseline"]["nodes"] == 4
-    assert digests() == before
+    assert table_digests() == before
     assert audit() == []
 
 
@@ -126,11 +110,11 @@ def test_recorded_demand_replays_the_reservations_created_in_the_period(four_nod
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(four_nodes, inputs, message):
-    before = digests()
+    before = table_digests()
     with pytest.raises(CapacityError) as refused:
         simulate(inputs, progress=lambda *a: pytest.fail("a refused run placed a request"))
     assert message in refused.value.message
-    assert digests() == before
+    assert table_digests() == before
 
 
 def test_the_command_prints_both_sides_and_json(four_nodes):
