@@ -170,7 +170,8 @@ def test_a_killed_primary_loses_nothing_acknowledged_and_berth_carries_on(stack,
         if answer.released:
             # A release ends the allocation and deletes its bookings that had not begun.
             assert status == "released", f"reservation {answer.rid}'s release was acknowledged and is lost"
-            assert allocations >= 1
+            # One still queued when its wait ran out (answered pending) never had an allocation.
+            assert allocations >= 1 or answer.status != "placed"
         elif answer.status == "placed":
             assert status == "placed" and allocations >= 1 and bookings >= 1, (
                 f"reservation {answer.rid} lost its allocation: {status}, {allocations}, {bookings}"
