@@ -32,6 +32,7 @@ MAX_REQUESTS = 100_000  # a run's demand, recorded or synthetic
 MAX_PERIOD = timedelta(days=366)
 MAX_HORIZON_DAYS = 60
 MAX_TOP_N = 50
+MAX_CHANGES = 100  # --add-nodes and --remove-nodes entries a run may give (each scans the pool)
 CURVE_POINTS = 200  # instants of the free-GPU curve
 # Each side's figures as the command's table and the page show them, in order.
 FIGURES = (
@@ -94,6 +95,8 @@ def check(inputs: Inputs) -> None:
         raise CapacityError(INVALID_INPUT, f"--top-n: from 1 to {MAX_TOP_N}")
     if changes.placer is not None and changes.placer not in PLACERS:
         raise CapacityError(INVALID_INPUT, f"--placer: one of {', '.join(PLACERS)}")
+    if len(changes.add) > MAX_CHANGES or len(changes.remove) > MAX_CHANGES:
+        raise CapacityError(INVALID_INPUT, f"--add-nodes, --remove-nodes: at most {MAX_CHANGES} of each")
     if any(count < 1 for _, count in changes.add):
         raise CapacityError(INVALID_INPUT, "--add-nodes: SHAPE=COUNT with a count of at least 1")
     for scorer, weight in (changes.weights or {}).items():

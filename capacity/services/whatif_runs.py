@@ -25,7 +25,7 @@ from django.utils import timezone
 from capacity.models import AnyReservation, WhatIfRun
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.placers.index import pool_index
-from capacity.placers.loader import load_pool
+from capacity.placers.loader import PoolRow, load_pool
 from capacity.whatif.changes import Changes, changed_index
 from capacity.whatif.demand import Synthetic
 from capacity.worker_jobs import survive
@@ -95,8 +95,8 @@ def from_stored(data: dict) -> Inputs:
     )
 
 
-def validate(inputs: Inputs) -> None:
-    """Raise CapacityError for inputs a run would refuse, without running it."""
+def validate(inputs: Inputs) -> PoolRow:
+    """Return the run's pool, or raise CapacityError for inputs a run would refuse (without running it)."""
     check(inputs)
     pool = load_pool(inputs.pool)
     if pool is None:
@@ -112,13 +112,12 @@ def validate(inputs: Inputs) -> None:
             )
         if found > MAX_REQUESTS:
             raise CapacityError(INVALID_INPUT, f"--from/--to: more than {MAX_REQUESTS:,} reservations")
+    return pool
 
 
 def queue(inputs: Inputs, user) -> WhatIfRun:
     """Check the inputs and queue a run for the worker; nothing is queued when they are refused."""
-    validate(inputs)
-    pool = load_pool(inputs.pool)
-    assert pool is not None
+    pool = validate(inputs)
     return WhatIfRun.objects.create(pool_id=pool.pk, created_by=user, inputs=stored(inputs))
 
 

@@ -19,7 +19,7 @@ from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import NodeTime
 from capacity.placement.lease import plan_lease
 from capacity.placers.claims import WindowUse
-from capacity.placers.earliest import Horizon, earliest_in, horizon_of
+from capacity.placers.earliest import Horizon, earliest_in, horizon_of, node_times
 from capacity.placers.index import PoolIndex, Short, views_for
 from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner, plan_shortlist, uses_shortlist
@@ -199,42 +199,42 @@ class Engine:
         if plain:
             # Only atoms matter: each node's timeline is kept until a booking on it changes.
             return earliest_in(
-                request, self.pool, self.config, self.index, _NO_HORIZON, latest, planner, self.timelines
+                request,
+                self.pool,
+                self.config,
+                self.index,
+                _NO_HORIZON,
+                latest,
+                planner,
+                lambda names: self.timelines(request, names),
             )
-        busy = {
-            pk: [(b.start, b.end) for b in booked] for pk, booked in self.book.by_device.items() if booked
-        }
         claims = [(n, r, b.start, b.end, a) for b in self.book.live for n, r, a in b.claims]
-        horizon = horizon_of(self.index, busy, claims)
+        horizon = horizon_of(self.index, self._spans(self.book.by_device), claims)
         return earliest_in(request, self.pool, self.config, self.index, horizon, latest, planner)
 
-    def timelines(self, names: Sequence[str]) -> dict[str, NodeTime]:
-        """Return the nodes' timelines (atoms and their live bookings), as node_times() builds them."""
+    def timelines(self, request: PlacementRequest, names: Sequence[str]) -> dict[str, NodeTime]:
+        """Return the nodes' timelines for a request that claims no scalar and needs no gang key.
+
+        Such a timeline depends on the node's bookings only, so it is kept until they change.
+        """
         out = {}
         for name in names:
             version = self.book.version[name]
             kept = self.times.get(name)
             if kept is None or kept[0] != version:
-                kept = self.times[name] = (version, self._timeline(name))
+                horizon = horizon_of(self.index, self._spans(self.index.node_devices[name]), [])
+                kept = self.times[name] = (version, node_times(request, self.index, horizon, [name])[name])
             out[name] = kept[1]
         return out
 
-    def _timeline(self, name: str) -> NodeTime:
-        index, by_device = self.index, self.book.by_device
-        pks = sorted(index.node_devices[name])
-        own = {pk: [(b.start, b.end) for b in by_device.get(pk, ()) if b.end > b.start] for pk in pks}
-        busy = {pk: list(spans) for pk, spans in own.items()}
-        if index.parent:  # a booked GPU holds its slices and a booked slice its GPU
-            for pk, spans in own.items():
-                if pk in index.parent:
-                    busy[index.parent[pk]].extend(spans)
-                for child in index.children.get(pk, ()):
-                    busy[child].extend(spans)
-        atoms: dict[str, list[int]] = defaultdict(list)
-        for pk in pks:
-            if pk in index.device_class:
-                atoms[index.device_class[pk]].append(pk)
-        return NodeTime(dict(atoms), {pk: spans for pk, spans in busy.items() if spans}, {}, {}, None)
+    def _spans(self, pks: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
+        """Return these devices' live booked spans; a spot booking preemption cut to nothing holds none."""
+        by_device = self.book.by_device
+        return {
+            pk: spans
+            for pk in pks
+            if (spans := [(b.start, b.end) for b in by_device.get(pk, ()) if b.end > b.start])
+        }
 
     def _untouched(self, taken: set[int], held) -> list[str]:
         nodes = self.index.node_devices

@@ -102,6 +102,10 @@ def test_recorded_demand_replays_the_reservations_created_in_the_period(four_nod
             "--weights: no scorer 'speed'",
         ),
         (Inputs("lab-pool", synthetic=BUSY, changes=Changes(top_n=0)), "--top-n: from 1 to 50"),
+        (
+            Inputs("lab-pool", synthetic=BUSY, changes=Changes(remove=("n1",) * 101)),
+            "--add-nodes, --remove-nodes: at most 100 of each",
+        ),
         (Inputs("lab-pool"), "demand: give a period (--from and --to) or --synthetic N"),
         (
             Inputs("lab-pool", since=NOW, until=NOW + timedelta(days=1)),
