@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from capacity.models import Reservation
@@ -22,6 +22,7 @@ OWNER_FIELDS = ("reservationId", "instanceId")
 # \A and \Z: `$` matches before a trailing newline; [0-9]: `\d` matches other scripts' digits.
 IDEMPOTENCY_KEY_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,199}\Z")
 DURATION_RE = re.compile(r"\A([0-9]+)(m|h|d|w)\Z")
+DAY_RE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 # A window may start this long before now (a clock a little behind, a form filled in slowly).
 START_GRACE = timedelta(minutes=5)
 # The caller's input is kept with the reservation: bound what it may cost to store.
@@ -47,6 +48,21 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
     if value > MAX_DURATION:
         raise CapacityError(INVALID_INPUT, f"{field} must be at most 366d")
     return value
+
+
+def parse_day(text: str, field: str) -> date:
+    """Return the calendar day `text` names (YYYY-MM-DD); refuse a time, a shape or a day that is none."""
+    value = text.strip() if isinstance(text, str) else ""
+    if not DAY_RE.match(value):
+        if DAY_RE.match(value[:10]) and value[10:11] in ("T", " "):
+            raise CapacityError(INVALID_INPUT, f"{field}: a date (2026-12-01), not a time: whole UTC days")
+        raise CapacityError(INVALID_INPUT, f"{field}: a date (2026-12-01) as YYYY-MM-DD")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CapacityError(
+            INVALID_INPUT, f"{field}: a date (2026-12-01); {value} is no day of the calendar"
+        ) from None
 
 
 def epoch_ms(value: object, field: str) -> int:

@@ -1,7 +1,11 @@
 """GPU-hours booked and used, by tenant, pool and GPU model, per day, week or month: showback.
 
+A period is whole UTC days, `to` included: from=2026-12-01&to=2026-12-01 is that one day, from its
+midnight to the next. Page, API, CSV and usage_report read it the same way (usage_period).
+
 Booked hours are each device booking's overlap with the period and the bucket (a released
-booking's window ends at its release). A MIG slice counts as its share of its GPU: the slice's
+booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
+figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
 compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU). Used hours are the booked devices'
 samples inside their bookings: each minute's utilization times a minute (slices have no samples
 of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
@@ -12,7 +16,7 @@ the covered part of the hour's use. Tenants see their own rows; operators all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
 from django.utils import timezone
@@ -20,6 +24,7 @@ from django.utils import timezone
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.samples import raw_horizon
 
+from .inputs import parse_day
 from .scope import Scope
 
 GROUPS = {
@@ -30,6 +35,22 @@ GROUPS = {
 BUCKETS = ("day", "week", "month")
 MAX_PERIOD = timedelta(days=366)
 MAX_ROWS = 10_000
+# What people read above each column (the API's and CSV's keys stay as they are).
+HEADINGS = {
+    "tenantId": "Tenant",
+    "poolId": "Pool",
+    "gpuModel": "GPU model",
+    "gpuHoursBooked": "GPU-hours booked",
+    "gpuHoursUsed": "GPU-hours used",
+    "gpuHoursBookedAhead": "GPU-hours booked ahead",
+}
+BUCKET_HEADINGS = {"day": "Day", "week": "Week of", "month": "Month"}
+
+
+def heading(column: str, bucket: str) -> str:
+    """Return a column's heading in words: "GPU-hours booked", "Week of"."""
+    return BUCKET_HEADINGS[bucket] if column == "bucket" else HEADINGS[column]
+
 
 _SQL = """
 WITH f AS (
@@ -60,10 +81,17 @@ WITH f AS (
     JOIN inventory_device d ON d.id = bk.device_id
    WHERE bk.during && tstzrange(%(start)s, %(end)s) {scoped}
 ), booked AS (
-  -- Each booking meets only the buckets it spans (a two-day booking two days), not all of them.
+  -- Each booking meets only the buckets it spans (a two-day booking two days), not all of them;
+  -- its part before now is booked to date, the rest booked ahead.
   SELECT {keys}, k.lo,
-         sum(b.share * extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval))
-                                       - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval))) / 3600) AS hours
+         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(NULL, %(now)s))
+                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(NULL, %(now)s))), 0) / 3600) AS hours,
+         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(%(now)s, NULL))
+                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(%(now)s, NULL))), 0) / 3600) AS ahead
     FROM b CROSS JOIN LATERAL generate_series(
            date_trunc(%(bucket)s, lower(b.held)), upper(b.held) - interval '1 microsecond', %(step)s::interval) AS k(lo)
    WHERE NOT isempty(b.held)
@@ -107,7 +135,7 @@ WITH f AS (
     FROM (SELECT * FROM used_hours UNION ALL SELECT * FROM used_raw) u
    GROUP BY {keys}, lo
 )
-SELECT {keys_out}, booked.lo, booked.hours, coalesce(used.hours, 0)
+SELECT {keys_out}, booked.lo, booked.hours, booked.ahead, coalesce(used.hours, 0)
   FROM booked LEFT JOIN used USING ({keys_using}, lo)
  ORDER BY booked.lo, {keys_order}
  LIMIT %(limit)s
@@ -116,12 +144,13 @@ SELECT {keys_out}, booked.lo, booked.hours, coalesce(used.hours, 0)
 
 @dataclass(frozen=True)
 class UsageRow:
-    """One group's GPU-hours in one bucket."""
+    """One group's GPU-hours in one bucket: booked to date, booked ahead (after now) and used."""
 
     keys: dict[str, str]
     bucket: datetime
     booked: float
     used: float
+    ahead: float = 0.0
 
     def as_dict(self) -> dict:
         names = {"tenant": "tenantId", "pool": "poolId", "model": "gpuModel"}
@@ -130,26 +159,37 @@ class UsageRow:
             "bucket": self.bucket.date().isoformat(),
             "gpuHoursBooked": round(self.booked, 3),
             "gpuHoursUsed": round(self.used, 3),
+            "gpuHoursBookedAhead": round(self.ahead, 3),
         }
 
 
+def usage_period(first: str | None, last: str | None, *, now: datetime, days: int) -> tuple[date, date]:
+    """Read `from` and `to` as whole UTC days, `to` included; by default the `days` days up to today."""
+    last_day = parse_day(last, "to") if last else now.astimezone(UTC).date()
+    if last_day >= date.max:
+        raise CapacityError(INVALID_INPUT, f"to: at most {date.max - timedelta(days=1)}")
+    first_day = parse_day(first, "from") if first else last_day - timedelta(days=days - 1)
+    return first_day, last_day
+
+
 def usage_report(
-    start: datetime,
-    end: datetime,
+    first: date,
+    last: date,
     group_by: list[str],
     bucket: str,
     scope: Scope,
     now: datetime | None = None,
 ) -> list[UsageRow]:
-    """Return GPU-hours booked and used per group and bucket between start and end."""
-    if end <= start:
-        raise CapacityError(INVALID_INPUT, "to: must be after from")
-    if end - start > MAX_PERIOD:
+    """Return GPU-hours booked and used per group and bucket from the day `first` to `last`, both whole."""
+    if last < first:
+        raise CapacityError(INVALID_INPUT, f"to: must be on or after from ({first})")
+    if (last - first).days + 1 > MAX_PERIOD.days:
         raise CapacityError(INVALID_INPUT, f"the period is at most {MAX_PERIOD.days} days")
     if bucket not in BUCKETS:
         raise CapacityError(INVALID_INPUT, f"bucket: one of {', '.join(BUCKETS)}")
     if not group_by or any(g not in GROUPS for g in group_by) or len(set(group_by)) != len(group_by):
         raise CapacityError(INVALID_INPUT, f"groupBy: one or more of {', '.join(GROUPS)}, each once")
+    now = now or timezone.now()
     keys = [f"g_{g}" for g in group_by]
     sql = _SQL.format(
         columns=", ".join(f"{GROUPS[g]} AS g_{g}" for g in group_by),
@@ -160,13 +200,14 @@ def usage_report(
         keys_order=", ".join(f"booked.{k}" for k in keys),
     )
     params = {
-        "start": start,
-        "end": end,
+        "start": datetime.combine(first, time(), tzinfo=UTC),
+        "end": datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC),
+        "now": now,
         "bucket": bucket,
         "step": f"1 {bucket}",
         "limit": MAX_ROWS,
         "tenants": sorted(scope.tenants or ()),
-        "raw": raw_horizon(now or timezone.now()),
+        "raw": raw_horizon(now),
     }
     with connection.cursor() as cur:
         cur.execute(sql, params)
@@ -174,8 +215,9 @@ def usage_report(
             UsageRow(
                 dict(zip(group_by, row[: len(keys)], strict=True)),
                 row[len(keys)],
-                float(row[-2]),
+                float(row[-3]),
                 float(row[-1]),
+                float(row[-2]),
             )
             for row in cur.fetchall()
         ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from capacity.placement.reasons import format_groups
 from capacity.services.history import condition_history
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
+from config import csvcells
 from config.web import login_required, page, safe_next, wants_partial
 
 from .common import (
@@ -179,7 +179,7 @@ def reservations_csv(queryset, scope) -> HttpResponse:
     """
     reservations = list(queryset.select_related("tenant", "pool")[:CSV_MAX_ROWS])
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvcells.Writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for at in range(0, len(reservations), _CHUNK):
         for row in reservation_rows(reservations[at : at + _CHUNK], scope):

@@ -1,27 +1,29 @@
 """The usage report page: GPU-hours booked and used, as a stacked bar chart and the table under it.
 
 The chart is drawn on the server (SVG, no script): one column per bucket, the booked hours of
-each group stacked in the group's colour, a dark tick at the hours used; each bar says its
-figures in a hover title, and the table under it holds every number.
+each group stacked in the group's colour (the hours booked ahead, after now, paler on top), a dark
+tick at the hours used; each bar says its figures in a hover title, and the table under it holds
+every number. The period is whole UTC days, `to` included, as the API reads it: the fields show
+the default period, so pressing Show unchanged gives the same figures.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from capacity.access import scope_for
-from capacity.api.usage import COLUMNS, when
+from capacity.api.usage import COLUMNS
 from capacity.placement import CapacityError
-from capacity.services.usage_report import BUCKETS, GROUPS, usage_report
+from capacity.services.usage_report import BUCKETS, GROUPS, heading, usage_period, usage_report
 from config.replica import replica_reads
 from config.web import login_required, page
 
 PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568")
 WIDTH, HEIGHT, LEFT, BOTTOM = 900, 220, 48, 24
+DEFAULT_DAYS = 14
 
 
 @dataclass
@@ -32,6 +34,7 @@ class Segment:
     height: float
     colour: str
     title: str
+    ahead: bool = False
 
 
 @dataclass
@@ -56,7 +59,10 @@ def build_chart(rows: list[dict], group_by: list[str]) -> Chart:
     buckets = sorted({r["bucket"] for r in rows})
     groups = sorted({" / ".join(str(r[k]) for k in key) for r in rows})
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
-    totals = {b: sum(r["gpuHoursBooked"] for r in rows if r["bucket"] == b) for b in buckets}
+    totals = {
+        b: sum(r["gpuHoursBooked"] + r["gpuHoursBookedAhead"] for r in rows if r["bucket"] == b)
+        for b in buckets
+    }
     most = max(totals.values(), default=0.0) or 1.0
     chart = Chart(legend=list(colour.items()), most=round(most, 1))
     step = (WIDTH - LEFT) / max(len(buckets), 1)
@@ -64,20 +70,38 @@ def build_chart(rows: list[dict], group_by: list[str]) -> Chart:
         x = LEFT + i * step + step * 0.1
         width = step * 0.8
         y = float(HEIGHT)
-        for r in sorted(
+        ordered = sorted(
             (r for r in rows if r["bucket"] == b), key=lambda r: " / ".join(str(r[k]) for k in key)
-        ):
-            group = " / ".join(str(r[k]) for k in key)
-            height = HEIGHT * r["gpuHoursBooked"] / most
-            y -= height
-            title = f"{b} {group}: {r['gpuHoursBooked']:.1f} GPU-hours booked, {r['gpuHoursUsed']:.1f} used"
-            chart.segments.append(
-                Segment(round(x, 1), round(y, 1), round(width, 1), round(height, 1), colour[group], title)
-            )
+        )
+        # Booked to date first, each group's hours ahead above them all: the bar's solid part is the past.
+        for ahead in (False, True):
+            for r in ordered:
+                group = " / ".join(str(r[k]) for k in key)
+                hours = r["gpuHoursBookedAhead"] if ahead else r["gpuHoursBooked"]
+                if ahead and not hours:
+                    continue
+                height = HEIGHT * hours / most
+                y -= height
+                if ahead:
+                    title = f"{b} {group}: {hours:.1f} GPU-hours booked ahead (after now)"
+                else:
+                    title = f"{b} {group}: {hours:.1f} GPU-hours booked, {r['gpuHoursUsed']:.1f} used"
+                chart.segments.append(
+                    Segment(
+                        round(x, 1),
+                        round(y, 1),
+                        round(width, 1),
+                        round(height, 1),
+                        colour[group],
+                        title,
+                        ahead,
+                    )
+                )
         used = sum(r["gpuHoursUsed"] for r in rows if r["bucket"] == b)
+        booked = sum(r["gpuHoursBooked"] for r in rows if r["bucket"] == b)
         tick_y = round(HEIGHT - HEIGHT * used / most, 1)
         chart.ticks.append(
-            (round(x, 1), round(x + width, 1), tick_y, f"{b}: {used:.1f} of {totals[b]:.1f} GPU-hours used")
+            (round(x, 1), round(x + width, 1), tick_y, f"{b}: {used:.1f} of {booked:.1f} GPU-hours used")
         )
         chart.labels.append((round(x + width / 2, 1), b[5:]))
     return chart
@@ -90,29 +114,39 @@ def usage(request: HttpRequest) -> HttpResponse:
     q = request.GET
     group_by = [g for g in GROUPS if g in q.getlist("groupBy")] or ["tenant"]
     bucket = q.get("bucket") if q.get("bucket") in BUCKETS else "day"
-    error = ""
+    now = timezone.now()
+    error = error_field = ""
     rows: list[dict] = []
+    first, last = usage_period(None, None, now=now, days=DEFAULT_DAYS)
     try:
-        end = when(q.get("to") or None, "to", timezone.now())
-        start = when(q.get("from") or None, "from", end - timedelta(days=14))
-        rows = [r.as_dict() for r in usage_report(start, end, group_by, bucket, scope_for(request.user))]
+        first, last = usage_period(q.get("from"), q.get("to"), now=now, days=DEFAULT_DAYS)
+        found = usage_report(first, last, group_by, bucket, scope_for(request.user), now=now)
+        rows = [r.as_dict() for r in found]
     except CapacityError as exc:
-        error, start, end = exc.message, timezone.now() - timedelta(days=14), timezone.now()
+        error = exc.message
+        # The error sits next to the field it names; a period too long or backwards is the `to`'s.
+        error_field = "from" if error.startswith("from:") else "to"
     columns = [c for c in COLUMNS if any(c in r for r in rows)]
     context = {
         "nav": "usage",
         "rows": rows,
         "columns": columns,
+        "headings": [heading(c, bucket) for c in columns],
         "cells": [[r.get(c, "") for c in columns] for r in rows],
         "chart": build_chart(rows, group_by),
         "group_by": group_by,
         "groups": list(GROUPS),
         "bucket": bucket,
         "buckets": BUCKETS,
-        "start": q.get("from") or start.date().isoformat(),
-        "end": q.get("to") or end.date().isoformat(),
+        # What was asked stays in the fields (a wrong date to correct); else the period shown.
+        "start": q.get("from") or first.isoformat(),
+        "end": q.get("to") or last.isoformat(),
+        "first": first,
+        "last": last,
         "error": error,
+        "error_field": error_field,
         "booked": round(sum(r["gpuHoursBooked"] for r in rows), 1),
+        "ahead": round(sum(r["gpuHoursBookedAhead"] for r in rows), 1),
         "used": round(sum(r["gpuHoursUsed"] for r in rows), 1),
     }
     return page(request, "capacity/usage.html", context)

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from capacity.models import DeviceBooking
+from capacity.services import EVERYONE
+from capacity.services.usage_report import usage_report
 from inventory.models import DeviceSample
 
 
@@ -39,14 +41,26 @@ def test_booked_hours_are_each_bookings_overlap_with_the_period_per_tenant_and_d
         for d in devices
         for m in range(60)
     )
-    period = urlencode({"from": start.isoformat(), "to": (start + timedelta(hours=4)).isoformat()})
-    rows = as_operator.get(f"/api/v1/usage?{period}&groupBy=tenant,pool&bucket=day").json()["rows"]
-    # The four hours may cross midnight (a test run late in the day): one row a day they touch.
-    days = sorted({(start + timedelta(hours=h)).date().isoformat() for h in range(4)})
+    first, last = start.date(), (start + timedelta(hours=10)).date()
+    # Read four hours into the booking: 2 GPUs × 4 h booked to date, the other 6 h booked ahead.
+    rows = [
+        r.as_dict()
+        for r in usage_report(
+            first, last, ["tenant", "pool"], "day", EVERYONE, now=start + timedelta(hours=4)
+        )
+    ]
+    # The ten hours may cross midnight (a test run late in the day): one row a day they touch.
+    days = sorted({(start + timedelta(hours=h)).date().isoformat() for h in range(10)})
     assert [r["bucket"] for r in rows] == days
     assert {(r["tenantId"], r["poolId"]) for r in rows} == {("acme", "lab-pool")}
     assert sum(r["gpuHoursBooked"] for r in rows) == 8.0
+    assert sum(r["gpuHoursBookedAhead"] for r in rows) == 12.0
     assert sum(r["gpuHoursUsed"] for r in rows) == 1.0
+    # Asked now, before it starts, all 20 hours are ahead and none booked to date.
+    period = urlencode({"from": first.isoformat(), "to": last.isoformat(), "groupBy": "tenant,pool"})
+    rows = as_operator.get(f"/api/v1/usage?{period}").json()["rows"]
+    assert sum(r["gpuHoursBooked"] for r in rows) == 0.0
+    assert sum(r["gpuHoursBookedAhead"] for r in rows) == 20.0
 
 
 def test_tenants_see_only_their_own_rows_and_csv_has_the_same_columns(as_acme, as_globex, lab, ask):
@@ -60,26 +74,29 @@ def test_tenants_see_only_their_own_rows_and_csv_has_the_same_columns(as_acme, a
     )
     period = f"from={start.date().isoformat()}&to={(start + timedelta(days=2)).date().isoformat()}"
     mine = as_acme.get(f"/api/v1/usage?{period}").json()["rows"]
-    assert {r["tenantId"] for r in mine} == {"acme"} and sum(r["gpuHoursBooked"] for r in mine) == 2.0
+    assert {r["tenantId"] for r in mine} == {"acme"} and sum(r["gpuHoursBookedAhead"] for r in mine) == 2.0
     text = as_acme.get(f"/api/v1/usage?{period}&format=csv")
     assert text["Content-Type"].startswith("text/csv")
     lines = text.content.decode().splitlines()
-    assert lines[0] == "tenantId,bucket,gpuHoursBooked,gpuHoursUsed" and lines[1].startswith("acme,")
+    assert lines[0] == "tenantId,bucket,gpuHoursBooked,gpuHoursUsed,gpuHoursBookedAhead"
+    assert lines[1].startswith("acme,")
 
 
 def test_a_bad_period_or_grouping_is_refused_with_the_reason(as_acme, lab):
     for query, message in [
-        ("from=2026-12-10&to=2026-12-01", "to: must be after from"),
+        ("from=2026-12-10&to=2026-12-01", "to: must be on or after from (2026-12-10)"),
         ("from=2025-01-01&to=2026-12-01", "the period is at most 366 days"),
         ("groupBy=colour", "groupBy: one or more of tenant, pool, model, each once"),
         ("bucket=hour", "bucket: one of day, week, month"),
-        ("from=yesterday", "from: a date (2026-12-01) or a time with its offset"),
+        ("from=yesterday", "from: a date (2026-12-01) as YYYY-MM-DD"),
+        ("from=2025-11-30&to=2026-12-01", "the period is at most 366 days"),  # 367 days, both ends in
     ]:
         answer = as_acme.get(f"/api/v1/usage?{query}")
         assert answer.status_code == 400 and answer.json()["message"].startswith(message), (
             query,
             answer.json(),
         )
+    assert as_acme.get("/api/v1/usage?from=2025-12-01&to=2026-12-01").status_code == 200  # 366 days
 
 
 def test_the_command_prints_the_same_rows(as_acme, lab, ask):
@@ -95,10 +112,14 @@ def test_the_command_prints_the_same_rows(as_acme, lab, ask):
     call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", "--json", stdout=out)
     rows = json.loads(out.getvalue())["rows"]
     api = as_acme.get(f"/api/v1/usage?from={period['start']}&to={period['end']}").json()["rows"]
-    assert rows == api and sum(r["gpuHoursBooked"] for r in rows) == 6.0
+    assert rows == api and sum(r["gpuHoursBookedAhead"] for r in rows) == 6.0
     table = io.StringIO()
     call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", stdout=table)
-    assert table.getvalue().splitlines()[-1] == "total: 6.0 GPU-hours booked, 0.0 used"
+    lines = table.getvalue().splitlines()
+    assert lines[0] == f"{period['start']} to {period['end']} (UTC, both whole days)"
+    headings = ("Tenant", "Day", "GPU-hours booked", "GPU-hours used", "GPU-hours booked ahead")
+    assert [h.strip() for h in lines[1].split("  ") if h.strip()] == list(headings)
+    assert lines[-1] == "total: 0.0 GPU-hours booked, 0.0 used; 6.0 booked ahead (after now)"
 
 
 def test_the_usage_page_draws_the_booked_hours_stacked_with_the_table_under_them(as_acme, acme, lab, ask):
@@ -114,9 +135,12 @@ def test_the_usage_page_draws_the_booked_hours_stacked_with_the_table_under_them
     html = page.get(
         f"/usage/?from={day}&to={(start + timedelta(days=2)).date().isoformat()}&groupBy=tenant"
     ).text
-    assert "6.0 GPU-hours booked, 0.0 used" in html
+    assert "0.0 GPU-hours booked, 0.0 used; 6.0 booked ahead" in html
     # A bar's segment per day the booking touched (it may cross midnight), each saying its figures.
-    assert re.search(r"<title>\d{4}-\d\d-\d\d acme: [\d.]+ GPU-hours booked, 0.0 used</title>", html)
+    assert re.search(
+        r"<title>\d{4}-\d\d-\d\d acme: [\d.]+ GPU-hours booked ahead \(after now\)</title>", html
+    )
     assert '<table class="data" id="usage-table">' in html and "<td>acme</td>" in html
     bad = page.get("/usage/?from=yesterday").text
     assert 'id="usage-error"' in bad and "from: a date (2026-12-01)" in bad
+    assert '<th scope="col">Tenant</th>' in html and '<th scope="col">GPU-hours booked</th>' in html

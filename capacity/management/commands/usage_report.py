@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import csv
 import json
-from datetime import timedelta
 
 from django.utils import timezone
 
 from capacity import services
-from capacity.api.usage import COLUMNS, when
+from capacity.api.usage import COLUMNS, DEFAULT_DAYS, write_rows
 from capacity.management.base import BerthCommand
-from capacity.services.usage_report import BUCKETS, GROUPS, usage_report
+from capacity.services.usage_report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
 
 class Command(BerthCommand):
     help = (
         "GPU-hours booked and used (every tenant's), as GET /api/v1/usage answers: a table, --json or --csv. "
-        "Booked hours are each booking's overlap with the period; a MIG slice is its share of its GPU."
+        "A period is whole UTC days, --to included; hours after now are booked ahead, apart from booked."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--from", dest="start", help="A date or ISO time (default 30 days before --to).")
-        parser.add_argument("--to", dest="end", help="A date or ISO time, exclusive (default now).")
+        parser.add_argument(
+            "--from",
+            dest="start",
+            help=f"First day, YYYY-MM-DD (default {DEFAULT_DAYS - 1} days before --to).",
+        )
+        parser.add_argument("--to", dest="end", help="Last day, YYYY-MM-DD, included (default today, UTC).")
         parser.add_argument("--group-by", default="tenant", help=f"Comma-separated: {', '.join(GROUPS)}.")
         parser.add_argument("--bucket", default="day", choices=BUCKETS)
         shown = parser.add_mutually_exclusive_group()
@@ -30,25 +32,31 @@ class Command(BerthCommand):
         shown.add_argument("--csv", dest="as_csv", action="store_true")
 
     def handle(self, *args, start, end, group_by, bucket, as_json: bool, as_csv: bool, **options):
-        end_at = self.call(when, end, "to", timezone.now())
-        start_at = self.call(when, start, "from", end_at - timedelta(days=30))
+        now = timezone.now()
+        first, last = self.call(usage_period, start, end, now=now, days=DEFAULT_DAYS)
         groups = [g for g in group_by.split(",") if g]
         rows = [
-            r.as_dict() for r in self.call(usage_report, start_at, end_at, groups, bucket, services.EVERYONE)
+            r.as_dict()
+            for r in self.call(usage_report, first, last, groups, bucket, services.EVERYONE, now=now)
         ]
         if as_json:
-            self.stdout.write(json.dumps({"rows": rows}, indent=2))
+            self.stdout.write(
+                json.dumps({"from": first.isoformat(), "to": last.isoformat(), "rows": rows}, indent=2)
+            )
         elif as_csv:
-            present = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS)
-            writer = csv.DictWriter(self.stdout, fieldnames=present, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+            write_rows(self.stdout, rows)
         else:
             present = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS)
-            widths = {c: max([len(c), *(len(str(r.get(c, ""))) for r in rows)]) for c in present}
-            self.stdout.write("  ".join(c.ljust(widths[c]) for c in present))
+            heads = {c: heading(c, bucket) for c in present}
+            widths = {c: max([len(heads[c]), *(len(str(r.get(c, ""))) for r in rows)]) for c in present}
+            self.stdout.write(f"{first} to {last} (UTC, both whole days)")
+            self.stdout.write("  ".join(heads[c].ljust(widths[c]) for c in present))
             for r in rows:
                 self.stdout.write("  ".join(str(r.get(c, "")).ljust(widths[c]) for c in present))
-            total_booked = sum(r["gpuHoursBooked"] for r in rows)
-            total_used = sum(r["gpuHoursUsed"] for r in rows)
-            self.stdout.write(f"total: {total_booked:.1f} GPU-hours booked, {total_used:.1f} used")
+            booked = sum(r["gpuHoursBooked"] for r in rows)
+            used = sum(r["gpuHoursUsed"] for r in rows)
+            ahead = sum(r["gpuHoursBookedAhead"] for r in rows)
+            self.stdout.write(
+                f"total: {booked:.1f} GPU-hours booked, {used:.1f} used"
+                + (f"; {ahead:.1f} booked ahead (after now)" if ahead else "")
+            )
