@@ -41,7 +41,8 @@ def book(gpus: int, start: datetime, hours: int, now: datetime, **extra):
 
 
 def booked_hours(day: datetime) -> float:
-    rows = usage_report(day - timedelta(days=1), day + timedelta(days=2), ["tenant"], "day", Scope())
+    first, last = (day - timedelta(days=1)).date(), (day + timedelta(days=1)).date()
+    rows = usage_report(first, last, ["tenant"], "day", Scope())
     return round(sum(r.booked for r in rows), 3)
 
 
