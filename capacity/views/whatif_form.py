@@ -84,8 +84,7 @@ class WhatIfForm(forms.Form):
     restore_nodes = forms.CharField(
         required=False,
         label="Bring back nodes",
-        help_text="cordoned, in maintenance, unreachable…: names or label=value; "
-        "left out of both sides unless named here",
+        help_text="cordoned, in maintenance…: names or label=value",
         widget=forms.TextInput(attrs={"placeholder": "ams1-dgx-03, ams1-dgx-07", "size": 30}),
     )
     weights = forms.CharField(
