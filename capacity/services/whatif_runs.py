@@ -135,6 +135,7 @@ def queue(inputs: Inputs, user) -> WhatIfRun:
 
     Raises THROTTLED when the user or the pool has as many runs queued or running as allowed.
     """
+    pool = validate(inputs)  # outside the lock: on a large pool it reads for a while
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", [QUEUE_LOCK_CLASS])
@@ -146,7 +147,6 @@ def queue(inputs: Inputs, user) -> WhatIfRun:
                 f"You have {mine} what-if runs queued or running, the most one person may have "
                 f"({MAX_WAITING_PER_USER}): wait for one to finish.",
             )
-        pool = validate(inputs)
         in_pool = waiting.filter(pool_id=pool.pk).count()
         if in_pool >= MAX_WAITING_PER_POOL:
             raise CapacityError(
