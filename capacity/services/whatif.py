@@ -23,7 +23,7 @@ from capacity.placement.validate import validate_request
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from capacity.placers.types import PLACERS
-from capacity.whatif.changes import Changes, changed_index
+from capacity.whatif.changes import Changes, bookable_index, changed_index, left_out, restored
 from capacity.whatif.demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
 from capacity.whatif.engine import Engine, Side, free_over_time, gpu_totals, replace_config, span_of
 from inventory.models import Tenant
@@ -95,8 +95,10 @@ def check(inputs: Inputs) -> None:
         raise CapacityError(INVALID_INPUT, f"--top-n: from 1 to {MAX_TOP_N}")
     if changes.placer is not None and changes.placer not in PLACERS:
         raise CapacityError(INVALID_INPUT, f"--placer: one of {', '.join(PLACERS)}")
-    if len(changes.add) > MAX_CHANGES or len(changes.remove) > MAX_CHANGES:
-        raise CapacityError(INVALID_INPUT, f"--add-nodes, --remove-nodes: at most {MAX_CHANGES} of each")
+    if max(len(changes.add), len(changes.remove), len(changes.restore)) > MAX_CHANGES:
+        raise CapacityError(
+            INVALID_INPUT, f"--add-nodes, --remove-nodes, --restore-nodes: at most {MAX_CHANGES} of each"
+        )
     if any(count < 1 for _, count in changes.add):
         raise CapacityError(INVALID_INPUT, "--add-nodes: SHAPE=COUNT with a count of at least 1")
     for scorer, weight in (changes.weights or {}).items():
@@ -129,8 +131,14 @@ def simulate(
         raise CapacityError(NOT_FOUND, f"--pool: no pool {inputs.pool!r}")
     clock = time.perf_counter()
     arrivals = demand(inputs, pool.view.id)
-    baseline = pool_index(pool)
-    changed = changed_index(baseline, inputs.changes) if inputs.changes else None
+    # Both sides count what someone may book at the run's start (the pool page's bookable figure).
+    whole = pool_index(pool)
+    baseline = bookable_index(whole, pool.view)
+    changes = inputs.changes
+    changed = None
+    if changes:
+        changed = changed_index(whole, pool.view, changes) if changes.inventory() else baseline
+    back = restored(whole, pool.view, changes.restore)
     if seconds is not None:
         seconds["load"] = round(time.perf_counter() - clock, 2)
     base_config = placer_config()
@@ -153,10 +161,14 @@ def simulate(
 
     result = {"baseline": side("baseline", baseline, base_config), "changed": None}
     if changed is not None:
-        c = inputs.changes
         result["changed"] = side(
-            "changed", changed, replace_config(base_config, c.weights, c.top_n, c.placer)
+            "changed", changed, replace_config(base_config, changes.weights, changes.top_n, changes.placer)
         )
+    # The nodes no one may book now: counted on neither side, or brought back on the changed one.
+    result["leftOut"] = [
+        {"node": name, "why": why} for name, why in left_out(whole, pool.view).items() if name not in back
+    ]
+    result["restored"] = [{"node": name, "why": why} for name, why in back.items()]
     return result
 
 

@@ -1,5 +1,8 @@
 """What-if runs from the page: check and queue an operator's inputs; the worker runs them one by one.
 
+A person may have MAX_WAITING_PER_USER runs queued or running and a pool MAX_WAITING_PER_POOL:
+one operator cannot fill the queue for everyone. A run stops after MAX_RUN_SECONDS.
+
 A run's inputs are kept as the form gave them, so a past run can be read (and run again) as it
 was asked. The worker takes the oldest queued run (SKIP LOCKED: several workers share the queue)
 and runs it in a process of its own, which writes its progress every few per cent and keeps the
@@ -14,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -29,6 +33,7 @@ from capacity.placers.loader import PoolRow, load_pool
 from capacity.whatif.changes import Changes, changed_index
 from capacity.whatif.demand import Synthetic
 from capacity.worker_jobs import survive
+from config.errors import THROTTLED
 
 from .whatif import MAX_REQUESTS, Inputs, check, simulate
 
@@ -36,6 +41,14 @@ log = logging.getLogger(__name__)
 IDLE_POLL = 2.0  # seconds between looks at the queue when it is empty
 STALE_AFTER = timedelta(minutes=15)  # a running run not heard of for this long is taken up again
 PROGRESS_STEP = 2  # per cent between progress writes
+MAX_WAITING_PER_USER = 3  # runs one person may have queued or running, in all pools
+MAX_WAITING_PER_POOL = 5  # runs one pool may have queued or running, anyone's
+# The longest a run may take: 100,000 requests on 1,000 nodes with few waits take about 5 minutes
+# (docs/benchmarks.md); a run that waits a lot may take far longer and is stopped.
+MAX_RUN_SECONDS = 600
+KILL_GRACE = 60  # seconds the worker gives a run's process past MAX_RUN_SECONDS to stop itself
+# pg_advisory_xact_lock(class, 0) while runs are counted and queued: two at once cannot both pass.
+QUEUE_LOCK_CLASS = 0x57484946  # "WHIF"
 
 
 def stored(inputs: Inputs) -> dict:
@@ -57,6 +70,7 @@ def stored(inputs: Inputs) -> dict:
         },
         "add": [list(pair) for pair in c.add],
         "remove": list(c.remove),
+        "restore": list(c.restore),
         "weights": dict(c.weights) if c.weights else None,
         "topN": c.top_n,
         "placer": c.placer,
@@ -86,6 +100,7 @@ def from_stored(data: dict) -> Inputs:
         changes=Changes(
             add=tuple((shape, int(n)) for shape, n in data["add"]),
             remove=tuple(data["remove"]),
+            restore=tuple(data.get("restore", ())),  # runs kept from before --restore-nodes
             weights=data["weights"],
             top_n=data["topN"],
             placer=data["placer"],
@@ -101,7 +116,7 @@ def validate(inputs: Inputs) -> PoolRow:
     pool = load_pool(inputs.pool)
     if pool is None:
         raise CapacityError(INVALID_INPUT, f"pool: no pool {inputs.pool!r}")
-    changed_index(pool_index(pool), inputs.changes)  # unknown shapes and nodes, too many nodes
+    changed_index(pool_index(pool), pool.view, inputs.changes)  # unknown nodes, too many nodes
     if inputs.since is not None:
         found = AnyReservation.objects.filter(
             pool_id=pool.pk, created_at__gte=inputs.since, created_at__lt=inputs.until
@@ -116,9 +131,30 @@ def validate(inputs: Inputs) -> PoolRow:
 
 
 def queue(inputs: Inputs, user) -> WhatIfRun:
-    """Check the inputs and queue a run for the worker; nothing is queued when they are refused."""
-    pool = validate(inputs)
-    return WhatIfRun.objects.create(pool_id=pool.pk, created_by=user, inputs=stored(inputs))
+    """Check the inputs and queue a run for the worker; nothing is queued when they are refused.
+
+    Raises THROTTLED when the user or the pool has as many runs queued or running as allowed.
+    """
+    pool = validate(inputs)  # outside the lock: on a large pool it reads for a while
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", [QUEUE_LOCK_CLASS])
+        waiting = WhatIfRun.objects.filter(status__in=(WhatIfRun.Status.QUEUED, WhatIfRun.Status.RUNNING))
+        mine = waiting.filter(created_by=user).count()
+        if mine >= MAX_WAITING_PER_USER:
+            raise CapacityError(
+                THROTTLED,
+                f"You have {mine} what-if runs queued or running, the most one person may have "
+                f"({MAX_WAITING_PER_USER}): wait for one to finish.",
+            )
+        in_pool = waiting.filter(pool_id=pool.pk).count()
+        if in_pool >= MAX_WAITING_PER_POOL:
+            raise CapacityError(
+                THROTTLED,
+                f"{inputs.pool} has {in_pool} what-if runs queued or running, the most a pool may have "
+                f"({MAX_WAITING_PER_POOL}): wait for one to finish.",
+            )
+        return WhatIfRun.objects.create(pool_id=pool.pk, created_by=user, inputs=stored(inputs))
 
 
 def claim() -> WhatIfRun | None:
@@ -145,8 +181,11 @@ def execute(run: WhatIfRun) -> str:
     written = [0]
     inputs = from_stored(run.inputs)
     sides = 2 if inputs.changes else 1
+    deadline = time.monotonic() + MAX_RUN_SECONDS
 
     def progress(side: str, done: int, total: int) -> None:
+        if time.monotonic() > deadline:
+            raise _TooLong
         share = (done + (total if side == "changed" else 0)) * 100 // (total * sides)
         if share >= written[0] + PROGRESS_STEP:
             written[0] = share
@@ -158,8 +197,21 @@ def execute(run: WhatIfRun) -> str:
     except CapacityError as err:
         _finish(run, WhatIfRun.Status.FAILED, error=f"{err.code}: {err.message}"[:500])
         return f"what-if #{run.pk} refused: {err.message}"
+    except _TooLong:
+        _finish(run, WhatIfRun.Status.FAILED, error=TOO_LONG)
+        return f"what-if #{run.pk} stopped after {MAX_RUN_SECONDS} s"
     _finish(run, WhatIfRun.Status.DONE, result=result)
     return f"what-if #{run.pk} done"
+
+
+class _TooLong(Exception):
+    """A run went past MAX_RUN_SECONDS."""
+
+
+TOO_LONG = (
+    f"stopped after {MAX_RUN_SECONDS // 60} minutes, the longest a run may take: "
+    "ask for fewer requests, a shorter period or fewer added nodes"
+)
 
 
 def run_once() -> str:
@@ -197,7 +249,14 @@ def _in_a_process(run: WhatIfRun, stop: threading.Event) -> None:
     # Its errors go to a file: a pipe read only at the end would block a child that says much.
     with tempfile.TemporaryFile() as errors:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        # The child stops itself at MAX_RUN_SECONDS while placing; this bounds the rest too.
+        kill_at = time.monotonic() + MAX_RUN_SECONDS + KILL_GRACE
         while child.poll() is None:
+            if time.monotonic() > kill_at:
+                child.kill()
+                child.wait(timeout=30)
+                _finish(run, WhatIfRun.Status.FAILED, error=TOO_LONG)
+                return
             if stop.wait(0.5):
                 child.terminate()  # taken up again once stale, by this worker or another
                 child.wait(timeout=30)

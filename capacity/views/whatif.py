@@ -10,6 +10,7 @@ from capacity.models import WhatIfRun
 from capacity.placement import CapacityError
 from capacity.services import whatif_runs
 from capacity.services.whatif import FIGURES
+from config.errors import THROTTLED
 from config.web import operator_required, page
 
 from .common import visible_pool
@@ -25,6 +26,7 @@ def whatif(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the form and the pool's past runs; a valid POST queues a run and goes to it."""
     pool = visible_pool(request.user, slug)
     form = WhatIfForm(request.POST or None, pool=pool.slug)
+    throttled = False
     if request.method == "POST":
         inputs = form.inputs()
         if inputs is not None:
@@ -32,11 +34,19 @@ def whatif(request: HttpRequest, slug: str) -> HttpResponse:
                 run = whatif_runs.queue(inputs, request.user)
             except CapacityError as err:
                 form.refuse(err)
+                throttled = err.code == THROTTLED
             else:
                 return redirect("whatif-run", slug=pool.slug, pk=run.pk)
     runs = WhatIfRun.objects.filter(pool=pool).select_related("created_by").order_by("-created_at", "-id")
-    context = {"nav": "pools", "pool": pool, "form": form, "runs": runs[:RUNS_SHOWN]}
-    return page(request, "capacity/whatif.html", context, status=400 if form.errors else 200)
+    context = {
+        "nav": "pools",
+        "pool": pool,
+        "form": form,
+        "runs": runs[:RUNS_SHOWN],
+        "caps": (whatif_runs.MAX_WAITING_PER_USER, whatif_runs.MAX_WAITING_PER_POOL),
+    }
+    status = 429 if throttled else 400 if form.errors else 200
+    return page(request, "capacity/whatif.html", context, status=status)
 
 
 @require_GET
@@ -84,6 +94,9 @@ def _shown(run: WhatIfRun) -> dict:
         # The result is kept as jsonb, which orders keys its own way: the baseline comes first here.
         sides = {name: run.result[name] for name in ("baseline", "changed") if run.result.get(name)}
         context.update(
+            # Runs kept from before both sides counted bookable nodes only have neither list.
+            left_out=run.result.get("leftOut", []),
+            restored=run.result.get("restored", []),
             names=list(sides),
             figures=[(label, [side[key] for side in sides.values()]) for key, label in FIGURES],
             free=free_chart(sides),
@@ -119,6 +132,7 @@ def _inputs_text(data: dict) -> list[tuple[str, str]]:
     changes = []
     changes += [f"add {n} × {shape}" for shape, n in data["add"]]
     changes += [f"take out {r}" for r in data["remove"]]
+    changes += [f"bring back {r}" for r in data.get("restore", ())]
     if data["weights"]:
         changes.append("weights " + ", ".join(f"{k}={v:g}" for k, v in data["weights"].items()))
     if data["topN"] is not None:

@@ -23,6 +23,7 @@ FIELD_OF_OPTION = {
     "--from": "since",
     "--add-nodes": "add_nodes",
     "--remove-nodes": "remove_nodes",
+    "--restore-nodes": "restore_nodes",
     "--weights": "weights",
     "--top-n": "top_n",
     "--placer": "placer",
@@ -78,7 +79,13 @@ class WhatIfForm(forms.Form):
         required=False,
         label="Take out nodes",
         help_text="names or label=value, comma-separated",
-        widget=forms.TextInput(attrs={"placeholder": "ams1-dgx-03, rack=r2", "size": 30}),
+        widget=forms.TextInput(attrs={"placeholder": "ams1-dgx-05, rack=a01", "size": 30}),
+    )
+    restore_nodes = forms.CharField(
+        required=False,
+        label="Bring back nodes",
+        help_text="cordoned, in maintenance…: names or label=value",
+        widget=forms.TextInput(attrs={"placeholder": "ams1-dgx-03, ams1-dgx-07", "size": 30}),
     )
     weights = forms.CharField(
         required=False,
@@ -124,7 +131,8 @@ class WhatIfForm(forms.Form):
                 synthetic=synthetic,
                 changes=Changes(
                     add=parse_add([p for p in data["add_nodes"].split(",") if p.strip()]),
-                    remove=tuple(p.strip() for p in data["remove_nodes"].split(",") if p.strip()),
+                    remove=_names(data["remove_nodes"]),
+                    restore=_names(data["restore_nodes"]),
                     weights=parse_weights(data["weights"]) if data["weights"].strip() else None,
                     top_n=data["top_n"],
                     placer=data["placer"] or None,
@@ -140,6 +148,10 @@ class WhatIfForm(forms.Form):
         """Show a refusal next to the field its message names (or above the form)."""
         option, _, rest = err.message.partition(": ")
         self.add_error(FIELD_OF_OPTION.get(option), rest if option in FIELD_OF_OPTION else err.message)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
 def _day(day) -> datetime:

@@ -475,7 +475,8 @@ def test_screenshots_of_gpu_use_on_a_reservation_and_use_without_a_booking(login
 
 
 def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, shots):
-    """The operator asks what 4 more DGX nodes would do; the page polls while the worker runs it."""
+    """The operator asks what 4 more DGX nodes and the held-back ones would do; the page polls while
+    the worker runs it."""
     from capacity.services import whatif_runs
 
     page = login("operator")
@@ -484,6 +485,7 @@ def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, s
     page.fill("#id_requests", "600")
     page.fill("#id_rate", "10")
     page.fill("#id_add_nodes", "ams1-dgx-01=4")
+    page.fill("#id_restore_nodes", "ams1-dgx-03, ams1-dgx-07")
     shots(page, "whatif-form")
     page.get_by_role("button", name="Run").click()
     expect(page.locator("#run")).to_contain_text("Waiting for the worker")
@@ -491,4 +493,6 @@ def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, s
     # The page polls every second and swaps in the result by itself.
     expect(page.locator("#figures-heading")).to_have_text("Side by side", timeout=10_000)
     expect(page.locator(".whatif-chart svg")).to_have_count(3)
+    expect(page.locator(".whatif-left-out")).to_contain_text("ams1-dgx-04 (cordoned)")
+    expect(page.locator(".whatif-restored")).to_contain_text("ams1-dgx-03 (was cordoned)")
     shots(page, "whatif-result")

@@ -105,3 +105,69 @@ def test_a_run_the_worker_died_in_is_taken_up_again_once_stale(op, hosts):
     assert whatif_runs.run_once() == ""  # another worker's, and alive
     WhatIfRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - whatif_runs.STALE_AFTER * 2)
     assert whatif_runs.run_once() == f"what-if #{run.pk} done"
+
+
+def test_a_person_may_have_three_runs_waiting_and_the_fourth_is_refused_with_429(op, hosts):
+    for _ in range(whatif_runs.MAX_WAITING_PER_USER):
+        assert op.post("/pools/lab-pool/whatif/", FORM).status_code == 302
+    answer = op.post("/pools/lab-pool/whatif/", FORM)
+    assert answer.status_code == 429
+    assert (
+        "You have 3 what-if runs queued or running, the most one person may have (3): wait for one to finish."
+        in answer.content.decode()
+    )
+    assert WhatIfRun.objects.count() == 3
+    whatif_runs.run_once()  # one finishes: a place frees
+    assert op.post("/pools/lab-pool/whatif/", FORM).status_code == 302
+
+
+def test_a_pool_may_have_five_runs_waiting_whoever_asked(operators_group, hosts):
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    clients = []
+    for name in ("ann", "ben", "cai"):
+        user = User.objects.create_user(name)
+        user.groups.add(operators_group)
+        client = Client()
+        client.force_login(user)
+        clients.append(client)
+    statuses = [c.post("/pools/lab-pool/whatif/", FORM).status_code for c in clients for _ in range(2)]
+    assert statuses == [302] * 5 + [429]
+    answer = clients[0].post("/pools/lab-pool/whatif/", FORM)
+    assert answer.status_code == 429
+    assert (
+        "lab-pool has 5 what-if runs queued or running, the most a pool may have (5)"
+        in answer.content.decode()
+    )
+    assert WhatIfRun.objects.count() == 5
+
+
+def test_bring_back_nodes_on_the_page_restores_them_on_the_changed_side(op, hosts):
+    from inventory.services import cordon
+
+    cordon("node-b")
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "restore_nodes": "node-a"})
+    assert answer.status_code == 400
+    assert "&#x27;node-a&#x27; may be booked already" in error_next_to(
+        answer.content.decode(), "restore_nodes"
+    )
+    op.post("/pools/lab-pool/whatif/", {**FORM, "add_nodes": "", "restore_nodes": "node-b"})
+    run = WhatIfRun.objects.get()
+    whatif_runs.run_once()
+    run.refresh_from_db()
+    assert (run.result["baseline"]["gpus"], run.result["changed"]["gpus"]) == (4, 8)
+    page = op.get(f"/pools/lab-pool/whatif/{run.pk}/").content.decode()
+    assert "bring back node-b" in page
+    assert "Brought back on the changed side: <strong>node-b</strong> (was cordoned)" in page
+
+
+def test_a_run_past_its_time_limit_stops_and_says_why(op, hosts, monkeypatch):
+    monkeypatch.setattr(whatif_runs, "MAX_RUN_SECONDS", 0)
+    op.post("/pools/lab-pool/whatif/", FORM)
+    run = WhatIfRun.objects.get()
+    assert whatif_runs.run_once() == f"what-if #{run.pk} stopped after 0 s"
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error.startswith(
+        "stopped after 10 minutes, the longest a run may take"
+    )

@@ -1,7 +1,7 @@
 """What if: replay demand against a changed pool with the real planner and print both sides.
 
-manage.py simulate --pool h100-prod --synthetic 2000 --add-nodes h100-node-01=16
-manage.py simulate --pool h100-prod --from 2026-11-01 --to 2026-12-01 --remove-nodes rack=r2 --json
+manage.py simulate --pool h100-prod --synthetic 2000 --add-nodes ams1-dgx-01=16
+manage.py simulate --pool h100-prod --synthetic 2000 --restore-nodes ams1-dgx-03,ams1-dgx-07 --json
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ class Command(BerthCommand):
     help = (
         "Replay a pool's demand (the reservations created --from/--to, or --synthetic N drawn from --seed) "
         "through the real planner on an in-memory copy of the pool, as it is and with the changes asked "
-        "(--add-nodes, --remove-nodes, --weights, --top-n, --placer), and print both side by side "
-        "(--json: one object). Writes nothing."
+        "(--add-nodes, --remove-nodes, --restore-nodes, --weights, --top-n, --placer), and print both "
+        "side by side (--json: one object). Both sides count only nodes someone may book now. Writes nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -63,6 +63,14 @@ class Command(BerthCommand):
             default=[],
             metavar="NAME|label=value",
             help="Take nodes out (repeatable).",
+        )
+        parser.add_argument(
+            "--restore-nodes",
+            action="append",
+            default=[],
+            metavar="NAME,...|label=value",
+            help="Bring back nodes no one may book now (cordoned, in maintenance, unreachable, unhealthy, "
+            "stale) on the changed side; both sides leave them out otherwise (repeatable).",
         )
         parser.add_argument(
             "--weights",
@@ -111,7 +119,8 @@ def inputs_from(options: dict) -> Inputs:
         synthetic=synthetic,
         changes=Changes(
             add=parse_add(options["add_nodes"]),
-            remove=tuple(options["remove_nodes"]),
+            remove=_listed(options["remove_nodes"]),
+            restore=_listed(options["restore_nodes"]),
             weights=parse_weights(options["weights"]) if options["weights"] else None,
             top_n=options["top_n"],
             placer=options["placer"],
@@ -119,6 +128,11 @@ def inputs_from(options: dict) -> Inputs:
         seed=options["seed"],
         horizon_days=options["horizon_days"],
     )
+
+
+def _listed(items: list[str]) -> tuple[str, ...]:
+    """Read repeated options that may each name several, comma-separated."""
+    return tuple(name.strip() for item in items for name in item.split(",") if name.strip())
 
 
 def _moment(text: str | None, flag: str) -> datetime | None:
@@ -142,6 +156,12 @@ def table(result: dict) -> str:
     lines = [f"{'':{width}}  " + "  ".join(f"{name:>12}" for name, _ in sides)]
     for key, label in FIGURES:
         lines.append(f"{label:{width}}  " + "  ".join(f"{side[key]:>12,}" for _, side in sides))
+    if result.get("leftOut"):
+        nodes = ", ".join(f"{n['node']} ({n['why']})" for n in result["leftOut"])
+        lines.append(f"\ncounted on neither side (no one may book them now): {nodes}")
+    if result.get("restored"):
+        nodes = ", ".join(f"{n['node']} (was {n['why']})" for n in result["restored"])
+        lines.append(f"\nbrought back on the changed side: {nodes}")
     for name, side in sides:
         lines.append(f"\n{name}: tenants")
         for row in side["tenants"]:

@@ -104,7 +104,7 @@ def test_recorded_demand_replays_the_reservations_created_in_the_period(four_nod
         (Inputs("lab-pool", synthetic=BUSY, changes=Changes(top_n=0)), "--top-n: from 1 to 50"),
         (
             Inputs("lab-pool", synthetic=BUSY, changes=Changes(remove=("n1",) * 101)),
-            "--add-nodes, --remove-nodes: at most 100 of each",
+            "--add-nodes, --remove-nodes, --restore-nodes: at most 100 of each",
         ),
         (Inputs("lab-pool"), "demand: give a period (--from and --to) or --synthetic N"),
         (
