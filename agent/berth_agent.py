@@ -433,7 +433,7 @@ class Agent:
     def _refused(self, what: str, status: int, answer: dict[str, Any], raw: bytes) -> str:
         """Return the log line of a refusal, with what to do about the usual ones."""
         said = answer.get("message") if isinstance(answer.get("message"), str) else _glimpse(raw)
-        line = f"{what} refused ({status} {answer.get('code', '')}): {said}"
+        line = f"{what} refused ({status} {answer.get('code', '')}): {said.rstrip('. ')}"
         node, token_file = self.settings.node, self.settings.token_file
         if status == 401:
             line += (
