@@ -3,6 +3,7 @@
 lab: node-a and node-b, 4 GPUs each (NVLink), in lab-pool.
 """
 
+import html
 import io
 from datetime import datetime, timedelta
 
@@ -136,6 +137,14 @@ def test_the_admin_issues_node_credentials_for_the_selected_nodes(lab):
     node.credentials(HTTP_AUTHORIZATION=f"Token {keys[0]}")
     assert node.get("/api/v1/nodes/node-b/assignments").status_code == 200
     assert node.get("/api/v1/nodes/node-a/assignments").status_code == 403
+    assert "put this key in node node-b's agent token file" in html.unescape(answer.text)
+    again = admin.post(
+        "/admin/inventory/node/",
+        {"action": "issue_node_credentials", "_selected_action": [chosen.pk]},
+        follow=True,
+    )
+    assert "node node-b's previous key stopped working now" in html.unescape(again.text)
+    assert node.get("/api/v1/nodes/node-b/assignments").status_code == 401
 
 
 ISSUE_HINT = "manage.py issue_token --node node-a (or, as an operator, POST /api/v1/nodes/node-a/token)"
