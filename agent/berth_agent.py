@@ -37,7 +37,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-VERSION = "1.0"
+VERSION = "1.1"
 LOG = logging.getLogger("berth-agent")
 SMI_TIMEOUT = 30.0  # seconds: a hung driver must not stall the agent for good
 HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
@@ -68,8 +68,8 @@ UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out,
 class Settings:
     """What the agent was told, from its config file's [agent] section and then its flags."""
 
-    def __init__(self, values: dict[str, str]) -> None:
-        self.url = values["url"].rstrip("/")
+    def __init__(self, values: dict[str, str], replace: bool = False) -> None:
+        self.url = _berth_url(values["url"])
         self.node = values["node"] or socket.gethostname().split(".")[0]
         self.token_file = values["token_file"]
         self.interval = _positive(values["interval"], "interval")
@@ -78,6 +78,19 @@ class Settings:
         self.output = values["output"]
         self.images_command = values["images_command"]
         self.images_dir = values["images_dir"]
+        self.replace = replace
+
+
+def _berth_url(text: str) -> str:
+    # Without a scheme urllib cannot even try ("unknown url type"): say so once, at start.
+    url = text.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SystemExit(
+            f"berth-agent: url must be Berth's address with its scheme, e.g. https://berth.example.org "
+            f"or http://127.0.0.1:8000, not {text!r}"
+        )
+    return url
 
 
 def _positive(text: str, name: str) -> float:
@@ -115,6 +128,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
     parser.add_argument(
         "--once", action="store_true", help="report once, write the assignments once, and exit"
     )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help='send "replace": true with the first report Berth takes: the GPUs it reports replace the '
+        "node's stored ones (those left out are marked unhealthy), e.g. after swapping boards",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every report and answer")
     parser.add_argument("--version", action="version", version=f"berth-agent {VERSION}")
     args = parser.parse_args(argv)
@@ -132,7 +151,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
         given = getattr(args, key)
         if given is not None:
             values[key] = given
-    return Settings(values), args
+    return Settings(values, replace=args.replace), args
 
 
 class Berth:
@@ -163,12 +182,12 @@ class Berth:
             # 304 and 4xx/5xx land here: they are answers, not failures to reach Berth.
             return exc.code, dict(exc.headers or {}), exc.read(MAX_ANSWER_BYTES + 1)
 
-    def report(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def report(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
         data = json.dumps(body).encode("utf-8")
         request = urllib.request.Request(f"{self.base}/report", data=data, method="POST")
         request.add_header("Content-Type", "application/json")
         status, _headers, raw = self._call(request, HTTP_TIMEOUT)
-        return status, _json_object(raw)
+        return status, _json_object(raw), raw
 
     def assignments(self, etag: str | None, wait: int) -> tuple[int, str | None, bytes]:
         url = f"{self.base}/assignments" + (f"?wait={wait}" if wait else "")
@@ -186,6 +205,18 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _glimpse(raw: bytes) -> str:
+    """Return the start of an answer, printable, for a log line."""
+    text = raw[:80].decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else " " for c in text) + ("…" if len(raw) > 80 else "")
+
+
+def _is_report_result(answer: dict[str, Any]) -> bool:
+    # Berth's answer to a report counts what it took: a 200 without the counts is not Berth's.
+    counts = ("devices", "created", "markedUnhealthy", "becameHealthy")
+    return all(isinstance(answer.get(k), int) and not isinstance(answer.get(k), bool) for k in counts)
 
 
 def read_nvidia_smi(program: str) -> tuple[dict[str, str], list[str]]:
@@ -249,6 +280,8 @@ def build_report(settings: Settings) -> dict[str, Any]:
     images = read_images(settings)
     if images is not None:
         body["images"] = images
+    if settings.replace and "nvidiaSmi" in body:
+        body["replace"] = True
     return body
 
 
@@ -367,7 +400,7 @@ class Agent:
         """Send one report; return whether Berth took it."""
         body = build_report(self.settings)
         try:
-            status, answer = self.berth.report(body)
+            status, answer, raw = self.berth.report(body)
         except TokenError as exc:
             LOG.error("%s", exc)
             return False
@@ -376,11 +409,42 @@ class Agent:
                 "Berth unreachable at %s (%s); the report is sent again later", self.settings.url, exc
             )
             return False
+        if status == 200 and not _is_report_result(answer):
+            LOG.error(
+                "the answer to the report is not Berth's (200, %r): is %s Berth's address?",
+                _glimpse(raw),
+                self.settings.url,
+            )
+            return False
         if status == 200:
-            LOG.info("report taken: %s", answer)
+            if body.get("replace"):
+                self.settings.replace = False  # once taken, later reports are the node's whole truth as usual
+            LOG.info(
+                "report taken: %s devices (%s new, %s marked unhealthy, %s healthy again)",
+                answer["devices"],
+                answer["created"],
+                answer["markedUnhealthy"],
+                answer["becameHealthy"],
+            )
             return True
-        LOG.error("report refused (%s %s): %s", status, answer.get("code", ""), answer.get("message", answer))
+        LOG.error("%s", self._refused("report", status, answer, raw))
         return False
+
+    def _refused(self, what: str, status: int, answer: dict[str, Any], raw: bytes) -> str:
+        """Return the log line of a refusal, with what to do about the usual ones."""
+        said = answer.get("message") if isinstance(answer.get("message"), str) else _glimpse(raw)
+        line = f"{what} refused ({status} {answer.get('code', '')}): {said.rstrip('. ')}"
+        node, token_file = self.settings.node, self.settings.token_file
+        if status == 401:
+            line += (
+                f"; the key in {token_file} no longer works: an operator issued node {node} a new one "
+                f"(manage.py issue_token --node {node} or POST /api/v1/nodes/{node}/token replaces it), "
+                f"revoked it, or it expired. Write the node's current key to {token_file}: it is read "
+                "again on every call"
+            )
+        elif '"replace": true' in said:
+            line += "; if the node's GPUs really were replaced, run the agent once with --replace"
+        return line
 
     def assignments_once(self, wait: int) -> bool:
         """Read the assignments once (long-polling `wait` seconds); write them when they changed."""
@@ -395,10 +459,7 @@ class Agent:
         if status == 304:
             return True
         if status != 200:
-            answer = _json_object(raw)
-            LOG.error(
-                "assignments refused (%s %s): %s", status, answer.get("code", ""), answer.get("message", "")
-            )
+            LOG.error("%s", self._refused("assignments", status, _json_object(raw), raw))
             return False
         if len(raw) > MAX_ANSWER_BYTES:
             LOG.error("assignments answer larger than %s bytes; keeping the last files", MAX_ANSWER_BYTES)
@@ -407,7 +468,12 @@ class Agent:
         try:
             count = self.output.write(feed, self.settings.node)
         except ValueError as exc:
-            LOG.error("bad assignments answer (%s); keeping the last files", exc)
+            hint = (
+                ""
+                if "node" in feed
+                else f"; is {self.settings.url} Berth's address? It answered {_glimpse(raw)!r}"
+            )
+            LOG.error("bad assignments answer (%s); keeping the last files%s", exc, hint)
             return False
         self.etag = tag
         LOG.info("assignments as of %s: %s reservations hold devices now", feed.get("asOf"), count)

@@ -21,7 +21,7 @@ from .models import (
     ScalarClaim,
 )
 from .models.tokens import token_expiry, token_revoked_at
-from .services.tokens import issue_node_token, revoke_token
+from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -173,7 +173,7 @@ admin.site.register(TokenProxy, TokenAdmin)
 MAX_NODE_CREDENTIALS = 50
 
 
-@admin.action(description="Issue node credentials for the agents (replaces each node's old one)")
+@admin.action(description="Issue node credentials for the agents (each node's old key stops working)")
 def issue_node_credentials(modeladmin, request, queryset):
     """Issue each selected node's own token and show the keys once, as `issue_token --node` prints them."""
     nodes = list(queryset.order_by("name")[: MAX_NODE_CREDENTIALS + 1])
@@ -185,11 +185,14 @@ def issue_node_credentials(modeladmin, request, queryset):
         )
         return
     for node in nodes:
+        replaced = node_key_works(node.name)
         token = issue_node_token(node.name)
         # Words first: the admin capitalises a message's first letter, which would change a key.
         modeladmin.message_user(
             request,
-            f"Key for node.{node.name}: {token.key} (expires {token_expiry(token):%Y-%m-%d %H:%M} UTC)",
+            f"Key for node.{node.name}: {token.key} (expires {token_expiry(token):%Y-%m-%d %H:%M} UTC); "
+            f"{replaced_key_note(node.name, replaced)}",
+            messages.WARNING if replaced else messages.INFO,
         )
 
 

@@ -15,7 +15,7 @@ from capacity.models.tokens import token_expiry
 from capacity.node_watch import WATCH
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
-from capacity.services.tokens import issue_node_token
+from capacity.services.tokens import issue_node_token, node_key_works, replaced_key_note
 from config.api.auth import IsOperator, IsOperatorOrTheNode
 from config.api.base import BerthAPIView
 from config.api.schema import errors
@@ -92,14 +92,17 @@ def _wait_seconds(raw: str | None) -> int:
 
 
 class NodeTokenView(BerthAPIView):
-    """POST /api/v1/nodes/NODE/token: issue the node its own credential (operators); the key is shown once."""
+    """POST /api/v1/nodes/NODE/token: issue the node its own credential (operators); the key is shown once.
+
+    The node's previous key stops working at once: the answer says so when there was one.
+    """
 
     permission_classes = [IsAuthenticated, IsOperator]
 
     @extend_schema(
         operation_id="nodes_token",
         tags=["nodes"],
-        summary="Issue a node its own API credential (replacing the old one)",
+        summary="Issue a node its own API credential (the previous key stops working at once)",
         request=None,
         responses={
             200: inline_serializer(
@@ -108,13 +111,24 @@ class NodeTokenView(BerthAPIView):
                     "key": serializers.CharField(),
                     "user": serializers.CharField(),
                     "expiresAt": serializers.DateTimeField(),
+                    "replaced": serializers.BooleanField(
+                        help_text="The node held a working key: it stopped working with this answer."
+                    ),
+                    "message": serializers.CharField(),
                 },
             ),
             **errors(401, 403, 404),
         },
     )
     def post(self, request, name):
+        replaced = node_key_works(name)
         token = issue_node_token(name)
         return Response(
-            {"key": token.key, "user": token.user.get_username(), "expiresAt": token_expiry(token)}
+            {
+                "key": token.key,
+                "user": token.user.get_username(),
+                "expiresAt": token_expiry(token),
+                "replaced": replaced,
+                "message": replaced_key_note(name, replaced),
+            }
         )

@@ -24,10 +24,11 @@ class HistoryLine:
 def condition_history(reservation: Reservation, scope: Scope) -> list[HistoryLine]:
     """Return what the reservation's status and conditions were, from when, oldest first (one query).
 
-    Messages are redacted for `scope`, as the reservation's own conditions are.
+    Messages are redacted for `scope`, as the reservation's own conditions are. In the order the
+    events happened: by id, not `at`, which is each writer's clock (two may read the same instant).
     """
     lines = []
-    for event in ReservationEvent.objects.filter(reservation_id=reservation.pk).order_by("at", "id"):
+    for event in ReservationEvent.objects.filter(reservation_id=reservation.pk).order_by("id"):
         conditions = redacted_conditions(event.conditions, scope)
         if not conditions:
             lines.append(HistoryLine(event.at, event.status))

@@ -96,7 +96,8 @@ def place_and_record(stage: Stage) -> Outcome:
         # The commit's own statement marked the row placed; this copy follows.
         reservation.status = Reservation.Status.PLACED
         reservation.conditions = []
-        reservation.updated_at = stage.now
+        # As the row reads: a change never before the creation (migration 0021's trigger).
+        reservation.updated_at = max(stage.now, reservation.created_at)
     else:
         # A pending reservation holds no quota; a retry charges it again.
         quota.refund([reservation.pk])

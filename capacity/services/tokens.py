@@ -42,6 +42,26 @@ def issue_node_token(node_name: str, days: int | None = None, now: datetime | No
     return issue_token(user, days=days, now=now)
 
 
+def node_key_works(node_name: str, now: datetime | None = None) -> bool:
+    """Return whether the node holds a key that still works: issuing another stops it at once."""
+    token = (
+        Token.objects.filter(user__username=f"{NODE_USER_PREFIX}{node_name}")
+        .select_related("lifetime")
+        .first()
+    )
+    return token is not None and token_refusal(token, now) is None
+
+
+def replaced_key_note(node_name: str, replaced: bool) -> str:
+    """Return what an operator issuing a node's key must know about the key its agent holds."""
+    if replaced:
+        return (
+            f"node {node_name}'s previous key stopped working now: its agent is refused (401) "
+            "until its token file holds this key"
+        )
+    return f"put this key in node {node_name}'s agent token file; it is shown once"
+
+
 def revoke_token(token: Token, by: str, now: datetime | None = None) -> datetime:
     """Revoke the token (it answers 401 from now on) and return when; revoking twice keeps the first."""
     now = now or timezone.now()

@@ -178,13 +178,19 @@ class DrainInfo:
     by: str = ""  # who started it (operators only)
 
 
+def booked_text(running: int, later: int) -> str:
+    """Return "2 running and 3 upcoming reservations" (counts of `affected`), "" when both are 0."""
+    parts = [f"{n} {kind}" for n, kind in ((running, "running"), (later, "upcoming")) if n]
+    if not parts:
+        return ""
+    noun = "reservation" if (later or running) == 1 else "reservations"
+    return f"{' and '.join(parts)} {noun}"
+
+
 def affected_text(running: int, later: int) -> str:
     """Return "2 running and 3 upcoming reservations are on this node" (counts of `affected`)."""
-    parts = [f"{n} {kind}" for n, kind in ((running, "running"), (later, "upcoming")) if n]
-    last = later or running
-    noun = "reservation" if last == 1 else "reservations"
     verb = "is" if running + later == 1 else "are"
-    return f"{' and '.join(parts)} {noun} {verb} on this node"
+    return f"{booked_text(running, later)} {verb} on this node"
 
 
 def _unusable_badge(node: Node) -> list[Badge]:
@@ -263,20 +269,18 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     }
 
 
-def upcoming_text(count: int) -> str:
-    """Return "1 upcoming reservation" or "<count> upcoming reservations"."""
-    return f"{count} upcoming reservation{'' if count == 1 else 's'}"
-
-
 def _timeline_context(request: HttpRequest, node: Node, devices: list[Device], now: datetime) -> dict:
     """Return the timeline from the page's `?from=` (a bad one shows its error and the current days)."""
     form = TimelineForm(request.GET if "from" in request.GET else None)
     first_day = form.cleaned_data["start"] if form.is_bound and form.is_valid() else None
+    # Running and upcoming together, as the operators' panel counts them: a node running work
+    # never reads as having none.
+    running, _later = affected(node.name, now)
     count, first = upcoming(node.name, now)
     return {
         "timeline": timeline(devices, request.user, now, first_day),
         "timeline_form": form,
-        "upcoming": upcoming_text(count) if count else "",
+        "booked": booked_text(running, count),
         "next_start": first,
     }
 

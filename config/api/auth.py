@@ -12,14 +12,37 @@ from rest_framework.permissions import BasePermission
 from capacity.access import is_operator, node_of
 from capacity.services.tokens import token_refusal
 
+# What the reference agent (agent/berth_agent.py) sends: its requests are told apart by it.
+AGENT_USER_AGENT = "berth-agent/"
+
 
 class IsOperatorOrTheNode(BasePermission):
-    """Let operators through, and a node's own credential for its own node (BerthAPIView checks which)."""
+    """Let operators through, and a node's own credential for its own node (BerthAPIView checks which).
 
-    message = "only operators may do this"  # to people: a node's credential is not theirs to hold
+    The node agent is refused an operator's token: an agent holding one could act on every node
+    and every booking, so it must use the node's own credential, and the refusal says how to get one.
+    """
+
+    message = "only operators may do this"
 
     def has_permission(self, request, view) -> bool:
-        return is_operator(request.user) or node_of(request.user) is not None
+        if node_of(request.user) is not None:
+            return True
+        node = view.kwargs.get("name") or "NODE"
+        issue = f"manage.py issue_token --node {node} (or, as an operator, POST /api/v1/nodes/{node}/token)"
+        if not is_operator(request.user):
+            # A tenant's token in an agent's token file, most likely: say what the agent needs.
+            self.message = (
+                f"only operators and node {node}'s own credential may do this; "
+                f"a node agent needs that credential: {issue}"
+            )
+            return False
+        if request.headers.get("User-Agent", "").startswith(AGENT_USER_AGENT):
+            self.message = (
+                f"a node agent may not use an operator's token; give it node {node}'s own credential: {issue}"
+            )
+            return False
+        return True
 
 
 class IsOperator(BasePermission):

@@ -13,8 +13,9 @@ from capacity.services.tokens import issue_node_token
 def node_agent(transactional_db, live_server, make_node, tenant, tmp_path):
     """Return a factory: node_agent(NAME, BOX) makes the empty node and its agent's surroundings."""
 
-    def make(name: str, box: str, url: str | None = None) -> NodeAgent:
-        make_node(name, gpus=0, links=None)
+    def make(name: str, box: str, url: str | None = None, gpus: int = 0) -> NodeAgent:
+        # gpus > 0: the node already holds GPUs of its own (GPU-NAME-i), as a demo node does.
+        make_node(name, gpus=gpus, links=None)
         folder = tmp_path / name
         folder.mkdir()
         token_file = folder / "token"

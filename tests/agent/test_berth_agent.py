@@ -263,3 +263,119 @@ def test_a_missing_token_file_is_named_in_the_log(node_agent):
     agent.token_file.unlink()
     ran = agent.once()
     assert ran.returncode == 1 and f"cannot read the token file {agent.token_file}" in ran.stderr
+
+
+def people_token(username: str, *, operator: bool = False) -> str:
+    """Return a person's key: a tenant user of acme, or an operator."""
+    from django.contrib.auth.models import Group, User
+
+    from capacity.services.tokens import issue_token
+    from inventory.models import Tenant
+
+    user = User.objects.create_user(username=username)
+    if operator:
+        user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    else:
+        Tenant.objects.get(slug="acme").users.add(user)
+    return issue_token(user).key
+
+
+def test_a_tenant_token_is_refused_with_how_to_issue_the_nodes_own(node_agent):
+    agent = node_agent("gpu-h100", "h100-8")
+    agent.token_file.write_text(people_token("alice") + "\n")
+    ran = agent.once()
+    assert ran.returncode == 1
+    hint = "a node agent needs that credential: manage.py issue_token --node gpu-h100"
+    assert "report refused (403 FORBIDDEN): only operators and node gpu-h100's own credential" in ran.stderr
+    assert hint in ran.stderr and ran.stderr.count(hint) == 2  # the report and the assignments
+    assert not Device.objects.filter(node__name="gpu-h100").exists()
+
+
+def test_an_operators_token_is_refused_and_nothing_is_written(node_agent):
+    agent = node_agent("gpu-h100", "h100-8")
+    agent.token_file.write_text(people_token("olga", operator=True) + "\n")
+    ran = agent.once()
+    assert ran.returncode == 1
+    assert (
+        "report refused (403 FORBIDDEN): a node agent may not use an operator's token; give it node "
+        "gpu-h100's own credential: manage.py issue_token --node gpu-h100"
+    ) in ran.stderr
+    assert "assignments refused (403 FORBIDDEN): a node agent may not use an operator's token" in ran.stderr
+    assert not Device.objects.filter(node__name="gpu-h100").exists()
+    assert not (agent.output / "assignments.json").exists()
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "berth.lab", "ftp://berth.lab", "http://"])
+def test_a_url_without_a_scheme_stops_the_agent_at_once_saying_why(node_agent, url):
+    agent = node_agent("gpu-h100", "h100-8", url=url)
+    started = time.monotonic()
+    ran = subprocess.run(agent.args(), capture_output=True, text=True, timeout=30)  # not --once: a daemon
+    assert ran.returncode != 0 and time.monotonic() - started < 10
+    assert "url must be Berth's address with its scheme, e.g. https://berth.example.org" in ran.stderr
+    assert repr(url) in ran.stderr and "unreachable" not in ran.stderr
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"<!doctype html><title>Welcome to nginx!</title>", b"{}", b'{"status": "ok"}', b"[1, 2]"],
+)
+def test_a_200_that_is_not_berths_answer_to_a_report_is_said_so(node_agent, answer):
+    BadBerth.answers = [(200, answer), (200, answer)]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BadBerth)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        ran = node_agent("gpu-h100", "h100-8", url=url).once()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert ran.returncode == 1
+    assert "report taken" not in ran.stderr
+    assert (
+        f"the answer to the report is not Berth's (200, {answer.decode()[:80]!r}): is {url} Berth's address?"
+        in (ran.stderr)
+    )
+    assert "bad assignments answer" in ran.stderr and f"is {url} Berth's address?" in ran.stderr
+
+
+def test_a_running_agent_whose_key_is_replaced_says_so_and_takes_the_new_key_from_its_file(node_agent):
+    from capacity.services.tokens import issue_node_token
+
+    agent = node_agent("gpu-h100", "h100-8")
+    running = agent.start("--interval", "1", "--wait", "2", "--verbose")
+    try:
+        wait_for(lambda: "report taken" in agent.log.read_text(), log=agent.log)
+        fresh = issue_node_token("gpu-h100").key  # as POST /api/v1/nodes/gpu-h100/token does
+        connection.close()
+        wait_for(
+            lambda: "no longer works: an operator issued node gpu-h100 a new one" in agent.log.read_text(),
+            log=agent.log,
+        )
+        agent.token_file.write_text(fresh + "\n")
+        taken = agent.log.read_text().count("report taken")
+        wait_for(lambda: agent.log.read_text().count("report taken") > taken, seconds=30, log=agent.log)
+    finally:
+        log = agent.stop(running)
+    assert "refused (401 " in log  # the report or the long-poll, whichever asked first
+    assert f"Write the node's current key to {agent.token_file}" in log
+
+
+def test_replace_lets_a_node_holding_other_gpus_take_the_fixture_box(node_agent):
+    """As on a demo node: Berth holds 8 GPUs of its own; the fixture's 8 have other UUIDs."""
+    agent = node_agent("demo-node", "h100-8", gpus=8)
+    agent.smi = FIXTURES / "fake-nvidia-smi"  # the shipped script docs/agent.md points at
+    args = ("--nvidia-smi", f"{FIXTURES / 'fake-nvidia-smi'} h100-8")
+    refused = agent.once(*args)
+    assert refused.returncode == 1
+    assert "leaves out 8 of the node's 8 healthy devices" in refused.stderr
+    assert "if the node's GPUs really were replaced, run the agent once with --replace" in refused.stderr
+    taken = agent.once(*args, "--replace")
+    assert taken.returncode == 0, taken.stderr
+    assert "report taken: 8 devices (8 new, 8 marked unhealthy, 0 healthy again)" in taken.stderr
+    healthy = Device.objects.filter(node__name="demo-node", healthy=True)
+    assert healthy.count() == 8 and not healthy.filter(uuid__startswith="GPU-demo-node").exists()
+    again = agent.once(*args)  # the old GPUs are unhealthy already: no replace needed any more
+    assert again.returncode == 0 and "report taken: 8 devices (0 new, 0 marked unhealthy" in again.stderr
+    held = book([{"class": "gpu", "count": 8}])
+    assert agent.once(*args).returncode == 0
+    assert list(agent.env_files()) == [str(held.pk)]

@@ -3,6 +3,7 @@
 lab: node-a and node-b, 4 GPUs each (NVLink), in lab-pool.
 """
 
+import html
 import io
 from datetime import datetime, timedelta
 
@@ -10,6 +11,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from capacity.services.tokens import issue_node_token, revoke_token
+from inventory.models import NodeLabel
 
 
 def as_node(name):
@@ -135,3 +137,75 @@ def test_the_admin_issues_node_credentials_for_the_selected_nodes(lab):
     node.credentials(HTTP_AUTHORIZATION=f"Token {keys[0]}")
     assert node.get("/api/v1/nodes/node-b/assignments").status_code == 200
     assert node.get("/api/v1/nodes/node-a/assignments").status_code == 403
+    assert "put this key in node node-b's agent token file" in html.unescape(answer.text)
+    again = admin.post(
+        "/admin/inventory/node/",
+        {"action": "issue_node_credentials", "_selected_action": [chosen.pk]},
+        follow=True,
+    )
+    assert "node node-b's previous key stopped working now" in html.unescape(again.text)
+    assert node.get("/api/v1/nodes/node-b/assignments").status_code == 401
+
+
+ISSUE_HINT = "manage.py issue_token --node node-a (or, as an operator, POST /api/v1/nodes/node-a/token)"
+
+
+def test_a_tenant_token_on_an_agent_endpoint_is_told_to_use_the_nodes_own_credential(as_acme, lab):
+    for response in (
+        as_acme.get("/api/v1/nodes/node-a/assignments"),
+        as_acme.post("/api/v1/nodes/node-a/report", {"labels": {}}, format="json"),
+    ):
+        assert response.status_code == 403
+        assert response.json()["code"] == "FORBIDDEN"
+        assert response.json()["message"] == (
+            f"only operators and node node-a's own credential may do this; a node agent needs that "
+            f"credential: {ISSUE_HINT}"
+        )
+
+
+def test_the_node_agent_is_refused_an_operators_token_which_operators_themselves_may_use(as_operator, lab):
+    agent = {"HTTP_USER_AGENT": "berth-agent/1.1"}
+    refused = [
+        as_operator.get("/api/v1/nodes/node-a/assignments", **agent),
+        as_operator.post(
+            "/api/v1/nodes/node-a/report", {"labels": {"bc.dev/rack": "r9"}}, format="json", **agent
+        ),
+    ]
+    for response in refused:
+        assert (response.status_code, response.json()) == (
+            403,
+            {
+                "code": "FORBIDDEN",
+                "message": f"a node agent may not use an operator's token; give it node node-a's own "
+                f"credential: {ISSUE_HINT}",
+            },
+        )
+    assert not NodeLabel.objects.filter(node__name="node-a", value="r9").exists()
+    assert as_operator.get("/api/v1/nodes/node-a/assignments").status_code == 200
+    node, _token = as_node("node-a")
+    assert node.get("/api/v1/nodes/node-a/assignments", **agent).status_code == 200
+
+
+def test_issuing_a_node_key_again_says_the_agents_key_stopped_working(as_operator, lab):
+    first = as_operator.post("/api/v1/nodes/node-a/token").json()
+    assert first["replaced"] is False
+    assert first["message"] == "put this key in node node-a's agent token file; it is shown once"
+    agent = APIClient()
+    agent.credentials(HTTP_AUTHORIZATION=f"Token {first['key']}")
+    assert agent.get("/api/v1/nodes/node-a/assignments").status_code == 200
+    second = as_operator.post("/api/v1/nodes/node-a/token").json()
+    assert second["replaced"] is True
+    assert second["message"] == (
+        "node node-a's previous key stopped working now: its agent is refused (401) until its token "
+        "file holds this key"
+    )
+    assert agent.get("/api/v1/nodes/node-a/assignments").status_code == 401
+
+
+def test_issue_token_node_warns_that_the_previous_key_stops_working(lab):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("issue_token", "--node", "node-a", stdout=out, stderr=err)
+    assert "it is shown once" in err.getvalue()
+    call_command("issue_token", "--node", "node-a", stdout=out, stderr=err)
+    assert "node node-a's previous key stopped working now" in err.getvalue()
+    assert len(out.getvalue().splitlines()) == 2  # the key lines alone, for scripts

@@ -401,10 +401,14 @@ ACTIONS = [
 @pytest.mark.parametrize(("method", "path", "body"), ACTIONS)
 def test_a_tenant_may_not_act_on_nodes(as_acme, lab, method, path, body):
     response = getattr(as_acme, method)(path, body, format="json")
-    assert (response.status_code, response.json()) == (
-        403,
-        {"code": "FORBIDDEN", "message": "only operators may do this"},
-    )
+    message = "only operators may do this"
+    if path.endswith("/report"):  # an agent's endpoint: the refusal says which credential it needs
+        message = (
+            "only operators and node node-a's own credential may do this; a node agent needs that "
+            "credential: manage.py issue_token --node node-a (or, as an operator, POST "
+            "/api/v1/nodes/node-a/token)"
+        )
+    assert (response.status_code, response.json()) == (403, {"code": "FORBIDDEN", "message": message})
     assert not NodeTaint.objects.exists() and not NodeLabel.objects.filter(key="rack").exists()
 
 

@@ -81,10 +81,30 @@ def test_the_page_counts_upcoming_reservations_and_says_when_the_next_starts(ali
     assert "2 of 2 whole GPUs bookable now" in html
 
 
-def test_a_node_with_nothing_to_come_says_so(op, lab, book):
-    book("acme", gpus=1)  # running now: not upcoming
-    html = op.get("/nodes/node-a/").text
-    assert "No upcoming reservations on this node." in html
+def upcoming_line(html: str) -> str:
+    return re.sub(
+        r"<[^>]+>", "", re.search(r'<p class="upcoming" id="upcoming">(.*?)</p>', html, re.S).group(1)
+    )
+
+
+def test_a_node_with_nothing_running_or_to_come_says_so(op, lab):
+    assert upcoming_line(op.get("/nodes/node-a/").text) == "No running or upcoming reservations on this node."
+
+
+def test_a_node_running_work_never_reads_as_having_no_reservations(op, alice, lab, book):
+    book("acme", gpus=1)  # running now: not upcoming, but on the node
+    for client in (op, alice):
+        html = client.get("/nodes/node-a/").text
+        assert upcoming_line(html) == "1 running reservation on this node; none upcoming."
+        assert "No running or upcoming" not in html
+    # The operators' panel counts the same reservations.
+    assert "1 running reservation is on this node" in op.get("/nodes/node-a/").text
+
+
+def test_running_and_upcoming_reservations_are_counted_together(op, february, book):
+    book("acme", gpus=1)
+    line = upcoming_line(op.get("/nodes/node-a/").text)
+    assert line == "1 running and 2 upcoming reservations on this node; the next starts Feb 01 00:00 UTC"
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,13 @@
 import html as html_lib
 import json
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from capacity import services
+from capacity.models import Reservation
 
 
 @pytest.fixture
@@ -64,3 +67,38 @@ def test_the_reservation_page_shows_its_whole_condition_history_oldest_first(ali
     assert "no node fits (1 node): 1 × fits: 0 of 1 gpu free" in table
     times = re.findall(r'<td class="nowrap">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)</td>', table)
     assert len(times) == 4 and times == sorted(times)
+
+
+def facts(page: str) -> dict[str, str]:
+    return dict(re.findall(r"<dt>(\w[\w ]*)</dt><dd>(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC</dd>", page))
+
+
+def test_history_is_in_the_order_things_happened_and_nothing_changed_before_it_was_created(alice, lab):
+    # A writer's clock behind the insert's: the demo books past windows as if at their start and
+    # marks idle as of a whole minute; a request's own moment is taken before its insert.
+    back = timezone.now() - timedelta(minutes=30)
+    ask = {
+        "tenantId": "acme",
+        "poolId": "lab-pool",
+        "devices": [{"class": "gpu", "count": 1}],
+        "duration": "1d",
+    }
+    placed = services.reserve(ask, now=back).reservation
+    assert placed.status == "placed" and placed.updated_at >= placed.created_at
+    stored = Reservation.objects.get(pk=placed.pk)
+    assert stored.updated_at >= stored.created_at
+    Reservation.objects.filter(pk=placed.pk).update(
+        conditions=[{"type": "Idle", "status": "True", "reason": "LowUtilization", "message": "idle"}],
+        updated_at=stored.created_at.replace(second=0, microsecond=0) - timedelta(seconds=1),
+    )
+    page = alice.get(f"/reservations/{placed.pk}/").text
+    assert history_rows(page) == [
+        ("pending", "none", ""),
+        ("placed", "none", ""),
+        ("placed", "Idle", "LowUtilization"),
+    ]
+    shown = facts(page)
+    assert shown["Last changed"] >= shown["Created"]
+    table = re.search(r'<table class="compact" id="condition-history">.*?</table>', page, re.S).group(0)
+    times = re.findall(r'<td class="nowrap">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)</td>', table)
+    assert times == sorted(times) and times[0] == shown["Created"]

@@ -7,7 +7,7 @@ from django.core.management.base import CommandParser
 
 from capacity.management.base import BerthCommand, refused
 from capacity.models.tokens import token_expiry
-from capacity.services.tokens import issue_node_token, issue_token
+from capacity.services.tokens import issue_node_token, issue_token, node_key_works, replaced_key_note
 
 
 class Command(BerthCommand):
@@ -28,9 +28,12 @@ class Command(BerthCommand):
             raise refused("INVALID_INPUT", "--days must be 1 to 3650")
         if (options["user"] is None) == (options["node"] is None):
             raise refused("INVALID_INPUT", "give a USER or --node NODE")
+        note = ""
         if options["node"] is not None:
+            replaced = node_key_works(options["node"])
             token = self.call(issue_node_token, options["node"], days=days)
             user = token.user
+            note = replaced_key_note(options["node"], replaced)
         else:
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
@@ -38,3 +41,6 @@ class Command(BerthCommand):
             token = issue_token(user, days=days)
         expires = token_expiry(token).isoformat(timespec="minutes").replace("+00:00", "Z")
         self.stdout.write(f"{token.key}  ({user.get_username()}, expires {expires})")
+        if note:
+            # Apart from the key line, which scripts read.
+            self.stderr.write(note)
