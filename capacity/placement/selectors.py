@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from .errors import INVALID_INPUT, CapacityError
-from .types import Atom, AttributeValue, Expression, NodeView, SelectorValue
+from .types import Atom, AttributeValue, Expression, NodeView, SelectorValue, attribute_value
 
 OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
 SET_OPERATORS: Final = frozenset({"In", "NotIn"})
@@ -35,7 +35,10 @@ def as_text(value: AttributeValue) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return str(value)
+    try:
+        return str(value)
+    except ValueError:  # an int past Python's 4,300-digit limit: no selector value can equal it
+        return ""
 
 
 def as_number(value: object) -> float | None:
@@ -43,10 +46,15 @@ def as_number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # past 1.8e308
+            return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
+        if len(value) > 400:  # a number of more digits would not be finite
+            return None
         text = value.strip()
         if NUMBER_RE.fullmatch(text) is None:
             return None
@@ -138,7 +146,8 @@ def check_selector(expressions: Iterable[Expression], field: str = "selector") -
 
 
 def _lookup(key: str, atom: Atom, node: NodeView) -> AttributeValue | None:
-    value = atom.attributes.get(key)
+    # Whatever is stored (an object, a list, null) that is no scalar reads as absent.
+    value = attribute_value(atom.attributes.get(key))
     if value is not None:
         return value
     return node.labels.get(key)
