@@ -201,6 +201,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.field = field
+        self.bare = (-1, -1)  # where the last unquoted value starts and ends
 
     def error(self, message: str) -> CapacityError:
         return _invalid(f"{self.field}: {message} at position {self.pos + 1}")
@@ -236,8 +237,22 @@ class _Parser:
         found = _BARE_VALUE_RE.match(self.text, self.pos)
         if found is None:
             raise self.error("expected a value")
+        self.bare = found.span()
         self.pos = found.end()
         return found.group()
+
+    def after_value(self, expected: str) -> CapacityError:
+        """Return the error for what follows a value; after an unquoted word, say to quote it."""
+        error = self.error(expected)
+        start, end = self.bare
+        gap = self.text[end : self.pos]
+        if start < 0 or not gap or not gap.isspace():
+            return error
+        stop = min((i for i in (self.text.find(c, self.pos) for c in ",)") if i >= 0), default=len(self.text))
+        words = self.text[start:stop].strip()[:80]
+        return _invalid(
+            f"{error.message}; a value with spaces is written in double quotes: {_format_value(words)}"
+        )
 
     def quoted(self) -> str:
         start = self.pos
@@ -281,7 +296,7 @@ class _Parser:
                 self.pos += 1
                 return tuple(values)
             else:
-                raise self.error("expected ',' or ')'")
+                raise self.after_value("expected ',' or ')'")
 
     def expression(self) -> Expression:
         self.skip_space()
@@ -315,7 +330,7 @@ class _Parser:
             if self.at_end():
                 return tuple(exprs)
             if self.peek() != ",":
-                raise self.error(f"unexpected {self.peek()!r}, expected ','")
+                raise self.after_value(f"unexpected {self.peek()!r}, expected ','")
             self.pos += 1
             exprs.append(self.expression())
 
