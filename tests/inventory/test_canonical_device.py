@@ -85,3 +85,12 @@ def test_the_memory_reads_as_sold_for_other_products_too(mib, product, sold):
 )
 def test_the_model_of_a_series_product_keeps_its_series_without_spaces(product, model):
     assert gpu_model(product) == model
+
+
+def test_a_fleet_import_fails_the_node_whose_product_name_no_attribute_may_hold(db, pool):
+    xml = smi_xml("NVIDIA " + "H" * 300)
+    (node,) = import_fleet([NodeFiles(name="n1", smi_q=xml)], FleetOptions(pool="lab-pool")).nodes
+    assert node.status == "failed" and node.code == "INVALID_INPUT"
+    assert "n1/nvidia-smi-q.xml: GPU0 GPU-" in node.message
+    assert "attributes.productName: must be at most 200 printable characters" in node.message
+    assert not Device.objects.exists()
