@@ -23,6 +23,7 @@ from inventory.fleet_read import FleetInputError, NodeInventory, WantedDevice, r
 from inventory.fleet_results import FleetOptions, FleetResult, NodeDiff, NodeResult
 from inventory.models import Device, DeviceLink, Node, Pool
 from inventory.signals import node_state_changed
+from inventory.words import counted
 
 __all__ = ["FleetOptions", "FleetResult", "NodeDiff", "NodeResult", "import_fleet"]
 
@@ -141,12 +142,7 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
         target_numa = numa.get(w.parent or w.uuid, by_uuid[w.uuid].numa_node if w.uuid in by_uuid else None)
         device = by_uuid.get(w.uuid)
         if device is None:
-            attributes = (
-                {"gpuProduct": w.attributes["productName"], **w.attributes}
-                if "productName" in w.attributes
-                else dict(w.attributes)
-            )
-            creates.append((WantedDevice(w.uuid, w.device_class, w.index, w.parent, attributes), target_numa))
+            creates.append((w, target_numa))
             diff.devices["added"].append(_describe_new(w, gpu_index, target_numa))
             continue
         fields, notes = _changes(device, w, target_numa, inv)
@@ -229,7 +225,7 @@ def _check_count(
     if gained:
         details.append(f"{', '.join(f'GPU{i}' for i in gained)} new")
     raise FleetInputError(
-        f"{source}: {verb} {len(numbers)} GPUs, node {name} has {len(healthy)} ({'; '.join(details)}); "
+        f"{source}: {verb} {counted(len(numbers), 'GPU')}, node {name} has {len(healthy)} ({'; '.join(details)}); "
         "nothing was changed. If the node really changed, run again with --replace-devices "
         "(replaceDevices in the API): GPUs the files leave out are then marked unhealthy, never deleted"
     )

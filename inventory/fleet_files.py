@@ -48,6 +48,8 @@ class NodeFiles:
     topo: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     problem: str | None = None  # why the node's files could not be read; the node then fails
+    # What to send when MIG slices need `nvidia-smi -L` and it is missing (the API says nvidiaSmi.list).
+    missing_list: str | None = None
 
     def label(self, kind: str) -> str:
         """Return how messages name this node's file of `kind` (smi_q, smi_l, topo)."""
@@ -55,6 +57,12 @@ class NodeFiles:
             return self.labels[kind]
         file_name = next(name for name, k in FILE_NAMES.items() if k == kind)
         return f"{self.name}/{file_name}"
+
+    def list_hint(self) -> str:
+        """Return what to add when `nvidia-smi -L` is missing, in the words of this node's path."""
+        if self.missing_list is not None:
+            return self.missing_list
+        return f"add {self.label('smi_l')} (what `nvidia-smi -L` prints on the node)"
 
 
 def valid_node_name(name: str) -> str | None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from inventory.attributes import AttributeProblem, check_attributes
+from inventory.canonical import gpu_attributes, slice_attributes
 from inventory.fleet_files import NodeFiles
 from inventory.nvsmi import ListedGpu, SmiParseError, SmiQuery, SmiUsage, parse_smi_list, parse_smi_query
 from inventory.topology import TopologyParseError, TopoMatrix, parse_topo_matrix
+from inventory.words import counted
 
 __all__ = ["FleetInputError", "NodeInventory", "WantedDevice", "read_node"]
-
-_MIB_PER_GIB = 1024
 
 
 class FleetInputError(ValueError):
@@ -82,7 +83,7 @@ def read_node(files: NodeFiles) -> NodeInventory:
             # Without their UUIDs the slices cannot be created, and the GPU alone is no whole-GPU atom.
             raise FleetInputError(
                 f"{files.label('smi_q')} line {split.line}: GPU {split.index} has MIG enabled with "
-                f"{split.mig_devices} MIG devices, whose UUIDs only `nvidia-smi -L` gives: add nvidia-smi-L.txt"
+                f"{counted(split.mig_devices, 'MIG device')}, whose UUIDs only `nvidia-smi -L` gives: {files.list_hint()}"
             )
     try:
         matrix = parse_topo_matrix(files.topo) if files.topo is not None else None
@@ -96,11 +97,12 @@ def read_node(files: NodeFiles) -> NodeInventory:
         devices_from = files.label("smi_q" if query is not None else "smi_l")
     if listed is not None:
         slices = _slices(listed, {g.index: g for g in gpus or []})
+    _check_attributes(gpus or [], slices or [], devices_from or "")
     if matrix is not None and gpus is not None:
         numbers = sorted(int(name.removeprefix("GPU")) for name in matrix.gpus)
         if numbers != [g.index for g in gpus]:
             raise FleetInputError(
-                f"{files.label('topo')}: the matrix has {len(numbers)} GPUs ({', '.join(matrix.gpus)}), "
+                f"{files.label('topo')}: the matrix has {counted(len(numbers), 'GPU')} ({', '.join(matrix.gpus)}), "
                 f"{devices_from} lists {len(gpus)}: the files do not describe the same node"
             )
     return NodeInventory(
@@ -110,6 +112,21 @@ def read_node(files: NodeFiles) -> NodeInventory:
         devices_from=devices_from,
         topo_from=files.label("topo") if matrix is not None else None,
     )
+
+
+def _check_attributes(gpus: list[WantedDevice], slices: list[WantedDevice], source: str) -> None:
+    """Refuse what nvidia-smi printed that no attribute may hold (a 10,000-character product name)."""
+    index = {g.uuid: g.index for g in gpus}
+    for device in [*gpus, *slices]:
+        try:
+            check_attributes(device.attributes)
+        except AttributeProblem as exc:
+            name = (
+                f"GPU{device.index}"
+                if device.parent is None
+                else f"GPU{index[device.parent]}/MIG{device.index}"
+            )
+            raise FleetInputError(f"{source}: {name} {device.uuid}: {exc.field}: {exc.problem}") from None
 
 
 def _check_agree(query: SmiQuery, listed: list[ListedGpu], files: NodeFiles) -> None:
@@ -131,12 +148,12 @@ def _check_agree(query: SmiQuery, listed: list[ListedGpu], files: NodeFiles) -> 
             )
         if q.mig_mode == "Enabled" and len(gpu.migs) != q.mig_devices:
             raise FleetInputError(
-                f"{label_l} line {gpu.line}: GPU {gpu.index} lists {len(gpu.migs)} MIG devices, "
+                f"{label_l} line {gpu.line}: GPU {gpu.index} lists {counted(len(gpu.migs), 'MIG device')}, "
                 f"{label_q} {q.mig_devices}"
             )
     if len(listed) < len(query.gpus):
         raise FleetInputError(
-            f"{label_l}: lists {len(listed)} GPUs, {label_q} {len(query.gpus)}: the files do not describe "
+            f"{label_l}: lists {counted(len(listed), 'GPU')}, {label_q} {len(query.gpus)}: the files do not describe "
             "the same node"
         )
 
@@ -145,22 +162,13 @@ def _gpus(query: SmiQuery | None, listed: list[ListedGpu] | None) -> list[Wanted
     gpus = []
     if query is not None:
         for q in query.gpus:
-            attributes: dict[str, Any] = {
-                "productName": q.product_name,
-                "migCapable": q.mig_mode != "N/A",
-                "migMode": q.mig_mode.lower(),
-                "pciBusId": q.pci_bus_id,
-            }
-            if q.memory_mib is not None:
-                # nvidia-smi shows usable memory (81559 MiB on an H100 80GB): rounded, it reads as sold.
-                attributes["vramMiB"] = q.memory_mib
-                attributes["vramGiB"] = round(q.memory_mib / _MIB_PER_GIB)
-            if q.architecture:
-                attributes["architecture"] = q.architecture.lower()
+            attributes = gpu_attributes(
+                q.product_name, q.memory_mib, q.mig_mode, q.pci_bus_id, q.architecture
+            )
             gpus.append(WantedDevice(q.uuid, "gpu", q.index, None, attributes, q.usage))
     else:
         for g in listed or []:
-            gpus.append(WantedDevice(g.uuid, "gpu", g.index, None, {"productName": g.name}))
+            gpus.append(WantedDevice(g.uuid, "gpu", g.index, None, gpu_attributes(g.name)))
     return gpus
 
 
@@ -168,10 +176,8 @@ def _slices(listed: list[ListedGpu], gpus: dict[int, WantedDevice]) -> list[Want
     slices = []
     for g in listed:
         parent = gpus[g.index]
-        inherited = {k: v for k, v in parent.attributes.items() if k in ("productName", "architecture")}
         for mig in g.migs:
             # The profile names its memory: 3g.40gb has 40 GB (1c.3g.40gb is a compute slice of one).
-            memory = int(mig.profile.split(".")[-1].removesuffix("+me").removesuffix("gb"))
-            attributes = {**inherited, "migProfile": mig.profile, "vramGiB": memory}
+            attributes = slice_attributes(parent.attributes, mig.profile)
             slices.append(WantedDevice(mig.uuid, f"mig-{mig.profile}", mig.index, parent.uuid, attributes))
     return slices

@@ -31,22 +31,29 @@ __all__ = [
     "SmiProcess",
     "SmiQuery",
     "SmiUsage",
+    "check_process_sum",
     "parse_smi_list",
     "parse_smi_query",
 ]
 
 MAX_XML_CHARS = 4 * 1024 * 1024
+# 16 TiB in MiB: more than any GPU's memory. Every number read is bounded before int() (whose
+# 4,300-digit limit raises ValueError) and before the database (whose integer columns hold 2**31).
+MAX_MIB = 16 * 1024 * 1024
+MAX_PID = 2**31 - 1
 _GPU_UUID_RE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # Current drivers print MIG-<uuid>; R450/R460 printed MIG-GPU-<gpu uuid>/<gpu instance>/<compute instance>.
 _MIG_UUID_RE = re.compile(
     r"^MIG-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     r"|GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/\d+/\d+)$"
 )
-_MEMORY_RE = re.compile(r"^(\d+) MiB$")
+_MEMORY_RE = re.compile(r"^([0-9]+) MiB$")
 _MIG_MODES = ("Enabled", "Disabled", "N/A")
-_L_GPU_RE = re.compile(r"^GPU (\d+): (.+) \(UUID: ([^)]*)\)$")
+_L_GPU_RE = re.compile(r"^GPU ([0-9]{1,4}): (.+) \(UUID: ([^)]*)\)$")
 # A GPU instance profile (1g.10gb, 1g.10gb+me, 1g.20gb), or a compute instance within one (1c.3g.40gb).
-_L_MIG_RE = re.compile(r"^\s+MIG ((?:\d+c\.)?\d+g\.\d+gb(?:\+me)?)\s+Device\s+(\d+): \(UUID: ([^)]*)\)$")
+_L_MIG_RE = re.compile(
+    r"^\s+MIG ((?:[0-9]{1,2}c\.)?[0-9]{1,2}g\.[0-9]{1,4}gb(?:\+me)?)\s+Device\s+([0-9]{1,4}): \(UUID: ([^)]*)\)$"
+)
 
 
 class SmiParseError(ValueError):
@@ -268,14 +275,7 @@ def parse_smi_query(text: str) -> SmiQuery:
         memory = None
         total = gpu.find("fb_memory_usage/total")
         if total is not None:
-            m = _MEMORY_RE.match((total.text or "").strip())
-            if m is None:
-                raise SmiParseError(
-                    f"{(total.text or '').strip()!r} is not an amount of MiB",
-                    line_of(total),
-                    "element gpu/fb_memory_usage/total",
-                )
-            memory = int(m.group(1))
+            memory = _mib(total, line_of, "gpu/fb_memory_usage/total", required=True)
         # Drivers before MIG (R450) print no <mig_mode>: such a GPU cannot be split.
         mig_mode = text_of(gpu, "mig_mode/current_mig", required=False) or "N/A"
         pending = text_of(gpu, "mig_mode/pending_mig", required=False) or mig_mode
@@ -312,7 +312,7 @@ def parse_smi_query(text: str) -> SmiQuery:
 
 
 MAX_PROCESSES = 256  # per GPU; more is not a GPU's process list
-_PERCENT_RE = re.compile(r"^(\d+) %$")
+_PERCENT_RE = re.compile(r"^([0-9]{1,3}) %$")
 
 
 def _usage(gpu: ET.Element, line_of) -> SmiUsage | None:
@@ -325,7 +325,7 @@ def _usage(gpu: ET.Element, line_of) -> SmiUsage | None:
     percent = None
     if util is not None and (util.text or "").strip() not in ("N/A", ""):
         m = _PERCENT_RE.match((util.text or "").strip())
-        if m is None or not 0 <= int(m.group(1)) <= 100:
+        if m is None or int(m.group(1)) > 100:
             raise SmiParseError(
                 f"{(util.text or '').strip()!r} is not a utilization from 0 to 100 %",
                 line_of(util),
@@ -341,21 +341,50 @@ def _usage(gpu: ET.Element, line_of) -> SmiUsage | None:
     processes = []
     for info in listed:
         pid = (info.findtext("pid") or "").strip()
-        if not pid.isdigit():
+        # [0-9], not isdigit(): "²" is a digit to isdigit() and not to int().
+        if not re.fullmatch(r"[0-9]{1,10}", pid) or int(pid) > MAX_PID:
             raise SmiParseError(
-                f"{pid!r} is not a process id", line_of(info), "element gpu/processes/process_info/pid"
+                f"{pid[:40]!r} is not a process id", line_of(info), "element gpu/processes/process_info/pid"
             )
+        used_memory = _mib(info.find("used_memory"), line_of, "gpu/processes/process_info/used_memory")
         processes.append(
-            SmiProcess(
-                int(pid), (info.findtext("process_name") or "").strip()[:200], _mib(info.find("used_memory"))
-            )
+            SmiProcess(int(pid), (info.findtext("process_name") or "").strip()[:200], used_memory)
         )
-    return SmiUsage(percent, _mib(used), tuple(processes))
+    problem = check_process_sum(processes)
+    if problem is not None:
+        raise SmiParseError(problem, line_of(listed[0]), "element gpu/processes")
+    return SmiUsage(percent, _mib(used, line_of, "gpu/fb_memory_usage/used"), tuple(processes))
 
 
-def _mib(element: ET.Element | None) -> int | None:
-    """Return an element's `123 MiB` as 123; None for N/A, absent or unreadable (not worth a refusal)."""
+def check_process_sum(processes: list[SmiProcess]) -> str | None:
+    """Return why the processes' memory cannot be one GPU's (its sum is stored), or None."""
+    total = sum(p.used_mib or 0 for p in processes)
+    if total > MAX_MIB:
+        return f"the processes use {total:,} MiB in all, more than any GPU has (at most {MAX_MIB:,})"
+    return None
+
+
+def _mib(element: ET.Element | None, line_of, where: str, *, required: bool = False) -> int | None:
+    """Return an element's `123 MiB` as 123; None for absent, N/A or unreadable unless `required`.
+
+    A number too large for any GPU is refused either way: it would be stored.
+    """
     if element is None:
         return None
-    m = _MEMORY_RE.match((element.text or "").strip())
-    return int(m.group(1)) if m else None
+    text = (element.text or "").strip()
+    m = _MEMORY_RE.match(text)
+    if m is None:
+        if required:
+            raise SmiParseError(
+                f"{text[:40]!r} is not an amount of MiB", line_of(element), f"element {where}"
+            )
+        return None
+    digits = m.group(1)
+    if len(digits) > 8 or int(digits) > MAX_MIB:
+        shown = digits if len(digits) <= 20 else f"a {len(digits):,}-digit number of"
+        raise SmiParseError(
+            f"{shown} MiB is more than any GPU has (at most {MAX_MIB:,})",
+            line_of(element),
+            f"element {where}",
+        )
+    return int(digits)

@@ -14,11 +14,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from inventory.attributes import AttributeProblem, check_attributes
+from inventory.canonical import canonical_attributes
 from inventory.errors import IngestError
 from inventory.fleet_files import NodeFiles
 from inventory.fleet_read import FleetInputError, read_node
 from inventory.models import Device, NodeImageCache, NodeLabel
-from inventory.nvsmi import MAX_PROCESSES, SmiProcess, SmiUsage
+from inventory.nvsmi import MAX_MIB, MAX_PID, MAX_PROCESSES, SmiProcess, SmiUsage, check_process_sum
 from inventory.topology import MAX_NUMA_NODE, TopologyParseError, TopoMatrix, parse_topo_matrix
 from inventory.validators import validate_label_key
 
@@ -38,7 +40,6 @@ _CLASS_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _IMAGE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:/@+-]*\Z")
 _DEVICE_FIELDS = {"uuid", "class", "index", "numaNode", "parent", "healthy", "attributes", "utilization"}
 _USAGE_FIELDS = {"gpuPercent", "memoryUsedMiB", "processes"}
-_MAX_MIB = 16 * 1024 * 1024  # 16 TiB: more than any GPU's memory
 # Field limits of the models, checked here so that bad input fails before anything is written.
 _UUID_MAX = Device._meta.get_field("uuid").max_length
 _CLASS_MAX = Device._meta.get_field("device_class").max_length
@@ -121,6 +122,11 @@ def _from_nvidia_smi(raw: Any, node_name: str) -> tuple[list[DeviceIn] | None, T
         smi_l=raw.get("list"),
         topo=raw.get("topo"),
         labels={"smi_q": "nvidiaSmi.query", "smi_l": "nvidiaSmi.list", "topo": "nvidiaSmi.topo"},
+        missing_list=(
+            "send what `nvidia-smi -L` prints as nvidiaSmi.list. The Berth agent sends it whenever "
+            "`nvidia-smi -L` succeeds: on an agent's node, run `nvidia-smi -L` there to see why it fails "
+            "(the agent logs it too)"
+        ),
     )
     try:
         inventory = read_node(files)
@@ -130,7 +136,7 @@ def _from_nvidia_smi(raw: Any, node_name: str) -> tuple[list[DeviceIn] | None, T
         return None, inventory.matrix
     wanted = [*inventory.gpus, *(inventory.slices or [])]
     if len(wanted) > MAX_DEVICES:
-        raise IngestError(f"nvidiaSmi: {len(wanted)} devices; a report lists at most {MAX_DEVICES}")
+        raise IngestError(f"nvidiaSmi: {_devices_text(len(wanted))}; a report lists at most {MAX_DEVICES}")
     for w in wanted:
         _check_uuid(w.uuid, "nvidiaSmi")
     devices = [
@@ -153,7 +159,7 @@ def _devices(raw: Any) -> list[DeviceIn]:
     if not isinstance(raw, list):
         raise IngestError("devices: must be a list")
     if len(raw) > MAX_DEVICES:
-        raise IngestError(f"devices: {len(raw)} devices; a report lists at most {MAX_DEVICES}")
+        raise IngestError(f"devices: {_devices_text(len(raw))}; a report lists at most {MAX_DEVICES}")
     devices: list[DeviceIn] = []
     for n, item in enumerate(raw):
         where = f"devices[{n}]"
@@ -185,8 +191,11 @@ def _devices(raw: Any) -> list[DeviceIn]:
         if not isinstance(healthy, bool):
             raise IngestError(f"{where}.healthy: must be true or false")
         attributes = item.get("attributes")
-        if attributes is not None and not isinstance(attributes, dict):
-            raise IngestError(f"{where}.attributes: must be an object")
+        if attributes is not None:
+            try:
+                attributes = canonical_attributes(check_attributes(attributes))
+            except AttributeProblem as exc:
+                raise IngestError(f"{where}.{exc.field}: {exc.problem} (device {uuid})") from None
         usage = _usage(item["utilization"], f"{where}.utilization") if "utilization" in item else None
         devices.append(
             DeviceIn(
@@ -212,8 +221,10 @@ def _usage(raw: Any, where: str) -> SmiUsage:
     ):
         raise IngestError(f"{where}.gpuPercent: must be a number from 0 to 100, or null")
     used = raw.get("memoryUsedMiB")
-    if used is not None and (not _is_int(used) or not 0 <= used <= _MAX_MIB):
-        raise IngestError(f"{where}.memoryUsedMiB: must be a whole number of MiB from 0, or null")
+    if used is not None and (not _is_int(used) or not 0 <= used <= MAX_MIB):
+        raise IngestError(
+            f"{where}.memoryUsedMiB: must be a whole number of MiB from 0 to {MAX_MIB}, or null"
+        )
     listed = raw.get("processes", [])
     if not isinstance(listed, list):
         raise IngestError(f"{where}.processes: must be a list")
@@ -221,17 +232,20 @@ def _usage(raw: Any, where: str) -> SmiUsage:
         raise IngestError(f"{where}.processes: {len(listed)} processes; at most {MAX_PROCESSES} per device")
     processes = []
     for n, p in enumerate(listed):
-        if not isinstance(p, dict) or not _is_int(p.get("pid")) or p["pid"] < 0:
-            raise IngestError(f"{where}.processes[{n}].pid: must be a process id")
+        if not isinstance(p, dict) or not _is_int(p.get("pid")) or not 0 <= p["pid"] <= MAX_PID:
+            raise IngestError(f"{where}.processes[{n}].pid: must be a process id (0 to {MAX_PID})")
         mib = p.get("usedMiB")
-        if mib is not None and (not _is_int(mib) or not 0 <= mib <= _MAX_MIB):
+        if mib is not None and (not _is_int(mib) or not 0 <= mib <= MAX_MIB):
             raise IngestError(
-                f"{where}.processes[{n}].usedMiB: must be a whole number of MiB from 0, or null"
+                f"{where}.processes[{n}].usedMiB: must be a whole number of MiB from 0 to {MAX_MIB}, or null"
             )
         name = p.get("name", "")
         if not isinstance(name, str):
             raise IngestError(f"{where}.processes[{n}].name: must be a string")
         processes.append(SmiProcess(p["pid"], name[:200], mib))
+    problem = check_process_sum(processes)
+    if problem is not None:
+        raise IngestError(f"{where}.processes: {problem}")
     return SmiUsage(round(percent) if percent is not None else None, used, tuple(processes))
 
 
@@ -304,6 +318,10 @@ def _images(raw: Any) -> dict[str, str]:
             raise IngestError(f"{where}: {image} is listed twice")
         images[image] = state
     return images
+
+
+def _devices_text(count: int) -> str:
+    return "1 device" if count == 1 else f"{count} devices"
 
 
 def _is_int(value: Any) -> bool:

@@ -31,14 +31,15 @@ MAX_NUMA_NODE = 1023
 MAX_DEVICE_COLUMNS = 128
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_GPU_RE = re.compile(r"^GPU(\d+)$")
-_NIC_RE = re.compile(r"^NIC(\d+)$")
-_NV_RE = re.compile(r"^NV(\d+)$")
-_NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+# Digits are bounded so that int() never meets a number past its 4,300-digit limit.
+_GPU_RE = re.compile(r"^GPU([0-9]{1,4})$")
+_NIC_RE = re.compile(r"^NIC([0-9]{1,4})$")
+_NV_RE = re.compile(r"^NV([0-9]+)$")
+_NIC_LEGEND_RE = re.compile(r"^\s*(NIC[0-9]{1,4})\s*:\s*(\S+)\s*$")
 _MULTI_SPACE_RE = re.compile(r" {2,}")
 _HEADER_WORD_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
-_DEVICE_NAME_RE = re.compile(r"^(GPU|NIC)\d+$")
-_CPU_LIST_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_DEVICE_NAME_RE = re.compile(r"^(GPU|NIC)[0-9]{1,4}$")
+_CPU_LIST_RE = re.compile(r"^[0-9]{1,7}(-[0-9]{1,7})?(,[0-9]{1,7}(-[0-9]{1,7})?)*$")
 
 _CPU_AFFINITY = "CPU Affinity"
 _NUMA_AFFINITY = "NUMA Affinity"
@@ -258,14 +259,17 @@ def _parse_cell_or_none(cell: str) -> tuple[str, int] | None:
 def _parse_cell(cell: str, line_no: int, column: str) -> tuple[str, int]:
     cell = _RANK_ALIASES.get(cell, cell)
     if m := _NV_RE.match(cell):
-        count = int(m.group(1))
+        digits = m.group(1)
+        # Bounded before int(), whose limit is 4,300 digits.
+        count = int(digits) if len(digits) <= 6 else MAX_NVLINKS + 1
+        shown = cell if len(cell) <= 20 else cell[:20] + "…"
         if count < 1:
             raise TopologyParseError(
                 f"{cell!r} is not a link type: NV needs at least one link", line_no, column
             )
         if count > MAX_NVLINKS:
             raise TopologyParseError(
-                f"{cell!r} is not a link type: NV counts at most {MAX_NVLINKS} links", line_no, column
+                f"{shown!r} is not a link type: NV counts at most {MAX_NVLINKS} links", line_no, column
             )
         return ("NV", count)
     if cell in RANKS:
@@ -313,9 +317,9 @@ def _ascending(value: str) -> bool:
 def _parse_numa(value: str, line_no: int, extras: dict[str, str]) -> int | None:
     # "N/A" on single-socket boxes; a GPU spanning NUMA nodes has no single one to record.
     if value.isascii() and value.isdigit():
-        if int(value) > MAX_NUMA_NODE:
+        if len(value) > 4 or int(value) > MAX_NUMA_NODE:
             raise TopologyParseError(
-                f"{value!r} is not a NUMA node (at most {MAX_NUMA_NODE})", line_no, _NUMA_AFFINITY
+                f"{value[:20]!r} is not a NUMA node (at most {MAX_NUMA_NODE})", line_no, _NUMA_AFFINITY
             )
         return int(value)
     if value == _NOT_AVAILABLE or _CPU_LIST_RE.match(value):

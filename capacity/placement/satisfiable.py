@@ -10,7 +10,7 @@ from typing import Final
 
 from .pick import node_shape
 from .result import Plan
-from .types import NodeView, PlacementRequest, Resource
+from .types import Atom, NodeView, PlacementRequest, Resource, attribute_value
 
 UNSATISFIABLE: Final = "Unsatisfiable"
 # Operators that hold for an atom lacking the key: an unknown key cannot make them fail.
@@ -54,7 +54,7 @@ def kinds(nodes: Sequence[NodeView]) -> list[list[NodeView]]:
         empty = emptied(node)
         key = (
             node_shape(empty),
-            tuple(tuple(sorted(a.attributes.items())) for a in empty.devices),
+            tuple(_attribute_key(a) for a in empty.devices),
             tuple(sorted(empty.labels.items())),
             empty.owner_tenant_id,
             empty.role,
@@ -64,6 +64,14 @@ def kinds(nodes: Sequence[NodeView]) -> list[list[NodeView]]:
         )
         groups.setdefault(key, []).append(empty)
     return list(groups.values())
+
+
+def _attribute_key(atom: Atom) -> tuple[tuple[str, str, object], ...]:
+    """Return an atom's attributes as the planner reads them, hashable: a stored object or list
+    (unhashable) reads as absent there, so it does here."""
+    read = ((str(k), attribute_value(v)) for k, v in atom.attributes.items())
+    # The type goes into the key: True == 1 and 1 == 1.0 would otherwise make two kinds one.
+    return tuple(sorted((k, type(v).__name__, v) for k, v in read if v is not None))
 
 
 def _known_keys(nodes: Sequence[NodeView]) -> set[str]:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from .errors import INVALID_INPUT, CapacityError
-from .types import Atom, AttributeValue, Expression, NodeView, SelectorValue
+from .types import Atom, AttributeValue, Expression, NodeView, SelectorValue, attribute_value
 
 OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
 SET_OPERATORS: Final = frozenset({"In", "NotIn"})
@@ -35,7 +35,10 @@ def as_text(value: AttributeValue) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return str(value)
+    try:
+        return str(value)
+    except ValueError:  # an int past Python's 4,300-digit limit: no selector value can equal it
+        return ""
 
 
 def as_number(value: object) -> float | None:
@@ -43,10 +46,15 @@ def as_number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # past 1.8e308
+            return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
+        if len(value) > 400:  # a number of more digits would not be finite
+            return None
         text = value.strip()
         if NUMBER_RE.fullmatch(text) is None:
             return None
@@ -138,7 +146,8 @@ def check_selector(expressions: Iterable[Expression], field: str = "selector") -
 
 
 def _lookup(key: str, atom: Atom, node: NodeView) -> AttributeValue | None:
-    value = atom.attributes.get(key)
+    # Whatever is stored (an object, a list, null) that is no scalar reads as absent.
+    value = attribute_value(atom.attributes.get(key))
     if value is not None:
         return value
     return node.labels.get(key)
@@ -192,6 +201,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.field = field
+        self.bare = (-1, -1)  # where the last unquoted value starts and ends
 
     def error(self, message: str) -> CapacityError:
         return _invalid(f"{self.field}: {message} at position {self.pos + 1}")
@@ -227,8 +237,22 @@ class _Parser:
         found = _BARE_VALUE_RE.match(self.text, self.pos)
         if found is None:
             raise self.error("expected a value")
+        self.bare = found.span()
         self.pos = found.end()
         return found.group()
+
+    def after_value(self, expected: str) -> CapacityError:
+        """Return the error for what follows a value; after an unquoted word, say to quote it."""
+        error = self.error(expected)
+        start, end = self.bare
+        gap = self.text[end : self.pos]
+        if start < 0 or not gap or not gap.isspace():
+            return error
+        stop = min((i for i in (self.text.find(c, self.pos) for c in ",)") if i >= 0), default=len(self.text))
+        words = self.text[start:stop].strip()[:80]
+        return _invalid(
+            f"{error.message}; a value with spaces is written in double quotes: {_format_value(words)}"
+        )
 
     def quoted(self) -> str:
         start = self.pos
@@ -272,7 +296,7 @@ class _Parser:
                 self.pos += 1
                 return tuple(values)
             else:
-                raise self.error("expected ',' or ')'")
+                raise self.after_value("expected ',' or ')'")
 
     def expression(self) -> Expression:
         self.skip_space()
@@ -306,7 +330,7 @@ class _Parser:
             if self.at_end():
                 return tuple(exprs)
             if self.peek() != ",":
-                raise self.error(f"unexpected {self.peek()!r}, expected ','")
+                raise self.after_value(f"unexpected {self.peek()!r}, expected ','")
             self.pos += 1
             exprs.append(self.expression())
 

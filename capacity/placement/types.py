@@ -24,6 +24,25 @@ def scalar_capacity(allocatable: float, ratio: float = 1.0) -> int:
     return math.floor(allocatable * ratio + SCALAR_EPSILON)
 
 
+# Attribute numbers the planner reads; beyond, float() overflows and str() may refuse (4,300 digits).
+MAX_ATTRIBUTE_INT: Final = 2**63 - 1
+
+
+def attribute_value(value: object) -> AttributeValue | None:
+    """Return a stored attribute as the planner reads it: a scalar, or None (absent) for anything else.
+
+    Inventory checks what nodes report, but the database may hold older values or an operator's
+    admin edit; an object, a list, null or a number past a bigint reads as no value, never an error.
+    """
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return value if -MAX_ATTRIBUTE_INT <= value <= MAX_ATTRIBUTE_INT else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Atom:
     """One bookable device: a whole GPU, or a MIG slice or partition of one."""

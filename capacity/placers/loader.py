@@ -140,6 +140,18 @@ SELECT node_id, resource, (date_part('epoch', lower(during)) * 1000)::bigint,
 """
 
 
+def _bounded_int(text: str) -> int | None:
+    # json.loads would raise past int()'s 4,300 digits; a number past a bigint reads as no value.
+    return int(text) if len(text) <= 19 else None
+
+
+def _attributes(raw: object) -> dict[str, object]:
+    """Return a device's stored attributes as a dict, whatever jsonb holds (checked in the core)."""
+    # Raw SQL hands jsonb back as text (Django registers no jsonb loader on psycopg 3).
+    value = json.loads(raw, parse_int=_bounded_int) if isinstance(raw, str) else raw
+    return value if isinstance(value, dict) else {}
+
+
 def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None) -> NodeIndex:
     """Return the views of a pool's nodes (or of the named ones) with atoms free for `window`.
 
@@ -186,8 +198,7 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
             bookable=bookable,
             numa_node=numa,
             index=index,
-            # Raw SQL hands jsonb back as text (Django registers no jsonb loader on psycopg 3).
-            attributes=json.loads(attributes) if isinstance(attributes, str) else attributes,
+            attributes=_attributes(attributes),
         )
         atoms_by_node[node_id].append(atom)
         taken = uuid in booked or (parent is not None and parent in booked)

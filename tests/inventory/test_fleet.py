@@ -71,6 +71,7 @@ def test_import_creates_nodes_gpus_mig_slices_links_and_numa(tmp_path, h100_pool
     assert gpus[0].uuid == "GPU-c470858f-b360-587c-83e5-c376010a7032"
     assert gpus[0].attributes == {
         "gpuProduct": "NVIDIA H100 80GB HBM3",
+        "gpuModel": "H100",
         "productName": "NVIDIA H100 80GB HBM3",
         "architecture": "hopper",
         "migCapable": True,
@@ -90,6 +91,7 @@ def test_import_creates_nodes_gpus_mig_slices_links_and_numa(tmp_path, h100_pool
     assert {s.numa_node for s in slices} == {0}
     assert slices[0].attributes == {
         "gpuProduct": "NVIDIA H100 80GB HBM3",
+        "gpuModel": "H100",
         "productName": "NVIDIA H100 80GB HBM3",
         "architecture": "hopper",
         "migProfile": "3g.40gb",
@@ -417,7 +419,7 @@ def test_mig_enabled_gpus_without_nvidia_smi_l_fail_the_node(tmp_path, h100_pool
 
     assert (
         "n1: failed: n1/nvidia-smi-q.xml line 8: GPU 0 has MIG enabled with 4 MIG devices, whose UUIDs only "
-        "`nvidia-smi -L` gives: add nvidia-smi-L.txt"
+        "`nvidia-smi -L` gives: add n1/nvidia-smi-L.txt (what `nvidia-smi -L` prints on the node)"
     ) in out
     assert not Node.objects.exists()
 

@@ -561,7 +561,7 @@ def test_command_reads_a_json_report_from_stdin(monkeypatch):
 
     assert line == (
         "node dgx-01: 28 links (28 NV), 8 devices (8 new, 0 now healthy, 0 marked unhealthy),"
-        " 1 labels set, 0 removed"
+        " 1 label set, 0 removed"
     )
     assert node.devices.count() == 8
     assert DeviceLink.objects.filter(node=node).count() == 28

@@ -197,7 +197,11 @@ class TestShorthand:
             ("a > big", "selector: expected a number after '>' at position 5"),
             ("a >= 1e999", "selector: expected a number after '>=' at position 6"),
             ("a = ", "selector: expected a value at position 5"),
-            ("a = x y", "selector: unexpected 'y', expected ',' at position 7"),
+            (
+                "a = x y",
+                "selector: unexpected 'y', expected ',' at position 7; "
+                'a value with spaces is written in double quotes: "x y"',
+            ),
             ("a,", "selector: expected a key at position 3"),
             ("a ~ b", "selector: unexpected '~' after key 'a' at position 3"),
             ('a = "open', "selector: unterminated quoted value at position 5"),
@@ -244,3 +248,16 @@ def test_format_then_parse_gives_back_any_valid_selector(selector: tuple[Express
 def test_parse_then_format_is_stable(selector: tuple[Expression, ...]) -> None:
     text = format_selector(selector)
     assert format_selector(parse_selector(text)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [("gpuProduct = NVIDIA H100 80GB HBM3", 21), ("gpuProduct in (NVIDIA H100 80GB HBM3, A100)", 23)],
+)
+def test_a_value_with_spaces_is_refused_with_the_quoted_form_to_send(text, position):
+    with pytest.raises(CapacityError) as refused:
+        parse_selector(text)
+    assert refused.value.message.endswith(
+        f'at position {position}; a value with spaces is written in double quotes: "NVIDIA H100 80GB HBM3"'
+    )
+    assert parse_selector('gpuProduct = "NVIDIA H100 80GB HBM3"')[0].values == ("NVIDIA H100 80GB HBM3",)

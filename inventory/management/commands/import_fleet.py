@@ -12,6 +12,7 @@ from inventory.fleet import FleetOptions, FleetResult, NodeResult, import_fleet
 from inventory.fleet_files import FleetReadError, read_fleet
 from inventory.fleet_read import FleetInputError
 from inventory.management.base import CodedErrorCommand
+from inventory.words import counted
 
 # Bad input of any kind, as opposed to 1 for a crash; also when any node failed.
 BAD_INPUT = 2
@@ -82,7 +83,7 @@ class Command(CodedErrorCommand):
             self.stdout.write(describe(result, verbose=fleet_options.dry_run or options["verbosity"] >= 2))
         if result.failed:
             raise CommandError(
-                f"IMPORT_FAILED: {len(result.failed)} of {len(result.nodes)} nodes failed",
+                f"IMPORT_FAILED: {len(result.failed)} of {counted(len(result.nodes), 'node')} failed",
                 returncode=BAD_INPUT,
             )
 

@@ -13,6 +13,7 @@ from inventory.ingest import IngestError, apply_node_report
 from inventory.management.base import CodedErrorCommand
 from inventory.models import Node
 from inventory.topology import RANKS, TopologyParseError, parse_topo_matrix
+from inventory.words import counted
 
 # Bad input of any kind, as opposed to 1 for a crash.
 BAD_INPUT = 2
@@ -137,14 +138,14 @@ def _describe(summary: dict[str, Any]) -> str:
     else:
         ranks = summary.get("linkRanks", {})
         by_rank = ", ".join(f"{ranks[rank]} {rank}" for rank in RANKS if rank in ranks)
-        links = f"{summary['links']} links" + (f" ({by_rank})" if by_rank else "")
-    line = f"node {summary['node']}: {links}, {summary['devices']} devices"
+        links = counted(summary["links"], "link") + (f" ({by_rank})" if by_rank else "")
+    line = f"node {summary['node']}: {links}, {counted(summary['devices'], 'device')}"
     if summary.get("dryRun"):
         line = f"dry run, nothing stored: {line}"
     if summary["kind"] == "report":
         line += (
             f" ({summary['created']} new, {summary['becameHealthy']} now healthy,"
             f" {summary['markedUnhealthy']} marked unhealthy),"
-            f" {summary['labelsSet']} labels set, {summary['labelsRemoved']} removed"
+            f" {counted(summary['labelsSet'], 'label')} set, {summary['labelsRemoved']} removed"
         )
     return line
