@@ -19,11 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from inventory.errors import IngestError
 from inventory.history import record_event, recording
-from inventory.models import Device, DeviceLink, DeviceSample, Node, NodeImageCache, NodeLabel
+from inventory.models import (
+    Device,
+    DeviceLink,
+    DeviceSample,
+    DeviceSampleHour,
+    Node,
+    NodeImageCache,
+    NodeLabel,
+)
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
 from inventory.signals import devices_reshaped, node_state_changed
 from inventory.topology import TopoMatrix
@@ -237,14 +246,23 @@ def _upsert_devices(
 
     reported = {d.uuid for d in devices}
     new = [d for d in devices if d.uuid not in existing]
-    if len(existing) + len(new) > MAX_DEVICES:
+    # An unverified device is only the node's claim: a report that leaves it out withdraws it (it was
+    # never bookable, so nothing references it), and made-up devices cannot hold the node at the cap.
+    parents_kept = {d.parent_id for d in existing.values() if d.verified}
+    withdrawn = [
+        d.pk
+        for uuid, d in existing.items()
+        if not d.verified and uuid not in reported and d.pk not in parents_kept
+    ]
+    kept = len(existing) - len(withdrawn)
+    if kept + len(new) > MAX_DEVICES:
         raise IngestError(
-            f"devices: node {node.name} would have {len(existing) + len(new)} devices; at most {MAX_DEVICES}"
+            f"devices: node {node.name} would have {kept + len(new)} devices; at most {MAX_DEVICES}"
         )
     for n, item in enumerate(devices):
         if item.uuid not in existing and item.index is None:
             raise IngestError(f"devices[{n}].index: required for a new device ({item.uuid})")
-    healthy_now = [d for d in existing.values() if d.healthy]
+    healthy_now = [d for d in existing.values() if d.healthy and d.verified]
     left_out = [d for d in healthy_now if d.uuid not in reported]
     if not replace and left_out and 2 * len(left_out) > len(healthy_now):
         raise IngestError(
@@ -318,10 +336,26 @@ def _upsert_devices(
             saved[device.uuid] = device
         created += len(fresh)
 
-    missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy]
+    missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy and d.verified]
     marked_unhealthy += Device.objects.filter(pk__in=missing).update(healthy=False)
+    if withdrawn:
+        _withdraw(withdrawn)
     unverified = 0 if verified else created
     return created, created_healthy, marked_unhealthy, became_healthy, changed, unverified
+
+
+def _withdraw(pks: list[int]) -> None:
+    """Delete unverified devices a report no longer claims, with their links and samples.
+
+    Row by row deletes would run capacity's receivers once per device; unverified devices count
+    nowhere, so there is nothing for them to follow.
+    """
+    gone = Device.objects.filter(pk__in=pks, verified=False)
+    DeviceLink.objects.filter(Q(device_a__in=gone) | Q(device_b__in=gone)).delete()
+    DeviceSample.objects.filter(device__in=gone).delete()
+    DeviceSampleHour.objects.filter(device__in=gone).delete()
+    gone.filter(parent__isnull=False)._raw_delete(gone.db)
+    gone._raw_delete(gone.db)
 
 
 def _store_samples(node: Node, devices: list[DeviceIn]) -> int:

@@ -170,3 +170,19 @@ def test_a_node_never_touches_an_operators_labels_taints_dedication_or_bookable_
         "dedicated",
     }
     assert not Device.objects.get(uuid="GPU-node-a-3").bookable
+
+
+def test_made_up_devices_a_node_stops_claiming_are_withdrawn_and_never_hold_it_at_the_cap(lab, as_operator):
+    client, _ = as_node("node-a")
+    fakes = [{"uuid": f"GPU-fake-{i}", "class": "gpu", "index": 10 + i, "healthy": True} for i in range(252)]
+    assert report(client, [gpu(i) for i in range(4)] + fakes).status_code == 200
+    assert Device.objects.filter(node__name="node-a", verified=False).count() == 252
+    # The real agent reports again, with a GPU that really appeared: the fakes go, no "replace" needed.
+    answer = report(client, [gpu(i) for i in range(5)])
+    assert answer.status_code == 200, answer.json()
+    assert (answer.json()["markedUnhealthy"], answer.json()["unverified"]) == (0, 1)
+    assert sorted(Device.objects.filter(node__name="node-a").values_list("uuid", "verified")) == [
+        *((f"GPU-node-a-{i}", True) for i in range(4)),
+        ("GPU-node-a-4", False),
+    ]
+    assert as_operator.get("/api/v1/nodes/node-a").json()["deviceCounts"] == {"gpu": 4}
