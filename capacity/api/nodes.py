@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -43,12 +44,12 @@ from inventory.api.serializers import (
     link_items,
     node_summary,
 )
-from inventory.errors import InventoryError
+from inventory.errors import IngestError, InventoryError
 from inventory.filtersets import STATE_CHOICES, filter_nodes, free_gpus_now
 from inventory.ingest import apply_node_report
 from inventory.models import Device, Node, NodeRefusal, NodeReport, NodeTaint
 from inventory.node_history import state_entries
-from inventory.trust import Reporter
+from inventory.trust import Reporter, record_refusal
 
 from .views import text_param
 
@@ -374,7 +375,12 @@ class ReportView(OperatorView):
         # The node's own credential is untrusted (inventory.trust); an operator has full rights.
         agent = node_of(request.user) is not None
         by = (Reporter.node_credential if agent else Reporter.operator)(request.user.get_username())
-        result = apply_node_report(node, request.data, by=by)
+        try:
+            data = request.data
+        except ParseError as exc:  # a body that is no JSON is a refused report too
+            record_refusal(node, IngestError(f"report: {exc.detail}"), by)
+            raise
+        result = apply_node_report(node, data, by=by)
         inventory.record_report(node, request.user.get_username(), agent=agent, now=timezone.now())
         return Response(
             ReportResultSerializer(

@@ -186,3 +186,11 @@ def test_made_up_devices_a_node_stops_claiming_are_withdrawn_and_never_hold_it_a
         ("GPU-node-a-4", False),
     ]
     assert as_operator.get("/api/v1/nodes/node-a").json()["deviceCounts"] == {"gpu": 4}
+
+
+def test_a_report_that_is_no_json_is_kept_as_the_last_refusal(lab, as_operator):
+    client, _ = as_node("node-a")
+    answer = client.post("/api/v1/nodes/node-a/report", "{devices: [", content_type="application/json")
+    assert (answer.status_code, answer.json()["code"]) == (400, "INVALID_INPUT")
+    refusal = as_operator.get("/api/v1/nodes/node-a").json()["lastRefusal"]
+    assert refusal["code"] == "INVALID_INPUT" and refusal["message"].startswith("report: JSON parse error")
