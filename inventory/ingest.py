@@ -12,6 +12,10 @@ would so mark more than half of the node's healthy devices at once is refused un
 images, and a node at most MAX_DEVICES devices. A report that repeats what is stored writes
 nothing (an agent reports every 30 s; a write would bump its pool's generation and so rebuild the
 placer's index for nothing).
+
+Who sends the report matters (inventory.trust): through the node's own credential it adds hardware
+unverified after the node's first report, may not reshape a booked device, and sets only `bc.dev/`
+labels; an operator keeps full rights. A refused report is kept as the node's last refusal.
 """
 
 import json
