@@ -40,7 +40,13 @@ END
 # (A count per device, as before, probed the index 80,000 times and, estimated at one row in 200,
 # made the planner join every device to every pool: 280 ms for the pools list at 10,000 nodes,
 # bench_scale; 125 ms this way, the same counts.)
-_ATOM = "d.id NOT IN (SELECT c.parent_id FROM inventory_device c WHERE c.parent_id IS NOT NULL)"
+#
+# A device a node reported and no operator accepted yet (`verified` false) counts nowhere: neither
+# as an atom nor as splitting its parent.
+_ATOM = (
+    "d.verified AND d.id NOT IN "
+    "(SELECT c.parent_id FROM inventory_device c WHERE c.parent_id IS NOT NULL AND c.verified)"
+)
 
 _COMPUTE_SQL = f"""
 SELECT n.pool_id, d.device_class, count(*) AS total,

@@ -3,6 +3,7 @@
 Every row is keyed by a stable name, so building it twice gives the same data.
 """
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from capacity.conf import placer_config
 from capacity.models import Quota, Reservation
 from capacity.rollups import refresh_rollups
 from devtools.demo_samples import build_samples
+from inventory.ingest import IngestError, Reporter, apply_node_report
 from inventory.models import (
     Device,
     DeviceLink,
@@ -361,6 +363,11 @@ def build_demo(progress=None) -> dict[str, int]:
     first = Node.objects.order_by("name").first()
     if first is not None:
         NodeReport.objects.update_or_create(node=first, defaults={"at": timezone.now(), "by": "seed_demo"})
+        # And a report its agent had refused (a node may set only bc.dev/ labels): its last refusal.
+        with contextlib.suppress(IngestError):
+            apply_node_report(
+                first, {"labels": {"team": "ml"}}, by=Reporter.node_credential(f"node.{first.name}")
+            )
     with connection.cursor() as cur:
         # Fresh statistics after a bulk load: with stale ones (a test database just flushed),
         # Postgres plans joins over the new rows as if the tables were empty.

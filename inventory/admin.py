@@ -10,6 +10,7 @@ from .models import (
     NodeCondition,
     NodeImageCache,
     NodeLabel,
+    NodeRefusal,
     NodeReport,
     NodeResource,
     NodeTaint,
@@ -43,7 +44,9 @@ class PoolAdmin(admin.ModelAdmin):
 class DeviceInline(admin.TabularInline):
     model = Device
     fk_name = "node"
-    fields = ["uuid", "device_class", "index", "parent", "numa_node", "healthy", "bookable", "attributes"]
+    fields = [
+        "uuid", "device_class", "index", "parent", "numa_node", "healthy", "bookable", "verified", "attributes"
+    ]  # fmt: skip
     raw_id_fields = ["parent"]
     extra = 0
 
@@ -136,8 +139,12 @@ class NodeImageCacheAdmin(admin.ModelAdmin):
 
 @admin.register(Device)
 class DeviceAdmin(admin.ModelAdmin):
-    list_display = ["uuid", "node", "device_class", "index", "parent", "numa_node", "healthy", "bookable"]
-    list_filter = ["device_class", "healthy", "bookable", "node__pool"]
+    list_display = [
+        "uuid", "node", "device_class", "index", "parent", "numa_node", "healthy", "bookable", "verified"
+    ]  # fmt: skip
+    # `verified`: hardware a node reported after its first report waits for an operator (and must
+    # then be made bookable too: the database refuses an unverified bookable device).
+    list_filter = ["device_class", "healthy", "bookable", "verified", "node__pool"]
     search_fields = ["uuid", "node__name"]
     list_select_related = ["node", "parent"]
     raw_id_fields = ["node", "parent"]
@@ -150,6 +157,18 @@ class DeviceLinkAdmin(admin.ModelAdmin):
     search_fields = ["node__name", "device_a__uuid", "device_b__uuid"]
     list_select_related = ["node", "device_a", "device_b"]
     raw_id_fields = ["node", "device_a", "device_b"]
+
+
+@admin.register(NodeRefusal)
+class NodeRefusalAdmin(admin.ModelAdmin):
+    """Each node's last refused report: written after the refusal, read here."""
+
+    list_display = ["node", "at", "code", "by"]
+    search_fields = ["node__name", "by", "message"]
+    readonly_fields = ["node", "at", "code", "message", "by"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(NodeReport)

@@ -47,7 +47,7 @@ def free_gpus_now(
     # for a 1,000-node pool with a year of bookings, bench_scale); the bounds go by device_id.
     covering = {"during__startswith__lte": now, "during__endswith__gt": now}
     busy = booking.objects.filter(device=OuterRef("devices__pk"), **covering)
-    split = Device.objects.filter(parent=OuterRef("devices__pk"))
+    split = Device.objects.filter(parent=OuterRef("devices__pk"), verified=True)
     parent_busy = booking.objects.filter(device=OuterRef("devices__parent"), **covering)
     return queryset.annotate(
         free_now=Count(

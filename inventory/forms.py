@@ -7,6 +7,7 @@ from django import forms
 from . import services
 from .errors import InventoryError
 from .models import Node, NodeTaint, Tenant
+from .trust import accept_devices
 
 
 def reason_field() -> forms.CharField:
@@ -124,6 +125,13 @@ class UnlabelForm(ActionForm):
             raise InventoryError("NOT_FOUND", f"the node has no label {self.cleaned_data['key']}")
 
 
+class AcceptDevicesForm(ActionForm):
+    """Accept every device the node reported that waits for an operator (inventory.trust)."""
+
+    def run(self, node: Node) -> None:
+        accept_devices(node.name, reason=self.cleaned_data["reason"])
+
+
 # URL action name -> form; the row actions on the pool page are the first four.
 ACTIONS: dict[str, type[ActionForm]] = {
     "cordon": CordonForm,
@@ -136,6 +144,7 @@ ACTIONS: dict[str, type[ActionForm]] = {
     "undedicate": UndedicateForm,
     "label": LabelForm,
     "unlabel": UnlabelForm,
+    "accept-devices": AcceptDevicesForm,
 }
 ROW_ACTIONS = ("cordon", "uncordon")
 

@@ -12,6 +12,10 @@ would so mark more than half of the node's healthy devices at once is refused un
 images, and a node at most MAX_DEVICES devices. A report that repeats what is stored writes
 nothing (an agent reports every 30 s; a write would bump its pool's generation and so rebuild the
 placer's index for nothing).
+
+Who sends the report matters (inventory.trust): through the node's own credential it adds hardware
+unverified after the node's first report, may not reshape a booked device, and sets only `bc.dev/`
+labels; an operator keeps full rights. A refused report is kept as the node's last refusal.
 """
 
 import json
@@ -19,18 +23,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from inventory.errors import IngestError
 from inventory.history import record_event, recording
-from inventory.models import Device, DeviceLink, DeviceSample, Node, NodeImageCache, NodeLabel
+from inventory.models import (
+    Device,
+    DeviceLink,
+    DeviceSample,
+    DeviceSampleHour,
+    Node,
+    NodeImageCache,
+    NodeLabel,
+)
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
-from inventory.signals import node_state_changed
+from inventory.signals import devices_reshaped, node_state_changed
 from inventory.topology import TopoMatrix
+from inventory.trust import Reporter, booked, record_refusal, refuse_reshape, shape_changes
+from inventory.validators import SYSTEM_LABEL_PREFIX
 
 __all__ = [
     "IngestError",
     "ReportResult",
+    "Reporter",
     "apply_node_report",
     "apply_node_report_json",
     "sync_device_links",
@@ -50,6 +66,7 @@ class ReportResult:
     links: int | None  # None when the report had no topology
     images: int | None = None  # None when the report had no images
     samples: int = 0  # devices whose utilization the report carried
+    unverified: int = 0  # of the created, those waiting for an operator to accept them
 
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
@@ -63,39 +80,50 @@ def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
         return _sync_links(node, matrix)
 
 
-def apply_node_report(node: Node, report: Any) -> ReportResult:
-    """Apply a node's report of its devices, labels and (optionally) topology.
+def apply_node_report(node: Node, report: Any, *, by: Reporter) -> ReportResult:
+    """Apply a report of the node's devices, labels and (optionally) topology, sent `by` someone.
 
     A section present in the report is the whole truth for its list: devices that are left out are
     marked unhealthy (never deleted: bookings reference them), system labels that are left out are
     removed. Within a listed device, a field left out keeps its stored value. Operators' `bookable`
-    choices and operator labels under other keys are kept. Raise `IngestError` before writing
-    anything when the report is malformed, too large, or would mark most of the node's devices
-    unhealthy without `"replace": true`. What changed is one row of the node's history.
+    choices and operator labels are kept. Through the node's own credential (inventory.trust) a
+    report adds devices unverified once the node has any, may not reshape a booked device
+    (CONFLICT), and may set labels under `bc.dev/` only. Raise `IngestError` before writing
+    anything when the report is refused; the refusal is kept as the node's last (NodeRefusal) and
+    counted. What changed is one row of the node's history.
     """
+    try:
+        return _apply(node, report, by)
+    except IngestError as error:
+        record_refusal(node, error, by)
+        raise
+
+
+def _apply(node: Node, report: Any, by: Reporter) -> ReportResult:
     body = read_report(report, node.name)
     devices, labels, matrix = body.devices, body.labels, body.matrix
+    if by.node and labels is not None:
+        _check_node_labels(labels)
     # The history names the reporter (the signed-in user, else "system"); a report that repeats
     # itself writes no row, since nothing in it changed.
     with transaction.atomic(), recording(reason="node report"):
         node = Node.objects.select_for_update().get(pk=node.pk)
-        created = marked_unhealthy = became_healthy = 0
+        created = marked_unhealthy = became_healthy = unverified = 0
         health_changed = woke = False
         if devices is not None:
-            created, created_healthy, marked_unhealthy, became_healthy, changed = _upsert_devices(
-                node, devices, body.replace
-            )
+            counts = _upsert_devices(node, devices, body.replace, by)
+            created, created_healthy, marked_unhealthy, became_healthy, changed, unverified = counts
             health_changed = bool(created or marked_unhealthy or became_healthy or changed)
-            # New healthy devices add capacity just as recovered ones do; a changed class or
-            # attribute may make a pending request fit.
+            # New healthy devices add capacity just as recovered ones do (unverified ones add
+            # none); a changed class or attribute may make a pending request fit.
             woke = bool(became_healthy or created_healthy or changed)
         labels_set = labels_removed = 0
         if labels is not None:
-            labels_set, labels_removed = _replace_system_labels(node, labels)
+            labels_set, labels_removed = _replace_system_labels(node, labels, by)
         links = _sync_links(node, matrix) if matrix is not None else None
         samples = _store_samples(node, devices) if devices is not None else 0
         images = _replace_images(node, body.images) if body.images is not None else None
-        said = _said(created, marked_unhealthy, became_healthy)
+        said = _said(created, marked_unhealthy, became_healthy, unverified)
         if said:
             record_event(node, "report", said)
         if health_changed:
@@ -110,10 +138,22 @@ def apply_node_report(node: Node, report: Any) -> ReportResult:
         links=links,
         images=images,
         samples=samples,
+        unverified=unverified,
     )
 
 
-def _said(created: int, unhealthy: int, healthy: int) -> str:
+def _check_node_labels(labels: dict[str, str]) -> None:
+    """Refuse labels a node's own credential may not set: only system labels, under `bc.dev/`."""
+    for key in labels:
+        if not key.startswith(SYSTEM_LABEL_PREFIX):
+            raise IngestError(
+                f"labels[{key!r}]: a node may report only system labels, under {SYSTEM_LABEL_PREFIX}; "
+                "other labels are the operators'",
+                code="FORBIDDEN",
+            )
+
+
+def _said(created: int, unhealthy: int, healthy: int, unverified: int = 0) -> str:
     """Return what a report did to the node's devices, in words for its history ("" for nothing).
 
     Labels have history rows of their own; links are written anew by every topology.
@@ -124,19 +164,23 @@ def _said(created: int, unhealthy: int, healthy: int) -> str:
             (created, "devices added"),
             (unhealthy, "devices marked unhealthy"),
             (healthy, "devices healthy again"),
+            (unverified, "of them unverified (waiting for an operator)"),
         )
         if n
     ]
     return "report: " + ", ".join(parts) if parts else ""
 
 
-def apply_node_report_json(node_name: str, text: str) -> ReportResult:
+def apply_node_report_json(node_name: str, text: str, *, by: Reporter) -> ReportResult:
     """Apply a JSON report to the node named `node_name`; raise `Node.DoesNotExist` for an unknown one."""
+    node = Node.objects.get(name=node_name)
     try:
         report = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise IngestError(f"report: not valid JSON: {exc}") from exc
-    return apply_node_report(Node.objects.get(name=node_name), report)
+        error = IngestError(f"report: not valid JSON: {exc}")
+        record_refusal(node, error, by)
+        raise error from exc
+    return apply_node_report(node, report, by=by)
 
 
 def _sync_links(node: Node, matrix: TopoMatrix) -> int:
@@ -182,11 +226,13 @@ def _sync_links(node: Node, matrix: TopoMatrix) -> int:
     return len(rows)
 
 
-def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple[int, int, int, int, int]:
+def _upsert_devices(
+    node: Node, devices: list[DeviceIn], replace: bool, by: Reporter
+) -> tuple[int, int, int, int, int, int]:
     """Create or update the reported devices and mark the rest unhealthy.
 
-    Return the counts: created, created healthy, marked unhealthy, became healthy, and devices whose
-    class, parent or attributes changed.
+    Return the counts: created, created healthy, marked unhealthy, became healthy, devices whose
+    class, parent or attributes changed, and created unverified (inventory.trust).
     """
     existing = {d.uuid: d for d in Device.objects.select_for_update().filter(node=node).order_by("pk")}
     elsewhere = (
@@ -204,20 +250,39 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
 
     reported = {d.uuid for d in devices}
     new = [d for d in devices if d.uuid not in existing]
-    if len(existing) + len(new) > MAX_DEVICES:
+    # An unverified device is only the node's claim: a report that leaves it out withdraws it (it was
+    # never bookable, so nothing references it), and made-up devices cannot hold the node at the cap.
+    parents_kept = {d.parent_id for d in existing.values() if d.verified}
+    withdrawn = [
+        d.pk
+        for uuid, d in existing.items()
+        if not d.verified and uuid not in reported and d.pk not in parents_kept
+    ]
+    kept = len(existing) - len(withdrawn)
+    if kept + len(new) > MAX_DEVICES:
         raise IngestError(
-            f"devices: node {node.name} would have {len(existing) + len(new)} devices; at most {MAX_DEVICES}"
+            f"devices: node {node.name} would have {kept + len(new)} devices; at most {MAX_DEVICES}"
         )
     for n, item in enumerate(devices):
         if item.uuid not in existing and item.index is None:
             raise IngestError(f"devices[{n}].index: required for a new device ({item.uuid})")
-    healthy_now = [d for d in existing.values() if d.healthy]
+    healthy_now = [d for d in existing.values() if d.healthy and d.verified]
     left_out = [d for d in healthy_now if d.uuid not in reported]
     if not replace and left_out and 2 * len(left_out) > len(healthy_now):
         raise IngestError(
             f"devices: the report leaves out {len(left_out)} of the node's {len(healthy_now)} healthy "
             'devices, which would mark them unhealthy; send "replace": true if they are gone'
         )
+    # A booked device keeps its shape against a node; an operator's change moves its bookings.
+    reshaped = shape_changes(existing, devices)
+    held = booked(reshaped) if reshaped else {}
+    if held and by.node:
+        raise refuse_reshape(node, existing, reshaped, held)
+    if held:
+        devices_reshaped.send(sender=Device, pool_ids={node.pool_id}, device_ids=sorted(held))
+    # A node's first devices come with it; hardware its own credential adds later waits for an
+    # operator (shown, counted nowhere, never offered).
+    verified = not (by.node and existing)
 
     created = created_healthy = became_healthy = marked_unhealthy = changed = 0
     saved: dict[str, Device] = {}
@@ -240,10 +305,11 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
                         numa_node=item.numa_node,
                         attributes=item.attributes or {},
                         healthy=item.healthy,
-                        bookable=True,
+                        bookable=verified,
+                        verified=verified,
                     )
                 )
-                created_healthy += item.healthy
+                created_healthy += item.healthy and verified
                 continue
             if item.healthy and not device.healthy:
                 became_healthy += 1
@@ -274,9 +340,26 @@ def _upsert_devices(node: Node, devices: list[DeviceIn], replace: bool) -> tuple
             saved[device.uuid] = device
         created += len(fresh)
 
-    missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy]
+    missing = [d.pk for uuid, d in existing.items() if uuid not in saved and d.healthy and d.verified]
     marked_unhealthy += Device.objects.filter(pk__in=missing).update(healthy=False)
-    return created, created_healthy, marked_unhealthy, became_healthy, changed
+    if withdrawn:
+        _withdraw(withdrawn)
+    unverified = 0 if verified else created
+    return created, created_healthy, marked_unhealthy, became_healthy, changed, unverified
+
+
+def _withdraw(pks: list[int]) -> None:
+    """Delete unverified devices a report no longer claims, with their links and samples.
+
+    Row by row deletes would run capacity's receivers once per device; unverified devices count
+    nowhere, so there is nothing for them to follow.
+    """
+    gone = Device.objects.filter(pk__in=pks, verified=False)
+    DeviceLink.objects.filter(Q(device_a__in=gone) | Q(device_b__in=gone)).delete()
+    DeviceSample.objects.filter(device__in=gone).delete()
+    DeviceSampleHour.objects.filter(device__in=gone).delete()
+    gone.filter(parent__isnull=False)._raw_delete(gone.db)
+    gone._raw_delete(gone.db)
 
 
 def _store_samples(node: Node, devices: list[DeviceIn]) -> int:
@@ -333,12 +416,17 @@ def _replace_images(node: Node, images: dict[str, str]) -> int:
     return len(images)
 
 
-def _replace_system_labels(node: Node, labels: dict[str, str]) -> tuple[int, int]:
-    """Write reported labels as system labels and drop unreported system ones; return the counts."""
+def _replace_system_labels(node: Node, labels: dict[str, str], by: Reporter) -> tuple[int, int]:
+    """Write reported labels as system labels and drop unreported system ones; return the counts.
+
+    A node's own credential never sets, overwrites or removes a label an operator made.
+    """
     current = {label.key: label for label in NodeLabel.objects.filter(node=node)}
     written = 0
     for key, value in labels.items():
         label = current.get(key)
+        if by.node and label is not None and label.source != NodeLabel.Source.SYSTEM:
+            continue
         if label is None:
             NodeLabel.objects.create(node=node, key=key, value=value, source=NodeLabel.Source.SYSTEM)
             written += 1

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -43,11 +44,12 @@ from inventory.api.serializers import (
     link_items,
     node_summary,
 )
-from inventory.errors import InventoryError
+from inventory.errors import IngestError, InventoryError
 from inventory.filtersets import STATE_CHOICES, filter_nodes, free_gpus_now
 from inventory.ingest import apply_node_report
-from inventory.models import Device, Node, NodeTaint
+from inventory.models import Device, Node, NodeRefusal, NodeReport, NodeTaint
 from inventory.node_history import state_entries
+from inventory.trust import Reporter, record_refusal
 
 from .views import text_param
 
@@ -67,10 +69,10 @@ def with_summary_rows(nodes, scope: services.Scope = services.EVERYONE):
 
 
 def device_counts(nodes: list[Node]) -> dict[int, dict[str, int]]:
-    """Return atoms per device class of each node, in one query."""
+    """Return atoms per device class of each node, in one query (unverified devices count nowhere)."""
     counts: dict[int, dict[str, int]] = defaultdict(dict)
     rows = (
-        Device.objects.filter(node__in=nodes)
+        Device.objects.filter(node__in=nodes, verified=True)
         .values_list("node_id", "device_class")
         .order_by("node_id", "device_class")
     )
@@ -113,7 +115,8 @@ def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> di
     uuids = {d.pk: d.uuid for d in devices}
     counts: dict[str, int] = {}
     for d in devices:
-        counts[d.device_class] = counts.get(d.device_class, 0) + 1
+        if d.verified:  # an unverified device is listed, counted nowhere
+            counts[d.device_class] = counts.get(d.device_class, 0) + 1
     data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now, tenants=scope.tenants)
     data["devices"] = device_items(devices, uuids)
     data["links"] = link_items(node.links.all(), uuids)
@@ -130,8 +133,21 @@ def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> di
         for r in node.resources.all()
     ]
     # The operators' own words: a tenant reads that the node is cordoned, not who did it or why.
-    data["stateChanges"] = state_entries(node) if scope.tenants is None else None
+    operator = scope.tenants is None
+    data["stateChanges"] = state_entries(node) if operator else None
+    data["lastReport"] = _seen(NodeReport.objects.filter(node=node).first()) if operator else None
+    data["lastRefusal"] = _refused(NodeRefusal.objects.filter(node=node).first()) if operator else None
     return NodeDetailSerializer(data).data
+
+
+def _seen(report: NodeReport | None) -> dict | None:
+    return None if report is None else {"at": report.at, "by": report.by}
+
+
+def _refused(refusal: NodeRefusal | None) -> dict | None:
+    if refusal is None:
+        return None
+    return {"at": refusal.at, "code": refusal.code, "message": refusal.message, "by": refusal.by}
 
 
 def existing_node(node_name: str) -> Node:
@@ -356,10 +372,16 @@ class ReportView(OperatorView):
     )
     def post(self, request, name):
         node = existing_node(name)
-        result = apply_node_report(node, request.data)
-        inventory.record_report(
-            node, request.user.get_username(), agent=node_of(request.user) is not None, now=timezone.now()
-        )
+        # The node's own credential is untrusted (inventory.trust); an operator has full rights.
+        agent = node_of(request.user) is not None
+        by = (Reporter.node_credential if agent else Reporter.operator)(request.user.get_username())
+        try:
+            data = request.data
+        except ParseError as exc:  # a body that is no JSON is a refused report too
+            record_refusal(node, IngestError(f"report: {exc.detail}"), by)
+            raise
+        result = apply_node_report(node, data, by=by)
+        inventory.record_report(node, request.user.get_username(), agent=agent, now=timezone.now())
         return Response(
             ReportResultSerializer(
                 {
@@ -372,6 +394,7 @@ class ReportView(OperatorView):
                     "links": result.links,
                     "images": result.images,
                     "samples": result.samples,
+                    "unverified": result.unverified,
                 }
             ).data
         )
@@ -392,5 +415,6 @@ class TopologyView(OperatorView):
             data = body_text(data, "text")
         if not isinstance(data, str):
             raise InventoryError("INVALID_INPUT", 'send the matrix as text/plain, or as JSON {"text": ...}')
-        result = apply_node_report(existing_node(name), {"topology": data})
+        by = Reporter.operator(request.user.get_username())
+        result = apply_node_report(existing_node(name), {"topology": data}, by=by)
         return Response(TopologyResultSerializer({"links": result.links}).data)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import agents, drain, earliest, history, nodes, tokens, usage, views
+from . import agents, devices, drain, earliest, history, nodes, tokens, usage, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -32,6 +32,9 @@ urlpatterns = [
     path("nodes/<str:name>/labels", nodes.LabelsView.as_view(), name="api-node-labels"),
     path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
     path("nodes/<str:name>/report", nodes.ReportView.as_view(), name="api-node-report"),
+    path(
+        "nodes/<str:name>/devices/accept", devices.AcceptDevicesView.as_view(), name="api-node-accept-devices"
+    ),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
     path("nodes/<str:name>/assignments", agents.AssignmentsView.as_view(), name="api-node-assignments"),
     path("nodes/<str:name>/token", agents.NodeTokenView.as_view(), name="api-node-token"),

@@ -70,6 +70,13 @@ REPLICA_READS = Counter(
     ["outcome"],
     registry=None,
 )
+REPORTS_REFUSED = Counter(
+    "berth_node_reports_refused",
+    "Node reports refused, by reason: the refusal's code in lower case (invalid_input, conflict, "
+    "forbidden, ...). The node's detail shows the last one (lastRefusal).",
+    ["reason"],
+    registry=None,
+)
 BATCH_SIZE = Histogram(
     "berth_placement_batch_size",
     "Reservations taken by one pool-lease batch.",

@@ -116,7 +116,7 @@ SELECT d.id, d.node_id, d.uuid, d.device_class, d.parent_id, d.index, d.numa_nod
        d.healthy, d.bookable,
        EXISTS (SELECT 1 FROM capacity_devicebooking b WHERE b.device_id = d.id AND b.during && %(during)s)
   FROM inventory_device d
- WHERE d.node_id = ANY(%(nodes)s)
+ WHERE d.node_id = ANY(%(nodes)s) AND d.verified
  ORDER BY d.node_id, d.parent_id NULLS FIRST, d.index, d.uuid
 """
 
@@ -158,7 +158,8 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
     Six queries whatever the pool size: nodes, devices with their booked flag, links, labels,
     resources and the window's scalar claims (a resource's `allocated` is the most claimed at any
     instant of the window). A GPU split into MIG slices is in `devices` for topology but never
-    free: its slices are the atoms. A slice is free only when its parent is not booked.
+    free: its slices are the atoms. A slice is free only when its parent is not booked. A device
+    no operator accepted yet (`verified` false) is left out: the planner never sees it.
     """
     params = {"pool": pool_pk, "during": window_range(window), "system_prefix": SYSTEM_LABEL_PREFIX + "%"}
     where = ""

@@ -77,6 +77,17 @@ SELECT a.id, a.reservation_id,
 """
 
 
+# Live bookings of these devices (running now or later) with their allocation and owner.
+_LIVE_BOOKINGS_SQL = """
+SELECT b.device_id, d.uuid, a.id, a.reservation_id, a.instance_id
+  FROM capacity_devicebooking b
+  JOIN capacity_allocation a ON a.id = b.allocation_id
+  JOIN inventory_device d ON d.id = b.device_id
+ WHERE b.device_id = ANY(%(devices)s) AND upper(b.during) > %(now)s AND a.released_at IS NULL
+ ORDER BY b.device_id, a.id
+"""
+
+
 @dataclass
 class RepairResult:
     """What a repair pass did: reservations moved, and those still waiting for room."""
@@ -118,6 +129,43 @@ def repair_pools(
     result.left = len(found) - len(result.repaired) - len(result.waiting)
     if result.left:
         wake_worker(pool_ids)
+    return result
+
+
+def _live_bookings(device_ids: Iterable[int], now: datetime) -> list[tuple]:
+    with connection.cursor() as cur:
+        cur.execute(_LIVE_BOOKINGS_SQL, {"devices": sorted(set(device_ids)), "now": now})
+        return cur.fetchall()
+
+
+def live_bookings_of(device_ids: Iterable[int], now: datetime | None = None) -> dict[int, list[str]]:
+    """Return device pk -> who holds it now or later ("reservation 12", "instance abc")."""
+    found: dict[int, list[str]] = {}
+    for device, _uuid, _allocation, reservation, instance in _live_bookings(
+        device_ids, now or timezone.now()
+    ):
+        found.setdefault(device, []).append(
+            f"reservation {reservation}" if reservation else f"instance {instance}"
+        )
+    return found
+
+
+def repair_reshaped(device_ids: Iterable[int], *, now: datetime | None = None) -> RepairResult:
+    """Place again every live allocation holding a device whose class, MIG parent or index an
+    operator changed, as for a failed GPU (the same node first)."""
+    now = now or timezone.now()
+    found: dict[int, dict[int, list[str]]] = {}
+    for _device, uuid, allocation, reservation, _instance in _live_bookings(device_ids, now):
+        if reservation is not None:
+            found.setdefault(reservation, {}).setdefault(allocation, []).append(uuid)
+    result = RepairResult()
+    for reservation_pk, allocations in sorted(found.items()):
+        moves = [
+            (pk, f"{', '.join(uuids)} changed shape (an operator's report)")
+            for pk, uuids in allocations.items()
+        ]
+        moved = repair_reservation(reservation_pk, moves, now=now)
+        (result.repaired if moved else result.waiting).append(reservation_pk)
     return result
 
 

@@ -21,7 +21,7 @@ from capacity.services.unbooked import unbooked_use_on
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
-from inventory.models import Device, DeviceLink, Node, NodeReport
+from inventory.models import Device, DeviceLink, Node, NodeRefusal, NodeReport
 from inventory.node_history import state_entries
 
 from .common import (
@@ -198,7 +198,7 @@ def _unusable_badge(node: Node) -> list[Badge]:
 
     Its state may still read schedulable (nothing stops a placement there), yet nothing can be booked.
     """
-    found = node.devices.aggregate(
+    found = node.devices.filter(verified=True).aggregate(
         total=Count("pk"), usable=Count("pk", filter=Q(healthy=True, bookable=True))
     )
     if found["total"] and not found["usable"]:
@@ -248,6 +248,9 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         "drain": drain,
         # When the node last reported and through which credential (operators only).
         "last_report": NodeReport.objects.filter(node=node).first() if operator else None,
+        # The last report refused (it changed nothing), and hardware waiting to be accepted.
+        "last_refusal": NodeRefusal.objects.filter(node=node).first() if operator else None,
+        "unverified": list(node.devices.filter(verified=False).order_by("index", "uuid")) if operator else [],
         # What its agent last said the node holds (the image-cached scorer's input), first few.
         "images": list(node.image_cache.order_by("image").values_list("image", "state")[: IMAGES_SHOWN + 1])
         if operator

@@ -248,14 +248,16 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
     devices within the grid's window (now to a week ahead).
     """
     _prefetch(nodes, pool)
-    device_ids = [d.pk for n in nodes for d in n.devices.all()]
+    device_ids = [d.pk for n in nodes for d in n.devices.all() if d.verified]
     bookings = bookings_by_device(device_ids, now, now + GRID_AHEAD, user)
     claimed = claimed_at([n.pk for n in nodes], now)
     scope = scope_for(user)
     rows = []
     for node in nodes:
         node.pool = pool  # the states read the pool's owner; no query per node
-        devices = list(node.devices.all())
+        # A device no operator accepted yet is drawn nowhere and counted nowhere (the node page
+        # lists it with its accept button).
+        devices = [d for d in node.devices.all() if d.verified]
         by_pk = {d.pk: d for d in devices}
         cells: dict[int, Cell] = {}
         # Whole devices first, so that every slice finds its parent's cell.

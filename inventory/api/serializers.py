@@ -50,6 +50,10 @@ class DeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
     attributes = serializers.DictField()
     healthy = serializers.BooleanField()
     bookable = serializers.BooleanField()
+    verified = serializers.BooleanField(
+        help_text="False for hardware a node reported after its first report: counted nowhere and never "
+        "offered until an operator accepts it (POST /api/v1/nodes/NODE/devices/accept)."
+    )
 
 
 class LinkSerializer(serializers.Serializer):
@@ -136,6 +140,18 @@ class StateChangesSerializer(serializers.Serializer):
     drain = HistoryEntrySerializer(allow_null=True)
 
 
+class ReportSeenSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    by = serializers.CharField(help_text="The credential's user: node.NAME for the node's own.")
+
+
+class RefusalSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    code = serializers.CharField(help_text="The refusal's code: INVALID_INPUT, CONFLICT, FORBIDDEN, ...")
+    message = serializers.CharField()
+    by = serializers.CharField(help_text="Who sent the refused report.")
+
+
 class NodeDetailSerializer(NodeSummarySerializer):
     """A node with its devices, links, conditions and resources."""
 
@@ -146,6 +162,13 @@ class NodeDetailSerializer(NodeSummarySerializer):
     stateChanges = StateChangesSerializer(
         allow_null=True,
         help_text="Who cordoned, drained or put the node in maintenance, when and why (operators; null for tenants).",
+    )
+    lastReport = ReportSeenSerializer(
+        allow_null=True, help_text="The last report applied (operators; null for tenants, or none yet)."
+    )
+    lastRefusal = RefusalSerializer(
+        allow_null=True,
+        help_text="The last report refused, which changed nothing (operators; null for tenants, or none).",
     )
 
 
@@ -262,6 +285,9 @@ class ReportResultSerializer(serializers.Serializer):
     samples = serializers.IntegerField(
         help_text="Devices whose utilization was stored as this minute's sample."
     )
+    unverified = serializers.IntegerField(
+        help_text="Of the devices created, those that wait for an operator to accept them."
+    )
 
 
 class TopologyResultSerializer(serializers.Serializer):
@@ -290,6 +316,7 @@ def device_items(devices: Iterable[Device], uuids: Mapping[int, str]) -> list[di
             "attributes": d.attributes,
             "healthy": d.healthy,
             "bookable": d.bookable,
+            "verified": d.verified,
         }
         for d in devices
     ]
@@ -367,3 +394,18 @@ def node_summary(
         "deviceCounts": dict(device_counts),
         "freeGpusNow": free_gpus_now,
     }
+
+
+class AcceptDevicesInputSerializer(serializers.Serializer):
+    uuids = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=256,
+        help_text="The unverified devices to accept; left out, all of the node's.",
+    )
+    reason = reason_field()
+
+
+class AcceptDevicesResultSerializer(serializers.Serializer):
+    accepted = serializers.ListField(child=serializers.CharField(), help_text="The uuids accepted.")
+    node = NodeDetailSerializer()

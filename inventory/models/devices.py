@@ -18,10 +18,21 @@ class Device(models.Model):
     attributes = models.JSONField(default=dict, blank=True)
     healthy = models.BooleanField(default=True)
     bookable = models.BooleanField(default=True)
+    # False for hardware a node reported after its first report: shown, counted nowhere, never
+    # offered, until an operator accepts it (inventory.trust.accept_devices).
+    verified = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["node", "index", "uuid"]
         indexes = [models.Index(fields=["node", "device_class"], name="device_node_class_idx")]
+        constraints = [
+            # Every place that books or counts respects `bookable`: so it excludes unverified devices too.
+            models.CheckConstraint(
+                condition=Q(verified=True) | Q(bookable=False),
+                name="device_unverified_not_bookable",
+                violation_error_message="A device a node reported is not bookable until an operator accepts it.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.uuid

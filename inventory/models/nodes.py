@@ -78,6 +78,23 @@ class NodeReport(models.Model):
         return f"{self.node_id} reported at {self.at:%Y-%m-%d %H:%M} by {self.by or 'unknown'}"
 
 
+class NodeRefusal(models.Model):
+    """The node's last refused report: when, the error's code and message, and who sent it.
+
+    Written in a transaction of its own after the refused one rolled back; a refusal never touches
+    NodeReport (the last report that was applied).
+    """
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, primary_key=True, related_name="refusal")
+    at = models.DateTimeField()
+    code = models.CharField(max_length=40)
+    message = models.TextField()
+    by = models.CharField(max_length=150, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.node_id} refused at {self.at:%Y-%m-%d %H:%M}: {self.code}"
+
+
 class NodeLabel(RemembersLoaded, models.Model):
     """A key/value on a node; `bc.dev/` keys count only when written by inventory (source system)."""
 

@@ -85,6 +85,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/nodes/{name}/labels",
         "/api/v1/nodes/{name}/labels/{key}",
         "/api/v1/nodes/{name}/report",
+        "/api/v1/nodes/{name}/devices/accept",
         "/api/v1/nodes/{name}/topology",
         "/api/v1/nodes/{name}/assignments",
         "/api/v1/nodes/{name}/token",

@@ -61,6 +61,7 @@ def test_a_report_of_nvidia_smi_texts_creates_the_gpus_slices_and_links(agent, d
         "links": 28,
         "images": None,
         "samples": 8,  # every GPU's utilization, memory and processes (slices have none of their own)
+        "unverified": 0,
     }
     gpus = Device.objects.filter(node=dgx, parent=None).order_by("index")
     assert [g.index for g in gpus] == list(range(8))

@@ -190,11 +190,11 @@ def test_the_node_detail_shows_devices_links_labels_taints_conditions_and_resour
     data = as_operator.get("/api/v1/nodes/node-mig").json()
     assert data["devices"] == [
         {"uuid": "GPU-node-mig-0", "class": "gpu", "index": 0, "parent": None, "numaNode": 0,
-         "attributes": {}, "healthy": True, "bookable": True},
+         "attributes": {}, "healthy": True, "bookable": True, "verified": True},
         {"uuid": "MIG-0", "class": "mig-1g.10gb", "index": 0, "parent": "GPU-node-mig-0", "numaNode": 0,
-         "attributes": {}, "healthy": True, "bookable": True},
+         "attributes": {}, "healthy": True, "bookable": True, "verified": True},
         {"uuid": "GPU-node-mig-1", "class": "gpu", "index": 1, "parent": None, "numaNode": 0,
-         "attributes": {"gpuProduct": "A100"}, "healthy": False, "bookable": True},
+         "attributes": {"gpuProduct": "A100"}, "healthy": False, "bookable": True, "verified": True},
     ]  # fmt: skip
     assert data["deviceCounts"] == {"gpu": 2, "mig-1g.10gb": 1}
     assert data["links"] == [{"a": "GPU-node-mig-0", "b": "GPU-node-mig-1", "rank": "NV", "nvlinks": 0}]
@@ -454,6 +454,7 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
         "links": None,
         "images": None,
         "samples": 0,
+        "unverified": 0,
     }
     node = as_operator.get("/api/v1/nodes/node-a").json()
     assert {d["uuid"]: d["healthy"] for d in node["devices"]} == {

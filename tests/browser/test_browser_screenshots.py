@@ -400,6 +400,41 @@ def test_screenshot_of_a_node_its_agent_reported(login, demo, shots, tmp_path):
     shots(page, "node-detail-agent")
 
 
+def test_screenshot_of_a_node_with_hardware_waiting_and_a_refused_report(login, demo, shots):
+    """ams1-dgx-01's own credential reports a ninth GPU (unverified) and then tries to make a booked
+    GPU a `cpu` (refused); the operator reads both on the node page and accepts the GPU in place."""
+    from django.utils import timezone
+
+    from capacity.models import DeviceBooking
+    from inventory.ingest import IngestError, Reporter, apply_node_report
+    from inventory.models import Device, Node
+
+    node = Node.objects.get(name="ams1-dgx-01")
+    by = Reporter.node_credential("node.ams1-dgx-01")
+    gpus = [
+        {"uuid": d.uuid, "class": d.device_class, "index": d.index, "healthy": d.healthy}
+        for d in Device.objects.filter(node=node, parent=None).order_by("index")
+    ]
+    new = {"uuid": "GPU-0a9e5c1d-0000-4000-8000-000000000009", "class": "gpu", "index": 8, "healthy": True,
+           "attributes": {"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}}  # fmt: skip
+    apply_node_report(node, {"devices": [*gpus, new]}, by=by)
+    booked = DeviceBooking.objects.filter(device__node=node, during__endswith__gt=timezone.now()).first()
+    reshaped = [{**g, "class": "cpu"} if g["uuid"] == booked.device.uuid else g for g in gpus]
+    with pytest.raises(IngestError):
+        apply_node_report(node, {"devices": [*reshaped, new]}, by=by)
+
+    page = login("operator")
+    page.goto(f"{demo}/nodes/ams1-dgx-01/")
+    expect(page.locator("#last-refusal")).to_contain_text("CONFLICT")
+    expect(page.locator("#last-refusal")).to_contain_text("Drain the node first")
+    expect(page.locator("#unverified-devices")).to_contain_text("1 new device waiting for an operator")
+    expect(page.locator(".bookable-now")).to_contain_text("of 8 whole GPUs")
+    shots(page, "node-detail-unverified")
+    page.locator("#unverified-devices button").click()
+    expect(page.locator("#unverified-devices")).to_have_count(0)
+    expect(page.locator(".bookable-now")).to_contain_text("of 9 whole GPUs")
+
+
 def test_screenshot_of_the_webhooks_page(login, demo, shots, monkeypatch):
     """The operator subscribes a receiver on loopback, sends a test event, and books: the log fills."""
     import http.server

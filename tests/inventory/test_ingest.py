@@ -10,12 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from inventory.ingest import (
-    IngestError,
-    apply_node_report,
-    apply_node_report_json,
-    sync_device_links,
-)
+from inventory import ingest
+from inventory.ingest import IngestError, sync_device_links
 from inventory.management.commands.import_topology import Command as ImportTopology
 from inventory.models import Device, DeviceLink, Node, NodeLabel, Pool, Site, Tenant
 from inventory.signals import node_state_changed
@@ -27,6 +23,18 @@ from topo_samples import DGX_H100, PCIE_TWO_SOCKETS
 pytestmark = pytest.mark.django_db
 
 H100 = {"gpuProduct": "H100-SXM5-80GB", "vramGiB": 80}
+
+
+# These tests report as an operator (full rights); test_trust.py reports as the node itself.
+OPERATOR = ingest.Reporter.operator("ops")
+
+
+def apply_node_report(node, report):
+    return ingest.apply_node_report(node, report, by=OPERATOR)
+
+
+def apply_node_report_json(name, text):
+    return ingest.apply_node_report_json(name, text, by=OPERATOR)
 
 
 def make_node(name: str = "dgx-01", gpus: int = 8, *, reverse: bool = False) -> Node:

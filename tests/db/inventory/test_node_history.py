@@ -5,7 +5,7 @@ import pytest
 from inventory import services as inventory
 from inventory.errors import InventoryError
 from inventory.history import recording
-from inventory.ingest import apply_node_report
+from inventory.ingest import Reporter, apply_node_report
 from inventory.models import Node, NodeLabel
 from inventory.node_history import entries, node_history, state_entries
 
@@ -114,10 +114,12 @@ def test_a_reason_too_long_or_with_control_characters_is_refused_and_nothing_cha
 def test_a_node_report_records_real_label_changes_only_as_by_the_reporting_system(node):
     report = {"labels": {"bc.dev/gpu.count": "8", "bc.dev/rack": "r1"}}
     with recording(actor="node-agent", reason="node report"):
-        apply_node_report(node, report)
+        apply_node_report(node, report, by=Reporter.operator("ops"))
         for _ in range(5):
-            apply_node_report(node, report)  # a heartbeat that repeats itself
-        apply_node_report(node, {"labels": {"bc.dev/gpu.count": "8", "bc.dev/rack": "r2"}})
+            apply_node_report(node, report, by=Reporter.operator("ops"))  # a heartbeat that repeats itself
+        apply_node_report(
+            node, {"labels": {"bc.dev/gpu.count": "8", "bc.dev/rack": "r2"}}, by=Reporter.operator("ops")
+        )
     assert changes(node)[1:] == [
         ("node-agent", "label-set", "system label bc.dev/gpu.count=8 set", "node report"),
         ("node-agent", "label-set", "system label bc.dev/rack=r1 set", "node report"),
