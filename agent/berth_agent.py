@@ -426,6 +426,13 @@ class Agent:
                 answer["markedUnhealthy"],
                 answer["becameHealthy"],
             )
+            if answer.get("unverified"):
+                LOG.warning(
+                    "%s devices wait for an operator to accept them before they can be booked "
+                    "(the node page, or manage.py accept_devices %s)",
+                    answer["unverified"],
+                    self.settings.node,
+                )
             return True
         LOG.error("%s", self._refused("report", status, answer, raw))
         return False

@@ -207,6 +207,9 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
             free_by_node[node_id].append(atom)
     links_by_node: dict[int, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for node_id, a_pk, b_pk, rank in links:
+        # A link to a device no operator accepted yet is topology the planner does not see either.
+        if a_pk not in uuid_of or b_pk not in uuid_of:
+            continue
         a, b = uuid_of[a_pk], uuid_of[b_pk]
         links_by_node[node_id][a][b] = rank
         links_by_node[node_id][b][a] = rank

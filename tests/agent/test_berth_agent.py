@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import http.server
+import io
 import json
 import os
 import socket
@@ -18,6 +19,7 @@ import time
 
 import pytest
 from agent_helpers import AGENT, FIXTURES, PYTHON
+from django.core.management import call_command
 from django.db import connection
 
 from capacity import services
@@ -374,6 +376,12 @@ def test_replace_lets_a_node_holding_other_gpus_take_the_fixture_box(node_agent)
     assert "report taken: 8 devices (8 new, 8 marked unhealthy, 0 healthy again)" in taken.stderr
     healthy = Device.objects.filter(node__name="demo-node", healthy=True)
     assert healthy.count() == 8 and not healthy.filter(uuid__startswith="GPU-demo-node").exists()
+    # New hardware on a node that had devices waits for an operator (docs/agent.md says to accept).
+    assert "8 devices wait for an operator to accept them" in taken.stderr
+    assert "manage.py accept_devices demo-node" in taken.stderr
+    assert not healthy.filter(verified=True).exists()
+    call_command("accept_devices", "demo-node", stdout=io.StringIO())
+    assert healthy.filter(verified=True, bookable=True).count() == 8
     again = agent.once(*args)  # the old GPUs are unhealthy already: no replace needed any more
     assert again.returncode == 0 and "report taken: 8 devices (0 new, 0 marked unhealthy" in again.stderr
     held = book([{"class": "gpu", "count": 8}])
