@@ -22,6 +22,8 @@ DEBUG = env.flag("DJANGO_DEBUG", "DJANGO_SECRET_KEY" not in os.environ)
 SECRET_KEY = env.secret_key(DEBUG)
 ALLOWED_HOSTS = env.words("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env.words("CSRF_TRUSTED_ORIGINS")
+# The "Form expired" page in the browser; JSON 403 under /api/.
+CSRF_FAILURE_VIEW = "config.outage.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,6 +63,8 @@ SECURE_CSP = {
 }
 
 MIDDLEWARE = [
+    # Outermost: whatever answers an error under /api/ (Django itself included), it reads as JSON.
+    "config.middleware.ApiErrorsAreJson",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
