@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from http import HTTPStatus
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from config import outage
-from config.errors import CODES, CONFLICT, INTERNAL, INVALID_INPUT
+from config.errors import CODES, INTERNAL, INVALID_INPUT
 
 
 def _unstorable(text: str) -> bool:
@@ -66,14 +66,20 @@ class ApiErrorsAreJson:
             return response
         if outage.database_lost(getattr(request, "berth_exception", None)):
             return outage.unavailable(request)
+        data = getattr(response, "data", None)  # a DRF answer rendered for a browser (the browsable API)
+        if isinstance(data, dict) and data.keys() == {"code", "message"}:
+            return JsonResponse(data, status=response.status_code, headers=_kept_headers(response))
         code = STATUS_CODES.get(
             response.status_code, INTERNAL if response.status_code >= 500 else INVALID_INPUT
         )
         answer = outage.api_error(code, _message(code, response))
-        for header in ("Retry-After", "WWW-Authenticate", "Allow"):
-            if header in response:
-                answer[header] = response[header]
+        for header, value in _kept_headers(response).items():
+            answer[header] = value
         return answer
+
+
+def _kept_headers(response: HttpResponse) -> dict[str, str]:
+    return {h: response[h] for h in ("Retry-After", "WWW-Authenticate", "Allow", "ETag") if h in response}
 
 
 def _is_json(response: HttpResponse) -> bool:
@@ -90,6 +96,5 @@ def _message(code: str, response: HttpResponse) -> str:
     return f"{phrase}: {CODES[code].meaning}"
 
 
-# The first code of each status in config.errors' table (a 409 there has several meanings; here
-# only the status is known, so the general one).
-STATUS_CODES = {c.status: code for code, c in reversed(CODES.items())} | {409: CONFLICT}
+# The first code of each status in config.errors' table (for 409, CONFLICT: only the status is known).
+STATUS_CODES = {c.status: code for code, c in reversed(CODES.items())}

@@ -134,3 +134,10 @@ def test_a_bad_host_under_api_is_a_json_400():
     response = APIClient().get("/api/v1/pools", HTTP_HOST="evil.example")
     assert response.status_code == 400
     assert response.json()["code"] == "INVALID_INPUT"
+
+
+def test_an_error_asked_for_as_html_still_answers_json_with_its_message(as_acme, tenant):
+    response = as_acme.get("/api/v1/reservations/999", HTTP_ACCEPT="text/html")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"code": "NOT_FOUND", "message": "no reservation 999"}
