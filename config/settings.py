@@ -224,6 +224,14 @@ CAPACITY = {
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }
 
+# Waits hold a web thread each: an agent's long-poll of its assignments (`?wait=`) and a create's
+# wait for the placer. At most half of a process's web threads wait at once, and at most
+# LONG_POLLS_PER_CREDENTIAL long-polls of one credential; past either a request answers at once
+# (capacity/waits.py). gunicorn.conf.py sets BERTH_WEB_THREADS from its --threads; unset (runserver
+# starts a thread per request) only the per-credential bound holds.
+WEB_THREADS = env.number("BERTH_WEB_THREADS", 0)
+LONG_POLLS_PER_CREDENTIAL = env.number("BERTH_LONG_POLLS_PER_CREDENTIAL", 2)
+
 # A node whose own credential (its agent) has reported goes stale, not schedulable for new work,
 # when its agent has not reported for this long (run_placer checks every housekeeping round).
 NODE_STALE_AFTER = timedelta(minutes=env.number("BERTH_NODE_STALE_MINUTES", 5))
