@@ -44,3 +44,10 @@ def post_fork(server, worker):
         graceful(sig, frame)
 
     worker.handle_exit = handle_exit
+
+
+def worker_int(worker):
+    """On Ctrl-C (SIGINT, SIGQUIT) a worker exits at once, but only after its threads: end their waits."""
+    from config.stopping import STOPPING
+
+    STOPPING.set()
