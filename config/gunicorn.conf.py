@@ -14,6 +14,8 @@ import os
 
 import gunicorn.http.wsgi
 
+from config.stopping import STOPPING
+
 gunicorn.http.wsgi.SERVER = "Berth"
 
 # Seconds a stopping worker may take over the requests it is answering (gunicorn's default is 30).
@@ -35,8 +37,6 @@ def on_starting(server):
 
 def post_fork(server, worker):
     """Have the worker's SIGTERM end the waits it is holding too (its handler is set after this)."""
-    from config.stopping import STOPPING
-
     graceful = worker.handle_exit
 
     def handle_exit(sig, frame):
@@ -48,6 +48,4 @@ def post_fork(server, worker):
 
 def worker_int(worker):
     """On Ctrl-C (SIGINT, SIGQUIT) a worker exits at once, but only after its threads: end their waits."""
-    from config.stopping import STOPPING
-
     STOPPING.set()

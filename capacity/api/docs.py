@@ -7,6 +7,7 @@ from django.http import JsonResponse
 from django.templatetags.static import static
 from django.utils.csp import CSP
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -54,6 +55,7 @@ class SwaggerDocsView(SpectacularSwaggerView):
 # Neither writes anything, so a POST needs no CSRF check: an unknown path is a 404 whatever its method
 # (Django's check would answer first, with a 403 for a token caller that sends no CSRF cookie).
 @csrf_exempt
+@require_safe
 def api_index(request) -> JsonResponse:
     """Answer GET /api/v1/ with where the docs and the schema are, and the main collections."""
     return JsonResponse(

@@ -141,3 +141,10 @@ def test_an_error_asked_for_as_html_still_answers_json_with_its_message(as_acme,
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
     assert response.json() == {"code": "NOT_FOUND", "message": "no reservation 999"}
+
+
+def test_a_post_to_the_api_index_is_a_json_405_naming_the_methods(acme):
+    response = token_client(acme).post("/api/v1/", {}, format="json")
+    assert response.status_code == 405
+    assert response.json()["code"] == "METHOD_NOT_ALLOWED"
+    assert response["Allow"] == "GET, HEAD"
