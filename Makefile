@@ -5,7 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# gunicorn: threads, as API calls that wait for the placer hold their thread up to 30 s.
+# gunicorn: threads, as requests that wait (agents' long-polls, creates waiting for the placer)
+# hold theirs; at most half of a worker's threads wait at once (capacity/waits.py), and a stop
+# ends every wait, so `make run` stops within a few seconds (config/gunicorn.conf.py).
 WEB_WORKERS ?= 2
 WEB_THREADS ?= 8
 SECRET_KEY_FILE := .secret_key

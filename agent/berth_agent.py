@@ -160,6 +160,7 @@ class Berth:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.base = f"{settings.url}/api/v1/nodes/{urllib.parse.quote(settings.node, safe='')}"
+        self.retry_after = 0  # seconds the last assignments answer asked to wait before the next
 
     def token(self) -> str:
         try:
@@ -196,6 +197,9 @@ class Berth:
             request.add_header("If-None-Match", etag)
         status, headers, raw = self._call(request, HTTP_TIMEOUT + wait)
         tag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
+        # Berth answers at once with Retry-After when it holds all the waits it takes: ask again then.
+        later = next((v for k, v in headers.items() if k.lower() == "retry-after"), "")
+        self.retry_after = min(int(later[:4]), 60) if later.isascii() and later.isdigit() else 0
         return status, tag, raw
 
 
@@ -486,6 +490,12 @@ class Agent:
         LOG.info("assignments as of %s: %s reservations hold devices now", feed.get("asOf"), count)
         return True
 
+    def poll_assignments(self) -> bool:
+        """Long-poll the assignments once; when Berth asks (Retry-After), wait before the next poll."""
+        ok = self.assignments_once(int(self.settings.wait))
+        self.stop.wait(self.berth.retry_after)
+        return ok
+
     def _loop(self, step, pause: float) -> None:
         backoff = BACKOFF_FIRST
         while not self.stop.is_set():
@@ -508,7 +518,7 @@ class Agent:
             target=self._loop, args=(self.report_once, self.settings.interval), name="report", daemon=True
         )
         reporter.start()
-        self._loop(lambda: self.assignments_once(int(self.settings.wait)), 0)
+        self._loop(self.poll_assignments, 0)
         reporter.join(timeout=5)
 
 

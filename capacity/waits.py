@@ -1,10 +1,15 @@
-"""Waiting for the pool-lease placer without holding a database connection per waiter.
+"""Waits: how many a process holds (Slots), and waiting for the pool-lease placer (Hub).
+
+A waiting request holds a web thread. SLOTS keeps waits to a share of a process's threads (half of
+gunicorn's, settings.WEB_THREADS) and an agent's long-polls to LONG_POLLS_PER_CREDENTIAL per
+credential, so people's pages and reads always find a thread; a wait past either answers at once.
+Every wait ends when the process stops (config.stopping), so a graceful stop is quick.
 
 One thread per process listens on the placer's channel on a connection of its own and wakes the
 waiters whose reservations left the queue. A waiter gives its Django connection back while it
 waits (it reconnects to read the answer), so 20 waits of 30 s cost one connection, not 20. A
-tenant has at most MAX_WAITS_PER_TENANT waits at once in a process; past that a create answers at
-once, queued, and the caller polls.
+tenant has at most MAX_WAITS_PER_TENANT waits at once in a process; past that (or past the
+process's share) a create answers at once, queued, and the caller polls.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 from capacity.db.channels import PLACED_CHANNEL
+from config.stopping import STOPPING
 
 MAX_WAITS_PER_TENANT = 8
 # How often the listening thread looks again after losing its connection (seconds).
@@ -27,8 +34,72 @@ RECONNECT_DELAY = 0.5
 IDLE_EXIT = 30.0
 # How often the listener looks at its stop flag and its waiters (seconds).
 POLL = 0.5
+# How often a waiter looks whether the process is stopping (seconds).
+STOP_CHECK = 0.2
 
 log = logging.getLogger(__name__)
+
+
+def stopping() -> bool:
+    """Return whether the process is shutting down (no wait may start or go on)."""
+    return STOPPING.is_set()
+
+
+def process_share() -> int | None:
+    """Return how many waits a process may hold at once: half its web threads (None: no bound)."""
+    threads = settings.WEB_THREADS
+    return threads // 2 if threads else None
+
+
+class Slots:
+    """Count the waits a process holds, in all and per credential."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: Counter[object] = Counter()
+        self._total = 0
+
+    @contextmanager
+    def holding(self, credential: object = None):
+        """Yield True while this wait holds a slot; False (answer at once) when the process holds
+        its share of waits, the credential its LONG_POLLS_PER_CREDENTIAL, or the process stops."""
+        share = process_share()
+        with self._lock:
+            held = not stopping() and (share is None or self._total < share)
+            if held and credential is not None:
+                held = self._held[credential] < settings.LONG_POLLS_PER_CREDENTIAL
+            if held:
+                self._total += 1
+                self._held[credential] += 1
+        try:
+            yield held
+        finally:
+            if held:
+                with self._lock:
+                    self._total -= 1
+                    self._held[credential] -= 1
+                    if not self._held[credential]:
+                        del self._held[credential]
+
+    def total(self) -> int:
+        """Return how many waits the process holds now."""
+        with self._lock:
+            return self._total
+
+    @staticmethod
+    def wait(event: threading.Event, seconds: float) -> bool:
+        """Wait up to `seconds` for the event; return whether it was set (False early on a stop)."""
+        deadline = time.monotonic() + seconds
+        while not stopping():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if event.wait(min(left, STOP_CHECK)):
+                return True
+        return False
+
+
+SLOTS = Slots()
 
 
 class Hub:
@@ -44,23 +115,28 @@ class Hub:
 
     @contextmanager
     def waiting(self, reservation_pk: int, tenant_pk: int):
-        """Register a waiter for the reservation; yield its Event, or None when the tenant has too many."""
-        with self._lock:
-            if self._tenants[tenant_pk] >= MAX_WAITS_PER_TENANT:
+        """Register a waiter for the reservation; yield its Event, or None when the tenant has too
+        many or the process its share (SLOTS)."""
+        with SLOTS.holding() as slot:
+            with self._lock:
+                if not slot or self._tenants[tenant_pk] >= MAX_WAITS_PER_TENANT:
+                    event = None
+                else:
+                    self._tenants[tenant_pk] += 1
+                    event = threading.Event()
+                    self._waiters[reservation_pk].add(event)
+            if event is None:
                 yield None
                 return
-            self._tenants[tenant_pk] += 1
-            event = threading.Event()
-            self._waiters[reservation_pk].add(event)
-        try:
-            self._start()
-            yield event
-        finally:
-            with self._lock:
-                self._tenants[tenant_pk] -= 1
-                self._waiters[reservation_pk].discard(event)
-                if not self._waiters[reservation_pk]:
-                    del self._waiters[reservation_pk]
+            try:
+                self._start()
+                yield event
+            finally:
+                with self._lock:
+                    self._tenants[tenant_pk] -= 1
+                    self._waiters[reservation_pk].discard(event)
+                    if not self._waiters[reservation_pk]:
+                        del self._waiters[reservation_pk]
 
     def waits_of(self, tenant_pk: int) -> int:
         """Return how many waits the tenant has open in this process."""

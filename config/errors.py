@@ -34,6 +34,7 @@ PAYLOAD_TOO_LARGE: Final = "PAYLOAD_TOO_LARGE"
 UNSUPPORTED_MEDIA_TYPE: Final = "UNSUPPORTED_MEDIA_TYPE"
 UNSUPPORTED: Final = "UNSUPPORTED"
 THROTTLED: Final = "THROTTLED"
+INTERNAL: Final = "INTERNAL"
 UNAVAILABLE: Final = "UNAVAILABLE"
 
 # In the order the API docs list them. QUOTA_EXCEEDED is 409, not 403: the request is allowed in
@@ -55,6 +56,7 @@ CODES: Final[dict[str, Code]] = {
     UNSUPPORTED_MEDIA_TYPE: Code(415, "the body is not JSON (or the type the endpoint reads)"),
     UNSUPPORTED: Code(422, "understood, but this server does not do it"),
     THROTTLED: Code(429, "too many requests: retry after the time in Retry-After"),
+    INTERNAL: Code(500, "a fault inside Berth, not the request's (it is logged): tell an operator"),
     UNAVAILABLE: Code(
         503, "the database could not be reached: retry after Retry-After with the same idempotency key"
     ),

@@ -1,11 +1,16 @@
-"""Refuse, before any view runs, request text that Postgres cannot store or compare."""
+"""Refuse, before any view runs, request text that Postgres cannot store or compare; answer every
+error under /api/ as JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from http import HTTPStatus
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+
+from config import outage
+from config.errors import CODES, INTERNAL, INVALID_INPUT
 
 
 def _unstorable(text: str) -> bool:
@@ -42,3 +47,54 @@ class RejectUnstorableInput:
             return self.get_response(request)
         message = f"the {where} must not contain NUL characters or invalid Unicode"
         return render(request, "400.html", {"message": message}, status=400)
+
+
+class ApiErrorsAreJson:
+    """Answer every error under /api/ as JSON `{"code", "message"}`, whatever made it.
+
+    The API's views answer their own errors; this is the net under them, outermost, for the answers
+    Django makes itself: the debug page of an exception with DEBUG on, a 400 for a bad Host header,
+    or any HTML error page a middleware or a plain view may give. A lost database stays a 503.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not outage.is_api(request) or response.status_code < 400 or _is_json(response):
+            return response
+        if outage.database_lost(getattr(request, "berth_exception", None)):
+            return outage.unavailable(request)
+        data = getattr(response, "data", None)  # a DRF answer rendered for a browser (the browsable API)
+        if isinstance(data, dict) and data.keys() == {"code", "message"}:
+            return JsonResponse(data, status=response.status_code, headers=_kept_headers(response))
+        code = STATUS_CODES.get(
+            response.status_code, INTERNAL if response.status_code >= 500 else INVALID_INPUT
+        )
+        answer = outage.api_error(code, _message(code, response))
+        for header, value in _kept_headers(response).items():
+            answer[header] = value
+        return answer
+
+
+def _kept_headers(response: HttpResponse) -> dict[str, str]:
+    return {h: response[h] for h in ("Retry-After", "WWW-Authenticate", "Allow", "ETag") if h in response}
+
+
+def _is_json(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").split(";")[0].strip() == "application/json"
+
+
+def _message(code: str, response: HttpResponse) -> str:
+    if code == INTERNAL:
+        return outage.INTERNAL_MESSAGE
+    try:
+        phrase = HTTPStatus(response.status_code).phrase.lower()
+    except ValueError:
+        phrase = f"HTTP {response.status_code}"
+    return f"{phrase}: {CODES[code].meaning}"
+
+
+# The first code of each status in config.errors' table (for 409, CONFLICT: only the status is known).
+STATUS_CODES = {c.status: code for code, c in reversed(CODES.items())}

@@ -22,6 +22,8 @@ DEBUG = env.flag("DJANGO_DEBUG", "DJANGO_SECRET_KEY" not in os.environ)
 SECRET_KEY = env.secret_key(DEBUG)
 ALLOWED_HOSTS = env.words("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env.words("CSRF_TRUSTED_ORIGINS")
+# The "Form expired" page in the browser; JSON 403 under /api/.
+CSRF_FAILURE_VIEW = "config.outage.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,6 +63,8 @@ SECURE_CSP = {
 }
 
 MIDDLEWARE = [
+    # Outermost: whatever answers an error under /api/ (Django itself included), it reads as JSON.
+    "config.middleware.ApiErrorsAreJson",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -219,6 +223,14 @@ CAPACITY = {
     "MAX_ATTEMPTS": 3,
     "SCHEDULER": {"PLUGINS": [], "WEIGHTS": {}, "TOP_N": 5},
 }
+
+# Waits hold a web thread each: an agent's long-poll of its assignments (`?wait=`) and a create's
+# wait for the placer. At most half of a process's web threads wait at once, and at most
+# LONG_POLLS_PER_CREDENTIAL long-polls of one credential; past either a request answers at once
+# (capacity/waits.py). gunicorn.conf.py sets BERTH_WEB_THREADS from its --threads; unset (runserver
+# starts a thread per request) only the per-credential bound holds.
+WEB_THREADS = env.number("BERTH_WEB_THREADS", 0)
+LONG_POLLS_PER_CREDENTIAL = env.number("BERTH_LONG_POLLS_PER_CREDENTIAL", 2)
 
 # A node whose own credential (its agent) has reported goes stale, not schedulable for new work,
 # when its agent has not reported for this long (run_placer checks every housekeeping round).

@@ -16,12 +16,15 @@ from capacity.node_watch import WATCH
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
 from capacity.services.tokens import issue_node_token, node_key_works, replaced_key_note
+from capacity.waits import SLOTS, stopping
 from config.api.auth import IsOperator, IsOperatorOrTheNode
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
 # How long an agent's long-poll may wait for a change of its node's assignments.
 MAX_WAIT_SECONDS = 60
+# A long-poll refused its wait (capacity.waits.SLOTS) answers at once with this Retry-After (seconds).
+WAIT_REFUSED_RETRY_AFTER = 5
 
 
 class AssignmentsView(BerthAPIView):
@@ -30,7 +33,8 @@ class AssignmentsView(BerthAPIView):
     For operators and the node's own credential. It carries an ETag; `If-None-Match` with the
     current one answers 304 Not Modified, and with `?wait=SECONDS` (at most 60) waits for a change
     first: the answer comes as soon as the feed differs, else 304 when the wait ends. A waiting
-    request holds no database connection (capacity.node_watch).
+    request holds no database connection (capacity.node_watch). Past the credential's or the
+    process's share of waits (capacity.waits.SLOTS) it answers at once, with Retry-After.
     """
 
     permission_classes = [IsAuthenticated, IsOperatorOrTheNode]
@@ -44,7 +48,12 @@ class AssignmentsView(BerthAPIView):
             OpenApiParameter(
                 "wait",
                 int,
-                description="With If-None-Match: wait up to this many seconds (0-60) for a change.",
+                description=(
+                    "With If-None-Match: wait up to this many seconds (0-60) for a change. At most "
+                    "2 waits per credential (BERTH_LONG_POLLS_PER_CREDENTIAL) and half a server "
+                    "process's threads wait at once; "
+                    "past that the answer comes at once, with Retry-After."
+                ),
             )
         ],
         responses={
@@ -65,19 +74,34 @@ class AssignmentsView(BerthAPIView):
         wait = _wait_seconds(request.query_params.get("wait"))
         known = request.headers.get("If-None-Match")
         body, tag = assignments(name)
+        headers = {}
         if wait and known == tag:
-            deadline = time.monotonic() + wait
-            with WATCH.watching(name) as moved:
-                # Read again once the watch has its baseline: a change since the first read shows here.
-                body, tag = assignments(name)
-                while tag == known and (remaining := deadline - time.monotonic()) > 0:
-                    connection.close()  # hold no connection while waiting; the next read opens one
-                    if moved.wait(remaining):
-                        moved.clear()
-                        body, tag = assignments(name)
+            with SLOTS.holding(request.user.pk) as held:
+                if held:
+                    body, tag = _wait_for_change(name, known, wait)
+                else:
+                    # The credential or the process holds its share of waits: the answer comes at
+                    # once, and says when to ask again so an agent does not ask in a loop.
+                    headers["Retry-After"] = str(WAIT_REFUSED_RETRY_AFTER)
+        headers["ETag"] = tag
         if known == tag:
-            return Response(status=304, headers={"ETag": tag})
-        return Response(body, headers={"ETag": tag})
+            return Response(status=304, headers=headers)
+        return Response(body, headers=headers)
+
+
+def _wait_for_change(name: str, known: str, wait: int) -> tuple[dict, str]:
+    """Return the node's assignments and tag once they differ from `known`, or after `wait` seconds
+    (sooner when the process stops)."""
+    deadline = time.monotonic() + wait
+    with WATCH.watching(name) as moved:
+        # Read again once the watch has its baseline: a change since the first read shows here.
+        body, tag = assignments(name)
+        while tag == known and (remaining := deadline - time.monotonic()) > 0 and not stopping():
+            connection.close()  # hold no connection while waiting; the next read opens one
+            if SLOTS.wait(moved, remaining):
+                moved.clear()
+                body, tag = assignments(name)
+    return body, tag
 
 
 def _wait_seconds(raw: str | None) -> int:

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.templatetags.static import static
 from django.utils.csp import CSP
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -50,6 +52,10 @@ class SwaggerDocsView(SpectacularSwaggerView):
         return static(f"{SWAGGER_UI_DIR}/favicon-32x32.png")
 
 
+# Neither writes anything, so a POST needs no CSRF check: an unknown path is a 404 whatever its method
+# (Django's check would answer first, with a 403 for a token caller that sends no CSRF cookie).
+@csrf_exempt
+@require_safe
 def api_index(request) -> JsonResponse:
     """Answer GET /api/v1/ with where the docs and the schema are, and the main collections."""
     return JsonResponse(
@@ -64,6 +70,7 @@ def api_index(request) -> JsonResponse:
     )
 
 
+@csrf_exempt
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Answer an unknown /api/ path as the API answers everything: JSON with a code."""
     return JsonResponse(error_body("NOT_FOUND", f"no API endpoint {request.path}"), status=404)

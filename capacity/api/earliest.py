@@ -11,7 +11,7 @@ from capacity.services.hints import horizon_text
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
-from .inputs import reservation_input
+from .inputs import IDEMPOTENCY_HEADER_PARAMETER, request_input
 from .serializers import EarliestSerializer, ReservationInputSerializer
 
 
@@ -32,11 +32,12 @@ class EarliestView(BerthAPIView):
             "36h or 30d (14d by default, at most 90d)."
         ),
         # The create body's schema (plus `horizon`, above): a subclass would name its enums twice.
+        parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
         responses={200: EarliestSerializer, **errors(400, 401, 403, 404, 422)},
     )
     def post(self, request):
-        data = reservation_input(request.data, extra=frozenset({"horizon"}))
+        data = request_input(request, extra=frozenset({"horizon"}))
         answer = earliest(data, scope=self.scope)
         body: dict = {
             "fits": answer.fits,

@@ -26,7 +26,7 @@ from config.api.schema import errors
 from config.replica import replica_reads
 from inventory.models import Node, Pool
 
-from .inputs import reservation_input
+from .inputs import IDEMPOTENCY_HEADER_PARAMETER, request_input
 from .serializers import (
     PREVIEW_EXAMPLES,
     REQUEST_EXAMPLES,
@@ -153,8 +153,11 @@ class ReservationsView(BerthAPIView):
             "Validates, charges quota and places the request inline. Answers 201 with the reservation, "
             "placed or pending (the reason is in its Unschedulable condition); the same idempotencyKey "
             "with the same input answers 200 with the first reservation, with other input 409 "
-            "IDEMPOTENCY_CONFLICT. When placing it took spot work back, the 201 says so in `preempted`."
+            "IDEMPOTENCY_CONFLICT. The `Idempotency-Key` header means exactly what idempotencyKey "
+            "does (both present and different: 400). When placing it took spot work back, the 201 "
+            "says so in `preempted`."
         ),
+        parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
         responses={
             201: ReservationSerializer,
@@ -164,7 +167,7 @@ class ReservationsView(BerthAPIView):
         examples=[*REQUEST_EXAMPLES, *RESERVATION_EXAMPLES],
     )
     def post(self, request):
-        data = reservation_input(request.data)
+        data = request_input(request)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
         body = render_reservation(result.reservation, self.scope)
@@ -218,14 +221,17 @@ class PreviewView(BerthAPIView):
             "no quota, no admission. With explain=true every node of the pool is planned and each "
             "rejected node is listed with its filter and reason."
         ),
-        parameters=[OpenApiParameter("explain", bool, description="List every rejected node.")],
+        parameters=[
+            OpenApiParameter("explain", bool, description="List every rejected node."),
+            IDEMPOTENCY_HEADER_PARAMETER,
+        ],
         request=ReservationInputSerializer,
         responses={200: PreviewSerializer, **errors(400, 401, 403, 404, 422)},
         examples=PREVIEW_EXAMPLES,
     )
     def post(self, request):
         explain = bool_param(request, "explain")
-        preview = services.preview(reservation_input(request.data), scope=self.scope, explain=explain)
+        preview = services.preview(request_input(request), scope=self.scope, explain=explain)
         body: dict = {"fits": preview.fits, "candidates": preview.candidates}
         if not preview.fits:
             body["reason"] = services.redact(preview.reason, self.scope)

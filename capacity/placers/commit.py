@@ -151,7 +151,9 @@ def commit_member(*args, **kwargs) -> Committed:
     Raise LostRace for the caller to roll back to the savepoint, or ArchivedMeanwhile when the
     locked pool row says archived.
     """
-    with connection.connection.pipeline():
+    # The pipeline's own Sync (on leaving it) raises psycopg's errors: Django's wrapper makes them
+    # Django's, as its cursors' are (a deadlock is then retried, a lost connection answers 503).
+    with connection.wrap_database_errors, connection.connection.pipeline():
         return read_member(send_member(*args, **kwargs))
 
 

@@ -8,7 +8,7 @@ from django.db import connection
 
 from capacity.models import Reservation
 from capacity.models.reservations import QUEUED_CONDITION
-from capacity.waits import HUB
+from capacity.waits import HUB, SLOTS, stopping
 
 
 def is_queued(reservation: Reservation) -> bool:
@@ -22,9 +22,10 @@ def is_queued(reservation: Reservation) -> bool:
 def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
     """Return the reservation once its batch ran, or as it is when `timeout_ms` have passed.
 
-    Waits on the placer's notifications through the process's one listener (capacity.waits),
-    holding no database connection and no lock meanwhile; inside a transaction the row is not yet
-    visible to the placer, so it answers at once, as it does past the tenant's bound on waits.
+        Waits on the placer's notifications through the process's one listener (capacity.waits),
+        holding no database connection and no lock meanwhile; inside a transaction the row is not yet
+        visible to the placer, so it answers at once, as it does past the tenant's bound on waits, past
+    the process's share of waits (capacity.waits.SLOTS), and when the process stops.
     """
     if connection.in_atomic_block:
         return reservation
@@ -34,8 +35,8 @@ def await_placer(reservation: Reservation, timeout_ms: int) -> Reservation:
             # Read after the waiter is registered, so a batch that ran meanwhile is not missed.
             current = Reservation.objects.get(pk=reservation.pk)
             remaining = deadline - time.monotonic()
-            if placed is None or not is_queued(current) or remaining <= 0:
+            if placed is None or not is_queued(current) or remaining <= 0 or stopping():
                 return current
             connection.close()  # hold no connection while waiting; the next read opens one
-            placed.wait(remaining)
+            SLOTS.wait(placed, remaining)
             placed.clear()

@@ -1,7 +1,9 @@
 """The REST API's exception handler: every error answers `{"code": "...", "message": "..."}`.
 
 Codes and their statuses are config.errors' (each code means one thing); DRF's own exceptions map
-to the HTTP-only codes there (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...). Anything else stays a 500.
+to the HTTP-only codes there (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...). Anything else is raised
+on to Django, which logs it with its traceback; its handler (config.outage) answers a JSON 500
+INTERNAL, or a 503 UNAVAILABLE for a lost database.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def classify(exc: BaseException) -> tuple[str, str, int] | None:
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Turn every error the API knows into `{"code", "message"}` with its status; others stay 500s."""
+    """Turn every error the API knows into `{"code", "message"}` with its status; raise on the others."""
     found = classify(exc)
     if found is None:
         return None

@@ -22,6 +22,7 @@ def test_every_service_code_has_the_documented_status():
         "FORBIDDEN": 403,
         "IDEMPOTENCY_CONFLICT": 409,
         "IDEMPOTENCY_IN_FLIGHT": 409,
+        "INTERNAL": 500,
         "INVALID_INPUT": 400,
         "METHOD_NOT_ALLOWED": 405,
         "NOT_ACCEPTABLE": 406,

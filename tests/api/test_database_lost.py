@@ -4,8 +4,11 @@ The outage is real: the connection is pointed at a port where nothing listens, a
 restarts or fails over, so every statement of the request fails to connect.
 """
 
+import threading
+import time
 from contextlib import contextmanager
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
@@ -77,3 +80,59 @@ def test_other_server_errors_still_answer_the_500_page(acme, lab, settings):
     response = Client(raise_request_exception=False).get("/broken/")
     assert response.status_code == 500
     assert "Something went wrong" in response.content.decode()
+
+
+def waiting_backend(fragment: str, timeout: float = 20.0) -> int:
+    """Return the pid of another backend waiting on a lock in a statement holding `fragment`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cur:
+            cur.execute(
+                """SELECT pid FROM pg_stat_activity
+                    WHERE wait_event_type = 'Lock' AND datname = current_database()
+                      AND pid <> pg_backend_pid() AND query LIKE %s""",
+                [f"%{fragment}%"],
+            )
+            row = cur.fetchone()
+        if row:
+            return row[0]
+        time.sleep(0.02)
+    raise AssertionError(f"no backend waited on a lock in a statement with {fragment!r}")
+
+
+def test_a_connection_terminated_mid_commit_answers_a_json_503_and_the_retry_books_once(acme, lab, ask):
+    """The booking's commit (the placer's pipeline, psycopg's own cursors) waits on the pool row a
+    second connection holds; its backend is terminated there. psycopg's OperationalError, which
+    Django never wraps, answers 503 as Django's does; the retry with the same key books once."""
+    blocker = psycopg.connect(
+        **{k: v for k, v in connection.get_connection_params().items() if k != "context"}
+    )
+    blocker.execute("SELECT 1 FROM inventory_pool WHERE slug = 'lab-pool' FOR UPDATE")
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {acme.auth_token.key}")
+    answers = []
+
+    def book():
+        answers.append(client.post("/api/v1/reservations", ask(1, idempotencyKey="job-7"), format="json"))
+        connection.close()
+
+    booking = threading.Thread(target=book)
+    booking.start()
+    try:
+        # The commit's lock statement (capacity/placers/commit.py), nothing before it.
+        pid = waiting_backend("FOR SHARE OF n")
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_terminate_backend(%s)", [pid])
+        booking.join(20)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    (response,) = answers
+    assert response.status_code == 503, response.content
+    assert response["Content-Type"] == "application/json"
+    assert response["Retry-After"] == "2"
+    assert response.json()["code"] == "UNAVAILABLE"
+    retry = client.post("/api/v1/reservations", ask(1, idempotencyKey="job-7"), format="json")
+    again = client.post("/api/v1/reservations", ask(1, idempotencyKey="job-7"), format="json")
+    assert retry.status_code in (200, 201) and again.status_code == 200
+    assert Reservation.objects.filter(idempotency_key="job-7").count() == 1
