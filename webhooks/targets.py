@@ -48,7 +48,9 @@ class Answer:
 
 def printable(text: str, limit: int = ANSWER_KEPT) -> str:
     """Return `text` as at most `limit` printable characters (control characters become spaces)."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 4]).split())[:limit]
+    return " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 4]).split())[
+        :limit
+    ].rstrip()
 
 
 def allow_private() -> bool:
