@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from capacity.worker_jobs import LOST_DATABASE, survive
@@ -40,7 +41,7 @@ from .signing import headers
 from .targets import DEADLINE, Answer, Attempts, post, printable
 
 CHANNEL = "berth_webhooks"
-CLAIM_BATCH = 16  # deliveries claimed per subscription at a time
+CLAIM_BATCH = 64  # deliveries claimed per subscription at a time (a backlog drains in fewer claims)
 SENDERS = 8  # subscriptions served at once whose deliveries go through
 SLOW_SENDERS = 2  # failing subscriptions served at once: they never take the others' senders
 LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "30")))
@@ -49,7 +50,8 @@ LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "3
 JOB_BUDGET = min(DEADLINE, LEASE.total_seconds() / 3)
 FIRST_RETRY, LAST_RETRY = 5.0, 3600.0  # seconds
 IDLE_POLL = 1.0  # seconds between looks for due retries and timed events when nothing wakes it
-BUSY_POLL = 0.05  # seconds between looks for answers while sends are in flight
+BUSY_POLL = 0.02  # seconds between looks for a NOTIFY while sends are in flight
+FANOUT_TURN = 100  # events fanned out between two looks for due deliveries
 TIMED_EVERY = 30.0  # seconds between looks for bookings starting or ending within the lead
 
 log = logging.getLogger(__name__)
@@ -153,51 +155,83 @@ def retry_delay(attempts: int, rng: random.Random) -> float:
     return min(FIRST_RETRY * 2 ** (attempts - 1), LAST_RETRY) * rng.uniform(0.5, 1.0)
 
 
-def record(
-    delivery: Delivery, answer: Answer, now: datetime, rng: random.Random, sent_at: datetime | None = None
-) -> Subscription | None:
-    """Write the attempt and what follows from it; return the subscription if this disabled it."""
-    disabled = None
+def record(answers: list[tuple[Delivery, Answer, datetime]], now: datetime, rng: random.Random) -> list:
+    """Write attempts and what follows from them, in a few statements; return the subscriptions disabled.
+
+    `answers` holds (delivery, answer, when it was sent) in the order they were sent.
+    """
+    by_subscription: dict[int, list] = {}
+    for item in answers:
+        by_subscription.setdefault(item[0].subscription_id, []).append(item)
+    disabled, tries, delivered = [], [], {}
     with transaction.atomic():
-        subscription = Subscription.objects.select_for_update().filter(pk=delivery.subscription_id).first()
-        if subscription is None:
-            return None  # removed while its delivery was in flight: nothing to write
-        Attempt.objects.create(
-            delivery=delivery,
-            at=sent_at or now,
-            duration_ms=answer.duration_ms,
-            status_code=answer.status,
-            answer=answer.text,
-            error=answer.error,
-        )
-        attempts = delivery.attempts + 1
-        fields = {"attempts": attempts, "claimed_until": None, "last_status_code": answer.status}
-        if answer.ok:
-            fields.update(status=Delivery.Status.DELIVERED, delivered_at=now, last_error="")
-            if subscription.failing_since is not None:
-                subscription.failing_since = None
-                subscription.save(update_fields=["failing_since"])
-        else:
-            said = answer.error or f"answered {answer.status}"
-            fields["last_error"] = said
-            if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_GIVE_UP_HOURS):
-                fields["status"] = Delivery.Status.FAILED
-            else:
-                fields["next_attempt_at"] = now + timedelta(seconds=retry_delay(attempts, rng))
-            since = subscription.failing_since or now
-            if subscription.failing_since is None:
-                subscription.failing_since = now
-                subscription.save(update_fields=["failing_since"])
-            if subscription.enabled and now - since >= timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS):
-                subscription.enabled = False
-                subscription.disabled_reason = (
-                    f"Disabled {now:%Y-%m-%d %H:%M} UTC: every delivery failed since "
-                    f"{since:%Y-%m-%d %H:%M} UTC; the last: {said}"
+        # Locked in id order: workers recording for the same subscriptions never deadlock.
+        alive = list(Subscription.objects.select_for_update().filter(pk__in=by_subscription).order_by("pk"))
+        # A subscription removed while its deliveries were in flight took them along: nothing to write.
+        for subscription in alive:
+            changed: set[str] = set()
+            for delivery, answer, sent_at in by_subscription[subscription.pk]:
+                tries.append(
+                    Attempt(
+                        delivery=delivery,
+                        at=sent_at,
+                        duration_ms=answer.duration_ms,
+                        status_code=answer.status,
+                        answer=answer.text,
+                        error=answer.error,
+                    )
                 )
-                subscription.save(update_fields=["enabled", "disabled_reason"])
-                disabled = subscription
-        Delivery.objects.filter(pk=delivery.pk).update(**fields)
+                if answer.ok:
+                    delivered.setdefault(answer.status, []).append(delivery.pk)
+                    if subscription.failing_since is not None:
+                        subscription.failing_since = None
+                        changed.add("failing_since")
+                    continue
+                if _failed(subscription, delivery, answer, now, rng, changed):
+                    disabled.append(subscription)
+            if changed:
+                subscription.save(update_fields=sorted(changed))
+        Attempt.objects.bulk_create(tries)
+        for status, ids in delivered.items():
+            Delivery.objects.filter(pk__in=ids).update(
+                status=Delivery.Status.DELIVERED,
+                delivered_at=now,
+                last_error="",
+                last_status_code=status,
+                claimed_until=None,
+                attempts=F("attempts") + 1,
+            )
     return disabled
+
+
+def _failed(subscription, delivery, answer, now, rng, changed: set[str]) -> bool:
+    """Write a failed attempt's delivery; mark its subscription failing; return whether it is now disabled."""
+    said = answer.error or f"answered {answer.status}"
+    attempts = delivery.attempts + 1
+    fields = {
+        "attempts": attempts,
+        "claimed_until": None,
+        "last_status_code": answer.status,
+        "last_error": said,
+    }
+    if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_GIVE_UP_HOURS):
+        fields["status"] = Delivery.Status.FAILED
+    else:
+        fields["next_attempt_at"] = now + timedelta(seconds=retry_delay(attempts, rng))
+    Delivery.objects.filter(pk=delivery.pk).update(**fields)
+    since = subscription.failing_since or now
+    if subscription.failing_since is None:
+        subscription.failing_since = now
+        changed.add("failing_since")
+    if subscription.enabled and now - since >= timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS):
+        subscription.enabled = False
+        subscription.disabled_reason = (
+            f"Disabled {now:%Y-%m-%d %H:%M} UTC: every delivery failed since "
+            f"{since:%Y-%m-%d %H:%M} UTC; the last: {said}"
+        )
+        changed.update(("enabled", "disabled_reason"))
+        return True
+    return False
 
 
 class Dispatcher:
@@ -272,8 +306,8 @@ class Dispatcher:
                         self.results.put(("unsent", rest, None, None))
                     break
                 sent_at = now or timezone.now()
+                # Recorded at the job's end or the dispatcher's next look (BUSY_POLL), with others.
                 self.results.put(("answer", delivery, send(delivery, sent_at, self.attempts), sent_at))
-                self.arrived.set()
         finally:
             self.results.put(("done", batch[0], None, None))
             self.arrived.set()
@@ -289,19 +323,15 @@ class Dispatcher:
         if not items:
             return
         unsent = [d.pk for kind, d, answer, _ in items if kind == "unsent" or (answer and answer.cut)]
-        disabled = []
-        # One commit for what came back together: a commit per delivery cost more than its send.
+        answered = [(d, answer, at) for kind, d, answer, at in items if kind == "answer" and not answer.cut]
+        # One commit, a few statements, for what came back together: a commit per delivery cost more
+        # than its send.
         with transaction.atomic():
-            for kind, delivery, answer, sent_at in items:
-                if kind != "answer" or answer.cut:
-                    continue
-                turned_off = record(delivery, answer, now or timezone.now(), self.rng, sent_at)
-                if turned_off is not None:
-                    disabled.append(turned_off)
-                self.delivered += answer.ok
-                self.failed += not answer.ok
+            disabled = record(answered, now or timezone.now(), self.rng) if answered else []
             if unsent:
                 Delivery.objects.filter(pk__in=unsent).update(claimed_until=None)
+        self.delivered += sum(answer.ok for _d, answer, _at in answered)
+        self.failed += sum(not answer.ok for _d, answer, _at in answered)
         for kind, delivery, _answer, _at in items:
             if kind == "done":
                 self.busy.pop(delivery.subscription_id, None)
@@ -395,14 +425,21 @@ def _serve(stop: threading.Event) -> None:
                 add_timed_events(now)
                 prune(now)
                 next_timed = time.monotonic() + TIMED_EVERY
+            more = False
             if woken or time.monotonic() - last_fan_out >= IDLE_POLL:
-                while fan_out(timezone.now()):
-                    pass
+                # One batch a turn: a backlog of events starts going out while the rest is fanned out.
+                more = fan_out(timezone.now(), limit=FANOUT_TURN) > 0
                 last_fan_out = time.monotonic()
-            dispatcher.step(look=woken)
-            # Wait for a NOTIFY (a new event), else: answers while sends are in flight, or IDLE_POLL.
-            woken = False
-            for _ in raw.notifies(timeout=IDLE_POLL if dispatcher.idle else BUSY_POLL, stop_after=1):
-                woken = True
+            dispatcher.step(look=woken or more)
+            woken = more
+            if more:
+                continue
+            if dispatcher.idle:  # wait for a NOTIFY (a new event) or IDLE_POLL (retries come due)
+                for _ in raw.notifies(timeout=IDLE_POLL, stop_after=1):
+                    woken = True
+            else:  # wait for an answer, at most BUSY_POLL; then look for a NOTIFY without waiting
+                dispatcher.wait(BUSY_POLL)
+                for _ in raw.notifies(timeout=0, stop_after=1):
+                    woken = True
     finally:
         dispatcher.close()
