@@ -22,6 +22,7 @@ import logging
 import os
 import queue
 import random
+import select
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,7 +51,7 @@ LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "3
 JOB_BUDGET = min(DEADLINE, LEASE.total_seconds() / 3)
 FIRST_RETRY, LAST_RETRY = 5.0, 3600.0  # seconds
 IDLE_POLL = 1.0  # seconds between looks for due retries and timed events when nothing wakes it
-BUSY_POLL = 0.02  # seconds between looks for a NOTIFY while sends are in flight
+BUSY_POLL = 0.02  # seconds between looks for answers in `deliver_due`, which has no NOTIFY to wait on
 FANOUT_TURN = 100  # events fanned out between two looks for due deliveries
 TIMED_EVERY = 30.0  # seconds between looks for bookings starting or ending within the lead
 
@@ -249,7 +250,10 @@ class Dispatcher:
         }
         self.attempts = Attempts()
         self.results: queue.SimpleQueue = queue.SimpleQueue()
-        self.arrived = threading.Event()
+        # A job's end wakes the loop at once, whether it waits on this alone or on a NOTIFY too.
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self.busy: dict[int, bool] = {}  # subscription -> its lane (failing or not)
         self.served: dict[int, float] = {}  # subscription -> when its last job started
         self.notices: set[Future] = set()
@@ -269,10 +273,13 @@ class Dispatcher:
         if look or self._freed or time.monotonic() - self._last_look >= IDLE_POLL:
             self._start(now)
 
-    def wait(self, timeout: float) -> None:
-        """Wait until an answer comes back, at most `timeout` seconds."""
-        self.arrived.wait(timeout)
-        self.arrived.clear()
+    def wait(self, timeout: float, also: int | None = None) -> None:
+        """Wait until a job ends or, given `also` (a connection's socket), it has something to read."""
+        watched = [self._wake_r] if also is None else [self._wake_r, also]
+        ready, _, _ = select.select(watched, [], [], timeout)
+        if self._wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 4096)
 
     def _start(self, now: datetime | None) -> None:
         self._freed, self._last_look = False, time.monotonic()
@@ -306,11 +313,12 @@ class Dispatcher:
                         self.results.put(("unsent", rest, None, None))
                     break
                 sent_at = now or timezone.now()
-                # Recorded at the job's end or the dispatcher's next look (BUSY_POLL), with others.
+                # Recorded with others at the job's end, or when the dispatcher next looks.
                 self.results.put(("answer", delivery, send(delivery, sent_at, self.attempts), sent_at))
         finally:
             self.results.put(("done", batch[0], None, None))
-            self.arrived.set()
+            with contextlib.suppress(BlockingIOError):  # full: a wake-up is already pending
+                os.write(self._wake_w, b".")
 
     def collect(self, now: datetime | None = None) -> None:
         """Record every answer that came back; give back what was not sent; free finished subscriptions."""
@@ -358,8 +366,12 @@ class Dispatcher:
         for lane in self.lanes.values():
             lane.shutdown(wait=True)
         # Without the database their claims lapse instead: the deliveries go again (at least once).
-        with contextlib.suppress(*LOST_DATABASE):
-            self.collect()
+        try:
+            with contextlib.suppress(*LOST_DATABASE):
+                self.collect()
+        finally:
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
 
 def deliver_due(now: datetime | None = None, rng: random.Random | None = None) -> tuple[int, int]:
@@ -434,11 +446,12 @@ def _serve(stop: threading.Event) -> None:
             woken = more
             if more:
                 continue
-            if dispatcher.idle:  # wait for a NOTIFY (a new event) or IDLE_POLL (retries come due)
-                for _ in raw.notifies(timeout=IDLE_POLL, stop_after=1):
-                    woken = True
-            else:  # wait for an answer, at most BUSY_POLL; then look for a NOTIFY without waiting
-                dispatcher.wait(BUSY_POLL)
+            # Wait for a NOTIFY (a new event), a job's end, or IDLE_POLL (retries come due). A NOTIFY
+            # read with an earlier answer waits in psycopg, not on the socket: look there first.
+            for _ in raw.notifies(timeout=0, stop_after=1):
+                woken = True
+            if not woken:
+                dispatcher.wait(IDLE_POLL, also=raw.fileno())
                 for _ in raw.notifies(timeout=0, stop_after=1):
                     woken = True
     finally:
