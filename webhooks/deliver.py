@@ -17,7 +17,6 @@ where mail is configured, by mail.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -29,17 +28,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from capacity.worker_jobs import LOST_DATABASE, survive
 
-from .models import Attempt, Delivery, Event, Subscription
+from .models import Delivery, Event, Subscription
 from .outbox import add_timed_events, fan_out
-from .signing import headers
-from .targets import DEADLINE, Answer, Attempts, post, printable
+from .sending import notify_disabled, record, retry_delay, send
+from .targets import DEADLINE, Answer, Attempts
 
 CHANNEL = "berth_webhooks"
 CLAIM_BATCH = 64  # deliveries claimed per subscription at a time (a backlog drains in fewer claims)
@@ -49,13 +46,13 @@ LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "3
 # A job starts no attempt after this: it holds its claim at most JOB_BUDGET + DEADLINE (20 s), within
 # its lease, and a dribbling receiver's job gives its sender back after one attempt.
 JOB_BUDGET = min(DEADLINE, LEASE.total_seconds() / 3)
-FIRST_RETRY, LAST_RETRY = 5.0, 3600.0  # seconds
 IDLE_POLL = 1.0  # seconds between looks for due retries and timed events when nothing wakes it
 BUSY_POLL = 0.02  # seconds between looks for answers in `deliver_due`, which has no NOTIFY to wait on
 FANOUT_TURN = 100  # events fanned out between two looks for due deliveries
 TIMED_EVERY = 30.0  # seconds between looks for bookings starting or ending within the lead
 
 log = logging.getLogger(__name__)
+__all__ = ["Dispatcher", "claim", "deliver_due", "fan_out", "retry_delay", "run_once", "serve"]
 
 _DUE = """
   d.status = 'pending' AND d.next_attempt_at <= %(now)s
@@ -103,136 +100,6 @@ def claim(now: datetime, subscriptions: list[int], limit: int = CLAIM_BATCH) -> 
     ):
         claimed.setdefault(delivery.subscription_id, []).append(delivery)
     return claimed
-
-
-def send(delivery: Delivery, now: datetime, attempts: Attempts | None = None) -> Answer:
-    """Send one delivery, signed with its subscription's secret as of now (or mail it, for mailto:)."""
-    if delivery.subscription.url.startswith("mailto:"):
-        return mail(delivery)
-    body = delivery.body.encode()
-    signed = headers(delivery.subscription.secret, f"evt_{delivery.event_id}", int(now.timestamp()), body)
-    return post(
-        delivery.subscription.url, body, {**signed, "User-Agent": "Berth-Webhooks/1"}, attempts=attempts
-    )
-
-
-def mail(delivery: Delivery) -> Answer:
-    """Mail the event to the subscription's owner (mailto: subscriptions; only with mail configured)."""
-    started = time.monotonic()
-    event = json.loads(delivery.body)
-    data = event.get("data") or {}
-    what = f"reservation {data['id']}" if "id" in data else data.get("name", "")
-    subject = f"Berth: {event['type']} {what}".strip()
-    text = f"{event['type']} at {event['timestamp']}\n{event.get('reason') or ''}\n\n" + json.dumps(
-        data, indent=2
-    )
-    try:
-        send_mail(
-            subject, text, settings.DEFAULT_FROM_EMAIL, [delivery.subscription.url.removeprefix("mailto:")]
-        )
-    except Exception as exc:  # a refused or unreachable mail server is a failed attempt, retried
-        return Answer(None, "", printable(f"mail: {type(exc).__name__}: {exc}"), _ms(started))
-    return Answer(202, "accepted by the mail server", "", _ms(started))
-
-
-def notify_disabled(subscription: Subscription, address: str) -> None:
-    """Mail a subscription's owner that it was disabled, why, and how to turn it back on."""
-    send_mail(
-        f"Berth: your webhook {subscription.pk} is disabled",
-        f"Your webhook {subscription.pk} to {subscription.url} is disabled.\n\n"
-        f'{subscription.disabled_reason}\n\nTurn it back on with "Enable again" on the Webhooks page '
-        f"(/webhooks/) or POST /api/v1/webhooks/{subscription.pk}/enable once the receiver answers.",
-        settings.DEFAULT_FROM_EMAIL,
-        [address],
-    )
-
-
-def _ms(started: float) -> int:
-    return round((time.monotonic() - started) * 1000)
-
-
-def retry_delay(attempts: int, rng: random.Random) -> float:
-    """Return seconds until the next try after `attempts` failed ones: doubling, capped, jittered."""
-    return min(FIRST_RETRY * 2 ** (attempts - 1), LAST_RETRY) * rng.uniform(0.5, 1.0)
-
-
-def record(answers: list[tuple[Delivery, Answer, datetime]], now: datetime, rng: random.Random) -> list:
-    """Write attempts and what follows from them, in a few statements; return the subscriptions disabled.
-
-    `answers` holds (delivery, answer, when it was sent) in the order they were sent.
-    """
-    by_subscription: dict[int, list] = {}
-    for item in answers:
-        by_subscription.setdefault(item[0].subscription_id, []).append(item)
-    disabled, tries, delivered = [], [], {}
-    with transaction.atomic():
-        # Locked in id order: workers recording for the same subscriptions never deadlock.
-        alive = list(Subscription.objects.select_for_update().filter(pk__in=by_subscription).order_by("pk"))
-        # A subscription removed while its deliveries were in flight took them along: nothing to write.
-        for subscription in alive:
-            changed: set[str] = set()
-            for delivery, answer, sent_at in by_subscription[subscription.pk]:
-                tries.append(
-                    Attempt(
-                        delivery=delivery,
-                        at=sent_at,
-                        duration_ms=answer.duration_ms,
-                        status_code=answer.status,
-                        answer=answer.text,
-                        error=answer.error,
-                    )
-                )
-                if answer.ok:
-                    delivered.setdefault(answer.status, []).append(delivery.pk)
-                    if subscription.failing_since is not None:
-                        subscription.failing_since = None
-                        changed.add("failing_since")
-                    continue
-                if _failed(subscription, delivery, answer, now, rng, changed):
-                    disabled.append(subscription)
-            if changed:
-                subscription.save(update_fields=sorted(changed))
-        Attempt.objects.bulk_create(tries)
-        for status, ids in delivered.items():
-            Delivery.objects.filter(pk__in=ids).update(
-                status=Delivery.Status.DELIVERED,
-                delivered_at=now,
-                last_error="",
-                last_status_code=status,
-                claimed_until=None,
-                attempts=F("attempts") + 1,
-            )
-    return disabled
-
-
-def _failed(subscription, delivery, answer, now, rng, changed: set[str]) -> bool:
-    """Write a failed attempt's delivery; mark its subscription failing; return whether it is now disabled."""
-    said = answer.error or f"answered {answer.status}"
-    attempts = delivery.attempts + 1
-    fields = {
-        "attempts": attempts,
-        "claimed_until": None,
-        "last_status_code": answer.status,
-        "last_error": said,
-    }
-    if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_GIVE_UP_HOURS):
-        fields["status"] = Delivery.Status.FAILED
-    else:
-        fields["next_attempt_at"] = now + timedelta(seconds=retry_delay(attempts, rng))
-    Delivery.objects.filter(pk=delivery.pk).update(**fields)
-    since = subscription.failing_since or now
-    if subscription.failing_since is None:
-        subscription.failing_since = now
-        changed.add("failing_since")
-    if subscription.enabled and now - since >= timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS):
-        subscription.enabled = False
-        subscription.disabled_reason = (
-            f"Disabled {now:%Y-%m-%d %H:%M} UTC: every delivery failed since "
-            f"{since:%Y-%m-%d %H:%M} UTC; the last: {said}"
-        )
-        changed.update(("enabled", "disabled_reason"))
-        return True
-    return False
 
 
 class Dispatcher:
@@ -313,8 +180,13 @@ class Dispatcher:
                         self.results.put(("unsent", rest, None, None))
                     break
                 sent_at = now or timezone.now()
+                try:
+                    answer = send(delivery, sent_at, self.attempts)
+                except Exception as exc:  # a bug here must not leave the rest of the batch claimed
+                    log.exception("webhooks: sending delivery %s failed", delivery.pk)
+                    answer = Answer(None, "", f"Berth could not send it ({type(exc).__name__})", 0)
                 # Recorded with others at the job's end, or when the dispatcher next looks.
-                self.results.put(("answer", delivery, send(delivery, sent_at, self.attempts), sent_at))
+                self.results.put(("answer", delivery, answer, sent_at))
         finally:
             self.results.put(("done", batch[0], None, None))
             with contextlib.suppress(BlockingIOError):  # full: a wake-up is already pending
@@ -380,9 +252,11 @@ def deliver_due(now: datetime | None = None, rng: random.Random | None = None) -
     `now` fixes the clock for the whole round (tests, `run_once` with a time); else it runs.
     """
     dispatcher = Dispatcher(rng)
+    look = True
     try:
         while True:
-            dispatcher.step(now)
+            dispatcher.step(now, look=look)  # later looks: when a job ends, or every IDLE_POLL
+            look = False
             if dispatcher.idle:
                 return dispatcher.delivered, dispatcher.failed
             dispatcher.wait(BUSY_POLL)
