@@ -11,6 +11,8 @@ at most ANSWER_READ bytes of the body (headers: http.client's bound, 100 lines o
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import http.client
 import os
 import socket
@@ -144,7 +146,7 @@ class _Cutter:
 
     def __init__(self) -> None:
         self.socket: socket.socket | None = None  # a duplicate: TLS wrapping detaches the original
-        self.fired = self.stopping = False
+        self.fired = self.stopping = self.done = False
         self._lock = threading.Lock()
 
     def hold(self, sock: socket.socket) -> None:
@@ -171,6 +173,39 @@ class _Cutter:
             sock, self.socket = self.socket, None
         if sock is not None:
             sock.close()
+
+
+class _Watchdog:
+    """One thread that cuts every attempt still running at its deadline (a timer thread each cost more)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._due: list[tuple[float, int, _Cutter]] = []
+        self._thread: threading.Thread | None = None
+        self._order = itertools.count()  # ties on the deadline never compare two cutters
+
+    def watch(self, deadline: float, cutter: _Cutter) -> None:
+        """Cut `cutter` at `deadline` (time.monotonic) unless it is done by then."""
+        with self._wake:
+            heapq.heappush(self._due, (deadline, next(self._order), cutter))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="webhook-deadlines")
+                self._thread.start()
+            if self._due[0][2] is cutter:
+                self._wake.notify()
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:  # a daemon: it lives as long as the process and sleeps while nothing is due
+                now = time.monotonic()
+                while self._due and self._due[0][0] <= now:
+                    _at, _key, cutter = heapq.heappop(self._due)
+                    if not cutter.done:
+                        cutter.cut()
+                self._wake.wait(self._due[0][0] - now if self._due else None)
+
+
+WATCHDOG = _Watchdog()
 
 
 def post(
@@ -210,9 +245,7 @@ def post(
     else:
         conn = http.client.HTTPConnection(host, port, timeout=deadline)
     conn._create_connection = connect  # type: ignore[attr-defined]
-    timer = threading.Timer(left(), cutter.cut)
-    timer.daemon = True
-    timer.start()
+    WATCHDOG.watch(started + deadline, cutter)
     if attempts is not None:
         attempts.add(cutter)
     try:
@@ -229,7 +262,7 @@ def post(
             return Answer(None, "", f"no whole answer within the {deadline:g} s deadline", took())
         return Answer(None, "", printable(f"{type(exc).__name__}: {exc}"), took())
     finally:
-        timer.cancel()
+        cutter.done = True
         if attempts is not None:
             attempts.discard(cutter)
         conn.close()
