@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import itertools
 import http.client
+import itertools
 import os
 import socket
 import ssl
