@@ -46,6 +46,7 @@ LEASE = timedelta(seconds=float(os.environ.get("BERTH_WEBHOOK_LEASE_SECONDS", "3
 # A job starts no attempt after this: it holds its claim at most JOB_BUDGET + DEADLINE (20 s), within
 # its lease, and a dribbling receiver's job gives its sender back after one attempt.
 JOB_BUDGET = min(DEADLINE, LEASE.total_seconds() / 3)
+RECORD_EVERY, RECORD_AFTER = 16, 0.05  # a job wakes the recorder after this many answers or seconds
 IDLE_POLL = 1.0  # seconds between looks for due retries and timed events when nothing wakes it
 BUSY_POLL = 0.02  # seconds between looks for answers in `deliver_due`, which has no NOTIFY to wait on
 FANOUT_TURN = 100  # events fanned out between two looks for due deliveries
@@ -172,7 +173,8 @@ class Dispatcher:
 
     def _job(self, batch: list[Delivery], now: datetime | None) -> None:
         """Send a subscription's batch one by one (a sender thread: no database here)."""
-        started = time.monotonic()
+        started = woke = time.monotonic()
+        waiting_answers = 0
         try:
             for index, delivery in enumerate(batch):
                 if self.attempts.stopping or time.monotonic() - started >= JOB_BUDGET:
@@ -185,12 +187,20 @@ class Dispatcher:
                 except Exception as exc:  # a bug here must not leave the rest of the batch claimed
                     log.exception("webhooks: sending delivery %s failed", delivery.pk)
                     answer = Answer(None, "", f"Berth could not send it ({type(exc).__name__})", 0)
-                # Recorded with others at the job's end, or when the dispatcher next looks.
                 self.results.put(("answer", delivery, answer, sent_at))
+                # Recorded soon, a few together: a worker that dies leaves few answers unrecorded
+                # (sent again), and a fast receiver's answers cost one commit per RECORD_EVERY.
+                waiting_answers += 1
+                if waiting_answers >= RECORD_EVERY or time.monotonic() - woke >= RECORD_AFTER:
+                    self._wake()
+                    woke, waiting_answers = time.monotonic(), 0
         finally:
             self.results.put(("done", batch[0], None, None))
-            with contextlib.suppress(BlockingIOError):  # full: a wake-up is already pending
-                os.write(self._wake_w, b".")
+            self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # full: a wake-up is already pending
+            os.write(self._wake_w, b".")
 
     def collect(self, now: datetime | None = None) -> None:
         """Record every answer that came back; give back what was not sent; free finished subscriptions."""
