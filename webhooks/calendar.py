@@ -1,16 +1,19 @@
-"""Bookings as an iCalendar feed (RFC 5545): people see their GPU time in the calendar they use.
+"""Bookings as an iCalendar feed (RFC 5545, written by `icalendar`): GPU time in the calendar people use.
 
 Each user has a secret URL, `/calendar/<token>.ics`, made on first use and rotatable; it lists
 their tenants' reservations (every tenant's for operators) that end at most 30 days ago, at most
 MAX_EVENTS of them, nearest first: one event per reservation, its status in the summary, its pool,
-nodes and GPUs in the description.
+nodes and GPUs in the description. A booking that held GPUs is CONFIRMED, also once it has ended;
+one released or preempted early ends at that moment; one that never held GPUs and was released
+is CANCELLED; one waiting for GPUs is TENTATIVE.
 """
 
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+import icalendar
 from django.utils import timezone
 
 from capacity.access import scope_for
@@ -21,7 +24,8 @@ from .models import CalendarFeed
 
 DAYS_BACK = 30
 MAX_EVENTS = 2000
-STATUS = {"placed": "CONFIRMED", "pending": "TENTATIVE", "queued": "TENTATIVE"}  # else CANCELLED
+WAITING = {"pending", "queued"}
+ENDED = {"released", "preempted"}
 
 
 def feed_of(user, *, rotate: bool = False) -> CalendarFeed:
@@ -35,30 +39,26 @@ def feed_of(user, *, rotate: bool = False) -> CalendarFeed:
     return feed
 
 
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,").replace("\n", "\\n")
+def _second(at: datetime) -> datetime:
+    return at.replace(microsecond=0)  # calendars show whole seconds
 
 
-def _fold(line: str) -> str:
-    """Fold a content line at 75 octets, continuation lines starting with a space (RFC 5545 3.1)."""
-    raw = line.encode()
-    if len(raw) <= 75:
-        return line
-    parts, start, limit = [], 0, 75
-    while start < len(raw):
-        end = min(start + limit, len(raw))
-        while end < len(raw) and (raw[end] & 0xC0) == 0x80:  # never split a UTF-8 character
-            end -= 1
-        parts.append(raw[start:end].decode())
-        start, limit = end, 74
-    return "\r\n ".join(parts)
+def shape(reservation: Reservation, held: bool) -> tuple[str, str, datetime, datetime]:
+    """Return (label, STATUS, start, end) of a reservation's event; `held`: it had GPUs at some point."""
+    start, end = reservation.starts_at, reservation.ends_at
+    if reservation.status in WAITING:
+        return reservation.status, "TENTATIVE", start, end
+    if reservation.status not in ENDED:
+        return reservation.status, "CONFIRMED", start, end
+    stopped = reservation.released_at or end
+    if not held or stopped <= start:
+        return "cancelled", "CANCELLED", start, end  # never had its GPUs: nothing happened
+    if stopped >= end:
+        return "ended", "CONFIRMED", start, end
+    return reservation.status, "CONFIRMED", start, stopped  # released or preempted early: ends then
 
 
-def _stamp(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> str:
+def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> bytes:
     """Return the feed's iCalendar text."""
     now = now or timezone.now()
     scope = scope_for(feed.owner)
@@ -69,43 +69,44 @@ def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> 
         found = found.filter(tenant__slug__in=scope.tenants)
     reservations = list(found.order_by("starts_at", "pk")[:MAX_EVENTS])
     shown = render_reservations(reservations, scope)
-    lines = [
-        "BEGIN:VCALENDAR",
-        "VERSION:2.0",
-        "PRODID:-//Berth//GPU bookings//EN",
-        "CALSCALE:GREGORIAN",
-        "METHOD:PUBLISH",
-        f"X-WR-CALNAME:{_escape('Berth: ' + feed.owner.get_username())}",
-    ]
+    cal = icalendar.Calendar()
+    cal.add("prodid", "-//Berth//GPU bookings//EN")
+    cal.add("version", "2.0")
+    cal.add("calscale", "GREGORIAN")
+    cal.add("method", "PUBLISH")
+    cal.add("x-wr-calname", "Berth: " + feed.owner.get_username())
     for reservation, data in zip(reservations, shown, strict=True):
         devices = sum(len(a.get("atoms") or []) for a in data["allocations"])
         nodes = sorted({a["nodeId"] for a in data["allocations"] if a.get("nodeId")})
+        label, status, start, end = shape(reservation, held=bool(data["allocations"]))
         asked = ", ".join(
             f"{d.get('count', 1)} {d.get('class', 'gpu')}"
             for d in reservation.request.get("input", {}).get("devices", [])
         )
-        summary = f"[{reservation.status}] {reservation.tenant.slug}: {asked or 'booking'} on {reservation.pool.slug}"
-        description = "\n".join(
-            [
-                f"Reservation {reservation.pk} of {reservation.tenant.slug} in pool {reservation.pool.slug}",
-                f"Status: {reservation.status}",
-                f"Nodes: {', '.join(nodes) if nodes else 'none yet'}",
-                f"GPUs and slices: {devices}",
-                f"{base_url}/reservations/{reservation.pk}/",
-            ]
+        link = f"{base_url}/reservations/{reservation.pk}/"
+        event = icalendar.Event()
+        event.add("uid", f"reservation-{reservation.pk}@berth")
+        event.add("dtstamp", _second(now))
+        event.add("dtstart", _second(start))
+        # A booking released within its first second still lasts one: an event may not end as it starts.
+        event.add("dtend", max(_second(end), _second(start) + timedelta(seconds=1)))
+        event.add(
+            "summary", f"[{label}] {reservation.tenant.slug}: {asked or 'booking'} on {reservation.pool.slug}"
         )
-        lines += [
-            "BEGIN:VEVENT",
-            f"UID:reservation-{reservation.pk}@berth",
-            f"DTSTAMP:{_stamp(now)}",
-            f"DTSTART:{_stamp(reservation.starts_at)}",
-            f"DTEND:{_stamp(reservation.ends_at)}",
-            f"SUMMARY:{_escape(summary)}",
-            f"DESCRIPTION:{_escape(description)}",
-            f"LOCATION:{_escape(reservation.pool.slug + (': ' + ', '.join(nodes) if nodes else ''))}",
-            f"STATUS:{STATUS.get(reservation.status, 'CANCELLED')}",
-            f"URL:{base_url}/reservations/{reservation.pk}/",
-            "END:VEVENT",
-        ]
-    lines.append("END:VCALENDAR")
-    return "".join(_fold(line) + "\r\n" for line in lines)
+        event.add(
+            "description",
+            "\n".join(
+                [
+                    f"Reservation {reservation.pk} of {reservation.tenant.slug} in pool {reservation.pool.slug}",
+                    f"Status: {label}",
+                    f"Nodes: {', '.join(nodes) if nodes else 'none yet'}",
+                    f"GPUs and slices: {devices}",
+                    link,
+                ]
+            ),
+        )
+        event.add("location", reservation.pool.slug + (": " + ", ".join(nodes) if nodes else ""))
+        event.add("status", status)
+        event.add("url", link)
+        cal.add_component(event)
+    return cal.to_ical()

@@ -118,13 +118,13 @@ class Delivery(models.Model):
 
 
 class Attempt(models.Model):
-    """One try of a delivery: when, how long, the answer's status and its first kilobyte."""
+    """One try of a delivery: when, how long, the answer's status and its first 200 printable characters."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
     at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField(default=0)
     status_code = models.IntegerField(null=True, blank=True)
-    answer = models.TextField(blank=True)  # at most ANSWER_KEPT characters
+    answer = models.TextField(blank=True)  # at most ANSWER_KEPT (200) printable characters
     error = models.TextField(blank=True)
 
     class Meta:

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from capacity.access import is_operator, scope_for
 from capacity.api.nodes import node_detail
-from capacity.api.views import render_reservation
+from capacity.api.views import render_reservations
 from capacity.models import Reservation
 from capacity.placement import CapacityError
 from inventory.models import Node, Tenant
@@ -52,25 +52,23 @@ def add_timed_events(now: datetime) -> int:
     return added
 
 
-def fan_out(now: datetime) -> int:
-    """Turn up to FANOUT_BATCH unfanned events into deliveries; return how many deliveries."""
+def fan_out(now: datetime, limit: int = FANOUT_BATCH) -> int:
+    """Turn up to `limit` unfanned events into deliveries; return how many deliveries."""
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", [FANOUT_LOCK])
-        events = list(Event.objects.filter(fanned_out=False).order_by("id")[:FANOUT_BATCH])
+        events = list(Event.objects.filter(fanned_out=False).order_by("id")[:limit])
         if not events:
             return 0
         subscriptions = list(Subscription.objects.filter(enabled=True).select_related("owner"))
-        reservations = Reservation.objects.in_bulk({e.reservation_id for e in events if e.reservation_id})
-        nodes = Node.objects.in_bulk({e.node_id for e in events if e.node_id})
-        tenants = dict(Tenant.objects.values_list("pk", "slug"))
+        data = _Data(events, subscriptions)
         deliveries = []
         for event in events:
             for subscription in subscriptions:
                 if event.type not in subscription.events:
                     continue
-                data = _data(event, subscription.owner, reservations, nodes, tenants)
-                if data is None:
+                shown = data.of(event, subscription)
+                if shown is None:
                     continue  # not the owner's to see
                 deliveries.append(
                     Delivery(
@@ -79,7 +77,7 @@ def fan_out(now: datetime) -> int:
                         order_key=f"reservation:{event.reservation_id}"
                         if event.reservation_id
                         else f"node:{event.node_id}",
-                        body=body_of(event, data),
+                        body=body_of(event, shown),
                         next_attempt_at=now,
                         created_at=now,
                     )
@@ -89,23 +87,53 @@ def fan_out(now: datetime) -> int:
     return len(deliveries)
 
 
-def _data(event, owner, reservations, nodes, tenants) -> dict | None:
-    """Return what the owner may see of the event's object, or None when it is not theirs."""
-    if event.type in NODE_EVENTS:
-        node = nodes.get(event.node_id)
-        if node is None or not is_operator(owner):
+class _Data:
+    """What each owner may see of a batch's objects: rendered once per scope, not per subscription.
+
+    A reservation renders once for every owner who sees every tenant, once for each set of tenants;
+    a node once. Ten subscriptions of one owner cost one rendering, not ten.
+    """
+
+    def __init__(self, events: list[Event], subscriptions: list[Subscription]) -> None:
+        self.reservations = Reservation.objects.in_bulk(
+            {e.reservation_id for e in events if e.reservation_id}
+        )
+        self.nodes = Node.objects.in_bulk({e.node_id for e in events if e.node_id})
+        self.tenants = dict(Tenant.objects.values_list("pk", "slug"))
+        self.scopes = {s.pk: scope_for(s.owner) for s in subscriptions}
+        self.operators = {s.pk: is_operator(s.owner) for s in subscriptions}
+        self.rendered: dict[tuple, dict] = {}
+        self.node_details: dict[int, dict | None] = {}
+
+    def of(self, event: Event, subscription: Subscription) -> dict | None:
+        """Return what the subscription's owner may see of the event's object, or None."""
+        if event.type in NODE_EVENTS:
+            if event.node_id not in self.nodes or not self.operators[subscription.pk]:
+                return None
+            return self._node(event.node_id)
+        reservation = self.reservations.get(event.reservation_id)
+        if reservation is None:
             return None
-        try:
-            return node_detail(node.name)
-        except CapacityError:
+        scope = self.scopes[subscription.pk]
+        if not scope.allows(self.tenants.get(reservation.tenant_id, "")):
             return None
-    reservation = reservations.get(event.reservation_id)
-    if reservation is None:
-        return None
-    scope = scope_for(owner)
-    if scope.tenants is not None and tenants.get(reservation.tenant_id) not in scope.tenants:
-        return None
-    return dict(render_reservation(reservation, scope))
+        if (scope, reservation.pk) not in self.rendered:
+            self._render(scope)
+        return self.rendered[(scope, reservation.pk)]
+
+    def _render(self, scope) -> None:
+        """Render every reservation of the batch this scope may see, in one go."""
+        seen = [r for r in self.reservations.values() if scope.allows(self.tenants.get(r.tenant_id, ""))]
+        for reservation, data in zip(seen, render_reservations(seen, scope), strict=True):
+            self.rendered[(scope, reservation.pk)] = dict(data)
+
+    def _node(self, node_id: int) -> dict | None:
+        if node_id not in self.node_details:
+            try:
+                self.node_details[node_id] = node_detail(self.nodes[node_id].name)
+            except CapacityError:
+                self.node_details[node_id] = None
+        return self.node_details[node_id]
 
 
 def body_of(event: Event, data: dict) -> str:

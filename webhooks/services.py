@@ -21,7 +21,7 @@ from capacity.placement import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityErro
 from .models import EVENT_TYPES, NODE_EVENTS, Attempt, Delivery, Event, Subscription
 from .outbox import body_of
 from .signing import new_secret
-from .targets import TargetError, check_url, resolve
+from .targets import TargetError, check_url, printable, resolve
 
 MAX_SUBSCRIPTIONS = 20  # per user
 MAX_URL = 2000
@@ -165,14 +165,15 @@ def describe_deliveries(deliveries: list[Delivery]) -> list[dict]:
             "nextAttemptAt": d.next_attempt_at if d.status == Delivery.Status.PENDING else None,
             "deliveredAt": d.delivered_at,
             "lastStatusCode": d.last_status_code,
-            "lastError": d.last_error,
+            "lastError": printable(d.last_error, 1000),
             "tries": [
                 {
                     "at": a.at,
                     "statusCode": a.status_code,
                     "durationMs": a.duration_ms,
-                    "answer": a.answer,
-                    "error": a.error,
+                    # The receiver's words, to the subscription's owner alone: 200 printable characters.
+                    "answer": printable(a.answer),
+                    "error": printable(a.error, 1000),
                 }
                 for a in tries.get(d.pk, [])
             ],

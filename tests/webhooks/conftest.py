@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import http.server
 import json
+import socket
 import threading
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -33,6 +35,8 @@ class Receiver:
     url: str
     got: list[Received] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)
+    answer: bytes = b"ok"
+    arrived: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
     def types(self) -> list[str]:
         return [r.json["type"] for r in self.got]
@@ -46,12 +50,13 @@ def receiver(monkeypatch):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state.arrived.append(time.monotonic())
             state.got.append(Received({k.lower(): v for k, v in self.headers.items()}, body))
             code = state.statuses.pop(0) if state.statuses else 200
             self.send_response(code)
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(state.answer)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(state.answer)
 
         def log_message(self, *args):
             pass
@@ -65,6 +70,60 @@ def receiver(monkeypatch):
     yield state
     server.shutdown()
     server.server_close()
+
+
+@dataclass
+class Dribbler:
+    """A receiver that answers `HTTP/1.1 200 OK`, then one header line every `every` seconds."""
+
+    url: str
+    every: float
+    requests: list[float] = field(default_factory=list)  # time.monotonic() of each request
+    closed: list[float] = field(default_factory=list)  # when Berth hung up on each
+
+
+@pytest.fixture
+def dribbler(monkeypatch):
+    """Start a dribbling receiver on 127.0.0.1; each connection dribbles for at most 60 s."""
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    state = Dribbler(f"http://127.0.0.1:{listener.getsockname()[1]}/slow", every=0.5)
+    stop = threading.Event()
+
+    def dribble(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            seen = b""
+            while b"\r\n\r\n" not in seen and len(seen) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                seen += chunk
+            state.requests.append(time.monotonic())
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                for line in range(int(60 / state.every)):  # bounded: a minute at most
+                    if stop.wait(state.every):
+                        return
+                    conn.sendall(f"X-Slow-{line}: still thinking\r\n".encode())
+            except OSError:
+                state.closed.append(time.monotonic())
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=dribble, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield state
+    stop.set()
+    listener.close()
 
 
 @pytest.fixture

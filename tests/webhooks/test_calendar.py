@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import icalendar
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from capacity import services
@@ -21,8 +22,9 @@ def test_a_tenants_calendar_lists_its_bookings_one_event_each_with_status_pool_n
 ):
     alice, _bob, _ops = people
     mine = book(gpus=2)
-    gone = book(gpus=1)
-    services.release(gone.pk)
+    later = int((timezone.now() + timedelta(days=2)).timestamp() * 1000)
+    gone = book(gpus=1, during={"start": later, "end": later + 3_600_000})
+    services.release(gone.pk)  # before its start: it never held its GPUs
     book("globex", gpus=1)
     api = APIClient()
     api.force_authenticate(alice)
@@ -33,13 +35,33 @@ def test_a_tenants_calendar_lists_its_bookings_one_event_each_with_status_pool_n
     assert set(events) == {f"reservation-{mine.pk}@berth", f"reservation-{gone.pk}@berth"}
     placed = events[f"reservation-{mine.pk}@berth"]
     assert str(placed["SUMMARY"]) == "[placed] acme: 2 gpu on lab-pool"
-    assert (
-        str(placed["STATUS"]) == "CONFIRMED"
-        and str(events[f"reservation-{gone.pk}@berth"]["STATUS"]) == "CANCELLED"
-    )
+    assert str(placed["STATUS"]) == "CONFIRMED"
+    cancelled = events[f"reservation-{gone.pk}@berth"]
+    assert str(cancelled["STATUS"]) == "CANCELLED" and str(cancelled["SUMMARY"]).startswith("[cancelled] ")
     assert "Nodes: node-" in str(placed["DESCRIPTION"]) and "GPUs and slices: 2" in str(placed["DESCRIPTION"])
     assert placed.decoded("DTSTART") == mine.starts_at.replace(microsecond=0)
     assert placed.decoded("DTEND") - placed.decoded("DTSTART") == timedelta(days=1)
+
+
+def test_a_booking_that_ended_with_its_window_is_confirmed_and_keeps_its_whole_window(lab, people, book):
+    alice, _bob, _ops = people
+    held = book(gpus=1)
+    after = held.ends_at + timedelta(minutes=5)
+    assert services.expire_ended(now=after) == 1  # the worker releases it once its window is over
+    (event,) = icalendar.Calendar.from_ical(calendar(feed_of(alice), "http://x", now=after)).walk("VEVENT")
+    assert str(event["STATUS"]) == "CONFIRMED" and str(event["SUMMARY"]).startswith("[ended] ")
+    assert event.decoded("DTEND") == held.ends_at.replace(microsecond=0)
+
+
+def test_a_booking_released_early_ends_its_event_at_the_release(lab, people, book):
+    alice, _bob, _ops = people
+    held = book(gpus=1)  # a day from now
+    at = held.starts_at + timedelta(hours=3, seconds=20)
+    services.release(held.pk, now=at)
+    (event,) = icalendar.Calendar.from_ical(calendar(feed_of(alice), "http://x", now=at)).walk("VEVENT")
+    assert str(event["STATUS"]) == "CONFIRMED" and str(event["SUMMARY"]).startswith("[released] ")
+    assert event.decoded("DTSTART") == held.starts_at.replace(microsecond=0)
+    assert event.decoded("DTEND") == at.replace(microsecond=0)
 
 
 def test_rotating_the_address_ends_the_old_one_and_an_unknown_one_is_404(lab, people, book):

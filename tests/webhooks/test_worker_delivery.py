@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from webhooks import services as hooks
-from webhooks.deliver import CLAIM_BATCH
 from webhooks.models import Delivery
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "db" / "worker"))
@@ -84,4 +83,5 @@ def test_a_worker_killed_mid_delivery_loses_no_event_and_the_next_one_sends_the_
     # At least once: every delivery arrived; those of the claim cut short may have arrived twice.
     per_id = {i: got.count(i) for i in set(got)}
     assert len(per_id) == 12 and all(n >= 4 for n in per_id.values())
-    assert len(got) - 48 <= CLAIM_BATCH  # at most the one claim the killed worker had sent unrecorded
+    # At most what the killed worker had in flight or answered but not yet recorded (a few per subscription).
+    assert len(got) - 48 <= 16

@@ -7,6 +7,7 @@ from tqdm import tqdm
 
 from devtools.bench.placements import BUILD_CHUNK
 from devtools.bench.webhooks import run_webhooks
+from devtools.bench.webhooks_isolation import run_dribble
 
 
 class Command(BaseCommand):
@@ -24,11 +25,27 @@ class Command(BaseCommand):
         parser.add_argument("--rounds", type=int, default=3)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--pace", type=float, default=0.05, help="Seconds between the paced placements.")
+        parser.add_argument(
+            "--dribble",
+            type=int,
+            default=0,
+            metavar="N",
+            help="Instead: N receivers that dribble a header line every 2 s beside one fast one; the fast "
+            "one's commit-to-delivery p50/p95 over --count placements --pace apart, then the drain rate of "
+            "--backlog placements to --subscribers fast subscriptions.",
+        )
+        parser.add_argument(
+            "--backlog", type=int, default=1000, help="Placements queued before the worker starts."
+        )
 
-    def handle(self, *args, nodes, count, subscribers, rounds, seed, pace, **options):
+    def handle(self, *args, nodes, count, subscribers, rounds, seed, pace, dribble, backlog, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
 
+        if dribble:
+            found = run_dribble(nodes, count, pace, dribble, backlog, subscribers, seed, progress=bar)
+            self.stdout.write(json.dumps(found, indent=2))
+            return
         self.stdout.write(
             json.dumps(run_webhooks(nodes, count, subscribers, rounds, seed, pace, progress=bar), indent=2)
         )
