@@ -31,7 +31,7 @@ DEFAULT_DAYS = 30
 
 
 class CSVRenderer(BaseRenderer):
-    """The usage rows as CSV, one header line; an error as its code and message."""
+    """The usage rows as CSV, one header line (an error stays JSON: config.middleware.ApiErrorsAreJson)."""
 
     media_type = "text/csv"
     format = "csv"
@@ -41,10 +41,6 @@ class CSVRenderer(BaseRenderer):
         out = io.StringIO()
         if isinstance(data, dict) and "rows" in data:
             write_rows(out, data["rows"])
-        elif isinstance(data, dict):
-            csvcells.Writer(out, lineterminator="\n").writerow(
-                [data.get("code", ""), data.get("message", "")]
-            )
         return out.getvalue().encode()
 
 

@@ -16,9 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from capacity.services.tokens import issue_node_token
+
+from databases import this_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,20 +32,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def this_database_url() -> str:
-    """Return the URL of the test database (the server must read what the test wrote)."""
-    s = connection.settings_dict
-    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
-    return f"postgresql://{s['USER']}{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 @pytest.fixture
 def server(lab):
     """Start gunicorn (1 worker × 4 threads) on the test database; yield its URL and process."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "BERTH_"))}
     env |= {
-        "DATABASE_URL": this_database_url(),
+        "DATABASE_URL": this_database_url("berth-long-poll-test"),
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
         "DJANGO_DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "config.settings",

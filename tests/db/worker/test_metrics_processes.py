@@ -10,11 +10,12 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
-from test_workers import test_database_url
 
 from capacity import services
 from capacity.conf import placer_config
 from capacity.metrics.store import fold_dead
+
+from databases import this_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +48,7 @@ def test_batches_placed_by_the_worker_process_are_counted_in_the_web_processes_s
     worker = subprocess.run(
         [sys.executable, "manage.py", "run_placer", "--once"],
         cwd=settings.BASE_DIR,
-        env={**os.environ, "DATABASE_URL": test_database_url("metrics-worker"), "BERTH_PLACER": "pool-lease"},
+        env={**os.environ, "DATABASE_URL": this_database_url("metrics-worker"), "BERTH_PLACER": "pool-lease"},
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,13 +8,14 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
-from test_workers import test_database_url
 
 from capacity.models import WhatIfRun
 from capacity.services import whatif_runs
 from capacity.services.whatif import Inputs
 from capacity.whatif.changes import Changes
 from capacity.whatif.demand import Synthetic
+
+from databases import this_database_url
 
 
 def _queue(inputs: Inputs) -> WhatIfRun:
@@ -34,7 +35,7 @@ def test_the_worker_runs_a_queued_run_in_its_own_process(make_node, tenant, monk
     for name in ("n1", "n2"):
         make_node(name, gpus=4)
     run = _queue(Inputs("lab-pool", synthetic=Synthetic(count=80, seed=2), changes=Changes(add=(("n1", 1),))))
-    monkeypatch.setenv("DATABASE_URL", test_database_url("whatif-run"))  # the child's database: this test's
+    monkeypatch.setenv("DATABASE_URL", this_database_url("whatif-run"))  # the child's database: this test's
     stop = threading.Event()
     worker = threading.Thread(target=_serve, args=(stop,))
     worker.start()

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from urllib.parse import quote, urlencode
 
 import pytest
 from django.conf import settings
@@ -28,6 +27,8 @@ from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import QUEUED
 from inventory.models import Pool
 
+from databases import this_database_url
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 POOLS = 4
@@ -37,23 +38,6 @@ ASKED = GPUS + 2
 HOUR = timedelta(hours=1)
 
 
-def test_database_url(application_name: str) -> str:
-    """Return a URL for the database this test runs on, as config/settings.py reads DATABASE_URL."""
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "", safe="")
-    if db["PASSWORD"]:
-        auth += ":" + quote(db["PASSWORD"], safe="")
-    host = f"{db['HOST'] or ''}" + (f":{db['PORT']}" if db["PORT"] else "")
-    # The settings add prepare_threshold and plan_cache_mode themselves; the rest (the embedded
-    # server's socket directory, sslmode, ...) travel as query parameters.
-    options = {k: v for k, v in db["OPTIONS"].items() if k not in ("prepare_threshold", "options")}
-    query = urlencode({**options, "application_name": application_name})
-    return f"postgresql://{auth}@{host}/{quote(db['NAME'], safe='')}?{query}"
-
-
-test_database_url.__test__ = False  # a helper, not a test
-
-
 class Worker:
     """`manage.py run_placer` in its own process, its output kept line by line."""
 
@@ -61,7 +45,7 @@ class Worker:
         self.name = name
         env = {
             **os.environ,
-            "DATABASE_URL": test_database_url(name),
+            "DATABASE_URL": this_database_url(name),
             "BERTH_PLACER": "pool-lease",
             "PYTHONUNBUFFERED": "1",  # lines arrive as written, even from a worker killed later
         }
