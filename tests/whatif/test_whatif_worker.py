@@ -10,11 +10,11 @@ from django.core.management.base import CommandError
 from django.db import connection
 from test_workers import test_database_url
 
-from capacity.models import WhatIfRun
-from capacity.services import whatif_runs
-from capacity.services.whatif import Inputs
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
+from whatif import runs as whatif_runs
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.models import WhatIfRun
+from whatif.simulation import Inputs
 
 
 def _queue(inputs: Inputs) -> WhatIfRun:
