@@ -22,9 +22,5 @@ class CapacityConfig(AppConfig):
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)
-        from .services import whatif_runs
-        from .worker_jobs import Job, register
-
-        register(Job("whatif", whatif_runs.run_once, whatif_runs.serve))
 
         post_migrate.connect(create_functions, sender=self)

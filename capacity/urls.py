@@ -7,15 +7,11 @@ from .metrics.view import metrics
 from .views.account import api_token
 from .views.reservations import rebook
 from .views.usage import usage
-from .views.whatif import whatif, whatif_compare, whatif_run
 
 urlpatterns = [
     path("", views.pools, name="pools"),
     path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
-    path("pools/<slug:slug>/whatif/", whatif, name="whatif"),
-    path("pools/<slug:slug>/whatif/compare/", whatif_compare, name="whatif-compare"),
-    path("pools/<slug:slug>/whatif/<int:pk>/", whatif_run, name="whatif-run"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),

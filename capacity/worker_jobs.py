@@ -1,9 +1,9 @@
 """Jobs other apps run inside the worker (`run_placer`), beside the placer and never in its way.
 
 An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
-delivers its events this way). `run_placer --once` runs each job's one round after its own;
-`run_placer` runs each job's `serve(stop)` in a thread of its own, with its own database
-connection, until the worker stops.
+delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
+after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
+database connection, until the worker stops.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "simple_history",
     "inventory",
     "capacity",
+    "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
     "devtools",
 ]

@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
     path("", include("webhooks.urls")),
+    path("", include("whatif.urls")),
 ]

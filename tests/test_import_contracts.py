@@ -1,7 +1,8 @@
 """The house's arrows point one way: no import circles, no layer importing one above it.
 
 capacity.placement ← capacity.db ← capacity.placers ← capacity.services ← views / api / commands /
-port / worker; capacity imports inventory, inventory never imports capacity. Read from the source
+port / worker; capacity imports inventory, inventory never imports capacity; whatif builds on
+capacity and inventory, and neither of them imports it. Read from the source
 (no imports run), so a lazy import inside a function counts as much as one at the top, and each
 lazy import of a first-party module must be listed below with the reason it cannot be at the top.
 """
@@ -13,18 +14,18 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks")
+PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks", "whatif")
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
-    ("capacity.apps", "capacity.services.whatif_runs"): "AppConfig.ready: registers the what-if job",
-    ("capacity.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
     ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
+    ("whatif.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
+    ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
 }
 
 # (importer prefix, imported prefix) pairs that must never appear.
@@ -49,7 +50,16 @@ FORBIDDEN = [
     ("capacity", "webhooks"),
     ("inventory", "webhooks"),
     ("webhooks", "devtools"),
+    # What if sits on top too: capacity runs its job through worker_jobs without knowing it.
+    ("capacity", "whatif"),
+    ("inventory", "whatif"),
+    ("whatif", "devtools"),
 ]
+
+# What each app may import besides itself (standard library and third parties aside).
+MAY_IMPORT = {
+    "whatif": ("capacity", "inventory", "config"),
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -162,6 +172,19 @@ def test_no_layer_imports_one_above_it() -> None:
         for imported in TOP[importer] | LAZY[importer]
         for low, high in FORBIDDEN
         if _under(importer, low) and _under(imported, high)
+    )
+    assert broken == []
+
+
+def test_whatif_imports_only_capacity_inventory_and_config() -> None:
+    """What if builds on capacity and inventory (and the project's config), on nothing else first-party."""
+    broken = sorted(
+        f"{importer} -> {imported}"
+        for app, allowed in MAY_IMPORT.items()
+        for importer in MODULES
+        if _under(importer, app)
+        for imported in TOP[importer] | LAZY[importer]
+        if not any(_under(imported, ok) for ok in (app, *allowed))
     )
     assert broken == []
 

@@ -6,7 +6,6 @@ from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
 from .unbooked import UnbookedUse
-from .whatif import WhatIfRun
 
 __all__ = [
     "Allocation",
@@ -23,5 +22,4 @@ __all__ = [
     "ScalarClaim",
     "TokenLifetime",
     "UnbookedUse",
-    "WhatIfRun",
 ]

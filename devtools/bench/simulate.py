@@ -11,11 +11,11 @@ import time
 from django.db import connection
 
 from capacity.audit import audit
-from capacity.services.whatif import Inputs, simulate
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
 from devtools.bench.placements import build_pool
 from inventory.models import Node
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.simulation import Inputs, simulate
 
 
 def table_digests() -> dict[str, str]:

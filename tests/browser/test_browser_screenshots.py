@@ -512,7 +512,7 @@ def test_screenshots_of_gpu_use_on_a_reservation_and_use_without_a_booking(login
 def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, shots):
     """The operator asks what 4 more DGX nodes and the held-back ones would do; the page polls while
     the worker runs it."""
-    from capacity.services import whatif_runs
+    from whatif import runs as whatif_runs
 
     page = login("operator")
     page.goto(f"{demo}/pools/h100-prod/")

@@ -6,11 +6,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from capacity.models import WhatIfRun
 from capacity.placement import CapacityError
-from capacity.services import whatif_runs
-from capacity.services.whatif import Inputs
-from capacity.whatif.demand import Synthetic
+from whatif import runs as whatif_runs
+from whatif.demand import Synthetic
+from whatif.models import WhatIfRun
+from whatif.simulation import Inputs
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,12 +9,12 @@ from django.utils import timezone
 
 from capacity.placement import CapacityError
 from capacity.rollups import BUCKETS, capacity_by_pool, refresh_rollups
-from capacity.services.whatif import Inputs, simulate
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
 from devtools.demo import build_demo
 from inventory.models import Device, Node, NodeCondition, Pool
 from inventory.states import AGENT_STALE
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.simulation import Inputs, simulate
 
 pytestmark = pytest.mark.django_db
 

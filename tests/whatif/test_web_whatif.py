@@ -3,8 +3,8 @@
 import pytest
 
 from capacity import worker_jobs
-from capacity.models import WhatIfRun
-from capacity.services import whatif_runs
+from whatif import runs as whatif_runs
+from whatif.models import WhatIfRun
 
 from web_helpers import HX, error_next_to, is_full_page
 

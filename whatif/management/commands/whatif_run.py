@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from capacity.models import WhatIfRun
-from capacity.services.whatif_runs import execute
+from whatif.models import WhatIfRun
+from whatif.runs import execute
 
 
 class Command(BaseCommand):

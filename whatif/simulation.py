@@ -23,10 +23,11 @@ from capacity.placement.validate import validate_request
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from capacity.placers.types import PLACERS
-from capacity.whatif.changes import Changes, bookable_index, changed_index, left_out, restored
-from capacity.whatif.demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
-from capacity.whatif.engine import Engine, Side, free_over_time, gpu_totals, replace_config, span_of
 from inventory.models import Tenant
+
+from .changes import Changes, bookable_index, changed_index, left_out, restored
+from .demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
+from .engine import Engine, Side, free_over_time, gpu_totals, replace_config, span_of
 
 MAX_REQUESTS = 100_000  # a run's demand, recorded or synthetic
 MAX_PERIOD = timedelta(days=366)

@@ -18,7 +18,7 @@ class WhatIfRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # The form's cleaned values, as capacity.services.whatif reads them back (inputs_from_stored).
+    # The form's cleaned values, as whatif.simulation reads them back (inputs_from_stored).
     inputs = models.JSONField()
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0)  # per cent of both sides' requests placed
@@ -28,6 +28,8 @@ class WhatIfRun(models.Model):
     error = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
+        # The table it was created in when what-if lived in capacity: moved apps, kept rows.
+        db_table = "capacity_whatifrun"
         indexes = [
             models.Index(fields=["pool", "-created_at"], name="whatif_pool_newest_idx"),
             models.Index(fields=["status", "created_at"], name="whatif_queue_idx"),

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from capacity.audit import audit
 from capacity.placement import CapacityError
-from capacity.services.whatif import MAX_REQUESTS, Inputs, simulate
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
 from devtools.bench.simulate import table_digests
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.simulation import MAX_REQUESTS, Inputs, simulate
 
 from booking import NOW, ask, reserve
 
@@ -146,7 +146,7 @@ def test_the_command_refuses_malformed_options_with_a_clear_error(four_nodes):
 def test_kept_node_timelines_answer_as_a_fresh_horizon_would(four_nodes, monkeypatch):
     """The engine keeps each node's timeline between searches; the placer's own path rebuilds them."""
     from capacity.placers.earliest import earliest_in, horizon_of
-    from capacity.whatif import engine
+    from whatif import engine
 
     busy = Inputs("lab-pool", synthetic=Synthetic(count=200, seed=4, per_hour=60, mean_hours=10))
     kept = json.dumps(simulate(busy))

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, time
 from django import forms
 
 from capacity.placement import CapacityError
-from capacity.services.whatif import Inputs, parse_add, parse_mix, parse_weights
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
+
+from .changes import Changes
+from .demand import Synthetic
+from .simulation import Inputs, parse_add, parse_mix, parse_weights
 
 # A refusal's message starts with the option it is about: the field that shows it.
 FIELD_OF_OPTION = {

@@ -26,16 +26,17 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from capacity.models import AnyReservation, WhatIfRun
+from capacity.models import AnyReservation
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.placers.index import pool_index
 from capacity.placers.loader import PoolRow, load_pool
-from capacity.whatif.changes import Changes, changed_index
-from capacity.whatif.demand import Synthetic
 from capacity.worker_jobs import survive
 from config.errors import THROTTLED
 
-from .whatif import MAX_REQUESTS, Inputs, check, simulate
+from .changes import Changes, changed_index
+from .demand import Synthetic
+from .models import WhatIfRun
+from .simulation import MAX_REQUESTS, Inputs, check, simulate
 
 log = logging.getLogger(__name__)
 IDLE_POLL = 2.0  # seconds between looks at the queue when it is empty

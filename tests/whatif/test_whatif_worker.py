@@ -9,11 +9,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from capacity.models import WhatIfRun
-from capacity.services import whatif_runs
-from capacity.services.whatif import Inputs
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
+from whatif import runs as whatif_runs
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.models import WhatIfRun
+from whatif.simulation import Inputs
 
 from databases import this_database_url
 

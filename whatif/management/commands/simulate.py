@@ -14,9 +14,9 @@ from django.core.management.base import CommandParser
 
 from capacity.management.base import BerthCommand
 from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.services.whatif import FIGURES, Inputs, parse_add, parse_mix, parse_weights, simulate
-from capacity.whatif.changes import Changes
-from capacity.whatif.demand import Synthetic
+from whatif.changes import Changes
+from whatif.demand import Synthetic
+from whatif.simulation import FIGURES, Inputs, parse_add, parse_mix, parse_weights, simulate
 
 
 class Command(BerthCommand):

@@ -6,16 +6,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
-from capacity.models import WhatIfRun
 from capacity.placement import CapacityError
-from capacity.services import whatif_runs
-from capacity.services.whatif import FIGURES
+from capacity.views.common import visible_pool
 from config.errors import THROTTLED
 from config.web import operator_required, page
 
-from .common import visible_pool
-from .whatif_charts import free_chart, wait_bars
-from .whatif_form import WhatIfForm
+from . import runs as whatif_runs
+from .charts import free_chart, wait_bars
+from .forms import WhatIfForm
+from .models import WhatIfRun
+from .simulation import FIGURES
 
 RUNS_SHOWN = 50
 
@@ -46,7 +46,7 @@ def whatif(request: HttpRequest, slug: str) -> HttpResponse:
         "caps": (whatif_runs.MAX_WAITING_PER_USER, whatif_runs.MAX_WAITING_PER_POOL),
     }
     status = 429 if throttled else 400 if form.errors else 200
-    return page(request, "capacity/whatif.html", context, status=status)
+    return page(request, "whatif/index.html", context, status=status)
 
 
 @require_GET
@@ -55,9 +55,7 @@ def whatif_run(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """Show one run: its inputs, its progress while it runs (htmx polls), then both sides and the plots."""
     pool = visible_pool(request.user, slug)
     run = get_object_or_404(WhatIfRun.objects.select_related("created_by"), pk=pk, pool=pool)
-    return page(
-        request, "capacity/whatif_run.html", {"nav": "pools", "pool": pool, **_shown(run)}, partial="run"
-    )
+    return page(request, "whatif/run.html", {"nav": "pools", "pool": pool, **_shown(run)}, partial="run")
 
 
 @require_GET
@@ -80,7 +78,7 @@ def whatif_compare(request: HttpRequest, slug: str) -> HttpResponse:
             names=list(sides),
             chart=chart,
         )
-    return page(request, "capacity/whatif_compare.html", context, status=200 if len(runs) == 2 else 400)
+    return page(request, "whatif/compare.html", context, status=200 if len(runs) == 2 else 400)
 
 
 def _shown(run: WhatIfRun) -> dict:
