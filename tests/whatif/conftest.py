@@ -1,7 +1,7 @@
 """What-if tests, beside the app they test: the simulator, the queue, the worker's job and the pages.
 
 The helper modules of the database and page tests are imported by plain name (`from booking import
-ask`, `from test_workers import test_database_url`, `from web_helpers import HX`): their folders are
+ask`, `from databases import this_database_url`, `from web_helpers import HX`): their folders are
 put on sys.path here, before any test module under this folder is imported. The page tests' users
 and clients are made as tests/web/conftest.py makes them.
 """
@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 TESTS = Path(__file__).resolve().parents[1]
-for folder in (TESTS / "db", TESTS / "db" / "worker", TESTS / "web"):
+for folder in (TESTS / "db", TESTS / "web"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
