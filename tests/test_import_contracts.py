@@ -1,9 +1,10 @@
 """The house's arrows point one way: no import circles, no layer importing one above it.
 
 capacity.placement ← capacity.db ← capacity.placers ← capacity.services ← views / api / commands /
-port / worker; capacity imports inventory, inventory never imports capacity. Read from the source
-(no imports run), so a lazy import inside a function counts as much as one at the top, and each
-lazy import of a first-party module must be listed below with the reason it cannot be at the top.
+port / worker; capacity imports inventory, inventory never imports capacity; usage and webhooks
+import both, and neither imports them. Read from the source (no imports run), so a lazy import
+inside a function counts as much as one at the top, and each lazy import of a first-party module
+must be listed below with the reason it cannot be at the top.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks")
+PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks")
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
@@ -23,6 +24,12 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
+    ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
+    ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
+    ("usage.apps", "usage.figures"): "AppConfig.ready: figures read models, not loaded yet",
+    ("usage.apps", "usage.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
+    ("usage.apps", "usage.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
+    ("usage.apps", "usage.unbooked"): "AppConfig.ready: unbooked use imports models, not loaded yet",
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
     ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
 }
@@ -48,6 +55,10 @@ FORBIDDEN = [
     # Webhooks sit on top: capacity runs them through worker_jobs without knowing them.
     ("capacity", "webhooks"),
     ("inventory", "webhooks"),
+    # Usage sits on top too: capacity asks it through services.usage_hooks, inventory through signals.
+    ("capacity", "usage"),
+    ("inventory", "usage"),
+    ("usage", "devtools"),
     ("webhooks", "devtools"),
 ]
 

@@ -5,7 +5,6 @@ from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
-from .unbooked import UnbookedUse
 from .whatif import WhatIfRun
 
 __all__ = [
@@ -22,6 +21,5 @@ __all__ = [
     "ReservationEvent",
     "ScalarClaim",
     "TokenLifetime",
-    "UnbookedUse",
     "WhatIfRun",
 ]

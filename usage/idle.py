@@ -18,11 +18,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from capacity.models import Reservation
-
-from .release import release
-from .repair import atoms_text
-
-IDLE = "Idle"
+from capacity.models.reservations import IDLE
+from capacity.services.release import release
+from capacity.services.repair import atoms_text
 
 _CANDIDATES_SQL = """
 SELECT a.reservation_id, n.name, array_agg(DISTINCT d.uuid), avg(x.gpu_percent), count(x.gpu_percent),

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from capacity.models import UnbookedUse
+from usage.models import UnbookedUse
 
 RECENT = timedelta(minutes=5)
 LOOKBACK = timedelta(hours=24)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from .models import SampleFold
+from usage.models import SampleFold
 
 HOUR = timedelta(hours=1)
 GRACE = timedelta(minutes=2)
