@@ -13,7 +13,7 @@ from inventory.models import Device, Node
 class UnbookedUse(models.Model):
     """A GPU running processes that no reservation holds: one row per device while it lasts.
 
-    The worker's housekeeping adds the row when a device's latest sample shows processes outside
+    usage's worker job adds the row when a device's latest sample shows processes outside
     every booking and removes it when that ends (usage/unbooked.py); a row's insert is
     the spell's one `node.unbooked_use` event.
     """
