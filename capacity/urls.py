@@ -6,7 +6,6 @@ from . import views
 from .metrics.view import metrics
 from .views.account import api_token
 from .views.reservations import rebook
-from .views.usage import usage
 
 urlpatterns = [
     path("", views.pools, name="pools"),
@@ -25,5 +24,4 @@ urlpatterns = [
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("accounts/token/", api_token, name="api-token"),
-    path("usage/", usage, name="usage"),
 ]

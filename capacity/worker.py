@@ -17,14 +17,11 @@ from capacity.placers.types import POOL_LEASE, PlacerConfig
 from capacity.worker_jobs import drop_connection
 from inventory import services as inventory
 from inventory.models import Pool
-from inventory.samples import fold_samples
 
 from . import services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
-from .services.idle import mark_idle
 from .services.repair import repair_pools
-from .services.unbooked import mark_unbooked_use
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
 STOP_POLL = 0.05
@@ -52,21 +49,17 @@ class Round:
     repaired: int = 0
 
 
-# The idle check reads two hours of samples of every running reservation (3.6 s at 10,000 of them,
-# bench_idle): about a two-hour question, asked every five minutes rather than every round. The
-# samples' hourly fold comes along: an hour is folded a few minutes after it is over, and so do
-# bookings long over leaving the live tables (capacity/archive.py).
-IDLE_CHECK_EVERY = 300.0
-_idle_checked = [float("-inf")]
+# Bookings long over leave the live tables (capacity/archive.py) every five minutes rather than
+# every round: a question about the last month. (The samples' fold and the idle check are the
+# usage app's job in the worker, on the same period.)
+HISTORY_EVERY = 300.0
+_history_moved = [float("-inf")]
 
 
-def _samples_and_idle(now) -> None:
-    if time.monotonic() - _idle_checked[0] >= IDLE_CHECK_EVERY:
-        _idle_checked[0] = time.monotonic()
-        fold_samples(now)
+def _move_history(now) -> None:
+    if time.monotonic() - _history_moved[0] >= HISTORY_EVERY:
+        _history_moved[0] = time.monotonic()
         move_history(now)
-        mark_idle(now)
-        mark_unbooked_use(now)
 
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
@@ -78,7 +71,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
         return Round(batch)
     expired = services.expire_ended()
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
-    _samples_and_idle(timezone.now())
+    _move_history(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("v1/", api_index, name="api-index"),
     path("v1/", include("capacity.api.urls")),
     path("v1/", include("inventory.api.urls")),
+    path("v1/", include("usage.api_urls")),
     path("v1/", include("webhooks.urls_api")),
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "simple_history",
     "inventory",
     "capacity",
+    "usage",
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
     "devtools",
@@ -296,7 +297,7 @@ WEBHOOK_GIVE_UP_HOURS = 24
 WEBHOOK_DISABLE_AFTER_HOURS = 24
 WEBHOOK_LOG_DAYS = 7
 
-# Utilization samples (inventory/samples.py): raw minutes are kept USAGE_RAW_DAYS, each hour is
+# Utilization samples (usage/folds.py): raw minutes are kept USAGE_RAW_DAYS, each hour is
 # folded into one row per device once it is over, and hourly rows are kept USAGE_HOURLY_DAYS.
 USAGE_RAW_DAYS = env.number("BERTH_USAGE_RAW_DAYS", 14)
 USAGE_HOURLY_DAYS = env.number("BERTH_USAGE_HOURLY_DAYS", 366)
@@ -315,7 +316,7 @@ if HISTORY_AFTER_DAYS < 1:
     )
 HISTORY_AFTER = timedelta(days=HISTORY_AFTER_DAYS)
 
-# Idle bookings (capacity/services/idle.py): a running reservation whose GPUs averaged under
+# Idle bookings (usage/idle.py): a running reservation whose GPUs averaged under
 # IDLE_GPU_PERCENT for the last IDLE_AFTER reads Idle.
 IDLE_GPU_PERCENT = env.number("BERTH_IDLE_GPU_PERCENT", 5)
 IDLE_AFTER = timedelta(minutes=env.number("BERTH_IDLE_AFTER_MINUTES", 120))

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.idle import mark_idle
-from capacity.services.unbooked import mark_unbooked_use
 from inventory.models import Device, DeviceSample
+from usage.idle import mark_idle
+from usage.unbooked import mark_unbooked_use
 
 HORIZON = timedelta(hours=6)
 

@@ -32,13 +32,12 @@ from inventory.models import (
     Device,
     DeviceLink,
     DeviceSample,
-    DeviceSampleHour,
     Node,
     NodeImageCache,
     NodeLabel,
 )
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
-from inventory.signals import devices_reshaped, node_state_changed
+from inventory.signals import devices_reshaped, devices_withdrawn, node_state_changed
 from inventory.topology import TopoMatrix
 from inventory.trust import Reporter, booked, record_refusal, refuse_reshape, shape_changes
 from inventory.validators import SYSTEM_LABEL_PREFIX
@@ -352,12 +351,13 @@ def _withdraw(pks: list[int]) -> None:
     """Delete unverified devices a report no longer claims, with their links and samples.
 
     Row by row deletes would run capacity's receivers once per device; unverified devices count
-    nowhere, so there is nothing for them to follow.
+    nowhere, so there is nothing for them to follow. What other apps keep of them (usage's hourly
+    rows) goes through `devices_withdrawn`, in this transaction.
     """
     gone = Device.objects.filter(pk__in=pks, verified=False)
     DeviceLink.objects.filter(Q(device_a__in=gone) | Q(device_b__in=gone)).delete()
     DeviceSample.objects.filter(device__in=gone).delete()
-    DeviceSampleHour.objects.filter(device__in=gone).delete()
+    devices_withdrawn.send(sender=Device, device_ids=list(pks))
     gone.filter(parent__isnull=False)._raw_delete(gone.db)
     gone._raw_delete(gone.db)
 

@@ -1,4 +1,4 @@
-"""Signals inventory sends so that capacity can follow without inventory importing it.
+"""Signals inventory sends so that capacity and usage can follow without inventory importing them.
 
 Sent synchronously inside the transaction that made the change, so receivers (capacity's
 rollups, pending-reservation wake-ups) write in that same transaction.
@@ -21,3 +21,7 @@ devices_reshaped = Signal()
 
 # kwargs node (name), code (the refusal's stable code): a node report was refused (counted).
 report_refused = Signal()
+
+# kwargs device_ids (device pks): a node report withdrew these unverified devices; receivers drop
+# what they keep of them (usage: their hourly rows), in the report's transaction.
+devices_withdrawn = Signal()

@@ -1,8 +1,8 @@
 """The house's arrows point one way: no import circles, no layer importing one above it.
 
 capacity.placement ← capacity.db ← capacity.placers ← capacity.services ← views / api / commands /
-port / worker; capacity imports inventory, inventory never imports capacity; whatif builds on
-capacity and inventory, and neither of them imports it. Read from the source
+port / worker; capacity imports inventory, inventory never imports capacity; usage, whatif and
+webhooks build on capacity and inventory, and neither of them imports those. Read from the source
 (no imports run), so a lazy import inside a function counts as much as one at the top, and each
 lazy import of a first-party module must be listed below with the reason it cannot be at the top.
 """
@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools", "webhooks", "whatif")
+PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", "whatif")
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
@@ -22,6 +22,12 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
+    ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
+    ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
+    ("usage.apps", "usage.figures"): "AppConfig.ready: figures read models, not loaded yet",
+    ("usage.apps", "usage.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
+    ("usage.apps", "usage.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
+    ("usage.apps", "usage.unbooked"): "AppConfig.ready: unbooked use imports models, not loaded yet",
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
     ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
     ("whatif.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
@@ -49,6 +55,10 @@ FORBIDDEN = [
     # Webhooks sit on top: capacity runs them through worker_jobs without knowing them.
     ("capacity", "webhooks"),
     ("inventory", "webhooks"),
+    # Usage sits on top too: capacity asks it through services.usage_hooks, inventory through signals.
+    ("capacity", "usage"),
+    ("inventory", "usage"),
+    ("usage", "devtools"),
     ("webhooks", "devtools"),
     # What if sits on top too: capacity runs its job through worker_jobs without knowing it.
     ("capacity", "whatif"),

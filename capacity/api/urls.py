@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import agents, devices, drain, earliest, history, nodes, tokens, usage, views
+from . import agents, devices, drain, earliest, history, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -16,7 +16,6 @@ urlpatterns = [
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
-    path("usage", usage.UsageView.as_view(), name="api-usage"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),

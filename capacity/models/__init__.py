@@ -5,7 +5,6 @@ from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .tokens import TokenLifetime
-from .unbooked import UnbookedUse
 
 __all__ = [
     "Allocation",
@@ -21,5 +20,4 @@ __all__ = [
     "ReservationEvent",
     "ScalarClaim",
     "TokenLifetime",
-    "UnbookedUse",
 ]

@@ -9,6 +9,8 @@ UNSCHEDULABLE = "Unschedulable"
 NO_FIT = "NoFit"
 # A spot reservation regular work took back: status preempted, with this condition saying by whom and when.
 PREEMPTED_CONDITION = "Preempted"
+# A running reservation whose GPUs did almost nothing for hours (the usage app marks it; pages show it).
+IDLE = "Idle"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
 

@@ -4,10 +4,9 @@ Each use case lives in a module of its own (prepare, reserve, placing, release, 
 hints, repair, drain, ...); this face gathers the names callers use.
 """
 
-from capacity.models.reservations import QUEUED_MESSAGE, UNSCHEDULABLE
+from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
 from capacity.placers.ending import end_allocations
 
-from .idle import IDLE
 from .inputs import normalize, parse_duration, stored_input, stored_request
 from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
 from .quota_report import QUOTA_REPORT_WINDOW, quota_report
@@ -27,5 +26,5 @@ from .scope import (
     sees_tenant,
     visible_reservations,
 )
-from .usage import usage_for, usage_series
+from .usage_hooks import usage_for, usage_series
 from .waiting import await_placer, is_queued

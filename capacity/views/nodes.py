@@ -17,7 +17,7 @@ from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
 from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
-from capacity.services.unbooked import unbooked_use_on
+from capacity.services.usage_hooks import unbooked_use_on
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms

@@ -18,9 +18,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.models import Reservation
-from capacity.services.idle import IDLE, mark_idle
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
+from usage.idle import IDLE, mark_idle
 
 _FILL_SQL = """
 CREATE TEMP TABLE bench_idle_devices ON COMMIT DROP AS

@@ -17,10 +17,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.services.scope import EVERYONE
-from capacity.services.usage_report import usage_report
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
-from inventory.samples import fold_samples
+from usage.folds import fold_samples
+from usage.report import usage_report
 
 _FILL_SQL = """
 CREATE TEMP TABLE bench_usage_slots ON COMMIT DROP AS

@@ -11,14 +11,13 @@ from .nodes import (
     NodeResource,
     NodeTaint,
 )
-from .samples import DeviceSample, DeviceSampleHour, SampleFold
+from .samples import DeviceSample
 from .tenancy import Pool, PoolGeneration, Site, Tenant
 
 __all__ = [
     "Device",
     "DeviceLink",
     "DeviceSample",
-    "DeviceSampleHour",
     "Node",
     "NodeCondition",
     "NodeImageCache",
@@ -29,7 +28,6 @@ __all__ = [
     "NodeTaint",
     "Pool",
     "PoolGeneration",
-    "SampleFold",
     "Site",
     "Tenant",
 ]

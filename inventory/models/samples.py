@@ -1,4 +1,4 @@
-"""Per-device utilization: raw minutes, hourly folds of them, and how far the fold has come."""
+"""Per-device utilization as nodes report it: raw minutes (the usage app folds them into hours)."""
 
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
@@ -36,45 +36,3 @@ class DeviceSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.device_id} at {self.minute:%Y-%m-%d %H:%M}: {self.gpu_percent} %"
-
-
-class DeviceSampleHour(models.Model):
-    """A device's samples of one hour folded into one row, kept USAGE_HOURLY_DAYS (a year).
-
-    Sums and counts, not means, so hours add up exactly: a report's used GPU-hours over whole hours
-    read 1/60 of the rows. The worker folds each hour once it is over (inventory/samples.py); raw
-    minutes then stay USAGE_RAW_DAYS for the exact edges of bookings that start or end mid-hour.
-    """
-
-    pk = models.CompositePrimaryKey("device", "hour")
-    device = models.ForeignKey(
-        "inventory.Device", on_delete=models.CASCADE, related_name="sample_hours", db_index=False
-    )
-    hour = models.DateTimeField()
-    gpu_percent_sum = models.IntegerField(default=0, help_text="The sum of the minutes' GPU %.")
-    samples = models.SmallIntegerField(default=0, help_text="Minutes with a GPU %.")
-    minutes_without_process = models.SmallIntegerField(default=0)
-    memory_used_mib_max = models.IntegerField(null=True, blank=True)
-    process_mib_max = models.IntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(samples__gte=0, samples__lte=60, minutes_without_process__lte=60),
-                name="devicesamplehour_minutes_0_60",
-                violation_error_message="An hour holds at most 60 minutes.",
-            ),
-        ]
-        indexes = [BrinIndex(fields=["hour"], name="devicesamplehour_hour_brin")]
-
-    def __str__(self) -> str:
-        return f"{self.device_id} at {self.hour:%Y-%m-%d %H}:00: {self.samples} samples"
-
-
-class SampleFold(models.Model):
-    """How far raw samples are folded into hours: one row, its `folded_until` an hour boundary."""
-
-    folded_until = models.DateTimeField(help_text="Every hour before this one is folded.")
-
-    def __str__(self) -> str:
-        return f"samples folded until {self.folded_until:%Y-%m-%d %H}:00"

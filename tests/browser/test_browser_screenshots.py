@@ -489,7 +489,8 @@ def test_screenshot_of_the_usage_report(login, demo, shots):
 def test_screenshots_of_gpu_use_on_a_reservation_and_use_without_a_booking(login, demo, shots):
     """The demo's nodes reported GPU use: acme's training run over six hours (an hourly checkpoint
     dip), an idle booking marked Idle, and a free H100 running two processes no one booked."""
-    from capacity.models import Reservation, UnbookedUse
+    from capacity.models import Reservation
+    from usage.models import UnbookedUse
 
     training = Reservation.objects.get(idempotency_key="demo-now-1")
     page = login("operator")

@@ -18,8 +18,8 @@ from capacity.archive import Moved, history_sizes, move_history
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, Reservation, ScalarClaim
 from capacity.services.scope import Scope
-from capacity.services.usage_report import usage_report
 from inventory.models import Node, NodeLabel
+from usage.report import usage_report
 
 moved_nothing = Moved(0, 0)
 

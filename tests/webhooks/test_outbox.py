@@ -120,8 +120,8 @@ def test_operators_hear_a_node_drained_turning_unhealthy_and_going_stale(lab, pe
 
 def test_an_idle_booking_is_told_once_per_idle_spell(lab, people, receiver, book, settings):
     from capacity.models import DeviceBooking
-    from capacity.services.idle import mark_idle
     from inventory.models import DeviceSample
+    from usage.idle import mark_idle
 
     settings.IDLE_AFTER = timedelta(hours=2)
     alice, _bob, _ops = people

@@ -35,7 +35,7 @@ def test_a_worker_round_releases_and_then_moves_a_booking_long_over(tenant, make
     make_node("node-a", gpus=1)
     old = booked_long_ago()
     assert old.status == "placed" and DeviceBooking.objects.count() == 1
-    monkeypatch.setattr(worker, "_idle_checked", [float("-inf")])  # housekeeping due now
+    monkeypatch.setattr(worker, "_history_moved", [float("-inf")])  # housekeeping due now
     worker.run_round(placer_config())
     assert AnyReservation.objects.get(pk=old.pk).status == "released"
     sizes = history_sizes()

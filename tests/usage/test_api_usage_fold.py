@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 from capacity.models import DeviceBooking
 from capacity.services.scope import Scope
-from capacity.services.usage import usage_for
-from capacity.services.usage_report import usage_report
-from inventory.models import DeviceSample, DeviceSampleHour
-from inventory.samples import fold_samples
+from inventory.models import DeviceSample
+from usage.figures import usage_for
+from usage.folds import fold_samples
+from usage.models import DeviceSampleHour
+from usage.report import usage_report
 
 
 def booked_and_sampled(as_acme, ask):

@@ -13,10 +13,10 @@ from rest_framework import serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
-from capacity.services.usage_report import BUCKETS, GROUPS, usage_period, usage_report
 from config import csvcells
 from config.api.base import BerthAPIView
 from config.replica import replica_reads
+from usage.report import BUCKETS, GROUPS, usage_period, usage_report
 
 COLUMNS = (
     "tenantId",

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from inventory.samples import raw_horizon
+from usage.folds import raw_horizon
 
 # The reservations' samples: raw minutes (`s`) from the cut on, hourly rows (`h`) before it.
 _SAMPLES = """

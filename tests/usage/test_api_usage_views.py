@@ -13,8 +13,8 @@ from datetime import timedelta
 from django.test import Client
 
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.usage import usage_series
 from inventory.models import DeviceSample
+from usage.figures import usage_series
 
 
 def sampled(as_acme, ask):

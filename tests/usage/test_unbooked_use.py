@@ -18,9 +18,10 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.metrics.state import DatabaseCollector
-from capacity.models import Allocation, UnbookedUse
-from capacity.services.unbooked import mark_unbooked_use
+from capacity.models import Allocation
 from inventory.models import Device, DeviceSample, Node
+from usage.models import UnbookedUse
+from usage.unbooked import mark_unbooked_use
 from webhooks.models import Event, Subscription
 
 

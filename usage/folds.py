@@ -1,6 +1,6 @@
 """Fold raw utilization minutes into hourly rows, and let old ones go.
 
-The worker calls `fold_samples` in its housekeeping. Each hour is folded once it is over (two
+usage's worker job (usage/jobs.py) calls `fold_samples`. Each hour is folded once it is over (two
 minutes' grace for a report that was written as the hour turned), at most a day of hours per call
 so that a worker back from a long stop catches up in bounded steps. Raw minutes older than
 USAGE_RAW_DAYS go only once folded; hourly rows go after USAGE_HOURLY_DAYS. One row (SampleFold),
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from .models import SampleFold
+from usage.models import SampleFold
 
 HOUR = timedelta(hours=1)
 GRACE = timedelta(minutes=2)

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 from capacity.models import DeviceBooking
 from capacity.services import EVERYONE
-from capacity.services.usage_report import usage_report
 from inventory.models import DeviceSample
+from usage.report import usage_report
 
 
 def timed(ask, gpus, during, **extra):

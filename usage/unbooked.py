@@ -2,8 +2,8 @@
 
 A device's latest sample of the last RECENT minutes that shows processes while no booking of the
 device, of its MIG slices or of its parent GPU overlaps that minute is unbooked use. The spell
-started after the last minute (within LOOKBACK) that was booked or showed no process. The worker's
-housekeeping keeps one UnbookedUse row per such device: added when it starts (its insert is the
+started after the last minute (within LOOKBACK) that was booked or showed no process. usage's worker
+job keeps one UnbookedUse row per such device: added when it starts (its insert is the
 spell's `node.unbooked_use` event), refreshed while it lasts, removed when it ends. Operators read
 them on the node page ("GPU 3: 2 processes, 41 GiB, since 10:02 UTC, no booking") and as
 `berth_unbooked_use_devices`.
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
-from capacity.models import UnbookedUse
+from usage.models import UnbookedUse
 
 RECENT = timedelta(minutes=5)
 LOOKBACK = timedelta(hours=24)

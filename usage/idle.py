@@ -5,8 +5,8 @@ last IDLE_AFTER average under IDLE_GPU_PERCENT, and whose samples cover at least
 device-minutes (silence is not idleness: a node whose agent stopped says nothing), gets the
 condition `Idle` ("GPUs 0–7 at 1 % mean since 10:02"). One that is busy again loses it. Spot
 work and whole-node leases follow the same rule. With IDLE_RELEASE_AFTER set (off by default),
-one still idle that long after it was marked is released, the evidence its reason. The worker
-runs this in its housekeeping.
+one still idle that long after it was marked is released, the evidence its reason. usage's worker
+job runs this every few minutes (usage/jobs.py).
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from capacity.models import Reservation
-
-from .release import release
-from .repair import atoms_text
-
-IDLE = "Idle"
+from capacity.models.reservations import IDLE
+from capacity.services.release import release
+from capacity.services.repair import atoms_text
 
 _CANDIDATES_SQL = """
 SELECT a.reservation_id, n.name, array_agg(DISTINCT d.uuid), avg(x.gpu_percent), count(x.gpu_percent),

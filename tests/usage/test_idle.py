@@ -13,8 +13,8 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.idle import IDLE, mark_idle
 from inventory.models import DeviceSample
+from usage.idle import IDLE, mark_idle
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from capacity.access import scope_for
-from capacity.api.usage import COLUMNS
 from capacity.placement import CapacityError
-from capacity.services.usage_report import BUCKETS, GROUPS, heading, usage_period, usage_report
 from config.replica import replica_reads
 from config.web import login_required, page
+from usage.api import COLUMNS
+from usage.report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
 PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568")
 WIDTH, HEIGHT, LEFT, BOTTOM = 900, 220, 48, 24
@@ -149,4 +149,4 @@ def usage(request: HttpRequest) -> HttpResponse:
         "ahead": round(sum(r["gpuHoursBookedAhead"] for r in rows), 1),
         "used": round(sum(r["gpuHoursUsed"] for r in rows), 1),
     }
-    return page(request, "capacity/usage.html", context)
+    return page(request, "usage/usage.html", context)

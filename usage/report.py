@@ -22,10 +22,9 @@ from django.db import connection
 from django.utils import timezone
 
 from capacity.placement import INVALID_INPUT, CapacityError
-from inventory.samples import raw_horizon
-
-from .inputs import parse_day
-from .scope import Scope
+from capacity.services.inputs import parse_day
+from capacity.services.scope import Scope
+from usage.folds import raw_horizon
 
 GROUPS = {
     "tenant": "t.slug",

@@ -7,9 +7,9 @@ import json
 from django.utils import timezone
 
 from capacity import services
-from capacity.api.usage import COLUMNS, DEFAULT_DAYS, write_rows
 from capacity.management.base import BerthCommand
-from capacity.services.usage_report import BUCKETS, GROUPS, heading, usage_period, usage_report
+from usage.api import COLUMNS, DEFAULT_DAYS, write_rows
+from usage.report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
 
 class Command(BerthCommand):

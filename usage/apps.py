@@ -1,0 +1,20 @@
+from django.apps import AppConfig
+
+
+class UsageConfig(AppConfig):
+    """Booked against used: samples folded by the hour, idle bookings, unbooked use, the usage report."""
+
+    name = "usage"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from capacity.services import usage_hooks
+        from capacity.worker_jobs import Job, register
+
+        from . import receivers  # noqa: F401  (connects the signal receivers)
+        from .figures import usage_for, usage_series
+        from .jobs import run_once, serve
+        from .unbooked import unbooked_use_on
+
+        usage_hooks.answer(figures=usage_for, series=usage_series, unbooked=unbooked_use_on)
+        register(Job("usage", run_once, serve))
