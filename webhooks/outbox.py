@@ -17,10 +17,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 
 from capacity.access import is_operator, scope_for
-from capacity.api.nodes import node_detail
-from capacity.api.views import render_reservations
 from capacity.models import Reservation
 from capacity.placement import CapacityError
+from capacity.render import node_detail, render_reservations
 from inventory.models import Node, Tenant
 
 from .models import NODE_EVENTS, Delivery, Event, Subscription
