@@ -6,7 +6,7 @@
   node and read its assignments, nothing else; a node agent may not use an operator's token.
 - What a scope may read: the pools its tenants may book, the nodes in them that no other tenant
   owns, its own reservations; another tenant's name and reservation ids are left out of reasons.
-- The command line acts for every tenant (`EVERYONE`): whoever runs manage.py runs the server.
+- The command line acts for every tenant (`COMMAND_LINE`): whoever runs manage.py runs the server.
 - A calendar feed lists what its owner may read; webhooks' node events are for operators.
 
 config's bases (pages, API views, token check) ask through config.access; `register` answers there.
@@ -46,6 +46,8 @@ class Scope:
 
 
 EVERYONE = Scope()
+# Whoever runs manage.py runs the server: the command line acts for every tenant.
+COMMAND_LINE = EVERYONE
 
 
 # --- people ----------------------------------------------------------------------------------------
@@ -86,6 +88,11 @@ def scope_for(user) -> Scope:
 def feed_scope(feed) -> Scope:
     """Return what a calendar feed lists: what its owner may read, whoever holds its URL."""
     return scope_for(feed.owner)
+
+
+def may_watch_nodes(user) -> bool:
+    """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
+    return is_operator(user)
 
 
 # --- node credentials ------------------------------------------------------------------------------
