@@ -52,6 +52,11 @@ FORBIDDEN = [
     ("capacity", "webhooks"),
     ("inventory", "webhooks"),
     ("webhooks", "devtools"),
+    # config is a leaf: apps register into it (config.access, register_error, count_reads_with).
+    ("config", "capacity"),
+    ("config", "inventory"),
+    ("config", "webhooks"),
+    ("config", "devtools"),
 ]
 
 
