@@ -23,7 +23,7 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
-    ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access; tokens import models",
+    ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
