@@ -1,17 +1,56 @@
-"""Who a user is to capacity: an operator (staff, or in the "operators" group) or a tenant's member.
+"""Who may do what, every rule in one place: views, the API, commands, webhooks and the calendar ask here.
 
-The browser views and the API both ask here; the rules read only `is_staff`, the group and
-`Tenant.users`.
+- People: an operator (staff, or in the "operators" group) runs the fleet and acts for every
+  tenant; anyone else acts for the tenants they belong to (`Tenant.users`): their `Scope`.
+- Node credentials: the user "node.<name>" (services.tokens.issue_node_token) may report for its
+  node and read its assignments, nothing else; a node agent may not use an operator's token.
+- What a scope may read: the pools its tenants may book, the nodes in them that no other tenant
+  owns, its own reservations; another tenant's name and reservation ids are left out of reasons.
+- The command line acts for every tenant (`COMMAND_LINE`): whoever runs manage.py runs the server.
+- A calendar feed lists what its owner may read; webhooks' node events are for operators.
+
+config's bases (pages, API views, token check) ask through config.access; `register` answers there.
 """
 
 from __future__ import annotations
 
-from .services import EVERYONE, Scope
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from capacity.models import Reservation
+from capacity.placers.loader import may_use
+from inventory.models import Node, Pool, Tenant
+from inventory.states import ANOTHER_TENANTS_DEDICATION
 
 OPERATORS_GROUP = "operators"
 # A node's own credential acts as the user "node.<node name>" (services.tokens.issue_node_token):
 # such a user may report for its node and read its assignments, nothing else.
 NODE_USER_PREFIX = "node."
+# What the reference agent (agent/berth_agent.py) sends: its requests are told apart by it.
+AGENT_USER_AGENT = "berth-agent/"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose reservations a caller may touch: the tenant slugs, or every tenant (operators)."""
+
+    tenants: frozenset[str] | None = None
+
+    def allows(self, tenant_slug: str) -> bool:
+        """Return whether the caller may act for this tenant."""
+        return self.tenants is None or tenant_slug in self.tenants
+
+
+EVERYONE = Scope()
+# Whoever runs manage.py runs the server: the command line acts for every tenant.
+COMMAND_LINE = EVERYONE
+
+
+# --- people ----------------------------------------------------------------------------------------
 
 
 def node_of(user) -> str | None:
@@ -44,3 +83,152 @@ def tenant_slugs(user) -> frozenset[str]:
 def scope_for(user) -> Scope:
     """Return whose reservations the user may touch: every tenant for operators, else their own."""
     return EVERYONE if is_operator(user) else Scope(tenant_slugs(user))
+
+
+def feed_scope(feed) -> Scope:
+    """Return what a calendar feed lists: what its owner may read, whoever holds its URL."""
+    return scope_for(feed.owner)
+
+
+def may_watch_nodes(user) -> bool:
+    """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
+    return is_operator(user)
+
+
+# --- node credentials ------------------------------------------------------------------------------
+
+
+def view_refusal(user, view, kwargs: dict) -> str | None:
+    """Return why the user may not call this API view, or None.
+
+    A node credential may call only the views that say so (`for_nodes`: the node report, the
+    node's assignments), and only for its own node (the view's `name`).
+    """
+    node = node_of(user)
+    if node is not None and not (getattr(view, "for_nodes", False) and kwargs.get("name") == node):
+        return "a node credential may only report for its node and read its assignments"
+    return None
+
+
+def node_call_refusal(user, node: str | None, user_agent: str) -> str | None:
+    """Return why the user may not act as node `node`'s agent, or None (BerthAPIView checks which node).
+
+    The node agent is refused an operator's token: an agent holding one could act on every node
+    and every booking, so it must use the node's own credential, and the refusal says how to get one.
+    """
+    if node_of(user) is not None:
+        return None
+    node = node or "NODE"
+    issue = f"manage.py issue_token --node {node} (or, as an operator, POST /api/v1/nodes/{node}/token)"
+    if not is_operator(user):
+        # A tenant's token in an agent's token file, most likely: say what the agent needs.
+        return (
+            f"only operators and node {node}'s own credential may do this; "
+            f"a node agent needs that credential: {issue}"
+        )
+    if user_agent.startswith(AGENT_USER_AGENT):
+        return f"a node agent may not use an operator's token; give it node {node}'s own credential: {issue}"
+    return None
+
+
+# --- what a scope may read and act on --------------------------------------------------------------
+
+
+def sees_tenant(scope: Scope, slug: str | None) -> bool:
+    """Return whether a caller may read this tenant's name (its own, or any for operators)."""
+    return scope.tenants is None or slug is None or slug in scope.tenants
+
+
+def tenants_for(scope: Scope) -> list[Tenant]:
+    """Return the tenants a caller may book or preview for, by slug."""
+    tenants = Tenant.objects.order_by("slug")
+    return list(tenants if scope.tenants is None else tenants.filter(slug__in=scope.tenants))
+
+
+def pool_allows(pool: Pool, tenant: Tenant) -> bool:
+    """Return whether the tenant may use the pool (the same rule the placer's PoolRow applies)."""
+    return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
+
+
+def pools_for(scope: Scope):
+    """Return the pools a caller may book into or read."""
+    pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants")
+    if scope.tenants is None:
+        return pools
+    tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
+    return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
+
+
+def pool_for(scope: Scope, slug: str) -> Pool | None:
+    """Return the pool with this slug if the caller may read it, else None."""
+    return next((p for p in pools_for(scope) if p.slug == slug), None)
+
+
+def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
+    """Return the nodes a caller may read: in its pools, and not owned by another tenant.
+
+    A node another tenant owns adds nothing to the caller and tells it about that tenant: to a
+    tenant it does not exist (404), as a reservation of another tenant does not. With
+    `pools_checked` the caller has already limited `nodes` to pools it may read.
+    """
+    nodes = Node.objects.all() if nodes is None else nodes
+    if scope.tenants is None:
+        return nodes
+    if not pools_checked:
+        nodes = nodes.filter(pool__in=[p.pk for p in pools_for(scope)])
+    return nodes.filter(Q(owner_tenant__isnull=True) | Q(owner_tenant__slug__in=scope.tenants))
+
+
+def may_read_node(scope: Scope, owner_slug: str | None) -> bool:
+    """Return whether a caller may read a node with this owner (in a pool it may read)."""
+    return sees_tenant(scope, owner_slug)
+
+
+def visible_reservations(pks: Iterable[int], scope: Scope) -> dict[str, Any]:
+    """Return {"reservations": the ids the caller may read, ascending; "others": how many it may not}.
+
+    Another tenant's reservation id tells a tenant what that tenant books: it is counted, not named.
+    """
+    pks = sorted(set(pks))
+    if scope.tenants is None:
+        return {"reservations": pks, "others": 0}
+    mine = sorted(
+        Reservation.objects.filter(pk__in=pks, tenant__slug__in=scope.tenants).values_list("pk", flat=True)
+    )
+    return {"reservations": mine, "others": len(pks) - len(mine)}
+
+
+# A dedication names its tenant; to any other tenant it reads as this.
+_DEDICATION_RE = re.compile(r"dedicated=([A-Za-z0-9_-]+)")
+
+
+def redact(text: str, scope: Scope) -> str:
+    """Return a reason as a caller may read it: another tenant's dedication is not named.
+
+    Stored reasons stay exact (operators read them whole); tenants read "dedicated to another
+    tenant" where the spec's reason says `dedicated=<slug>` of a tenant not theirs.
+    """
+    if scope.tenants is None or not text or "dedicated=" not in text:
+        return text
+    return _DEDICATION_RE.sub(
+        lambda m: m[0] if sees_tenant(scope, m[1]) else ANOTHER_TENANTS_DEDICATION, text
+    )
+
+
+def redacted_conditions(conditions: list[dict], scope: Scope) -> list[dict]:
+    """Return a reservation's conditions as the caller may read them.
+
+    Messages are redacted; a preemption by another tenant's work does not give its reservation id.
+    """
+    if scope.tenants is None:
+        return conditions
+    return [_redacted(c, scope) for c in conditions]
+
+
+def _redacted(condition: dict, scope: Scope) -> dict:
+    found = (
+        {**condition, "message": redact(condition["message"], scope)} if "message" in condition else condition
+    )
+    if found.get("byOwnTenant") is False:
+        found = {k: v for k, v in found.items() if k not in ("reservationId", "byOwnTenant")}
+    return found

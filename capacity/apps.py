@@ -1,7 +1,11 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
-from config import checks  # noqa: F401  (registers the database hosts check)
+from config import access as config_access
+from config import (
+    checks,  # noqa: F401  (registers the database hosts check)
+    replica,
+)
 
 
 def create_functions(using="default", **kwargs):
@@ -24,3 +28,16 @@ class CapacityConfig(AppConfig):
         from . import receivers  # noqa: F401  (connects the signal receivers)
 
         post_migrate.connect(create_functions, sender=self)
+        plug_into_config()
+
+
+def plug_into_config():
+    """Answer config's questions: who may do what (capacity.access), tokens, the replica's counter."""
+    from .access import is_operator, scope_for, view_refusal
+    from .metrics.events import REPLICA_READS
+    from .services.tokens import token_refusal
+
+    config_access.register(
+        is_operator=is_operator, scope_for=scope_for, view_refusal=view_refusal, token_refusal=token_refusal
+    )
+    replica.count_reads_with(lambda outcome: REPLICA_READS.labels(outcome).inc())

@@ -2,7 +2,7 @@
 
 from django.urls import include, path, re_path
 
-from capacity.api.docs import SchemaView, SwaggerDocsView, api_index, api_not_found
+from config.api.docs import SchemaView, SwaggerDocsView, api_index, api_not_found
 
 urlpatterns = [
     path("v1/", api_index, name="api-index"),

@@ -15,7 +15,8 @@ When the replica is not used:
   receiver is not streaming, or it does not answer (checked at most once a second per process;
   a replica that did not answer is not asked again for REPLICA_RETRY_SECONDS). A read whose
   replica connection fails midway runs again on the primary: it only reads.
-Each decorated read counts in `berth_replica_reads{outcome}`: replica, pinned, lag or down.
+Each decorated read is counted by outcome (replica, pinned, lag or down) through the counter an
+app registers (`count_reads_with`; capacity's `berth_replica_reads{outcome}`): config imports no app.
 """
 
 from __future__ import annotations
@@ -30,13 +31,23 @@ from functools import wraps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, Error, InterfaceError, OperationalError, connections
 
-from capacity.metrics.events import REPLICA_READS
-
 REPLICA = "replica"
 PIN_COOKIE = "berth_primary"
 SAFE = ("GET", "HEAD")
 CHECK_EVERY = 1.0
 log = logging.getLogger("berth.database")
+_counter: list[Callable[[str], None]] = []  # the registered counter, once there is one
+
+
+def count_reads_with(count: Callable[[str], None]) -> None:
+    """Call `count(outcome)` for every decorated read (in place of any counter registered before)."""
+    _counter[:] = [count]
+
+
+def _count(outcome: str) -> None:
+    for count in _counter:
+        count(outcome)
+
 
 # How far the replica's replayed WAL trails what it has received (0 once caught up: a quiet
 # primary must not read as lag), and whether it is streaming at all. On a primary (a replica URL
@@ -177,9 +188,9 @@ def read(request, call: Callable):
             HEALTH.lost(err)
             outcome = "down"
         else:
-            REPLICA_READS.labels(outcome).inc()
+            _count(outcome)
             return answer
-    REPLICA_READS.labels(outcome).inc()
+    _count(outcome)
     return call()
 
 

@@ -51,7 +51,7 @@ INSTALLED_APPS = [
 # Content-Security-Policy (Django's own): scripts only from Berth's static files (no inline script
 # anywhere, htmx included); inline styles allowed, as the GPU grids and timelines place bars with
 # style attributes and htmx adds its indicator style. The Swagger UI page relaxes it for itself
-# (capacity/api/docs.py).
+# (config/api/docs.py).
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],

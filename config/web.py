@@ -15,7 +15,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
-from capacity.access import is_operator
+from config.access import is_operator
 
 
 def _to_login(request: HttpRequest) -> HttpResponse:

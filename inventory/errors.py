@@ -13,3 +13,12 @@ class IngestError(ValueError):
     def __init__(self, message: str, code: str = "INVALID_INPUT") -> None:
         super().__init__(message)
         self.code = code
+
+
+class FilterError(ValueError):
+    """A filter value that cannot be used; `field` names the parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message

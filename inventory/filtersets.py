@@ -15,19 +15,11 @@ from django.core.validators import RegexValidator
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from .errors import FilterError
 from .models import Device, Node, NodeLabel
 from .states import NAMES, state_q
 
 STATE_CHOICES = NAMES
-
-
-class FilterError(ValueError):
-    """A filter value that cannot be used; `field` names the parameter."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def free_gpus_now(

@@ -20,6 +20,9 @@ PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", 
 LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
+    ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
+    ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
+    ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
@@ -64,6 +67,11 @@ FORBIDDEN = [
     ("capacity", "whatif"),
     ("inventory", "whatif"),
     ("whatif", "devtools"),
+    # config is a leaf: apps register into it (config.access, register_error, count_reads_with).
+    ("config", "capacity"),
+    ("config", "inventory"),
+    ("config", "webhooks"),
+    ("config", "devtools"),
 ]
 
 # What each app may import besides itself (standard library and third parties aside).

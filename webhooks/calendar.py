@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 import icalendar
 from django.utils import timezone
 
-from capacity.access import scope_for
-from capacity.api.views import render_reservations
+from capacity.access import feed_scope
 from capacity.models import Reservation
+from capacity.render import render_reservations
 
 from .models import CalendarFeed
 
@@ -61,7 +61,7 @@ def shape(reservation: Reservation, held: bool) -> tuple[str, str, datetime, dat
 def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> bytes:
     """Return the feed's iCalendar text."""
     now = now or timezone.now()
-    scope = scope_for(feed.owner)
+    scope = feed_scope(feed)
     found = Reservation.objects.filter(ends_at__gte=now - timedelta(days=DAYS_BACK)).select_related(
         "tenant", "pool"
     )

@@ -16,11 +16,10 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 
-from capacity.access import is_operator, scope_for
-from capacity.api.nodes import node_detail
-from capacity.api.views import render_reservations
+from capacity.access import may_watch_nodes, scope_for
 from capacity.models import Reservation
 from capacity.placement import CapacityError
+from capacity.render import node_detail, render_reservations
 from inventory.models import Node, Tenant
 
 from .models import NODE_EVENTS, Delivery, Event, Subscription
@@ -101,14 +100,14 @@ class _Data:
         self.nodes = Node.objects.in_bulk({e.node_id for e in events if e.node_id})
         self.tenants = dict(Tenant.objects.values_list("pk", "slug"))
         self.scopes = {s.pk: scope_for(s.owner) for s in subscriptions}
-        self.operators = {s.pk: is_operator(s.owner) for s in subscriptions}
+        self.node_watchers = {s.pk: may_watch_nodes(s.owner) for s in subscriptions}
         self.rendered: dict[tuple, dict] = {}
         self.node_details: dict[int, dict | None] = {}
 
     def of(self, event: Event, subscription: Subscription) -> dict | None:
         """Return what the subscription's owner may see of the event's object, or None."""
         if event.type in NODE_EVENTS:
-            if event.node_id not in self.nodes or not self.operators[subscription.pk]:
+            if event.node_id not in self.nodes or not self.node_watchers[subscription.pk]:
                 return None
             return self._node(event.node_id)
         reservation = self.reservations.get(event.reservation_id)

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from capacity.access import is_operator
+from capacity.access import may_watch_nodes
 from capacity.placement import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityError
 
 from .models import EVENT_TYPES, NODE_EVENTS, Attempt, Delivery, Event, Subscription
@@ -54,7 +54,7 @@ def subscribe(user, data: Any) -> Subscription:
     for event in events:
         if event not in SUBSCRIBABLE:
             raise CapacityError(INVALID_INPUT, f"events: {event} is not one of {', '.join(SUBSCRIBABLE)}")
-        if event in NODE_EVENTS and not is_operator(user):
+        if event in NODE_EVENTS and not may_watch_nodes(user):
             raise CapacityError(FORBIDDEN, f"events: {event} is for operators")
     description = data.get("description", "")
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:

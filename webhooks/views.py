@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from capacity.access import is_operator
+from capacity.access import may_watch_nodes
 from capacity.placement import CapacityError
 from config.web import login_required, page
 
@@ -25,7 +25,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     error_field = ""
     made_for = None
     form = {"url": "", "events": [], "description": ""}
-    operator = is_operator(request.user)
+    watches_nodes = may_watch_nodes(request.user)
     if request.method == "POST":
         action = request.POST.get("action", "")
         try:
@@ -69,7 +69,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         "error": error,
         "error_field": error_field,
         "form": form,
-        "event_types": [t for t in services.SUBSCRIBABLE if operator or t not in NODE_EVENTS],
+        "event_types": [t for t in services.SUBSCRIBABLE if watches_nodes or t not in NODE_EVENTS],
         "calendar_url": request.build_absolute_uri(f"/calendar/{feed_of(request.user).token}.ics"),
     }
     return page(request, "webhooks/webhooks.html", context)

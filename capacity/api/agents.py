@@ -17,9 +17,11 @@ from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
 from capacity.services.tokens import issue_node_token, node_key_works, replaced_key_note
 from capacity.waits import SLOTS, stopping
-from config.api.auth import IsOperator, IsOperatorOrTheNode
+from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from .permissions import IsOperatorOrTheNode
 
 # How long an agent's long-poll may wait for a change of its node's assignments.
 MAX_WAIT_SECONDS = 60

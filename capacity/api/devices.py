@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from rest_framework.response import Response
 
+from capacity.render import node_detail
 from inventory.api.serializers import AcceptDevicesInputSerializer, AcceptDevicesResultSerializer
 from inventory.errors import InventoryError
 from inventory.trust import accept_devices
 
-from .nodes import OperatorView, action_body, action_schema, existing_node, node_detail, reason
+from .nodes import OperatorView, action_body, action_schema, existing_node, reason
 
 MAX_UUIDS = 256  # a node holds at most 256 devices
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ParseError
@@ -18,9 +17,8 @@ from rest_framework.response import Response
 
 from capacity import services
 from capacity.access import node_of
-from capacity.placement import scalar_capacity
-from capacity.rollups import claimed_at
-from config.api.auth import IsOperator, IsOperatorOrTheNode
+from capacity.render import node_detail, with_summary_rows
+from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
 from config.api.parsers import PlainTextParser, StrictJSONParser
@@ -39,33 +37,18 @@ from inventory.api.serializers import (
     TaintInputSerializer,
     TopologyInputSerializer,
     TopologyResultSerializer,
-    condition_items,
-    device_items,
-    link_items,
     node_summary,
 )
 from inventory.errors import IngestError, InventoryError
-from inventory.filtersets import STATE_CHOICES, filter_nodes, free_gpus_now
+from inventory.filtersets import STATE_CHOICES, filter_nodes
 from inventory.ingest import apply_node_report
-from inventory.models import Device, Node, NodeRefusal, NodeReport, NodeTaint
-from inventory.node_history import state_entries
+from inventory.models import Device, Node, NodeTaint
 from inventory.trust import Reporter, record_refusal
 
+from .permissions import IsOperatorOrTheNode
 from .views import text_param
 
 NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
-
-
-def visible_nodes(scope: services.Scope):
-    """Return the nodes the caller may read (services.nodes_for)."""
-    return services.nodes_for(scope)
-
-
-def with_summary_rows(nodes, scope: services.Scope = services.EVERYONE):
-    """Load what a summary shows in a fixed number of queries, whatever the number of nodes."""
-    if "free_now" not in nodes.query.annotations:
-        nodes = free_gpus_now(nodes, scope.tenants)
-    return nodes.select_related("pool__site", "owner_tenant").prefetch_related("labels", "taints")
 
 
 def device_counts(nodes: list[Node]) -> dict[int, dict[str, int]]:
@@ -95,59 +78,6 @@ def summaries_renderer(scope: services.Scope):
         ).data
 
     return render
-
-
-def node_detail(node_name: str, scope: services.Scope = services.EVERYONE) -> dict:
-    """Return the detail dict of a node the caller may read, or raise NOT_FOUND."""
-    node = (
-        with_summary_rows(visible_nodes(scope).filter(name=node_name), scope)
-        .prefetch_related(
-            Prefetch("devices", queryset=Device.objects.order_by("index", "uuid")),
-            "links",
-            "conditions",
-            "resources",
-        )
-        .first()
-    )
-    if node is None:
-        raise InventoryError("NOT_FOUND", f"no node {node_name}")
-    devices = list(node.devices.all())
-    uuids = {d.pk: d.uuid for d in devices}
-    counts: dict[str, int] = {}
-    for d in devices:
-        if d.verified:  # an unverified device is listed, counted nowhere
-            counts[d.device_class] = counts.get(d.device_class, 0) + 1
-    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now, tenants=scope.tenants)
-    data["devices"] = device_items(devices, uuids)
-    data["links"] = link_items(node.links.all(), uuids)
-    data["conditions"] = condition_items(node.conditions.all())
-    claimed = claimed_at([node.pk], timezone.now())
-    data["resources"] = [
-        {
-            "resource": r.resource,
-            "allocatable": r.allocatable,
-            "ratio": r.ratio,
-            "allocated": claimed.get((node.pk, r.resource), 0),
-            "capacity": scalar_capacity(r.allocatable, r.ratio),
-        }
-        for r in node.resources.all()
-    ]
-    # The operators' own words: a tenant reads that the node is cordoned, not who did it or why.
-    operator = scope.tenants is None
-    data["stateChanges"] = state_entries(node) if operator else None
-    data["lastReport"] = _seen(NodeReport.objects.filter(node=node).first()) if operator else None
-    data["lastRefusal"] = _refused(NodeRefusal.objects.filter(node=node).first()) if operator else None
-    return NodeDetailSerializer(data).data
-
-
-def _seen(report: NodeReport | None) -> dict | None:
-    return None if report is None else {"at": report.at, "by": report.by}
-
-
-def _refused(refusal: NodeRefusal | None) -> dict | None:
-    if refusal is None:
-        return None
-    return {"at": refusal.at, "code": refusal.code, "message": refusal.message, "by": refusal.by}
 
 
 def existing_node(node_name: str) -> Node:
@@ -218,7 +148,7 @@ class NodesView(BerthAPIView):
     )
     @replica_reads
     def get(self, request):
-        nodes = visible_nodes(self.scope)
+        nodes = services.nodes_for(self.scope)
         pool = text_param(request, "pool")
         if pool is not None:
             nodes = nodes.filter(pool__slug=pool)

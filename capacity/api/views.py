@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
 
 from django.db.models import Count
 from django.utils import timezone
@@ -15,10 +14,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from capacity import services
+from capacity.access import pool_for
 from capacity.db.literals import to_datetime
 from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
-from capacity.models import Reservation
 from capacity.placement import NOT_FOUND, CapacityError
+from capacity.render import render_reservation, render_reservations
 from capacity.rollups import capacity_by_pool
 from config.api.base import BerthAPIView
 from config.api.pages import list_source, position_of, queryset_source
@@ -38,7 +38,6 @@ from .serializers import (
     ReservationSerializer,
 )
 
-ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
 TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
 
 
@@ -54,47 +53,6 @@ def bool_param(request, name: str) -> bool:
     if value in FALSE:
         return False
     raise ValidationError({name: "must be true or false"})
-
-
-def reservation_data(
-    reservation: Reservation,
-    allocations: Iterable[Mapping],
-    scope: services.Scope = services.EVERYONE,
-    usage: dict | None = None,
-) -> dict:
-    """Return the API dict of a reservation whose tenant and pool are loaded."""
-    return {
-        "id": reservation.pk,
-        "tenantId": reservation.tenant.slug,
-        "poolId": reservation.pool.slug,
-        "status": reservation.status,
-        "priority": reservation.priority,
-        "binding": reservation.binding,
-        "start": reservation.starts_at,
-        "end": reservation.ends_at,
-        "createdAt": reservation.created_at,
-        "releasedAt": reservation.released_at,
-        "conditions": services.redacted_conditions(reservation.conditions, scope),
-        "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
-        "request": reservation.request.get("input", {}),
-        "usage": usage,
-    }
-
-
-def render_reservation(reservation: Reservation, scope: services.Scope = services.EVERYONE) -> dict:
-    usage = services.usage_for([reservation.pk]).get(reservation.pk)
-    data = reservation_data(reservation, services.allocations_of(reservation), scope, usage)
-    return ReservationSerializer(data).data
-
-
-def render_reservations(
-    reservations: list[Reservation], scope: services.Scope = services.EVERYONE
-) -> list[dict]:
-    allocations = services.allocations_for(reservations)
-    usage = services.usage_for(r.pk for r in reservations)
-    return ReservationSerializer(
-        [reservation_data(r, allocations[r.pk], scope, usage.get(r.pk)) for r in reservations], many=True
-    ).data
 
 
 def filter_parameters(filterset: type[FilterSet]) -> list[OpenApiParameter]:
@@ -277,7 +235,7 @@ def render_pools(pools: list[Pool]) -> list[dict]:
 
 
 def visible_pool(scope: services.Scope, slug: str) -> Pool:
-    pool = next((p for p in services.pools_for(scope) if p.slug == slug), None)
+    pool = pool_for(scope, slug)
     if pool is None:
         raise CapacityError(NOT_FOUND, f"no pool {slug}")
     return pool

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
+from capacity.access import COMMAND_LINE
 from capacity.api.inputs import reservation_input
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.errors import InventoryError
@@ -34,6 +35,8 @@ def refused(code: str, message: str) -> CommandError:
 
 class BerthCommand(CodedErrorCommand):
     """A command that reports refusals as `error: CODE: message` and exits with its code."""
+
+    scope = COMMAND_LINE  # whom it acts for (capacity.access)
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call a service as this command; its refusal becomes the command's error."""

@@ -362,7 +362,7 @@ def preempted_condition(at: datetime, by: Owner, own_tenant: bool) -> dict:
 
     Work of another tenant is not named in the message (its id names nothing of use to the victim
     and tells it what another tenant books); `reservationId` keeps it for operators, and
-    `byOwnTenant` says whether a tenant may read it (services.scope drops it for the others).
+    `byOwnTenant` says whether a tenant may read it (capacity.access drops it for the others).
     """
     stamp = at.strftime("%Y-%m-%dT%H:%MZ")
     if by.reservation_pk is None:

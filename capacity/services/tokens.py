@@ -31,7 +31,7 @@ def issue_node_token(node_name: str, days: int | None = None, now: datetime | No
     """Give a node its own credential (replacing any old one): a token for the user "node.<name>".
 
     That user has no password (it never signs in to a page) and may only report for its node and
-    read its assignments (config.api.base). Raise NOT_FOUND for an unknown node.
+    read its assignments (capacity.access). Raise NOT_FOUND for an unknown node.
     """
     if not Node.objects.filter(name=node_name).exists():
         raise CapacityError(NOT_FOUND, f"no node {node_name}")

@@ -1,4 +1,4 @@
-"""Who may see what, and how the pages name devices and draw bookings."""
+"""What the user may see (capacity.access decides; 404 otherwise), how pages name devices and draw bookings."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from capacity import services
-from capacity.access import scope_for
+from capacity import access
 from capacity.models import AnyDeviceBooking, DeviceBooking, Reservation
 from inventory.models import Device, Node, Pool, Tenant
 
@@ -34,29 +33,27 @@ ANOTHER_TENANT = "another tenant"
 
 def visible_pools(user) -> list[Pool]:
     """Return the pools the user may read: all for operators, else those its tenants may book."""
-    return list(services.pools_for(scope_for(user)))
+    return list(access.pools_for(access.scope_for(user)))
 
 
 def visible_pool(user, slug: str) -> Pool:
     """Return the pool with this slug if the user may read it, else raise 404."""
-    for pool in visible_pools(user):
-        if pool.slug == slug:
-            return pool
-    raise Http404(f"no pool {slug}")
+    pool = access.pool_for(access.scope_for(user), slug)
+    if pool is None:
+        raise Http404(f"no pool {slug}")
+    return pool
 
 
 def visible_tenants(user) -> list[Tenant]:
     """Return the tenants the user may book or preview for."""
-    scope = scope_for(user)
-    tenants = Tenant.objects.order_by("slug")
-    return list(tenants if scope.tenants is None else tenants.filter(slug__in=scope.tenants))
+    return access.tenants_for(access.scope_for(user))
 
 
 def visible_node(user, name: str) -> Node:
     """Return the node if the user may read it (its pool, and not another tenant's), else raise 404."""
     node = get_object_or_404(Node.objects.select_related("pool", "owner_tenant"), name=name)
     owner = node.owner_tenant.slug if node.owner_tenant_id else None
-    if not services.may_read_node(scope_for(user), owner):
+    if not access.may_read_node(access.scope_for(user), owner):
         raise Http404(f"no node {name}")
     # The visible pool comes with its site and owner loaded, which the rows read.
     node.pool = visible_pool(user, node.pool.slug)
@@ -99,7 +96,7 @@ def bookings_by_device(
 
     Tenants see who holds a booking only when it is their own tenant's.
     """
-    scope = scope_for(user)
+    scope = access.scope_for(user)
     if not device_ids:
         return {}
     # The devices' id range as well as their ids: the EXCLUDE constraint's GiST index on
@@ -132,7 +129,7 @@ def bookings_by_device(
     )
     out: dict[int, list[Booking]] = defaultdict(list)
     for device_id, during, reservation_id, tenant, instance, binding, priority in rows:
-        mine = reservation_id is not None and (scope.tenants is None or tenant in scope.tenants)
+        mine = reservation_id is not None and scope.allows(tenant)
         if mine:
             owner, short = f"reservation {reservation_id} ({tenant})", f"#{reservation_id} {tenant}"
             holder = tenant

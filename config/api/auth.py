@@ -1,6 +1,6 @@
-"""Who the caller is: an operator (staff, or in the "operators" group) or a tenant user, and their scope.
+"""Who the caller is: token or session authentication, and the operators-only permission.
 
-The rules live in capacity/access.py, shared with the browser views.
+The rules are an app's (config.access): config asks them, capacity.access answers.
 """
 
 from __future__ import annotations
@@ -9,40 +9,7 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
-from capacity.access import is_operator, node_of
-from capacity.services.tokens import token_refusal
-
-# What the reference agent (agent/berth_agent.py) sends: its requests are told apart by it.
-AGENT_USER_AGENT = "berth-agent/"
-
-
-class IsOperatorOrTheNode(BasePermission):
-    """Let operators through, and a node's own credential for its own node (BerthAPIView checks which).
-
-    The node agent is refused an operator's token: an agent holding one could act on every node
-    and every booking, so it must use the node's own credential, and the refusal says how to get one.
-    """
-
-    message = "only operators may do this"
-
-    def has_permission(self, request, view) -> bool:
-        if node_of(request.user) is not None:
-            return True
-        node = view.kwargs.get("name") or "NODE"
-        issue = f"manage.py issue_token --node {node} (or, as an operator, POST /api/v1/nodes/{node}/token)"
-        if not is_operator(request.user):
-            # A tenant's token in an agent's token file, most likely: say what the agent needs.
-            self.message = (
-                f"only operators and node {node}'s own credential may do this; "
-                f"a node agent needs that credential: {issue}"
-            )
-            return False
-        if request.headers.get("User-Agent", "").startswith(AGENT_USER_AGENT):
-            self.message = (
-                f"a node agent may not use an operator's token; give it node {node}'s own credential: {issue}"
-            )
-            return False
-        return True
+from config.access import is_operator, token_refusal
 
 
 class IsOperator(BasePermission):

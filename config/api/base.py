@@ -6,7 +6,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
-from capacity.access import node_of, scope_for
+from config import access
 from config.api.exceptions import api_exception_handler
 
 from .auth import AUTHENTICATION_CLASSES
@@ -26,15 +26,15 @@ class BerthAPIView(APIView):
         # Also set in REST_FRAMEWORK["EXCEPTION_HANDLER"]; this keeps the API right without it.
         return api_exception_handler
 
-    # A node's own credential may call a view only when it says so (the node report, the node's
-    # assignments), and only for that node (the view's `name`).
+    # Whether a node's own credential may call the view (for its node only): the registered
+    # rules read it (config.access.view_refusal).
     for_nodes = False
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        node = node_of(request.user)
-        if node is not None and not (self.for_nodes and kwargs.get("name") == node):
-            raise PermissionDenied("a node credential may only report for its node and read its assignments")
+        refusal = access.view_refusal(request.user, self, kwargs)
+        if refusal is not None:
+            raise PermissionDenied(refusal)
         # After authentication: an anonymous caller hears 401 before anything about its input.
         for name, value in kwargs.items():
             problem = bad_text(str(value))
@@ -49,7 +49,7 @@ class BerthAPIView(APIView):
     @property
     def scope(self):
         """The caller's scope (every tenant for operators)."""
-        return scope_for(self.request.user)
+        return access.scope_for(self.request.user)
 
     def paginated(self, source, key, render):
         """Return the cursor page of `source` (see pages.py) positioned by `key`, rendered by `render`."""

@@ -1,13 +1,16 @@
 """The REST API's exception handler: every error answers `{"code": "...", "message": "..."}`.
 
 Codes and their statuses are config.errors' (each code means one thing); DRF's own exceptions map
-to the HTTP-only codes there (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...). Anything else is raised
+to the HTTP-only codes there (UNAUTHENTICATED, METHOD_NOT_ALLOWED, ...); an app's own exceptions
+that are not BerthErrors map as the app registers them (`register_error`, from its
+AppConfig.ready: config imports no app). Anything else is raised
 on to Django, which logs it with its traceback; its handler (config.outage) answers a JSON 500
 INTERNAL, or a 503 UNAVAILABLE for a lost database.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -16,9 +19,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config.errors import INVALID_INPUT, BerthError, http_status
-from inventory.filtersets import FilterError
-from inventory.ingest import IngestError
+from config.errors import BerthError, http_status
 
 # DRF's exceptions, most specific first (AuthenticationFailed and NotAuthenticated share a code).
 _DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
@@ -33,6 +34,14 @@ _DRF_CODES: tuple[tuple[type[drf.APIException], str], ...] = (
     (drf.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE"),
     (drf.Throttled, "THROTTLED"),
 )
+
+# An app's exception class: how one reads as (code, message); its status is the code's.
+_APP_ERRORS: dict[type[BaseException], Callable[[Any], tuple[str, str]]] = {}
+
+
+def register_error(cls: type[BaseException], describe: Callable[[Any], tuple[str, str]]) -> None:
+    """Answer an app's exception `cls` with the (code, message) `describe(exc)` returns."""
+    _APP_ERRORS[cls] = describe
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
@@ -63,10 +72,10 @@ def classify(exc: BaseException) -> tuple[str, str, int] | None:
     """Return (code, message, status) for an exception the API answers itself, else None."""
     if isinstance(exc, BerthError):
         return exc.code, exc.message, http_status(exc.code)
-    if isinstance(exc, IngestError):
-        return exc.code, str(exc), http_status(exc.code)
-    if isinstance(exc, FilterError):
-        return INVALID_INPUT, exc.message, 400
+    for cls, describe in _APP_ERRORS.items():
+        if isinstance(exc, cls):
+            code, message = describe(exc)
+            return code, message, http_status(code)
     if isinstance(exc, drf.APIException):
         return _drf(exc)
     if isinstance(exc, Http404):

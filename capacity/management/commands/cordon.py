@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.api.nodes import node_detail
 from capacity.management.base import BerthCommand
+from capacity.render import node_detail
 from inventory import services as inventory
 
 

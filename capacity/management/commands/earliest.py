@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from capacity import services
 from capacity.management.base import PENDING, BerthCommand, add_request_arguments, request_from_options
 from capacity.services.earliest import earliest
 from capacity.services.hints import horizon_text
@@ -34,7 +33,7 @@ class Command(BerthCommand):
         data = self.call(request_from_options, options)
         if options["horizon"]:
             data = {**data, "horizon": options["horizon"]}
-        answer = self.call(earliest, data, scope=services.EVERYONE)
+        answer = self.call(earliest, data, scope=self.scope)
         body: dict = {
             "fits": answer.fits,
             "candidates": answer.candidates,

@@ -50,7 +50,7 @@ class Command(BerthCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self.call(request_from_options, options)
-        preview = self.call(services.preview, data, scope=services.EVERYONE, explain=options["explain"])
+        preview = self.call(services.preview, data, scope=self.scope, explain=options["explain"])
         body: dict = {"fits": preview.fits, "candidates": preview.candidates}
         if not preview.fits:
             body["reason"] = preview.reason

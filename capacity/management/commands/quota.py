@@ -25,7 +25,7 @@ class Command(BerthCommand):
         tenant, start, end, uses = self.call(
             services.quota_report,
             options["tenant"],
-            scope=services.EVERYONE,
+            scope=self.scope,
             start=options["start"],
             end=options["end"],
         )

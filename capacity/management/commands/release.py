@@ -5,8 +5,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from capacity import services
-from capacity.api.views import render_reservation
 from capacity.management.base import BerthCommand
+from capacity.render import render_reservation
 
 
 class Command(BerthCommand):
@@ -17,7 +17,7 @@ class Command(BerthCommand):
         parser.add_argument("--json", action="store_true", help="Print the API's JSON.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        reservation = self.call(services.release, options["id"], scope=services.EVERYONE)
+        reservation = self.call(services.release, options["id"], scope=self.scope)
         if options["json"]:
             self.print_json(render_reservation(reservation))
         else:

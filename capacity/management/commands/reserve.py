@@ -9,7 +9,6 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from capacity import services
-from capacity.api.views import render_reservation
 from capacity.management.base import (
     PENDING,
     BerthCommand,
@@ -17,6 +16,7 @@ from capacity.management.base import (
     admission,
     request_from_options,
 )
+from capacity.render import render_reservation
 
 
 def describe(data: dict, *, replay_key: str | None = None) -> list[str]:
@@ -53,9 +53,7 @@ class Command(BerthCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self.call(request_from_options, options)
-        result = self.call(
-            services.reserve, data, scope=services.EVERYONE, admission=admission(data["tenantId"])
-        )
+        result = self.call(services.reserve, data, scope=self.scope, admission=admission(data["tenantId"]))
         rendered = render_reservation(result.reservation)
         if options["json"]:
             self.print_json(rendered)

@@ -1,0 +1,45 @@
+"""config imports no app: the apps answer its questions and register their errors into it."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from capacity import access as rules
+from capacity.services.tokens import token_refusal
+from config import access
+from config.api.exceptions import classify
+from inventory.errors import FilterError, IngestError
+
+
+def test_capacity_answers_every_question_configs_bases_ask():
+    assert access._answers == {
+        "is_operator": rules.is_operator,
+        "scope_for": rules.scope_for,
+        "view_refusal": rules.view_refusal,
+        "token_refusal": token_refusal,
+    }
+
+
+def test_a_question_no_app_answers_is_refused_rather_than_guessed(monkeypatch):
+    monkeypatch.delitem(access._answers, "is_operator")
+    with pytest.raises(
+        ImproperlyConfigured, match=r"no installed app answers config\.access's 'is_operator'"
+    ):
+        access.is_operator(None)
+
+
+def test_an_answer_to_a_question_config_does_not_ask_is_refused():
+    with pytest.raises(ImproperlyConfigured, match=r"config\.access asks no may_fly"):
+        access.register(may_fly=lambda user: True)
+
+
+def test_inventorys_errors_answer_with_the_codes_it_registered():
+    assert classify(IngestError("devices: another node's", "CONFLICT")) == (
+        "CONFLICT",
+        "devices: another node's",
+        409,
+    )
+    assert classify(FilterError("state", "state: not one of ready")) == (
+        "INVALID_INPUT",
+        "state: not one of ready",
+        400,
+    )
