@@ -20,6 +20,7 @@ labels; an operator keeps full rights. A refused report is kept as the node's la
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -38,6 +39,7 @@ from inventory.models import (
     NodeLabel,
 )
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
+from inventory.services import record_report
 from inventory.signals import devices_reshaped, node_state_changed
 from inventory.topology import TopoMatrix
 from inventory.trust import Reporter, booked, record_refusal, refuse_reshape, shape_changes
@@ -68,6 +70,21 @@ class ReportResult:
     samples: int = 0  # devices whose utilization the report carried
     unverified: int = 0  # of the created, those waiting for an operator to accept them
 
+    def as_json(self) -> dict[str, Any]:
+        """Return the result as the API and the CLI say it (camelCase names)."""
+        return {
+            "devices": self.devices,
+            "created": self.created,
+            "markedUnhealthy": self.marked_unhealthy,
+            "becameHealthy": self.became_healthy,
+            "labelsSet": self.labels_set,
+            "labelsRemoved": self.labels_removed,
+            "links": self.links,
+            "images": self.images,
+            "samples": self.samples,
+            "unverified": self.unverified,
+        }
+
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
     """Replace the node's GPU links with the matrix's; return the number of links written.
@@ -80,7 +97,9 @@ def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
         return _sync_links(node, matrix)
 
 
-def apply_node_report(node: Node, report: Any, *, by: Reporter) -> ReportResult:
+def apply_node_report(
+    node: Node, report: Any, *, by: Reporter, reported_at: datetime | None = None
+) -> ReportResult:
     """Apply a report of the node's devices, labels and (optionally) topology, sent `by` someone.
 
     A section present in the report is the whole truth for its list: devices that are left out are
@@ -90,16 +109,18 @@ def apply_node_report(node: Node, report: Any, *, by: Reporter) -> ReportResult:
     report adds devices unverified once the node has any, may not reshape a booked device
     (CONFLICT), and may set labels under `bc.dev/` only. Raise `IngestError` before writing
     anything when the report is refused; the refusal is kept as the node's last (NodeRefusal) and
-    counted. What changed is one row of the node's history.
+    counted. What changed is one row of the node's history. With `reported_at`, the report is also
+    noted as the node's last (inventory.services.record_report) in the same transaction, so
+    capacity follows the whole report once.
     """
     try:
-        return _apply(node, report, by)
+        return _apply(node, report, by, reported_at)
     except IngestError as error:
         record_refusal(node, error, by)
         raise
 
 
-def _apply(node: Node, report: Any, by: Reporter) -> ReportResult:
+def _apply(node: Node, report: Any, by: Reporter, reported_at: datetime | None) -> ReportResult:
     body = read_report(report, node.name)
     devices, labels, matrix = body.devices, body.labels, body.matrix
     if by.node and labels is not None:
@@ -126,6 +147,8 @@ def _apply(node: Node, report: Any, by: Reporter) -> ReportResult:
         said = _said(created, marked_unhealthy, became_healthy, unverified)
         if said:
             record_event(node, "report", said)
+        if reported_at is not None and record_report(node, by.name, agent=by.node, now=reported_at):
+            health_changed = woke = True  # AgentStale cleared: the node may take work again
         if health_changed:
             node_state_changed.send(sender=Node, pool_ids={node.pool_id}, woke=woke)
     return ReportResult(

@@ -191,13 +191,18 @@ def remove_label(node: str | Node, key: str, reason: str = "") -> bool:
         return removed
 
 
-def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> None:
-    """Note that the node reported now, by whom; a report of its own credential clears AgentStale."""
+def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> bool:
+    """Note that the node reported now, by whom; a report of its own credential clears AgentStale.
+
+    Return whether a condition was cleared: the caller tells capacity (node_state_changed), once
+    for the whole report, rather than a model signal per condition.
+    """
     fields = {"at": now, "by": by[:150], **({"agent_at": now} if agent else {})}
     NodeReport.objects.update_or_create(node=node, defaults=fields)
-    if agent:
-        for stale in NodeCondition.objects.filter(node=node, type=AGENT_STALE):
-            stale.delete()  # through its signal: the rollups and waiting work follow
+    if not agent:
+        return False
+    deleted, _ = NodeCondition.objects.filter(node=node, type=AGENT_STALE).delete()
+    return bool(deleted)
 
 
 def mark_stale_nodes(stale_after: timedelta, now: datetime) -> list[str]:
