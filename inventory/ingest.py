@@ -42,7 +42,7 @@ from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
 from inventory.services import record_report
 from inventory.signals import devices_reshaped, node_state_changed
 from inventory.topology import TopoMatrix
-from inventory.trust import Reporter, booked, record_refusal, refuse_reshape, shape_changes
+from inventory.trust import Reporter, booked, held_elsewhere, record_refusal, refuse_reshape, shape_changes
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 __all__ = [
@@ -258,18 +258,9 @@ def _upsert_devices(
     class, parent or attributes changed, and created unverified (inventory.trust).
     """
     existing = {d.uuid: d for d in Device.objects.select_for_update().filter(node=node).order_by("pk")}
-    elsewhere = (
-        Device.objects.filter(uuid__in=[d.uuid for d in devices])
-        .exclude(node=node)
-        .select_related("node")
-        .order_by("uuid")
-        .first()
-    )
+    elsewhere = held_elsewhere(node.name, [d.uuid for d in devices])
     if elsewhere is not None:
-        raise IngestError(
-            f"devices: {elsewhere.uuid} belongs to node {elsewhere.node.name}, not {node.name}",
-            code="CONFLICT",
-        )
+        raise IngestError(f"devices: {elsewhere}", code="CONFLICT")
 
     reported = {d.uuid for d in devices}
     new = [d for d in devices if d.uuid not in existing]
