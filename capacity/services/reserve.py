@@ -23,7 +23,7 @@ from capacity.models import Reservation
 from capacity.placement import ARCHIVED_REASON, CapacityError, run_admit
 from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
 from capacity.placers.index import pool_index
-from capacity.placers.planning import uses_shortlist
+from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
@@ -40,7 +40,7 @@ from .placing import (
     place_and_record,
     set_pending,
 )
-from .prepare import Prepared, prepare
+from .prepare import Prepared, afresh, prepare
 from .satisfiable import never_fits
 from .scope import EVERYONE, Scope
 from .waiting import await_placer
@@ -60,7 +60,6 @@ def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any
     return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
 
 
-@retry_on_conflict
 def reserve(
     data: Mapping[str, Any],
     *,
@@ -69,36 +68,44 @@ def reserve(
     now: datetime | None = None,
     config: PlacerConfig | None = None,
     node_labels: Mapping[str, str] | None = None,
+    prepared: Prepared | None = None,
+    planner: Planner | None = None,
 ) -> ReserveResult:
     """Create a reservation and place it; the same idempotency key returns the first answer.
 
     The inline placer answers placed or pending. The pool-lease placer answers pending with a
     Queued condition (gangs still place inline; instances never come here) and, with `wait`, holds the answer
-    until its batch ran or the time is up.
+    until its batch ran or the time is up. A caller that prepared `data` already (the booking
+    page, which asks first whether it could ever fit) passes `prepared` and the `planner` it built.
     """
-    args = (data, scope, admission, now, config, node_labels)
     lookups.start()
+    if prepared is None:
+        config = config or placer_config()
+        # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
+        # tenant and pool may come from an earlier request: the statement that inserts the
+        # reservation with its charges checks that they still hold (StaleLookup otherwise).
+        fresh = admission is not None and any(p.admit is not None for p in config.plugins)
+        prepared = prepare(
+            data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
+        )
     try:
-        return _reserve(*args, keep=True)
+        return _create(prepared, data, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
-        # Any answer decided on a kept lookup before the insert checked it (policy, gang size,
-        # quota) is asked again of one read afresh.
+        # An answer decided on a kept lookup before the insert checked it (policy, gang size,
+        # quota, archived, a replayed key) is decided again on the lookup read afresh: the
+        # request keeps its preparation (input, validation, time, settings); only the tenant and
+        # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        lookups.forget(data.get("tenantId"), data.get("poolId"))
-        return _reserve(*args, keep=False)
+        return _create(afresh(prepared, scope), data, admission, planner)
 
 
-def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) -> ReserveResult:
-    config = config or placer_config()
-    # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
-    # tenant and pool may come from an earlier request: the statement that inserts the reservation
-    # with its charges checks that they still hold, and anything else reads them afresh (StaleLookup).
-    fresh = admission is not None and any(p.admit is not None for p in config.plugins)
-    prepared = prepare(
-        data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else keep
-    )
-    stage = route(prepared)
+@retry_on_conflict
+def _create(
+    prepared: Prepared, data: Mapping[str, Any], admission: Any, planner: Planner | None
+) -> ReserveResult:
+    """Route the prepared request, then insert, charge, place and record it."""
+    stage = route(prepared, planner)
     if prepared.digest is not None and not stage.charged:
         raise insert.StaleLookup  # only the charged insert checks a kept lookup
     fields = _fields(prepared, data)
@@ -111,7 +118,7 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
             return ReserveResult(existing, created=False)
         if admission is not None and stage.route != ARCHIVED:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
-            run_admit(config.plugins, stage.request, admission)
+            run_admit(prepared.config.plugins, stage.request, admission)
         reservation = _insert(stage, prepared, fields)
         if reservation is None:
             return ReserveResult(_taken_key(prepared, data), created=False)
@@ -121,8 +128,8 @@ def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) ->
     return ReserveResult(reservation, created=True, outcome=outcome)
 
 
-def route(prepared: Prepared) -> Stage:
-    """Return the stage of a prepared request, routed.
+def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
+    """Return the stage of a prepared request, routed (with the request's planner, when built).
 
     Gangs and leases place inline under both placers: they need an answer at once. A request for
     the pool-lease placer gets the cheap never-fit checks now (the batch would only find it
@@ -132,7 +139,7 @@ def route(prepared: Prepared) -> Stage:
     it ends up pending.
     """
     request, pool, config = prepared.request, prepared.pool, prepared.config
-    stage = Stage(prepared.tenant, request, config, prepared.now, pool=pool, explain=True)
+    stage = Stage(prepared.tenant, request, config, prepared.now, pool=pool, explain=True, planner=planner)
     if pool.view.archived:
         stage.route = ARCHIVED
     elif request.lease:
