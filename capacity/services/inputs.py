@@ -92,7 +92,8 @@ def normalize(
     """Split caller input into the core's request data and capacity's own fields; fill in the window.
 
     Callers give `duration` (starting now) or `during` {start, end}; capacity adds the capability
-    labels its own reservations need. Callers may not set nodeLabels themselves.
+    labels its own reservations need. Callers may not set nodeLabels themselves. Capacity's own
+    fields are idempotency_key, binding, wait_ms and input (what the reservation keeps of it).
     """
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
@@ -129,7 +130,8 @@ def normalize(
     elif "during" not in data:
         raise CapacityError(INVALID_INPUT, "duration or during is required")
     _check_window(core.get("during"), now)
-    if len(json.dumps(stored_input(data), default=str)) > MAX_INPUT_BYTES:
+    stored = stored_input(data)
+    if len(json.dumps(stored, default=str)) > MAX_INPUT_BYTES:
         raise CapacityError(INVALID_INPUT, f"the request must be at most {MAX_INPUT_BYTES} bytes as JSON")
     labels = dict(node_labels or {})
     # Capability labels go on capacity's own reservations; a module sets its own instances' labels.
@@ -141,7 +143,7 @@ def normalize(
         core["nodeLabels"] = labels
     if "reservationId" not in core and "instanceId" not in core:
         core["reservationId"] = "new"
-    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms}
+    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms, "input": stored}
 
 
 def _check_window(during: object, now: datetime) -> None:

@@ -28,7 +28,6 @@ from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
 from . import insert, lookups
-from .inputs import stored_input
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -89,7 +88,7 @@ def reserve(
             data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
         )
     try:
-        return _create(prepared, data, admission, planner)
+        return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
         # An answer decided on a kept lookup before the insert checked it (policy, gang size,
         # quota, archived, a replayed key) is decided again on the lookup read afresh: the
@@ -97,23 +96,21 @@ def reserve(
         # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        return _create(afresh(prepared, scope), data, admission, planner)
+        return _create(afresh(prepared, scope), admission, planner)
 
 
 @retry_on_conflict
-def _create(
-    prepared: Prepared, data: Mapping[str, Any], admission: Any, planner: Planner | None
-) -> ReserveResult:
+def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> ReserveResult:
     """Route the prepared request, then insert, charge, place and record it."""
     stage = route(prepared, planner)
     if prepared.digest is not None and not stage.charged:
         raise insert.StaleLookup  # only the charged insert checks a kept lookup
-    fields = _fields(prepared, data)
+    fields = _fields(prepared)
     wait_ms = prepared.extra["wait_ms"]
     if stage.route == QUEUE and insert.can_commit_at_once():
-        return _queue(stage, prepared, data, fields, admission, wait_ms)
+        return _queue(stage, prepared, fields, admission, wait_ms)
     with transaction.atomic():
-        existing = _replayed(prepared, data)
+        existing = _replayed(prepared)
         if existing is not None:
             return ReserveResult(existing, created=False)
         if admission is not None and stage.route != ARCHIVED:
@@ -121,7 +118,7 @@ def _create(
             run_admit(prepared.config.plugins, stage.request, admission)
         reservation = _insert(stage, prepared, fields)
         if reservation is None:
-            return ReserveResult(_taken_key(prepared, data), created=False)
+            return ReserveResult(_taken_key(prepared), created=False)
         outcome = _place(stage)
     if stage.route == QUEUE and wait_ms:
         reservation = await_placer(reservation, wait_ms)
@@ -153,7 +150,7 @@ def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
     return stage
 
 
-def _fields(prepared: Prepared, data: Mapping[str, Any]) -> dict[str, Any]:
+def _fields(prepared: Prepared) -> dict[str, Any]:
     """Return the new reservation's columns."""
     request = prepared.request
     return {
@@ -161,7 +158,7 @@ def _fields(prepared: Prepared, data: Mapping[str, Any]) -> dict[str, Any]:
         "pool_id": prepared.pool.pk,
         # The owner is the reservation itself: stored_request() puts its id back.
         "request": {
-            "input": stored_input(data),
+            "input": prepared.extra["input"],
             "placement": {k: v for k, v in prepared.core.items() if k != "reservationId"},
         },
         "idempotency_key": prepared.extra["idempotency_key"],
@@ -233,7 +230,6 @@ def _place(stage: Stage) -> Outcome:
 def _queue(
     stage: Stage,
     prepared: Prepared,
-    data: Mapping[str, Any],
     fields: dict[str, Any],
     admission: Any,
     wait_ms: int,
@@ -243,7 +239,7 @@ def _queue(
     A kept tenant and pool (`prepared.digest`) raise StaleLookup, nothing written, when they
     changed since.
     """
-    existing = _replayed(prepared, data)
+    existing = _replayed(prepared)
     if existing is not None:
         return ReserveResult(existing, created=False)
     if admission is not None:
@@ -252,36 +248,36 @@ def _queue(
         fields, stage.request, queued=True, commit=True, digest=prepared.digest
     )
     if reservation is None:
-        return ReserveResult(_taken_key(prepared, data), created=False)
+        return ReserveResult(_taken_key(prepared), created=False)
     if wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=Outcome("queued"))
 
 
-def _replayed(prepared: Prepared, data: Mapping[str, Any]) -> Reservation | None:
+def _replayed(prepared: Prepared) -> Reservation | None:
     """Return the reservation an earlier request with this idempotency key created, if any.
 
     Never on a kept lookup: that answer is given for a tenant read afresh.
     """
     key = prepared.extra["idempotency_key"]
-    existing = _idempotent(prepared.tenant, key, data) if key is not None else None
+    existing = _idempotent(prepared, key) if key is not None else None
     if existing is not None and prepared.digest is not None:
         raise insert.StaleLookup
     return existing
 
 
-def _taken_key(prepared: Prepared, data: Mapping[str, Any]) -> Reservation:
+def _taken_key(prepared: Prepared) -> Reservation:
     """Return the reservation of a concurrent request with the same key that committed first."""
     key = prepared.extra["idempotency_key"]
-    existing = _idempotent(prepared.tenant, key, data)
+    existing = _idempotent(prepared, key)
     if existing is None:
         raise CapacityError(IDEMPOTENCY_IN_FLIGHT, f"idempotency key {key} is in use by a request in flight")
     return existing
 
 
-def _idempotent(tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
-    existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
-    if existing is not None and existing.request.get("input") != stored_input(data):
+def _idempotent(prepared: Prepared, key: str) -> Reservation | None:
+    existing = Reservation.objects.filter(tenant=prepared.tenant, idempotency_key=key).first()
+    if existing is not None and existing.request.get("input") != prepared.extra["input"]:
         raise CapacityError(
             IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
         )
