@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 
 from .errors import InventoryError
 from .history import reason_problem, record_update, recording
@@ -201,8 +201,14 @@ def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> bool:
     NodeReport.objects.update_or_create(node=node, defaults=fields)
     if not agent:
         return False
-    deleted, _ = NodeCondition.objects.filter(node=node, type=AGENT_STALE).delete()
-    return bool(deleted)
+    # Without the model's delete signal, which would refresh the rollups on its own: the caller
+    # tells capacity once for the whole report. The table's trigger keeps no_schedule_reasons.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"DELETE FROM {NodeCondition._meta.db_table} WHERE node_id = %s AND type = %s",
+            [node.pk, AGENT_STALE],
+        )
+        return cur.rowcount > 0
 
 
 def mark_stale_nodes(stale_after: timedelta, now: datetime) -> list[str]:
