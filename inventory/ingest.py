@@ -19,7 +19,8 @@ labels; an operator keeps full rights. A refused report is kept as the node's la
 """
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -71,19 +72,8 @@ class ReportResult:
     unverified: int = 0  # of the created, those waiting for an operator to accept them
 
     def as_json(self) -> dict[str, Any]:
-        """Return the result as the API and the CLI say it (camelCase names)."""
-        return {
-            "devices": self.devices,
-            "created": self.created,
-            "markedUnhealthy": self.marked_unhealthy,
-            "becameHealthy": self.became_healthy,
-            "labelsSet": self.labels_set,
-            "labelsRemoved": self.labels_removed,
-            "links": self.links,
-            "images": self.images,
-            "samples": self.samples,
-            "unverified": self.unverified,
-        }
+        """Return the result as the API and the CLI say it: its fields in order, in camelCase."""
+        return {re.sub(r"_(.)", lambda m: m[1].upper(), f.name): getattr(self, f.name) for f in fields(self)}
 
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
