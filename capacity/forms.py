@@ -16,6 +16,7 @@ from inventory.models import Pool, Tenant
 from . import services
 from .models import Reservation
 from .placement import CapacityError
+from .placement.fields import request_body
 from .services.drain import DrainResult, drain
 
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
@@ -222,35 +223,38 @@ class RequestForm(forms.Form):
     def request_data(self) -> dict[str, Any]:
         """Return the cleaned input as the services' request data (camelCase, as the API takes it)."""
         data = self.cleaned_data
-        out: dict[str, Any] = {"tenantId": data["tenant"], "poolId": data["pool"]}
+        gang = None
         if self.lease:
-            out["binding"] = Reservation.Binding.NODE
             size, key = data.get("nodes"), (data.get("gang_key") or "").strip()
             if key or (size is not None and size != 1):
-                out["gang"] = {"size": size, **({"topologyKey": key} if key else {})}
-        if data.get("priority") == Reservation.Priority.SPOT:
-            out["priority"] = Reservation.Priority.SPOT
+                gang = {"size": size, **({"topologyKey": key} if key else {})}
+        devices = None
         if data.get("count") is not None:
             device: dict[str, Any] = {"class": data.get("device_class") or "gpu", "count": data["count"]}
             if data.get("selector"):
                 device["selector"] = data["selector"]
-            out["devices"] = [device]
-        if data.get("nvlink"):
-            out["topology"] = "nvlink-all"
+            devices = [device]
         resources = {
             name: data[field]
             for name, field in (("vcpu", "vcpu"), ("memoryGiB", "memory"))
             if data.get(field)
         }
-        if resources:
-            out["resources"] = resources
-        if data.get("duration"):
-            out["duration"] = data["duration"].strip()
+        during = None
         if data.get("start") or data.get("end"):
-            out["during"] = {
-                name: _iso(data[name]) for name in ("start", "end") if data.get(name) is not None
-            }
-        return out
+            during = {name: _iso(data[name]) for name in ("start", "end") if data.get(name) is not None}
+        spot = data.get("priority") == Reservation.Priority.SPOT
+        return request_body(
+            tenant_id=data["tenant"],
+            pool_id=data["pool"],
+            binding=Reservation.Binding.NODE if self.lease else None,
+            gang=gang,
+            priority=Reservation.Priority.SPOT if spot else None,
+            devices=devices,
+            topology="nvlink-all" if data.get("nvlink") else None,
+            resources=resources or None,
+            duration=data["duration"].strip() if data.get("duration") else None,
+            during=during,
+        )
 
     @property
     def lease(self) -> bool:

@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.placement import CapacityError, run_admit
+from capacity.placement.fields import request_body
 from capacity.placers.ending import end_allocations
 from capacity.placers.types import PlacerConfig
 
@@ -64,20 +65,17 @@ def reserve_for_instance(
     config: PlacerConfig | None = None,
 ) -> InstanceBooking:
     """Place capacity for an instance in the caller's transaction (or a new one)."""
-    data: dict[str, Any] = {
-        "tenantId": tenant,
-        "poolId": pool,
-        "instanceId": instance_id,
-        "devices": list(devices),
-    }
-    if resources:
-        data["resources"] = dict(resources)
-    if image_id:
-        data["imageId"] = image_id
-    if duration is not None:
-        data["duration"] = duration
-    if during is not None:
-        data["during"] = dict(during)
+    data = request_body(
+        tenant_id=tenant,
+        pool_id=pool,
+        devices=list(devices),
+        resources=dict(resources) if resources else None,
+        image_id=image_id or None,
+        duration=duration,
+        during=dict(during) if during is not None else None,
+    )
+    # Always there, even None: the validator then names it, rather than a reservation being made.
+    data["instanceId"] = instance_id
     prepared = prepare(
         data, scope=EVERYONE, now=now, config=config, node_labels=node_labels, owner_allowed=True
     )

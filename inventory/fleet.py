@@ -23,6 +23,7 @@ from inventory.fleet_read import FleetInputError, NodeInventory, WantedDevice, r
 from inventory.fleet_results import FleetOptions, FleetResult, NodeDiff, NodeResult
 from inventory.models import Device, DeviceLink, Node, Pool
 from inventory.signals import node_state_changed
+from inventory.trust import held_elsewhere
 from inventory.words import counted
 
 __all__ = ["FleetOptions", "FleetResult", "NodeDiff", "NodeResult", "import_fleet"]
@@ -117,18 +118,9 @@ def _apply(name: str, inv: NodeInventory, pool: Pool | None, options: FleetOptio
     else:
         _check_count(name, inv.devices_from, [g.index for g in wanted_gpus], slot, options, "lists")
     wanted = [*wanted_gpus, *(inv.slices or [])]
-    elsewhere = (
-        Device.objects.filter(uuid__in=[w.uuid for w in wanted])
-        .exclude(node=node)
-        .select_related("node")
-        .order_by("uuid")
-        .first()
-    )
+    elsewhere = held_elsewhere(name, [w.uuid for w in wanted])
     if elsewhere is not None:
-        raise FleetInputError(
-            f"{inv.devices_from}: {elsewhere.uuid} belongs to node {elsewhere.node.name}, not {name}",
-            code="CONFLICT",
-        )
+        raise FleetInputError(f"{inv.devices_from}: {elsewhere}", code="CONFLICT")
 
     gpu_index = {w.uuid: w.index for w in wanted_gpus} | {
         d.uuid: d.index

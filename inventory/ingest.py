@@ -19,7 +19,9 @@ labels; an operator keeps full rights. A refused report is kept as the node's la
 """
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -37,9 +39,10 @@ from inventory.models import (
     NodeLabel,
 )
 from inventory.report_body import MAX_DEVICES, DeviceIn, read_report
+from inventory.services import record_report
 from inventory.signals import devices_reshaped, devices_withdrawn, node_state_changed
 from inventory.topology import TopoMatrix
-from inventory.trust import Reporter, booked, record_refusal, refuse_reshape, shape_changes
+from inventory.trust import Reporter, booked, held_elsewhere, record_refusal, refuse_reshape, shape_changes
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 __all__ = [
@@ -67,6 +70,10 @@ class ReportResult:
     samples: int = 0  # devices whose utilization the report carried
     unverified: int = 0  # of the created, those waiting for an operator to accept them
 
+    def as_json(self) -> dict[str, Any]:
+        """Return the result as the API and the CLI say it: its fields in order, in camelCase."""
+        return {re.sub(r"_(.)", lambda m: m[1].upper(), f.name): getattr(self, f.name) for f in fields(self)}
+
 
 def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
     """Replace the node's GPU links with the matrix's; return the number of links written.
@@ -79,7 +86,9 @@ def sync_device_links(node: Node, matrix: TopoMatrix) -> int:
         return _sync_links(node, matrix)
 
 
-def apply_node_report(node: Node, report: Any, *, by: Reporter) -> ReportResult:
+def apply_node_report(
+    node: Node, report: Any, *, by: Reporter, reported_at: datetime | None = None
+) -> ReportResult:
     """Apply a report of the node's devices, labels and (optionally) topology, sent `by` someone.
 
     A section present in the report is the whole truth for its list: devices that are left out are
@@ -89,16 +98,18 @@ def apply_node_report(node: Node, report: Any, *, by: Reporter) -> ReportResult:
     report adds devices unverified once the node has any, may not reshape a booked device
     (CONFLICT), and may set labels under `bc.dev/` only. Raise `IngestError` before writing
     anything when the report is refused; the refusal is kept as the node's last (NodeRefusal) and
-    counted. What changed is one row of the node's history.
+    counted. What changed is one row of the node's history. With `reported_at`, the report is also
+    noted as the node's last (inventory.services.record_report) in the same transaction, so
+    capacity follows the whole report once.
     """
     try:
-        return _apply(node, report, by)
+        return _apply(node, report, by, reported_at)
     except IngestError as error:
         record_refusal(node, error, by)
         raise
 
 
-def _apply(node: Node, report: Any, by: Reporter) -> ReportResult:
+def _apply(node: Node, report: Any, by: Reporter, reported_at: datetime | None) -> ReportResult:
     body = read_report(report, node.name)
     devices, labels, matrix = body.devices, body.labels, body.matrix
     if by.node and labels is not None:
@@ -125,6 +136,8 @@ def _apply(node: Node, report: Any, by: Reporter) -> ReportResult:
         said = _said(created, marked_unhealthy, became_healthy, unverified)
         if said:
             record_event(node, "report", said)
+        if reported_at is not None and record_report(node, by.name, agent=by.node, now=reported_at):
+            health_changed = woke = True  # AgentStale cleared: the node may take work again
         if health_changed:
             node_state_changed.send(sender=Node, pool_ids={node.pool_id}, woke=woke)
     return ReportResult(
@@ -234,18 +247,9 @@ def _upsert_devices(
     class, parent or attributes changed, and created unverified (inventory.trust).
     """
     existing = {d.uuid: d for d in Device.objects.select_for_update().filter(node=node).order_by("pk")}
-    elsewhere = (
-        Device.objects.filter(uuid__in=[d.uuid for d in devices])
-        .exclude(node=node)
-        .select_related("node")
-        .order_by("uuid")
-        .first()
-    )
+    elsewhere = held_elsewhere(node.name, [d.uuid for d in devices])
     if elsewhere is not None:
-        raise IngestError(
-            f"devices: {elsewhere.uuid} belongs to node {elsewhere.node.name}, not {node.name}",
-            code="CONFLICT",
-        )
+        raise IngestError(f"devices: {elsewhere}", code="CONFLICT")
 
     reported = {d.uuid for d in devices}
     new = [d for d in devices if d.uuid not in existing]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 
 from .errors import InventoryError
 from .history import reason_problem, record_update, recording
@@ -191,13 +191,24 @@ def remove_label(node: str | Node, key: str, reason: str = "") -> bool:
         return removed
 
 
-def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> None:
-    """Note that the node reported now, by whom; a report of its own credential clears AgentStale."""
+def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> bool:
+    """Note that the node reported now, by whom; a report of its own credential clears AgentStale.
+
+    Return whether a condition was cleared: the caller tells capacity (node_state_changed), once
+    for the whole report, rather than a model signal per condition.
+    """
     fields = {"at": now, "by": by[:150], **({"agent_at": now} if agent else {})}
     NodeReport.objects.update_or_create(node=node, defaults=fields)
-    if agent:
-        for stale in NodeCondition.objects.filter(node=node, type=AGENT_STALE):
-            stale.delete()  # through its signal: the rollups and waiting work follow
+    if not agent:
+        return False
+    # Without the model's delete signal, which would refresh the rollups on its own: the caller
+    # tells capacity once for the whole report. The table's trigger keeps no_schedule_reasons.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"DELETE FROM {NodeCondition._meta.db_table} WHERE node_id = %s AND type = %s",
+            [node.pk, AGENT_STALE],
+        )
+        return cur.rowcount > 0
 
 
 def mark_stale_nodes(stale_after: timedelta, now: datetime) -> list[str]:

@@ -23,7 +23,33 @@ from inventory.history import record_event, recording
 from inventory.models import Device, Node, NodeRefusal
 from inventory.signals import devices_booked, node_state_changed, report_refused
 
-__all__ = ["Reporter", "accept_devices", "booked", "record_refusal", "refuse_reshape", "shape_changes"]
+__all__ = [
+    "Reporter",
+    "accept_devices",
+    "booked",
+    "held_elsewhere",
+    "record_refusal",
+    "refuse_reshape",
+    "shape_changes",
+]
+
+
+def held_elsewhere(node_name: str, uuids: list[str]) -> str | None:
+    """Return why one of these devices may not be node_name's (it belongs to another), or None.
+
+    A device uuid names one device in the whole inventory: a report or a fleet import that lists
+    another node's device is refused (CONFLICT) rather than moving it.
+    """
+    elsewhere = (
+        Device.objects.filter(uuid__in=uuids)
+        .exclude(node__name=node_name)
+        .select_related("node")
+        .order_by("uuid")
+        .first()
+    )
+    if elsewhere is None:
+        return None
+    return f"{elsewhere.uuid} belongs to node {elsewhere.node.name}, not {node_name}"
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from capacity.models.tokens import token_expiry
-from capacity.node_watch import WATCH
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
 from capacity.services.tokens import issue_node_token, node_key_works, replaced_key_note
-from capacity.waits import SLOTS, stopping
+from capacity.waits import SLOTS, WATCH, stopping
 from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.schema import errors
@@ -35,7 +34,7 @@ class AssignmentsView(BerthAPIView):
     For operators and the node's own credential. It carries an ETag; `If-None-Match` with the
     current one answers 304 Not Modified, and with `?wait=SECONDS` (at most 60) waits for a change
     first: the answer comes as soon as the feed differs, else 304 when the wait ends. A waiting
-    request holds no database connection (capacity.node_watch). Past the credential's or the
+    request holds no database connection (capacity.waits.WATCH). Past the credential's or the
     process's share of waits (capacity.waits.SLOTS) it answers at once, with Retry-After.
     """
 

@@ -11,8 +11,8 @@ from capacity.services.hints import horizon_text
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
-from .inputs import IDEMPOTENCY_HEADER_PARAMETER, request_input
-from .serializers import EarliestSerializer, ReservationInputSerializer
+from .inputs import IDEMPOTENCY_HEADER_PARAMETER, ReservationInputSerializer, request_input
+from .serializers import EarliestSerializer
 
 
 class EarliestView(BerthAPIView):

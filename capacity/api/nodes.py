@@ -310,24 +310,8 @@ class ReportView(OperatorView):
         except ParseError as exc:  # a body that is no JSON is a refused report too
             record_refusal(node, IngestError(f"report: {exc.detail}"), by)
             raise
-        result = apply_node_report(node, data, by=by)
-        inventory.record_report(node, request.user.get_username(), agent=agent, now=timezone.now())
-        return Response(
-            ReportResultSerializer(
-                {
-                    "devices": result.devices,
-                    "created": result.created,
-                    "markedUnhealthy": result.marked_unhealthy,
-                    "becameHealthy": result.became_healthy,
-                    "labelsSet": result.labels_set,
-                    "labelsRemoved": result.labels_removed,
-                    "links": result.links,
-                    "images": result.images,
-                    "samples": result.samples,
-                    "unverified": result.unverified,
-                }
-            ).data
-        )
+        result = apply_node_report(node, data, by=by, reported_at=timezone.now())
+        return Response(ReportResultSerializer(result.as_json()).data)
 
 
 class TopologyView(OperatorView):

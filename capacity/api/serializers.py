@@ -1,122 +1,16 @@
 """JSON shapes of reservations, previews and pools, for rendering and for the OpenAPI schema.
 
-Requests are validated by the services, which name the field at fault; the input serializers here
-only describe the input for the schema. Output serializers render plain dicts built by the views.
+Requests are validated by the services, which name the field at fault; capacity.api.inputs holds
+their schema. Output serializers render plain dicts built by the views.
 """
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema_field
+from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 
 from capacity.models import Reservation
-from capacity.placement.selectors import MAX_EXPRESSIONS
-from capacity.placement.types import PRIORITIES, TOPOLOGIES
-from capacity.placement.validate import MAX_DEVICES, MAX_GANG_SIZE
-from capacity.services.inputs import DURATION_RE, IDEMPOTENCY_KEY_RE, MAX_WAIT_MS
-from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
-
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
-EXPRESSION_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "key": {"type": "string", "pattern": KEY_PATTERN},
-        "op": {"type": "string", "enum": list(OPERATORS)},
-        "values": {
-            "type": "array",
-            "maxItems": 64,
-            "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
-        },
-    },
-    "required": ["key", "op"],
-}
-SELECTOR_SCHEMA = {
-    "oneOf": [
-        {
-            "type": "string",
-            "description": "Shorthand, e.g. `gpuProduct in (H100-SXM5-80GB), vramGiB >= 80, fabric.domain`.",
-        },
-        {"type": "array", "maxItems": MAX_EXPRESSIONS, "items": EXPRESSION_SCHEMA},
-        {
-            "type": "object",
-            "properties": {
-                "matchExpressions": {"type": "array", "maxItems": MAX_EXPRESSIONS, "items": EXPRESSION_SCHEMA}
-            },
-        },
-    ],
-    "description": "Every expression must hold; each reads a device attribute, then a node label with that key.",
-}
-TIME_SCHEMA = {
-    "oneOf": [
-        {"type": "integer", "minimum": 0, "description": "Epoch milliseconds."},
-        {"type": "string", "format": "date-time", "description": "ISO 8601 with a time zone."},
-    ]
-}
-
-
-@extend_schema_field(SELECTOR_SCHEMA)
-class SelectorField(serializers.JSONField):
-    """A device selector: shorthand string, list of expressions, or {matchExpressions}."""
-
-
-@extend_schema_field(TIME_SCHEMA)
-class TimeField(serializers.JSONField):
-    """A point in time: epoch milliseconds or ISO 8601."""
-
-
-class DeviceRequestSerializer(KeywordFieldsMixin, serializers.Serializer):
-    """A number of atoms of one class, optionally filtered by a selector."""
-
-    class_ = serializers.RegexField(KEY_PATTERN, required=False, help_text="Device class; gpu by default.")
-    count = serializers.IntegerField(min_value=1, max_value=MAX_DEVICES, required=False)
-    selector = SelectorField(required=False)
-    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False)
-
-
-class WindowSerializer(serializers.Serializer):
-    """A half-open window [start, end)."""
-
-    start = TimeField()
-    end = TimeField()
-
-
-class GangSerializer(serializers.Serializer):
-    """Book size nodes at once, each taking the devices."""
-
-    size = serializers.IntegerField(min_value=1, max_value=MAX_GANG_SIZE)
-    topologyKey = serializers.RegexField(KEY_PATTERN, required=False)
-
-
-class WaitSerializer(serializers.Serializer):
-    """With the pool-lease placer, hold the answer until the batch ran (ignored by the inline placer)."""
-
-    timeoutMs = serializers.IntegerField(min_value=0, max_value=MAX_WAIT_MS)
-
-
-class ReservationInputSerializer(serializers.Serializer):
-    """The input of reservations.create and capacity.preview."""
-
-    tenantId = serializers.CharField(help_text="The tenant slug, such as acme.")
-    poolId = serializers.CharField(help_text="The pool slug, such as h100-prod.")
-    devices = DeviceRequestSerializer(many=True, required=False, help_text=f"At most {MAX_DEVICES} in all.")
-    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False)
-    resources = serializers.DictField(
-        child=serializers.IntegerField(min_value=0),
-        required=False,
-        help_text="Scalars such as vcpu, memoryGiB.",
-    )
-    duration = serializers.RegexField(
-        DURATION_RE.pattern, required=False, help_text="From now: 30m, 12h, 3d or 2w (at most 366d)."
-    )
-    during = WindowSerializer(required=False, help_text="The window [start, end); give this or duration.")
-    idempotencyKey = serializers.RegexField(IDEMPOTENCY_KEY_RE.pattern, required=False)
-    binding = serializers.ChoiceField(choices=Reservation.Binding.values, required=False)
-    priority = serializers.ChoiceField(choices=PRIORITIES, required=False)
-    gang = GangSerializer(required=False)
-    imageId = serializers.CharField(
-        required=False, allow_null=True, help_text="The image the workload runs (image-cached scorer)."
-    )
-    wait = WaitSerializer(required=False, help_text=f"At most {MAX_WAIT_MS} ms.")
+from inventory.api.serializers import KeywordFieldsMixin
 
 
 class ConditionSerializer(serializers.Serializer):

@@ -26,7 +26,7 @@ from config.api.schema import errors
 from config.replica import replica_reads
 from inventory.models import Node, Pool
 
-from .inputs import IDEMPOTENCY_HEADER_PARAMETER, request_input
+from .inputs import IDEMPOTENCY_HEADER_PARAMETER, ReservationInputSerializer, request_input
 from .serializers import (
     PREVIEW_EXAMPLES,
     REQUEST_EXAMPLES,
@@ -34,7 +34,6 @@ from .serializers import (
     PoolSerializer,
     PreviewSerializer,
     QuotaReportSerializer,
-    ReservationInputSerializer,
     ReservationSerializer,
 )
 

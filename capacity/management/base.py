@@ -20,6 +20,7 @@ from capacity import services
 from capacity.access import COMMAND_LINE
 from capacity.api.inputs import reservation_input
 from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.placement.fields import PRIORITIES, request_body
 from inventory.errors import InventoryError
 from inventory.history import recording
 from inventory.management.base import CodedErrorCommand
@@ -68,7 +69,7 @@ def add_request_arguments(parser: CommandParser) -> None:
     parser.add_argument("--vcpu", type=int, help="vCPUs to claim on the node.")
     parser.add_argument("--memory", type=int, help="Memory to claim on the node, in GiB (memoryGiB).")
     parser.add_argument("--gang", type=int, help="Book this many nodes at once, each taking the devices.")
-    parser.add_argument("--priority", choices=("regular", "spot"), help="regular (default) or spot.")
+    parser.add_argument("--priority", choices=PRIORITIES, help="regular (default) or spot.")
     parser.add_argument(
         "--whole-node",
         action="store_true",
@@ -93,28 +94,25 @@ def _epoch_ms(text: str, option: str) -> int:
 
 def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
     """Return the request body the options describe, in the API's shape."""
-    data: dict[str, Any] = {"tenantId": options["tenant"], "poolId": options["pool"]}
+    devices = None
     if options.get("gpus"):
         device: dict[str, Any] = {"class": options["device_class"], "count": options["gpus"]}
         if options.get("selector"):
             device["selector"] = options["selector"]
-        data["devices"] = [device]
+        devices = [device]
     elif options.get("selector"):
         raise refused(INVALID_INPUT, "--selector needs --gpus")
-    if options.get("nvlink"):
-        data["topology"] = "nvlink-all"
     resources = {
         name: options[option]
         for option, name in (("vcpu", "vcpu"), ("memory", "memoryGiB"))
         if options.get(option) is not None
     }
-    if resources:
-        data["resources"] = resources
     start, end, duration = options.get("start"), options.get("end"), options.get("duration")
     if end and duration:
         raise refused(INVALID_INPUT, "give --for or --end, not both")
     if end and not start:
         raise refused(INVALID_INPUT, "--end needs --start")
+    during = None
     if start:
         begin = _epoch_ms(start, "--start")
         if end:
@@ -125,21 +123,27 @@ def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
             finish = begin + int(length.total_seconds() * 1000)
         else:
             raise refused(INVALID_INPUT, "--start needs --for or --end")
-        data["during"] = {"start": begin, "end": finish}
-    elif duration is not None:
-        data["duration"] = duration
+        during, duration = {"start": begin, "end": finish}, None
+    gang = None
     if options.get("gang"):
-        data["gang"] = {"size": options["gang"]}
+        gang = {"size": options["gang"]}
         if options.get("topology_key"):
-            data["gang"]["topologyKey"] = options["topology_key"]
+            gang["topologyKey"] = options["topology_key"]
     elif options.get("topology_key"):
         raise refused(INVALID_INPUT, "--topology-key needs --gang")
-    if options.get("whole_node"):
-        data["binding"] = "node"
-    if options.get("priority"):
-        data["priority"] = options["priority"]
-    if options.get("idempotency_key"):
-        data["idempotencyKey"] = options["idempotency_key"]
+    data = request_body(
+        tenant_id=options["tenant"],
+        pool_id=options["pool"],
+        devices=devices,
+        topology="nvlink-all" if options.get("nvlink") else None,
+        resources=resources or None,
+        during=during,
+        duration=duration,
+        gang=gang,
+        binding="node" if options.get("whole_node") else None,
+        priority=options.get("priority") or None,
+        idempotency_key=options.get("idempotency_key") or None,
+    )
     return dict(reservation_input(data))
 
 

@@ -21,6 +21,7 @@ from .errors import (
     CapacityError,
     PluginConfigError,
 )
+from .fields import MAX_DEVICES, MAX_GANG_SIZE
 from .pick import (
     LINK_RANK,
     LINK_RANKS,
@@ -81,7 +82,7 @@ from .types import (
     Window,
     scalar_capacity,
 )
-from .validate import MAX_DEVICES, MAX_GANG_SIZE, validate_request
+from .validate import validate_request
 
 __all__ = [
     "ANY_LABEL_VALUE",

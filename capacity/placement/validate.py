@@ -1,4 +1,7 @@
-"""Turn the JSON-ish request the API and CLI take into a PlacementRequest, or refuse it."""
+"""Turn the JSON-ish request the API and CLI take into a PlacementRequest, or refuse it.
+
+The fields and their limits are declared in fields.py.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,19 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from .errors import INVALID_INPUT, CapacityError
+from .fields import (
+    DEVICE_FIELDS,
+    EXPRESSION_FIELDS,
+    GANG_FIELDS,
+    MAX_DEVICES,
+    MAX_EXCLUDED,
+    MAX_GANG_SIZE,
+    MAX_LABELS,
+    MAX_RESOURCES,
+    MAX_TEXT,
+    REQUEST_FIELDS,
+    WINDOW_FIELDS,
+)
 from .selectors import MAX_EXPRESSIONS, check_expression, is_valid_key, parse_selector
 from .types import (
     PRIORITIES,
@@ -17,37 +33,6 @@ from .types import (
     Window,
 )
 
-MAX_DEVICES: Final = 64
-MAX_GANG_SIZE: Final = 64
-# Bounds on what a request may carry, so no caller can make Berth store or scan without limit.
-MAX_RESOURCES: Final = 32
-MAX_TEXT: Final = 200
-MAX_EXCLUDED: Final = 256
-MAX_LABELS: Final = 64
-
-REQUEST_FIELDS: Final = frozenset(
-    {
-        "tenantId",
-        "poolId",
-        "reservationId",
-        "instanceId",
-        "devices",
-        "topology",
-        "gang",
-        "resources",
-        "during",
-        "excludeNodes",
-        "nodeLabels",
-        "imageId",
-        "priority",
-        "projectId",
-        "lease",
-    }
-)
-DEVICE_FIELDS: Final = frozenset({"class", "count", "selector", "topology"})
-EXPRESSION_FIELDS: Final = frozenset({"key", "op", "values"})
-GANG_FIELDS: Final = frozenset({"size", "topologyKey"})
-WINDOW_FIELDS: Final = frozenset({"start", "end"})
 KEY_RULE: Final = "must start with a letter and contain only letters, digits, '.', '_', '/' and '-'"
 
 

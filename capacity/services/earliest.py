@@ -16,7 +16,7 @@ from capacity.placers.types import PlacerConfig
 
 from .hints import no_start_before
 from .inputs import parse_duration
-from .prepare import prepare
+from .prepare import Prepared, prepare
 from .satisfiable import NeverFits, never_fits
 from .scope import EVERYONE, Scope
 
@@ -99,13 +99,11 @@ def earliest(
     return Earliest(True, window, plan, "", horizon, candidates)
 
 
-def never_fits_input(
-    data: Mapping[str, Any],
-    *,
-    scope: Scope = EVERYONE,
-    now: datetime | None = None,
-    config: PlacerConfig | None = None,
-) -> NeverFits | None:
-    """Return why caller input could never be placed in its pool, or None; validates as reserve does."""
-    prepared = prepare(data, scope=scope, now=now, config=config, ignore=("wait",))
-    return never_fits(prepared.request, prepared.pool, prepared.tenant.pk, prepared.config)
+def never_fits_prepared(prepared: Prepared) -> tuple[NeverFits | None, Planner | None]:
+    """Return why a prepared request could never be placed in its pool (or None), and the planner
+    that looked, for the create that follows (None: an archived pool, nothing planned)."""
+    if prepared.pool.view.archived:
+        return None, None
+    built = Planner.of(prepared.request, prepared.pool, prepared.config)
+    never = never_fits(prepared.request, prepared.pool, prepared.tenant.pk, prepared.config, built=built)
+    return never, built

@@ -1,5 +1,7 @@
 """Caller input made plain: durations, times and windows parsed, capacity's own fields split off.
 
+Which fields are capacity's own, and the limits, are declared in capacity.placement.fields.
+
 Everything here refuses bad input with INVALID_INPUT before any lock is taken or row read.
 """
 
@@ -13,28 +15,26 @@ from typing import Any
 
 from capacity.models import Reservation
 from capacity.placement import INVALID_INPUT, CapacityError, PlacementRequest, validate_request
+from capacity.placement.fields import (
+    DURATION_RE,
+    IDEMPOTENCY_KEY_RE,
+    MAX_DURATION_DAYS,
+    MAX_DURATION_DIGITS,
+    MAX_EPOCH_MS,
+    MAX_INPUT_BYTES,
+    MAX_WAIT_MS,
+    OWNER_FIELDS,
+    SERVICE_FIELDS,
+    START_GRACE_MINUTES,
+    WAIT_FIELDS,
+)
 
 DEVICES_LIMITS_LABEL = "bc.dev/cap.devices.limits"
 KUBERNETES_BINDING_LABEL = "bc.dev/cap.binding.kubernetes"
-# Fields that capacity reads itself; everything else goes to the placement core's validator.
-SERVICE_FIELDS = ("idempotencyKey", "binding", "duration", "wait")
-OWNER_FIELDS = ("reservationId", "instanceId")
-# \A and \Z: `$` matches before a trailing newline; [0-9]: `\d` matches other scripts' digits.
-IDEMPOTENCY_KEY_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,199}\Z")
-DURATION_RE = re.compile(r"\A([0-9]+)(m|h|d|w)\Z")
 DAY_RE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-# A window may start this long before now (a clock a little behind, a form filled in slowly).
-START_GRACE = timedelta(minutes=5)
-# The caller's input is kept with the reservation: bound what it may cost to store.
-MAX_INPUT_BYTES = 64 * 1024
-# Six digits hold every duration up to the limit (366 days is 527,040 minutes).
-MAX_DURATION_DIGITS = 6
-# Windows must stay between 1970 and 9999, the range Postgres and Python datetimes share here.
-MAX_EPOCH_MS = 253_402_300_799_999
+START_GRACE = timedelta(minutes=START_GRACE_MINUTES)
 DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-MAX_DURATION = timedelta(days=366)
-# With the pool-lease placer, `wait: {timeoutMs}` holds the answer until the batch ran, at most 30 s.
-MAX_WAIT_MS = 30_000
+MAX_DURATION = timedelta(days=MAX_DURATION_DAYS)
 
 
 def parse_duration(text: object, field: str = "duration") -> timedelta:
@@ -92,7 +92,8 @@ def normalize(
     """Split caller input into the core's request data and capacity's own fields; fill in the window.
 
     Callers give `duration` (starting now) or `during` {start, end}; capacity adds the capability
-    labels its own reservations need. Callers may not set nodeLabels themselves.
+    labels its own reservations need. Callers may not set nodeLabels themselves. Capacity's own
+    fields are idempotency_key, binding, wait_ms and input (what the reservation keeps of it).
     """
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
@@ -129,7 +130,8 @@ def normalize(
     elif "during" not in data:
         raise CapacityError(INVALID_INPUT, "duration or during is required")
     _check_window(core.get("during"), now)
-    if len(json.dumps(stored_input(data), default=str)) > MAX_INPUT_BYTES:
+    stored = stored_input(data)
+    if len(json.dumps(stored, default=str)) > MAX_INPUT_BYTES:
         raise CapacityError(INVALID_INPUT, f"the request must be at most {MAX_INPUT_BYTES} bytes as JSON")
     labels = dict(node_labels or {})
     # Capability labels go on capacity's own reservations; a module sets its own instances' labels.
@@ -141,7 +143,7 @@ def normalize(
         core["nodeLabels"] = labels
     if "reservationId" not in core and "instanceId" not in core:
         core["reservationId"] = "new"
-    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms}
+    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms, "input": stored}
 
 
 def _check_window(during: object, now: datetime) -> None:
@@ -164,7 +166,7 @@ def _wait_ms(wait: object) -> int:
     timeout = wait.get("timeoutMs") if isinstance(wait, Mapping) else None
     if (
         not isinstance(wait, Mapping)
-        or set(wait) != {"timeoutMs"}
+        or set(wait) != WAIT_FIELDS
         or not isinstance(timeout, int)
         or isinstance(timeout, bool)
         or not 0 <= timeout <= MAX_WAIT_MS

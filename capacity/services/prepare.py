@@ -8,6 +8,7 @@ against the pool's size.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +76,17 @@ def prepare(
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)
+
+
+def afresh(prepared: Prepared, scope: Scope) -> Prepared:
+    """Return the prepared request with its tenant and pool read now, and kept for the next request.
+
+    For a request whose kept lookup went stale: its input, validation, time and settings stay.
+    """
+    lookups.forget(prepared.request.tenant_id, prepared.request.pool_id)
+    tenant, pool, _ = lookups.kept_tenant_and_pool(prepared.request, scope, use_kept=False)
+    check_gang_size(prepared.request, pool)
+    return dataclasses.replace(prepared, tenant=tenant, pool=pool, digest=None)
 
 
 def check_gang_size(request: PlacementRequest, pool: PoolRow) -> None:

@@ -23,12 +23,11 @@ from capacity.models import Reservation
 from capacity.placement import ARCHIVED_REASON, CapacityError, run_admit
 from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
 from capacity.placers.index import pool_index
-from capacity.placers.planning import uses_shortlist
+from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
 from . import insert, lookups
-from .inputs import stored_input
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -40,7 +39,7 @@ from .placing import (
     place_and_record,
     set_pending,
 )
-from .prepare import Prepared, prepare
+from .prepare import Prepared, afresh, prepare
 from .satisfiable import never_fits
 from .scope import EVERYONE, Scope
 from .waiting import await_placer
@@ -60,7 +59,6 @@ def admission_context(tenant: object, identity: str, kind: str) -> dict[str, Any
     return {"tenant": tenant, "identity": identity, "identityKind": kind, "action": "reservations.create"}
 
 
-@retry_on_conflict
 def reserve(
     data: Mapping[str, Any],
     *,
@@ -69,60 +67,66 @@ def reserve(
     now: datetime | None = None,
     config: PlacerConfig | None = None,
     node_labels: Mapping[str, str] | None = None,
+    prepared: Prepared | None = None,
+    planner: Planner | None = None,
 ) -> ReserveResult:
     """Create a reservation and place it; the same idempotency key returns the first answer.
 
     The inline placer answers placed or pending. The pool-lease placer answers pending with a
     Queued condition (gangs still place inline; instances never come here) and, with `wait`, holds the answer
-    until its batch ran or the time is up.
+    until its batch ran or the time is up. A caller that prepared `data` already (the booking
+    page, which asks first whether it could ever fit) passes `prepared` and the `planner` it built.
     """
-    args = (data, scope, admission, now, config, node_labels)
     lookups.start()
+    if prepared is None:
+        config = config or placer_config()
+        # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
+        # tenant and pool may come from an earlier request: the statement that inserts the
+        # reservation with its charges checks that they still hold (StaleLookup otherwise).
+        fresh = admission is not None and any(p.admit is not None for p in config.plugins)
+        prepared = prepare(
+            data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
+        )
     try:
-        return _reserve(*args, keep=True)
+        return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
-        # Any answer decided on a kept lookup before the insert checked it (policy, gang size,
-        # quota) is asked again of one read afresh.
+        # An answer decided on a kept lookup before the insert checked it (policy, gang size,
+        # quota, archived, a replayed key) is decided again on the lookup read afresh: the
+        # request keeps its preparation (input, validation, time, settings); only the tenant and
+        # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        lookups.forget(data.get("tenantId"), data.get("poolId"))
-        return _reserve(*args, keep=False)
+        return _create(afresh(prepared, scope), admission, planner)
 
 
-def _reserve(data, scope, admission, now, config, node_labels, *, keep: bool) -> ReserveResult:
-    config = config or placer_config()
-    # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
-    # tenant and pool may come from an earlier request: the statement that inserts the reservation
-    # with its charges checks that they still hold, and anything else reads them afresh (StaleLookup).
-    fresh = admission is not None and any(p.admit is not None for p in config.plugins)
-    prepared = prepare(
-        data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else keep
-    )
-    stage = route(prepared)
+@retry_on_conflict
+def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> ReserveResult:
+    """Route the prepared request, then insert, charge, place and record it."""
+    stage = route(prepared, planner)
     if prepared.digest is not None and not stage.charged:
         raise insert.StaleLookup  # only the charged insert checks a kept lookup
-    fields = _fields(prepared, data)
+    fields = _fields(prepared)
     wait_ms = prepared.extra["wait_ms"]
     if stage.route == QUEUE and insert.can_commit_at_once():
-        return _queue(stage, prepared, data, fields, admission, wait_ms)
+        return _queue(stage, prepared, fields, admission, wait_ms)
     with transaction.atomic():
-        existing = _replayed(prepared, data)
+        existing = _replayed(prepared)
         if existing is not None:
             return ReserveResult(existing, created=False)
         if admission is not None and stage.route != ARCHIVED:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
-            run_admit(config.plugins, stage.request, admission)
+            run_admit(prepared.config.plugins, stage.request, admission)
         reservation = _insert(stage, prepared, fields)
         if reservation is None:
-            return ReserveResult(_taken_key(prepared, data), created=False)
+            return ReserveResult(_taken_key(prepared), created=False)
         outcome = _place(stage)
     if stage.route == QUEUE and wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=outcome)
 
 
-def route(prepared: Prepared) -> Stage:
-    """Return the stage of a prepared request, routed.
+def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
+    """Return the stage of a prepared request, routed (with the request's planner, when built).
 
     Gangs and leases place inline under both placers: they need an answer at once. A request for
     the pool-lease placer gets the cheap never-fit checks now (the batch would only find it
@@ -132,7 +136,7 @@ def route(prepared: Prepared) -> Stage:
     it ends up pending.
     """
     request, pool, config = prepared.request, prepared.pool, prepared.config
-    stage = Stage(prepared.tenant, request, config, prepared.now, pool=pool, explain=True)
+    stage = Stage(prepared.tenant, request, config, prepared.now, pool=pool, explain=True, planner=planner)
     if pool.view.archived:
         stage.route = ARCHIVED
     elif request.lease:
@@ -146,7 +150,7 @@ def route(prepared: Prepared) -> Stage:
     return stage
 
 
-def _fields(prepared: Prepared, data: Mapping[str, Any]) -> dict[str, Any]:
+def _fields(prepared: Prepared) -> dict[str, Any]:
     """Return the new reservation's columns."""
     request = prepared.request
     return {
@@ -154,7 +158,7 @@ def _fields(prepared: Prepared, data: Mapping[str, Any]) -> dict[str, Any]:
         "pool_id": prepared.pool.pk,
         # The owner is the reservation itself: stored_request() puts its id back.
         "request": {
-            "input": stored_input(data),
+            "input": prepared.extra["input"],
             "placement": {k: v for k, v in prepared.core.items() if k != "reservationId"},
         },
         "idempotency_key": prepared.extra["idempotency_key"],
@@ -226,7 +230,6 @@ def _place(stage: Stage) -> Outcome:
 def _queue(
     stage: Stage,
     prepared: Prepared,
-    data: Mapping[str, Any],
     fields: dict[str, Any],
     admission: Any,
     wait_ms: int,
@@ -236,7 +239,7 @@ def _queue(
     A kept tenant and pool (`prepared.digest`) raise StaleLookup, nothing written, when they
     changed since.
     """
-    existing = _replayed(prepared, data)
+    existing = _replayed(prepared)
     if existing is not None:
         return ReserveResult(existing, created=False)
     if admission is not None:
@@ -245,36 +248,36 @@ def _queue(
         fields, stage.request, queued=True, commit=True, digest=prepared.digest
     )
     if reservation is None:
-        return ReserveResult(_taken_key(prepared, data), created=False)
+        return ReserveResult(_taken_key(prepared), created=False)
     if wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=Outcome("queued"))
 
 
-def _replayed(prepared: Prepared, data: Mapping[str, Any]) -> Reservation | None:
+def _replayed(prepared: Prepared) -> Reservation | None:
     """Return the reservation an earlier request with this idempotency key created, if any.
 
     Never on a kept lookup: that answer is given for a tenant read afresh.
     """
     key = prepared.extra["idempotency_key"]
-    existing = _idempotent(prepared.tenant, key, data) if key is not None else None
+    existing = _idempotent(prepared, key) if key is not None else None
     if existing is not None and prepared.digest is not None:
         raise insert.StaleLookup
     return existing
 
 
-def _taken_key(prepared: Prepared, data: Mapping[str, Any]) -> Reservation:
+def _taken_key(prepared: Prepared) -> Reservation:
     """Return the reservation of a concurrent request with the same key that committed first."""
     key = prepared.extra["idempotency_key"]
-    existing = _idempotent(prepared.tenant, key, data)
+    existing = _idempotent(prepared, key)
     if existing is None:
         raise CapacityError(IDEMPOTENCY_IN_FLIGHT, f"idempotency key {key} is in use by a request in flight")
     return existing
 
 
-def _idempotent(tenant, key: str, data: Mapping[str, Any]) -> Reservation | None:
-    existing = Reservation.objects.filter(tenant=tenant, idempotency_key=key).first()
-    if existing is not None and existing.request.get("input") != stored_input(data):
+def _idempotent(prepared: Prepared, key: str) -> Reservation | None:
+    existing = Reservation.objects.filter(tenant=prepared.tenant, idempotency_key=key).first()
+    if existing is not None and existing.request.get("input") != prepared.extra["input"]:
         raise CapacityError(
             IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
         )

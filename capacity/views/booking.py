@@ -22,7 +22,8 @@ from capacity.placement import (
     parse_selector,
 )
 from capacity.placement.reasons import rejection_label
-from capacity.services.earliest import never_fits_input
+from capacity.services.earliest import never_fits_prepared
+from capacity.services.prepare import prepare
 from config.web import login_required, page, wants_partial
 from inventory.models import Device
 
@@ -256,22 +257,23 @@ def selector_check(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _book(request: HttpRequest, form: BookForm) -> services.ReserveResult | None:
+def _book(request: HttpRequest, form: BookForm, scope: services.Scope) -> services.ReserveResult | None:
     """Reserve what a valid form asks for, or put the refusal next to its field and return None.
 
     A request no node of the pool could ever take is refused here, before anything is created.
+    The request is prepared once: the never-fits check and the create share it and its planner.
     """
-    scope = scope_for(request.user)
     # With the pool-lease placer, answer with the batch's outcome when it runs soon.
     data = {**form.request_data(), "wait": {"timeoutMs": BOOKING_WAIT_MS}}
     # Admitted as the API admits: a policy plugin sees the browser's bookings too.
     admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
     try:
-        never = never_fits_input(data, scope=scope)
+        prepared = prepare(data, scope=scope)
+        never, planner = never_fits_prepared(prepared)
         if never is not None:
             form.add_error(never_field(never.field, never.message), never.message)
             return None
-        return services.reserve(data, scope=scope, admission=admission)
+        return services.reserve(data, scope=scope, admission=admission, prepared=prepared, planner=planner)
     except CapacityError as err:
         form.add_capacity_error(err)
         return None
@@ -282,19 +284,19 @@ def _book(request: HttpRequest, form: BookForm) -> services.ReserveResult | None
 def book(request: HttpRequest) -> HttpResponse:
     """Book capacity; answers placed with the node and atoms, or pending with the reason."""
     booked = None
+    scope = scope_for(request.user)
     if request.method == "POST":
         form = _request_form(request, BookForm, data=request.POST)
-        result = _book(request, form) if form.is_valid() else None
+        result = _book(request, form, scope) if form.is_valid() else None
         if result is not None:
             if not wants_partial(request):
                 return redirect("reservation-detail", pk=result.reservation.pk)
-            booked = reservation_rows([result.reservation], scope_for(request.user))[0]
+            booked = reservation_rows([result.reservation], scope)[0]
             # A fresh key, so the next booking from this page is a new one.
             again = {k: v for k, v in form.cleaned_data.items() if k != "idempotency_key"}
             form = _request_form(request, BookForm, initial=again)
     else:
         form = _request_form(request, BookForm, initial={k: v for k, v in request.GET.items() if k == "pool"})
-    scope = scope_for(request.user)
     return page(
         request,
         "capacity/book.html",

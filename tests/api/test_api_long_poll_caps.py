@@ -12,9 +12,8 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from capacity.node_watch import WATCH
 from capacity.services.tokens import issue_node_token
-from capacity.waits import SLOTS
+from capacity.waits import SLOTS, WATCH
 from config.stopping import STOPPING
 
 pytestmark = pytest.mark.django_db(transaction=True)

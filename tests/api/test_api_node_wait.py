@@ -11,8 +11,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from capacity import services
-from capacity.node_watch import WATCH
 from capacity.services.tokens import issue_node_token
+from capacity.waits import WATCH
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

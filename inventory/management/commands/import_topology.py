@@ -24,6 +24,10 @@ def _fail(code: str, message: str) -> CommandError:
     return CommandError(f"{code}: {message}", returncode=BAD_INPUT)
 
 
+# What the command says of a report, in this order (the API says all of ReportResult.as_json).
+REPORT_COUNTS = ("devices", "created", "markedUnhealthy", "becameHealthy", "labelsSet", "labelsRemoved")
+
+
 class Command(CodedErrorCommand):
     help = (
         "Import FILE for node NODE: a JSON node report (devices, labels, topology) or the text of "
@@ -72,16 +76,12 @@ class Command(CodedErrorCommand):
             if report is not None:
                 # Whoever runs manage.py is an operator: full rights (inventory.trust).
                 result = apply_node_report(node, report, by=Reporter.operator("manage.py import_topology"))
+                answer = result.as_json()
                 summary: dict[str, Any] = {
                     "node": node.name,
                     "kind": "report",
                     "links": result.links,
-                    "devices": result.devices,
-                    "created": result.created,
-                    "markedUnhealthy": result.marked_unhealthy,
-                    "becameHealthy": result.became_healthy,
-                    "labelsSet": result.labels_set,
-                    "labelsRemoved": result.labels_removed,
+                    **{k: answer[k] for k in REPORT_COUNTS},
                 }
                 if result.links is not None:
                     summary["linkRanks"] = parse_topo_matrix(report["topology"]).rank_counts()
