@@ -56,6 +56,28 @@ def capacity_audit(request):
     assert audit() == [], "check_capacity found drift after this test"
 
 
+@pytest.fixture(scope="module")
+def module_rows(django_db_setup, django_db_blocker):
+    """Hold one transaction open across a module: rows built in it once are seen by every test.
+
+    Each test's `db` transaction nests inside as a savepoint, so what a test changes rolls back to the
+    rows built here; this transaction rolls back when the module ends. Yields django_db_blocker: build
+    the rows inside `with module_rows.unblock():`. Only for modules whose tests all use `db` (a
+    transactional test would flush the tables inside it).
+    """
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        yield django_db_blocker
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 @pytest.fixture
 def site(db):
     from inventory.models import Site

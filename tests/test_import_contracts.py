@@ -13,6 +13,10 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
+from devtools import reach
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", "whatif")
 
@@ -211,3 +215,59 @@ def test_every_lazy_import_has_its_reason() -> None:
     """An import inside a function is allowed only where start-up forces it, and says why."""
     lazy = {(importer, imported) for importer, targets in LAZY.items() for imported in targets}
     assert sorted(lazy - set(LAZY_ALLOWED)) == []
+
+
+# Reach: what each app can reach through any chain of imports (lazy ones included), not only what it
+# imports itself. config/api/auth.py importing capacity.access made inventory.api.fleet reach 72
+# capacity modules while every direct import above stayed within the rules.
+REACH = reach.read_graph()
+APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devtools", "agent")
+
+# (app, app it must never reach): why.
+REACH_FORBIDDEN = {
+    ("inventory", "capacity"): "capacity books what inventory knows; inventory stands without it",
+    ("capacity", "whatif"): "what-if plugs into the worker through worker_jobs; booking never needs it",
+    ("capacity", "usage"): "usage reads bookings; booking never needs usage",
+    ("capacity", "webhooks"): "webhooks plug into the worker through worker_jobs; booking never needs them",
+    **{
+        ("config", app): "config is a leaf: settings, root URLconf and an API base apps register into"
+        for app in APPS
+        if app != "config"
+    },
+}
+
+# Pairs the tree still breaks: strict, so the test fails (XPASS) the day the pair holds, and the
+# mark must go.
+REACH_BROKEN_TODAY = {
+    ("inventory", "capacity"): "through config: config.api.auth imports capacity.access (issue 44, item 2)",
+    ("config", "capacity"): "config.api.auth imports capacity.access (issue 44, item 2)",
+    ("config", "inventory"): "config.api.exceptions imports inventory.filtersets (issue 44, item 2)",
+}
+
+
+def _reach_case(pair: tuple[str, str]):
+    marks = (
+        [pytest.mark.xfail(strict=True, reason=REACH_BROKEN_TODAY[pair])]
+        if pair in REACH_BROKEN_TODAY
+        else []
+    )
+    return pytest.param(pair, marks=marks, id=f"{pair[0]}->{pair[1]}")
+
+
+def test_the_reach_reader_sees_the_chain_the_direct_check_missed() -> None:
+    """The reach graph has the apps, and the arrows of a known chain are in it."""
+    assert {"capacity", "inventory", "config", "webhooks", "devtools"} <= {
+        reach.app_of(m) for m in REACH.modules
+    }
+    assert "capacity.placers.inline" in reach.reached(REACH, ["capacity.services.placing"])
+    assert set(REACH_BROKEN_TODAY) <= set(REACH_FORBIDDEN)
+
+
+@pytest.mark.parametrize("pair", [_reach_case(pair) for pair in REACH_FORBIDDEN])
+def test_no_app_reaches_one_it_must_not(pair: tuple[str, str]) -> None:
+    """No chain of imports, lazy ones included, leads from an app to one it must never reach."""
+    importer, imported = pair
+    steps = reach.chain(REACH, importer, imported)
+    assert steps is None, (
+        f"{importer} reaches {imported} ({REACH_FORBIDDEN[pair]}):\n{reach.format_chain(steps)}"
+    )

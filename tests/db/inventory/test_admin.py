@@ -10,9 +10,15 @@ from devtools.demo import build_demo
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def demo(module_rows):
+    """Build the demo once for the module: every test reads it, and what one changes rolls back."""
+    with module_rows.unblock():
+        build_demo()
+
+
 @pytest.fixture
-def superuser_client(client):
-    build_demo()
+def superuser_client(demo, client):
     client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
     return client
 
