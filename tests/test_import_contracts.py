@@ -226,32 +226,29 @@ APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devto
 # (app, app it must never reach): why.
 REACH_FORBIDDEN = {
     ("inventory", "capacity"): "capacity books what inventory knows; inventory stands without it",
+    **{
+        ("inventory", app): "inventory stands beneath every app that builds on it"
+        for app in ("whatif", "usage", "webhooks")
+    },
     ("capacity", "whatif"): "what-if plugs into the worker through worker_jobs; booking never needs it",
     ("capacity", "usage"): "usage reads bookings; booking never needs usage",
     ("capacity", "webhooks"): "webhooks plug into the worker through worker_jobs; booking never needs them",
+    **{
+        (app, "devtools"): "demo data and benchmarks sit apart from the apps; no app needs them"
+        for app in APPS
+        if app != "devtools"
+    },
+    **{
+        ("agent", app): "the node agent is one standard-library file that runs on GPU nodes"
+        for app in APPS
+        if app not in ("agent", "devtools")
+    },
     **{
         ("config", app): "config is a leaf: settings, root URLconf and an API base apps register into"
         for app in APPS
         if app != "config"
     },
 }
-
-# Pairs the tree still breaks: strict, so the test fails (XPASS) the day the pair holds, and the
-# mark must go.
-REACH_BROKEN_TODAY = {
-    ("inventory", "capacity"): "through config: config.api.auth imports capacity.access (issue 44, item 2)",
-    ("config", "capacity"): "config.api.auth imports capacity.access (issue 44, item 2)",
-    ("config", "inventory"): "config.api.exceptions imports inventory.filtersets (issue 44, item 2)",
-}
-
-
-def _reach_case(pair: tuple[str, str]):
-    marks = (
-        [pytest.mark.xfail(strict=True, reason=REACH_BROKEN_TODAY[pair])]
-        if pair in REACH_BROKEN_TODAY
-        else []
-    )
-    return pytest.param(pair, marks=marks, id=f"{pair[0]}->{pair[1]}")
 
 
 def test_the_reach_reader_sees_the_chain_the_direct_check_missed() -> None:
@@ -260,10 +257,9 @@ def test_the_reach_reader_sees_the_chain_the_direct_check_missed() -> None:
         reach.app_of(m) for m in REACH.modules
     }
     assert "capacity.placers.inline" in reach.reached(REACH, ["capacity.services.placing"])
-    assert set(REACH_BROKEN_TODAY) <= set(REACH_FORBIDDEN)
 
 
-@pytest.mark.parametrize("pair", [_reach_case(pair) for pair in REACH_FORBIDDEN])
+@pytest.mark.parametrize("pair", REACH_FORBIDDEN, ids=[f"{a}->{b}" for a, b in REACH_FORBIDDEN])
 def test_no_app_reaches_one_it_must_not(pair: tuple[str, str]) -> None:
     """No chain of imports, lazy ones included, leads from an app to one it must never reach."""
     importer, imported = pair
