@@ -199,7 +199,9 @@ def record_report(node: Node, by: str, *, agent: bool, now: datetime) -> bool:
     """
     fields = {"at": now, "by": by[:150], **({"agent_at": now} if agent else {})}
     NodeReport.objects.update_or_create(node=node, defaults=fields)
-    if not agent:
+    # The caller holds the node row locked and fresh: its reasons say whether AgentStale is there,
+    # so a report from a live node (every 30 s) writes nothing more.
+    if not agent or AGENT_STALE not in (node.no_schedule_reasons or ()):
         return False
     # Without the model's delete signal, which would refresh the rollups on its own: the caller
     # tells capacity once for the whole report. The table's trigger keeps no_schedule_reasons.
