@@ -26,7 +26,7 @@ from inventory.api.serializers import (
 from inventory.errors import InventoryError
 from inventory.filtersets import free_gpus_now
 from inventory.models import Device, NodeRefusal, NodeReport
-from inventory.node_history import state_entries
+from inventory.node_changelog import state_entries
 
 ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
 

@@ -28,8 +28,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from inventory.changelog import record_event, recording
 from inventory.errors import IngestError
-from inventory.history import record_event, recording
 from inventory.models import (
     Device,
     DeviceLink,

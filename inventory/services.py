@@ -4,7 +4,7 @@ Each locks the node row (pools → nodes in the lock order; nothing here locks a
 and sends `node_state_changed` in the same transaction so capacity's rollups follow; `woke` says
 whether capacity may have freed up (pending reservations are then retried after commit).
 
-Each takes an optional `reason` and leaves a history row (inventory.history) saying who did what,
+Each takes an optional `reason` and leaves a history row (inventory.changelog) saying who did what,
 when and why; an action that changes nothing (cordoning a cordoned node) leaves none.
 """
 
@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
+from .changelog import reason_problem, record_update, recording
 from .errors import InventoryError
-from .history import reason_problem, record_update, recording
 from .models import Node, NodeCondition, NodeLabel, NodeReport, NodeTaint, Tenant
 from .signals import node_state_changed
 from .states import AGENT_STALE

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from inventory.changelog import record_event, recording
 from inventory.errors import IngestError, InventoryError
-from inventory.history import record_event, recording
 from inventory.models import Device, Node, NodeRefusal
 from inventory.signals import devices_booked, node_state_changed, report_refused
 

@@ -19,7 +19,7 @@ from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import NodeTime
 from capacity.placement.lease import plan_lease
 from capacity.placers.claims import WindowUse
-from capacity.placers.earliest import Horizon, earliest_in, horizon_of, node_times
+from capacity.placers.horizon import Horizon, earliest_in, horizon_of, node_times
 from capacity.placers.index import PoolIndex, Short, views_for
 from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner, plan_shortlist, uses_shortlist

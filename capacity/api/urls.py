@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import agents, devices, drain, earliest, history, nodes, tokens, views
+from . import agents, devices, drain, earliest_view, node_changelog, nodes, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -14,7 +14,7 @@ urlpatterns = [
     ),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
-    path("capacity/earliest", earliest.EarliestView.as_view(), name="api-capacity-earliest"),
+    path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
@@ -23,7 +23,7 @@ urlpatterns = [
     path("nodes/<str:name>/cordon", nodes.CordonView.as_view(), name="api-node-cordon"),
     path("nodes/<str:name>/uncordon", nodes.UncordonView.as_view(), name="api-node-uncordon"),
     path("nodes/<str:name>/drain", drain.DrainView.as_view(), name="api-node-drain"),
-    path("nodes/<str:name>/history", history.NodeHistoryView.as_view(), name="api-node-history"),
+    path("nodes/<str:name>/history", node_changelog.NodeHistoryView.as_view(), name="api-node-history"),
     path("nodes/<str:name>/maintenance", nodes.MaintenanceView.as_view(), name="api-node-maintenance"),
     path("nodes/<str:name>/taints", nodes.TaintsView.as_view(), name="api-node-taints"),
     path("nodes/<str:name>/taints/<path:key>", nodes.TaintView.as_view(), name="api-node-taint"),

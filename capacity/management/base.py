@@ -21,8 +21,8 @@ from capacity.access import COMMAND_LINE
 from capacity.api.inputs import reservation_input
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.placement.fields import PRIORITIES, request_body
+from inventory.changelog import recording
 from inventory.errors import InventoryError
-from inventory.history import recording
 from inventory.management.base import CodedErrorCommand
 
 REFUSED = 2

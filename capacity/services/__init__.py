@@ -1,6 +1,6 @@
 """The one way into capacity for views, the API, the CLI, the port and the worker: names only.
 
-Each use case lives in a module of its own (prepare, reserve, placing, release, preview, earliest,
+Each use case lives in a module of its own (prepare, reserve, placing, release, preview, earliest_start,
 hints, repair, drain, ...); this face gathers the names callers use.
 """
 

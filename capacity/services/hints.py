@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
-from capacity.placers.earliest import find_earliest
+from capacity.placers.horizon import find_earliest
 from capacity.placers.index import PoolIndex, Used, pool_index, views_for
 from capacity.placers.lease import iso_minute
 from capacity.placers.loader import PoolRow

@@ -11,7 +11,7 @@ from django.utils import timezone
 from capacity.models import Reservation
 from capacity.placement import INVALID_INPUT, CapacityError
 
-from .earliest import earliest
+from .earliest_start import earliest
 from .reserve import ReserveResult, admission_context, reserve
 from .scope import Scope
 
@@ -34,7 +34,7 @@ def rebook_earliest(
 
     A pending reservation's hint ("fits from 18:34Z") names a window after its own; a minute
     rounded down could still overlap the booking that frees the room, so the window is searched
-    again at full precision (services.earliest). The new booking's idempotency key names the pending
+    again at full precision (earliest_start.py). The new booking's idempotency key names the pending
     one: pressing twice answers the first booking. The pending reservation is left as it is.
     """
     key = f"rebook-{reservation.pk}"

@@ -22,12 +22,12 @@ from capacity.placement import (
     parse_selector,
 )
 from capacity.placement.reasons import rejection_label
-from capacity.services.earliest import never_fits_prepared
+from capacity.services.earliest_start import never_fits_prepared
 from capacity.services.prepare import prepare
 from config.web import login_required, page, wants_partial
 from inventory.models import Device
 
-from .availability import pool_charts
+from .availability_chart import pool_charts
 from .common import (
     atom_labels,
     visible_pools,

@@ -22,7 +22,7 @@ from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Device, DeviceLink, Node, NodeRefusal, NodeReport
-from inventory.node_history import state_entries
+from inventory.node_changelog import state_entries
 
 from .common import (
     TIMELINE_AHEAD,
@@ -32,7 +32,7 @@ from .common import (
     device_label,
     visible_node,
 )
-from .node_history import history_page
+from .node_changelog import history_page
 from .rows import Badge, badges, node_rows
 
 # --- one node ----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from inventory.filtersets import NodeFilterSet
 from inventory.forms import ACTIONS, ROW_ACTIONS
 from inventory.models import Node
 
-from .availability import pool_charts
+from .availability_chart import pool_charts
 from .common import (
     NODES_PER_PAGE,
     visible_node,

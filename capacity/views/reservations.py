@@ -22,9 +22,9 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
-from capacity.services.history import condition_history
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
+from capacity.services.reservation_events import condition_history
 from config import csvcells
 from config.web import login_required, page, safe_next, wants_partial
 

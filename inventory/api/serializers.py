@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from rest_framework import serializers
 
-from inventory.history import REASON_MAX
+from inventory.changelog import REASON_MAX
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
 from inventory.states import ANOTHER_TENANT, ANOTHER_TENANTS_DEDICATION, DEDICATED_PREFIX, NAMES, node_states
 

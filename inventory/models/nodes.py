@@ -2,7 +2,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from inventory.history import ChangeHistory, RemembersLoaded, describe_label, describe_node, describe_taint
+from inventory.changelog import ChangeHistory, RemembersLoaded, describe_label, describe_node, describe_taint
 from inventory.validators import validate_label_key, validate_taint_key
 
 from .tenancy import Pool, Tenant

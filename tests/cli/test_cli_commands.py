@@ -320,7 +320,7 @@ def test_drain_cordons_and_lists_what_runs(run, hosts):
 def test_cordon_uncordon_and_drain_take_a_reason_and_the_history_names_the_command(run, hosts):
     import getpass
 
-    from inventory.node_history import entries, node_history
+    from inventory.node_changelog import entries, node_history
 
     run("cordon", "node-a", "--reason", "bad fan")
     run("uncordon", "node-a")

@@ -274,7 +274,7 @@ def test_a_node_holds_at_most_256_devices():
 
 
 def test_what_a_report_changed_is_one_row_of_the_node_history():
-    from inventory.node_history import entries, node_history
+    from inventory.node_changelog import entries, node_history
 
     node = make_node(gpus=2)
     apply_node_report(node, gpu_report("dgx-01", range(3), labels={"gpu.product": "H100"}))

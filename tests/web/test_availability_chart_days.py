@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from capacity.placement.availability import HOUR_MS, Availability, hour_starts
-from capacity.views.availability import build_chart
+from capacity.views.availability_chart import build_chart
 
 LABEL_HALF_WIDTH = 18  # "Fri 18" at the chart's font size, centred on its noon
 

@@ -128,7 +128,7 @@ def test_a_cordon_from_the_pool_page_takes_a_reason_into_the_nodes_history(op, l
         r'<input type="text" name="reason" class="row-reason"[^>]*aria-label="Why cordon node-a', html
     )
     op.post("/nodes/node-a/row/cordon/", {"reason": "PSU swap"}, **HX)
-    from inventory.node_history import entries, node_history
+    from inventory.node_changelog import entries, node_history
 
     [cordon] = [e for e in entries(node_history(Node.objects.get(name="node-a"))) if e.action == "cordon"]
     assert cordon.reason == "PSU swap"

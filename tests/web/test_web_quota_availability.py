@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from capacity.models import Quota
 from capacity.services import EVERYONE, Scope
-from capacity.views.availability import pool_charts
+from capacity.views.availability_chart import pool_charts
 from inventory import services as nodes
 
 from tenants import make_tenant

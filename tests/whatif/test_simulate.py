@@ -145,7 +145,7 @@ def test_the_command_refuses_malformed_options_with_a_clear_error(four_nodes):
 
 def test_kept_node_timelines_answer_as_a_fresh_horizon_would(four_nodes, monkeypatch):
     """The engine keeps each node's timeline between searches; the placer's own path rebuilds them."""
-    from capacity.placers.earliest import earliest_in, horizon_of
+    from capacity.placers.horizon import earliest_in, horizon_of
     from whatif import engine
 
     busy = Inputs("lab-pool", synthetic=Synthetic(count=200, seed=4, per_hour=60, mean_hours=10))

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from capacity.management.base import PENDING, BerthCommand, add_request_arguments, request_from_options
-from capacity.services.earliest import earliest
+from capacity.services.earliest_start import earliest
 from capacity.services.hints import horizon_text
 
 

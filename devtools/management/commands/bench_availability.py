@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from devtools.bench.availability import run_availability
+from devtools.bench.chart_timing import run_availability
 from devtools.bench.placements import BUILD_CHUNK
 
 

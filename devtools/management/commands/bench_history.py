@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from devtools.bench.history import run_history
+from devtools.bench.archive_timing import run_history
 
 
 def _row(name: str, figures: dict | None) -> str:

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from capacity.placers.types import INLINE, PLACERS, POOL_LEASE
-from devtools.bench.earliest import run_earliest
+from devtools.bench.earliest_timing import run_earliest
 from devtools.bench.placements import BUILD_CHUNK, run
 from devtools.bench.preempt import run_preemption
 from devtools.bench.repair import run_repair

@@ -3,11 +3,11 @@
 import pytest
 
 from inventory import services as inventory
+from inventory.changelog import recording
 from inventory.errors import InventoryError
-from inventory.history import recording
 from inventory.ingest import Reporter, apply_node_report
 from inventory.models import Node, NodeLabel
-from inventory.node_history import entries, node_history, state_entries
+from inventory.node_changelog import entries, node_history, state_entries
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from capacity.audit import audit
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from capacity.services import EVERYONE
-from capacity.services.availability import pool_availability
+from capacity.services.pool_availability import pool_availability
 from inventory.ingest import Reporter, apply_node_report
 from inventory.models import Device, Node
 from inventory.trust import accept_devices

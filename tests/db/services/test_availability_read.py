@@ -1,7 +1,7 @@
 """The availability chart's read: the pool's bookings as the placer sees them, hour by hour."""
 
 from capacity import services
-from capacity.services.availability import pool_availability
+from capacity.services.pool_availability import pool_availability
 from inventory.models import Device
 
 from booking import NOW, ask, reserve

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.paginator import Page, Paginator
 
 from inventory.models import Node
-from inventory.node_history import entries, node_history
+from inventory.node_changelog import entries, node_history
 
 HISTORY_PAGE = 20
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from capacity import services
 from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
-from capacity.services.earliest import earliest
+from capacity.services.earliest_start import earliest
 from devtools.bench.placements import build_pool
 
 SHAPES = (1, 2, 4, 8)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from capacity import services
 from capacity.placement import CapacityError
 from capacity.placement.availability import HOUR_MS, Availability
-from capacity.services.availability import pool_availability
+from capacity.services.pool_availability import pool_availability
 
 # Geometry in SVG units (pixels at 100 %): three per hour keeps 14 days within a laptop page's width.
 PER_HOUR = 3

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from capacity import services
-from capacity.services.earliest import earliest
+from capacity.services.earliest_start import earliest
 from capacity.services.hints import horizon_text
 from config.api.base import BerthAPIView
 from config.api.schema import errors

@@ -8,7 +8,7 @@ from config.api.pages import plain
 from config.api.schema import errors
 from config.replica import replica_reads
 from inventory.api.serializers import HistoryEntrySerializer
-from inventory.node_history import entries, node_history
+from inventory.node_changelog import entries, node_history
 
 from .nodes import NODE_NAME, OperatorView, existing_node
 

@@ -22,8 +22,8 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.availability import pool_availability
-from capacity.views.availability import pool_charts
+from capacity.services.pool_availability import pool_availability
+from capacity.views.availability_chart import pool_charts
 from devtools.bench.placements import SIZE_WEIGHTS, SIZES, _pct, build_pool
 from inventory.models import Pool, Tenant
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.placement.availability import Availability
-from capacity.placers.availability import read_availability
+from capacity.placers.free_hours import read_availability
 from capacity.placers.loader import load_pool
 from inventory.models import Tenant
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from capacity.db.literals import to_datetime
 from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window
-from capacity.placers.earliest import find_earliest, plan_if_it_fits
+from capacity.placers.horizon import find_earliest, plan_if_it_fits
 from capacity.placers.planning import Planner
 from capacity.placers.types import PlacerConfig
 
