@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
-from capacity.services.drain import DrainResult, affected, drain_state, live_on, moves_since, upcoming
+from capacity.services.drain import Booked, DrainResult, booked_on, drain_state, live_on, moves_since
 from capacity.services.usage_hooks import unbooked_use_on
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
@@ -213,7 +213,9 @@ def button_form(bound: dict[str, ActionForm] | None) -> ActionForm:
     return next((f for f in (bound or {}).values() if isinstance(f, ButtonForm)), CordonForm())
 
 
-def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE) -> dict:
+def _node_context(
+    node: Node, bound: dict | None = None, scope=services.EVERYONE, booked: Booked | None = None
+) -> dict:
     """Return what the node panel (state, labels, taints, conditions, actions) needs.
 
     To a tenant, another tenant's dedication reads "another tenant" (its name stays hidden), and a
@@ -241,8 +243,8 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
         drain = DrainInfo(state[0], state[1], node.drain_started_at, reason, started.actor if started else "")
     impact = ""
     if operator:
-        running, later = affected(node.name)
-        impact = affected_text(running, later) if running or later else ""
+        booked = booked or booked_on(node.pk, timezone.now())
+        impact = affected_text(booked.running, booked.later) if booked.running or booked.later else ""
     return {
         "node": node,
         "drain": drain,
@@ -272,19 +274,17 @@ def _node_context(node: Node, bound: dict | None = None, scope=services.EVERYONE
     }
 
 
-def _timeline_context(request: HttpRequest, node: Node, devices: list[Device], now: datetime) -> dict:
+def _timeline_context(request: HttpRequest, devices: list[Device], now: datetime, booked: Booked) -> dict:
     """Return the timeline from the page's `?from=` (a bad one shows its error and the current days)."""
     form = TimelineForm(request.GET if "from" in request.GET else None)
     first_day = form.cleaned_data["start"] if form.is_bound and form.is_valid() else None
     # Running and upcoming together, as the operators' panel counts them: a node running work
     # never reads as having none.
-    running, _later = affected(node.name, now)
-    count, first = upcoming(node.name, now)
     return {
         "timeline": timeline(devices, request.user, now, first_day),
         "timeline_form": form,
-        "booked": booked_text(running, count),
-        "next_start": first,
+        "booked": booked_text(booked.running, booked.later),
+        "next_start": booked.first_later,
     }
 
 
@@ -292,6 +292,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
     """Return everything the node page shows."""
     now = timezone.now()
     row = node_rows([node], node.pool, request.user, now)[0]
+    booked = booked_on(node.pk, now)
     devices = list(node.devices.all())
     by_pk = {d.pk: d for d in devices}
     device_rows = [
@@ -307,8 +308,8 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
         "row": row,
         "devices": device_rows,
         "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
-        **_timeline_context(request, node, devices, now),
-        **_node_context(node, bound, scope_for(request.user)),
+        **_timeline_context(request, devices, now, booked),
+        **_node_context(node, bound, scope_for(request.user), booked),
         **({"history": history_page(node)} if is_operator(request.user) else {}),
     }
 
