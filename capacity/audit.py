@@ -12,6 +12,7 @@ from .models import Allocation, QuotaCharge, Reservation, ScalarClaim
 from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
 from .services.inputs import stored_request
+from .services.misshapen import misshapen
 
 
 def audit() -> list[str]:
@@ -179,84 +180,6 @@ def booking_drift() -> list[str]:
     return lines
 
 
-# Live bookings (not over) whose device is unverified, or on another node than their allocation,
-# or is a split GPU booked whole without each of its slices (unverified slices split nothing).
-_ATOM_SHAPE_SQL = """
-SELECT b.allocation_id, d.uuid,
-       CASE WHEN NOT d.verified THEN 'is booked while unverified'
-            WHEN d.node_id <> a.node_id THEN 'is on node ' || dn.name || ', not the allocation''s ' || an.name
-            ELSE 'is booked whole but its slice ' || (
-                   SELECT min(c.uuid) FROM inventory_device c
-                    WHERE c.parent_id = d.id AND c.verified AND NOT EXISTS (
-                          SELECT 1 FROM capacity_devicebooking cb
-                           WHERE cb.allocation_id = b.allocation_id AND cb.device_id = c.id)) || ' is not'
-       END
-  FROM capacity_devicebooking b
-  JOIN capacity_allocation a ON a.id = b.allocation_id
-  JOIN inventory_device d ON d.id = b.device_id
-  JOIN inventory_node dn ON dn.id = d.node_id
-  JOIN inventory_node an ON an.id = a.node_id
- WHERE upper(b.during) > now() AND a.released_at IS NULL
-   AND (NOT d.verified OR d.node_id <> a.node_id
-        OR EXISTS (SELECT 1 FROM inventory_device c
-                    WHERE c.parent_id = d.id AND c.verified AND NOT EXISTS (
-                          SELECT 1 FROM capacity_devicebooking cb
-                           WHERE cb.allocation_id = b.allocation_id AND cb.device_id = c.id)))
- ORDER BY b.allocation_id, d.uuid
-"""
-
-# The atoms of each live allocation of a placed reservation that is not a lease, per class: its
-# booked devices whose parent it does not book too (as a reservation lists its atoms).
-_ATOM_CLASSES_SQL = """
-SELECT a.id, a.reservation_id, d.device_class, count(b.id)
-  FROM capacity_allocation a
-  JOIN capacity_reservation r ON r.id = a.reservation_id
-  LEFT JOIN capacity_devicebooking b ON b.allocation_id = a.id AND upper(b.during) > now()
-       AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking p JOIN inventory_device bd ON bd.id = b.device_id
-                        WHERE p.allocation_id = b.allocation_id AND p.device_id = bd.parent_id)
-  LEFT JOIN inventory_device d ON d.id = b.device_id
- WHERE a.released_at IS NULL AND a.ends_at > now() AND r.status = 'placed' AND r.binding <> 'node'
- GROUP BY 1, 2, 3
- ORDER BY 1, 3
-"""
-
-
 def atom_drift() -> list[str]:
-    """Find allocations whose atoms no longer match their devices.
-
-    A live booking of an unverified device, or of a device on another node than its allocation, or
-    of a split GPU without each of its slices; and an allocation of a placed reservation (not a
-    lease) whose atoms per class differ from what its request asks of one member.
-    """
-    with connection.cursor() as cur:
-        cur.execute(_ATOM_SHAPE_SQL)
-        lines = [f"allocation {a}: device {uuid} {why}" for a, uuid, why in cur.fetchall()]
-        cur.execute(_ATOM_CLASSES_SQL)
-        rows = cur.fetchall()
-    have: dict[int, dict[str, int]] = {}
-    owner: dict[int, int] = {}
-    for allocation, reservation, device_class, count in rows:
-        owner[allocation] = reservation
-        if device_class is not None and count:
-            have.setdefault(allocation, {})[device_class] = count
-    requests = {
-        r.pk: stored_request(r)
-        for r in Reservation.objects.filter(pk__in=set(owner.values())).only(
-            "pk", "request", "starts_at", "ends_at"
-        )
-    }
-    for allocation in sorted(owner):
-        want: dict[str, int] = {}
-        for device in requests[owner[allocation]].devices:
-            want[device.device_class] = want.get(device.device_class, 0) + device.count
-        got = have.get(allocation, {})
-        if got != want:
-            lines.append(
-                f"allocation {allocation} of reservation {owner[allocation]}: holds atoms {_counts(got)}, "
-                f"its request asks {_counts(want)}"
-            )
-    return lines
-
-
-def _counts(amounts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {c}" for c, n in sorted(amounts.items())) or "none"
+    """Find allocations whose atoms no longer match their devices (capacity.services.misshapen)."""
+    return [m.drift() for m in misshapen()]

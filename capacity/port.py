@@ -29,11 +29,11 @@ from capacity.placement.fields import request_body
 from capacity.placers.ending import end_allocations
 from capacity.placers.types import PlacerConfig
 
+from .access import EVERYONE
 from .models import Allocation, DeviceBooking
 from .placers.commit import Owner
 from .placers.inline import place
 from .services.prepare import prepare
-from .services.scope import EVERYONE
 
 # Advisory lock class for one instance id: two calls for one instance book one allocation.
 INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Mapping
 
 from django.db.models import Prefetch
 from django.utils import timezone
+from rest_framework import serializers
 
 from capacity import services
 from capacity.access import EVERYONE, Scope, nodes_for, redacted_conditions
-from capacity.api.serializers import ReservationSerializer
 from capacity.models import Reservation
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
@@ -27,6 +27,70 @@ from inventory.errors import InventoryError
 from inventory.filtersets import free_gpus_now
 from inventory.models import Device, NodeRefusal, NodeReport
 from inventory.node_changelog import state_entries
+
+
+class ConditionSerializer(serializers.Serializer):
+    """A reservation condition, such as Unschedulable with the pending reason."""
+
+    type = serializers.CharField()
+    status = serializers.CharField()
+    reason = serializers.CharField()
+    message = serializers.CharField()
+
+
+class AllocationSerializer(serializers.Serializer):
+    """What the reservation holds on one node."""
+
+    nodeId = serializers.CharField()
+    atoms = serializers.ListField(child=serializers.CharField())
+    resources = serializers.DictField(child=serializers.IntegerField())
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    releasedAt = serializers.DateTimeField(allow_null=True)
+
+
+class PreemptedSerializer(serializers.Serializer):
+    """The spot work a create took back to place a regular request."""
+
+    reservations = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The caller's own, ascending."
+    )
+    others = serializers.IntegerField(help_text="How many of other tenants (not named).")
+
+
+class UsageSerializer(serializers.Serializer):
+    """A reservation's GPU utilization so far, from its devices' per-minute samples."""
+
+    gpuPercentMean = serializers.FloatField(allow_null=True)
+    gpuPercentP95 = serializers.FloatField(allow_null=True)
+    minutesWithoutProcess = serializers.IntegerField()
+    samples = serializers.IntegerField(help_text="Device-minutes sampled.")
+
+
+class ReservationSerializer(serializers.Serializer):
+    """A reservation and what it holds."""
+
+    id = serializers.IntegerField()
+    tenantId = serializers.CharField()
+    poolId = serializers.CharField()
+    status = serializers.ChoiceField(choices=Reservation.Status.choices)
+    priority = serializers.ChoiceField(choices=Reservation.Priority.choices)
+    binding = serializers.ChoiceField(choices=Reservation.Binding.choices)
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    createdAt = serializers.DateTimeField()
+    releasedAt = serializers.DateTimeField(allow_null=True)
+    conditions = ConditionSerializer(many=True)
+    allocations = AllocationSerializer(many=True)
+    request = serializers.DictField(help_text="The input as the caller sent it.")
+    usage = UsageSerializer(
+        allow_null=True,
+        help_text="What its GPUs did, from the nodes' per-minute samples (live while it runs); null before any.",
+    )
+    preempted = PreemptedSerializer(
+        required=False, help_text="Only in a create's 201, when placing it took spot work back."
+    )
+
 
 ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
 

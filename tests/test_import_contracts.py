@@ -233,6 +233,7 @@ REACH_FORBIDDEN = {
     ("capacity", "whatif"): "what-if plugs into the worker through worker_jobs; booking never needs it",
     ("capacity", "usage"): "usage reads bookings; booking never needs usage",
     ("capacity", "webhooks"): "webhooks plug into the worker through worker_jobs; booking never needs them",
+    ("webhooks", "capacity.api"): "webhooks render through capacity.render, never another app's HTTP modules",
     **{
         (app, "devtools"): "demo data and benchmarks sit apart from the apps; no app needs them"
         for app in APPS

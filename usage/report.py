@@ -21,9 +21,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import connection
 from django.utils import timezone
 
+from capacity.access import Scope
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
-from capacity.services.scope import Scope
 from usage.folds import raw_horizon
 
 GROUPS = {

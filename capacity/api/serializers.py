@@ -9,71 +9,9 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 
-from capacity.models import Reservation
+# A reservation's shape lives with its rendering (capacity.render), which webhooks share.
+from capacity.render import ReservationSerializer as ReservationSerializer
 from inventory.api.serializers import KeywordFieldsMixin
-
-
-class ConditionSerializer(serializers.Serializer):
-    """A reservation condition, such as Unschedulable with the pending reason."""
-
-    type = serializers.CharField()
-    status = serializers.CharField()
-    reason = serializers.CharField()
-    message = serializers.CharField()
-
-
-class AllocationSerializer(serializers.Serializer):
-    """What the reservation holds on one node."""
-
-    nodeId = serializers.CharField()
-    atoms = serializers.ListField(child=serializers.CharField())
-    resources = serializers.DictField(child=serializers.IntegerField())
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
-    releasedAt = serializers.DateTimeField(allow_null=True)
-
-
-class PreemptedSerializer(serializers.Serializer):
-    """The spot work a create took back to place a regular request."""
-
-    reservations = serializers.ListField(
-        child=serializers.IntegerField(), help_text="The caller's own, ascending."
-    )
-    others = serializers.IntegerField(help_text="How many of other tenants (not named).")
-
-
-class UsageSerializer(serializers.Serializer):
-    """A reservation's GPU utilization so far, from its devices' per-minute samples."""
-
-    gpuPercentMean = serializers.FloatField(allow_null=True)
-    gpuPercentP95 = serializers.FloatField(allow_null=True)
-    minutesWithoutProcess = serializers.IntegerField()
-    samples = serializers.IntegerField(help_text="Device-minutes sampled.")
-
-
-class ReservationSerializer(serializers.Serializer):
-    """A reservation and what it holds."""
-
-    id = serializers.IntegerField()
-    tenantId = serializers.CharField()
-    poolId = serializers.CharField()
-    status = serializers.ChoiceField(choices=Reservation.Status.choices)
-    priority = serializers.ChoiceField(choices=Reservation.Priority.choices)
-    binding = serializers.ChoiceField(choices=Reservation.Binding.choices)
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
-    createdAt = serializers.DateTimeField()
-    releasedAt = serializers.DateTimeField(allow_null=True)
-    conditions = ConditionSerializer(many=True)
-    allocations = AllocationSerializer(many=True)
-    request = serializers.DictField(help_text="The input as the caller sent it.")
-    usage = UsageSerializer(
-        allow_null=True,
-        help_text="What its GPUs did, from the nodes' per-minute samples (live while it runs); null before any.",
-    )
-    preempted = PreemptedSerializer(
-        required=False, help_text="Only in a create's 201, when placing it took spot work back."
-    )
 
 
 class CandidateSerializer(serializers.Serializer):

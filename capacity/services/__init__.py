@@ -4,17 +4,7 @@ Each use case lives in a module of its own (prepare, reserve, placing, release, 
 hints, repair, drain, ...); this face gathers the names callers use.
 """
 
-from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
-from capacity.placers.ending import end_allocations
-
-from .inputs import normalize, parse_duration, stored_input, stored_request
-from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
-from .quota_report import QUOTA_REPORT_WINDOW, quota_report
-from .release import expire_ended, release, retry_pending
-from .reservations import allocations_for, allocations_of, get, list_reservations
-from .reserve import ReserveResult, admission_context, reserve
-from .satisfiable import UNSATISFIABLE
-from .scope import (
+from capacity.access import (
     EVERYONE,
     Scope,
     may_read_node,
@@ -26,5 +16,15 @@ from .scope import (
     sees_tenant,
     visible_reservations,
 )
+from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
+from capacity.placers.ending import end_allocations
+
+from .inputs import normalize, parse_duration, stored_input, stored_request
+from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
+from .quota_report import QUOTA_REPORT_WINDOW, quota_report
+from .release import expire_ended, release, retry_pending
+from .reservations import allocations_for, allocations_of, get, list_reservations
+from .reserve import ReserveResult, admission_context, reserve
+from .satisfiable import UNSATISFIABLE
 from .usage_hooks import usage_for, usage_series
 from .waiting import await_placer, is_queued

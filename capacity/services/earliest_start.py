@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from capacity.access import EVERYONE, Scope
 from capacity.db.literals import to_datetime
 from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window
 from capacity.placers.horizon import find_earliest, plan_if_it_fits
@@ -18,7 +19,6 @@ from .hints import no_start_before
 from .inputs import parse_duration
 from .prepare import Prepared, prepare
 from .satisfiable import NeverFits, never_fits
-from .scope import EVERYONE, Scope
 
 DEFAULT_HORIZON = timedelta(days=14)
 MAX_HORIZON = timedelta(days=90)

@@ -6,13 +6,12 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from capacity.access import Scope
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.placement.availability import Availability
 from capacity.placers.free_hours import read_availability
 from capacity.placers.loader import load_pool
 from inventory.models import Tenant
-
-from .scope import Scope
 
 # Two weeks of hour blocks: far enough to plan a training run, short enough to read per hour.
 AVAILABILITY_HOURS = 14 * 24

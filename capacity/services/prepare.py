@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from capacity.access import Scope
 from capacity.conf import placer_config
 from capacity.placement import INVALID_INPUT, CapacityError, PlacementRequest, validate_request
 from capacity.placers.index import pool_index
@@ -25,7 +26,6 @@ from inventory.models import Tenant
 
 from . import lookups
 from .inputs import normalize
-from .scope import Scope
 
 
 @dataclass(frozen=True)

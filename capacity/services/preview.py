@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from capacity.access import EVERYONE, Scope, visible_reservations
 from capacity.placement import Plan, Window
 from capacity.placers.lease import plan_lease_now
 from capacity.placers.planning import Planner, plan_request
@@ -17,7 +18,6 @@ from capacity.placers.types import PlacerConfig
 from .hints import Alternatives, alternatives, smaller_hints
 from .prepare import prepare
 from .satisfiable import never_fits
-from .scope import EVERYONE, Scope, visible_reservations
 
 MAX_PREVIEW_CANDIDATES = 10
 

@@ -6,12 +6,12 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from capacity.access import EVERYONE, Scope
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError, Window
 from capacity.placers import quota
 from inventory.models import Tenant
 
 from .inputs import MAX_DURATION, epoch_ms
-from .scope import EVERYONE, Scope
 
 # A quota report covers a week from now unless the caller names a window.
 QUOTA_REPORT_WINDOW = timedelta(days=7)

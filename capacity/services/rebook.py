@@ -8,12 +8,12 @@ from typing import Any
 
 from django.utils import timezone
 
+from capacity.access import Scope
 from capacity.models import Reservation
 from capacity.placement import INVALID_INPUT, CapacityError
 
 from .earliest_start import earliest
 from .reserve import ReserveResult, admission_context, reserve
-from .scope import Scope
 
 # What the caller asked that names a window (or how to answer): the new booking gets its own.
 WINDOW_FIELDS = ("duration", "during", "idempotencyKey", "wait")

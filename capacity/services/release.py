@@ -12,6 +12,7 @@ from django.db.models import Window as SQLWindow
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation
@@ -26,7 +27,6 @@ from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
 from .reservations import get
 from .satisfiable import UNSATISFIABLE
-from .scope import EVERYONE, Scope
 
 PENDING_RETRY_BATCH = 50
 # Pending reservations a release retries before it answers (the worker retries every one).

@@ -11,7 +11,9 @@ condition (from which atoms to which, when, why).
 When nothing fits, the allocation is kept as it is (the tenant keeps its healthy atoms and its
 place in the window, knowing one is broken) and the reservation reads a `RepairPending`
 condition with the pending-style reason; the worker tries again every round, so it is repaired as
-soon as capacity frees. Whole-node leases are repaired only when their node becomes unusable: a
+soon as capacity frees. An allocation whose atoms no longer match their devices (an operator
+reshaped a booked GPU; capacity.services.misshapen, what check_capacity reports) is retried the
+same way. Whole-node leases are repaired only when their node becomes unusable: a
 lease holds its node as it is, broken GPUs included.
 
 Drain uses the same path to move bookings that have not started off a node; one that found no
@@ -46,6 +48,7 @@ from capacity.placers.types import Outcome, PlacerConfig
 from inventory.models import Device, NodeLabel
 
 from .inputs import stored_request
+from .misshapen import misshapen
 
 REPAIRED = "Repaired"
 REPAIR_PENDING = "RepairPending"
@@ -98,14 +101,21 @@ class RepairResult:
 
 
 def broken(pool_ids: Iterable[int], now: datetime) -> dict[int, list[tuple[int, str]]]:
-    """Return reservation pk -> [(allocation pk, why)] for live allocations that hold unusable atoms."""
+    """Return reservation pk -> [(allocation pk, why)] for live allocations that hold unusable atoms
+    or atoms that no longer match their devices (a reshape, as check_capacity sees it)."""
+    pools = sorted(set(pool_ids))
     found: dict[int, list[tuple[int, str]]] = {}
     with connection.cursor() as cur:
-        cur.execute(_BROKEN_SQL, {"pools": sorted(set(pool_ids)), "now": now})
+        cur.execute(_BROKEN_SQL, {"pools": pools, "now": now})
         for allocation, reservation, why in cur.fetchall():
             if why:
                 found.setdefault(reservation, []).append((allocation, why))
-    return found
+    listed = {allocation for allocations in found.values() for allocation, _ in allocations}
+    for shape in misshapen(pools, now):
+        if shape.placed and shape.reservation is not None and shape.allocation not in listed:
+            listed.add(shape.allocation)
+            found.setdefault(shape.reservation, []).append((shape.allocation, shape.why))
+    return dict(sorted(found.items()))
 
 
 def repair_pools(

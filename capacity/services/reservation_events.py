@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from capacity.access import Scope, redacted_conditions
 from capacity.models import Reservation, ReservationEvent
-
-from .scope import Scope, redacted_conditions
 
 
 @dataclass(frozen=True)

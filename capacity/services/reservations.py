@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from capacity.access import EVERYONE, Scope
 from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Pool, Tenant
-
-from .scope import EVERYONE, Scope
 
 
 def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation | AnyReservation:

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
+from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.literals import to_datetime
 from capacity.db.retry import retry_on_conflict
@@ -41,7 +42,6 @@ from .placing import (
 )
 from .prepare import Prepared, afresh, prepare
 from .satisfiable import never_fits
-from .scope import EVERYONE, Scope
 from .waiting import await_placer
 
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.services.scope import EVERYONE
+from capacity.access import EVERYONE
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
 from usage.folds import fold_samples

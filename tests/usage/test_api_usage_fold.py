@@ -8,8 +8,8 @@ lab: node-a and node-b, 4 GPUs each, in lab-pool; acme books 2 GPUs from h0+30 m
 
 from datetime import UTC, datetime, timedelta
 
+from capacity.access import Scope
 from capacity.models import DeviceBooking
-from capacity.services.scope import Scope
 from inventory.models import DeviceSample
 from usage.figures import usage_for
 from usage.folds import fold_samples

@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection
 
 from capacity import services
+from capacity.access import Scope
 from capacity.archive import Moved, history_sizes, move_history
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, Reservation, ScalarClaim
-from capacity.services.scope import Scope
 from inventory.models import Node, NodeLabel
 from usage.report import usage_report
 

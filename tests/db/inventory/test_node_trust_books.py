@@ -177,3 +177,34 @@ def test_the_database_refuses_an_unverified_bookable_device(tenant, make_node):
     make_node("node-a", gpus=1)
     with pytest.raises(IntegrityError, match="device_unverified_not_bookable"), transaction.atomic():
         sql("UPDATE inventory_device SET verified = false WHERE uuid = 'GPU-node-a-0'")
+
+
+def test_a_reshaped_booking_that_found_no_room_is_moved_by_the_next_worker_round(
+    tenant, make_node, django_capture_on_commit_callbacks
+):
+    """node-a, node-b: 2 GPUs each, both booked tomorrow; an operator's report makes a booked GPU
+    a cpu. No room: RepairPending and drift. node-b's booking is released: one round moves it."""
+    from capacity import services
+    from capacity.conf import placer_config
+    from capacity.worker import run_round
+
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    first, second = tomorrow(2), tomorrow(2)
+    [(node, atoms)] = atoms_of(first)
+    with django_capture_on_commit_callbacks(execute=True):
+        apply_node_report(
+            Node.objects.get(name=node), {"devices": gpus(node, count=2, gpu1={"class": "cpu"})}, by=OPERATOR
+        )
+    first.refresh_from_db()
+    [condition] = first.conditions
+    assert (condition["type"], condition["reason"]) == ("RepairPending", "NoFit")
+    assert atoms_of(first) == [(node, atoms)]
+    assert any(line.startswith(f"allocation {first.allocations.get().pk} of reservation") for line in audit())
+    services.release(second.pk)
+    assert run_round(placer_config()).repaired == 1
+    first.refresh_from_db()
+    [(moved_to, moved)] = atoms_of(first)
+    assert moved_to != node and len(moved) == 2
+    assert [c["type"] for c in first.conditions] == ["Repaired"]
+    assert audit() == []

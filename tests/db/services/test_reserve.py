@@ -372,3 +372,29 @@ def test_a_kept_lookup_gone_stale_is_read_afresh_before_anything_is_answered(
     assert refused.value.code == "NOT_FOUND"
     assert Reservation.objects.count() == 3
     assert QuotaCharge.objects.count() == 2
+
+
+def test_a_create_on_a_stale_kept_lookup_builds_its_planner_once_and_writes_once(
+    tenant, make_node, monkeypatch
+):
+    """A node added between two requests bumps the pool's generation: the kept lookup is stale."""
+    from capacity.placers.planning import Planner
+
+    make_node("node-a", gpus=4)
+    reserve(ask(1))
+    make_node("node-b", gpus=4)
+    built = []
+    real_init = Planner.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(args[0].generation)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Planner, "__init__", counted)
+    with CaptureQueriesContext(connection) as statements:
+        second = reserve(ask(1)).reservation
+    assert second.status == "placed"
+    assert len(built) == 1  # on the pool as it is now, not as the kept lookup had it
+    assert built[0] == Pool.objects.get(slug="lab-pool").generation.generation
+    assert sum("SELECT u.id, u.slug" in q["sql"] for q in statements.captured_queries) == 1  # read once
+    assert Reservation.objects.count() == 2 and QuotaCharge.objects.filter(reservation=second).count() == 1
