@@ -15,12 +15,15 @@ from .models import (
     Allocation,
     DeviceBooking,
     PoolCapacityRollup,
+    PoolShare,
     Quota,
     QuotaCharge,
     Reservation,
     ScalarClaim,
 )
 from .models.tokens import token_expiry, token_revoked_at
+from .placement import CapacityError
+from .services.shares import set_share
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
 
@@ -198,3 +201,25 @@ def issue_node_credentials(modeladmin, request, queryset):
 
 _node_admin = type(admin.site.get_model_admin(Node))
 _node_admin.actions = [*(_node_admin.actions or ()), issue_node_credentials]
+
+
+@admin.register(PoolShare)
+class PoolShareAdmin(admin.ModelAdmin):
+    """Operators set shares here as through the API; the pool's guarantees stay within its GPUs."""
+
+    list_display = ("pool", "tenant", "guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
+    list_filter = ("pool",)
+    search_fields = ("tenant__slug", "pool__slug")
+
+    def save_model(self, request, obj, form, change):
+        # Through the service: the pool's lock and the sum of its guarantees (docs/shares.md).
+        try:
+            set_share(
+                obj.pool.slug,
+                obj.tenant.slug,
+                obj.guaranteed_gpus,
+                obj.borrowing_limit_gpus,
+                obj.lending_limit_gpus,
+            )
+        except CapacityError as err:
+            self.message_user(request, str(err), messages.ERROR)
