@@ -31,7 +31,9 @@ def test_an_operator_sets_changes_and_removes_a_share(as_operator, lab, tenant):
     assert (response.status_code, response.json()["code"]) == (404, "NOT_FOUND")
 
 
-def test_holding_and_borrowed_count_what_the_tenant_holds_now(as_operator, as_acme, lab, tenant, reserve_as, acme):
+def test_holding_and_borrowed_count_what_the_tenant_holds_now(
+    as_operator, as_acme, lab, tenant, reserve_as, acme
+):
     put(as_operator, "acme", 2)
     reserve_as(acme, gpus=3)
     row = as_acme.get(SHARES).json()[0]
@@ -52,7 +54,9 @@ def test_a_tenant_reads_only_its_own_row_and_may_not_write(as_operator, as_acme,
     assert sorted(PoolShare.objects.values_list("guaranteed_gpus", flat=True)) == [2, 4]
 
 
-def test_guarantees_above_the_pools_gpus_are_refused_naming_both_figures(as_operator, lab, tenant, other_tenant):
+def test_guarantees_above_the_pools_gpus_are_refused_naming_both_figures(
+    as_operator, lab, tenant, other_tenant
+):
     assert put(as_operator, "acme", 5).status_code == 200
     response = put(as_operator, "globex", 4)
     assert response.status_code == 400
@@ -81,9 +85,15 @@ def test_bad_figures_and_unknown_names_answer_4xx_and_write_nothing(as_operator,
         assert response.status_code == status, body
         assert response.json()["code"] == "INVALID_INPUT" and field in response.json()["message"], body
     response = put(as_operator, "nobody", 1)
-    assert (response.status_code, response.json()) == (404, {"code": "NOT_FOUND", "message": "no tenant nobody"})
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no tenant nobody"},
+    )
     response = put(as_operator, "acme", 1, pool="no-pool")
-    assert (response.status_code, response.json()) == (404, {"code": "NOT_FOUND", "message": "no pool no-pool"})
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "NOT_FOUND", "message": "no pool no-pool"},
+    )
     assert as_operator.get("/api/v1/pools/no-pool/shares").status_code == 404
     assert not PoolShare.objects.exists()
 
