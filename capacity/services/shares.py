@@ -103,6 +103,11 @@ def _pool_and_tenant(pool_slug: str, tenant_slug: str) -> tuple[Pool, Tenant]:
     return pool, tenant
 
 
+def pool_has_shares(pool: Pool) -> bool:
+    """Return whether the pool has any share rows (without one it places as it always did)."""
+    return PoolShare.objects.filter(pool=pool).exists()
+
+
 def set_share(
     pool_slug: str, tenant_slug: str, guaranteed: int, borrowing: int | None, lending: int | None
 ) -> PoolShare:
