@@ -169,7 +169,7 @@ def pool_share(request: HttpRequest, slug: str) -> HttpResponse:
     return page(
         request,
         "capacity/pool_detail.html",
-        shares_context(request, pool, form),
+        shares_context(request, pool, form, error),
         partial="shares",
         status=status,
     )
