@@ -166,12 +166,9 @@ def pool_share(request: HttpRequest, slug: str) -> HttpResponse:
         if form is None:
             return redirect(reverse("pool-detail", args=[pool.slug]) + "#shares")
         return pool_page(request, slug, form, error, status)
+    # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
     return page(
-        request,
-        "capacity/pool_detail.html",
-        shares_context(request, pool, form, error),
-        partial="shares",
-        status=status,
+        request, "capacity/pool_detail.html", shares_context(request, pool, form, error), partial="shares"
     )
 
 
