@@ -103,11 +103,6 @@ def _pool_and_tenant(pool_slug: str, tenant_slug: str) -> tuple[Pool, Tenant]:
     return pool, tenant
 
 
-def pool_has_shares(pool: Pool) -> bool:
-    """Return whether the pool has any share rows (without one it places as it always did)."""
-    return PoolShare.objects.filter(pool=pool).exists()
-
-
 def set_share(
     pool_slug: str, tenant_slug: str, guaranteed: int, borrowing: int | None, lending: int | None
 ) -> PoolShare:
@@ -200,13 +195,19 @@ def share_rows(scope: Scope, pool_slug: str, now: datetime | None = None) -> lis
     pool = pool_for(scope, pool_slug)
     if pool is None:
         raise CapacityError(NOT_FOUND, f"no pool {pool_slug}")
-    now = now or timezone.now()
-    shares = PoolShare.objects.filter(pool=pool).select_related("tenant").order_by("tenant__slug")
-    if scope.tenants is not None:
-        shares = shares.filter(tenant__slug__in=scope.tenants)
-    shares = list(shares)
+    return pool_shares(scope, pool, now)[0]
+
+
+def pool_shares(scope: Scope, pool: Pool, now: datetime | None = None) -> tuple[list[ShareRow], bool]:
+    """Return the rows of a pool the caller may read (it checked the pool), and whether it has any.
+
+    One statement for a pool without shares (the pool page reads it on every view).
+    """
+    every = list(PoolShare.objects.filter(pool=pool).select_related("tenant").order_by("tenant__slug"))
+    shares = [s for s in every if scope.allows(s.tenant.slug)]
     if not shares:
-        return []
+        return [], bool(every)
+    now = now or timezone.now()
     holding = holding_gpus(pool, now)
     decayed = decayed_hours(pool, now)
     half_life = settings.FAIRSHARE_HALF_LIFE_HOURS * 3600.0
@@ -224,7 +225,7 @@ def share_rows(scope: Scope, pool_slug: str, now: datetime | None = None) -> lis
                 fair_share=_rounded(fair_share(decayed.get(s.tenant_id, 0.0), s.guaranteed_gpus, half_life)),
             )
         )
-    return rows
+    return rows, True
 
 
 def _rounded(value: float | None) -> float | None:

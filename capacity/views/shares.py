@@ -25,20 +25,24 @@ class ShareForm(forms.Form):
 
 
 def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, error: str = "") -> dict:
-    """Return what the Shares section draws: the rows the user may read and, for operators, the form."""
+    """Return what the Shares section draws: the rows the user may read and, for operators, the form.
+
+    The pool was checked by the caller (visible_pool). A tenant's team without a row in a pool with
+    shares is told it is guaranteed 0, never whose rows exist.
+    """
     scope = scope_for(request.user)
-    rows = shares.share_rows(scope, pool.slug)
-    own = scope.tenants
-    return {
+    rows, has_shares = shares.pool_shares(scope, pool)
+    context = {
         "pool": pool,
         "share_rows": rows,
-        # A tenant's team without a row in a pool with shares is guaranteed 0: say so (not whose rows exist).
-        "pool_has_shares": bool(rows) or shares.pool_has_shares(pool),
-        "share_own_missing": own is not None and not rows,
-        "share_form": form or ShareForm(prefix="share"),
+        "pool_has_shares": has_shares,
+        "share_own_missing": scope.tenants is not None and not rows,
         "share_error": error,
-        "bookable_gpus": shares.gpus_text(shares.bookable_gpus(pool)),
     }
+    if scope.tenants is None:
+        context["share_form"] = form or ShareForm(prefix="share")
+        context["bookable_gpus"] = shares.gpus_text(shares.bookable_gpus(pool))
+    return context
 
 
 def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
