@@ -103,6 +103,23 @@ def _pool_and_tenant(pool_slug: str, tenant_slug: str) -> tuple[Pool, Tenant]:
     return pool, tenant
 
 
+def check_guarantees(pool: Pool, tenant: Tenant, guaranteed: int) -> None:
+    """Refuse a guarantee that takes the pool's guarantees past its bookable GPUs (INVALID_INPUT).
+
+    The answer holds until the write only under the pool's lock (set_share takes it).
+    """
+    others = sum(
+        PoolShare.objects.filter(pool=pool).exclude(tenant=tenant).values_list("guaranteed_gpus", flat=True)
+    )
+    bookable = bookable_gpus(pool)
+    if others + guaranteed > bookable:
+        raise CapacityError(
+            INVALID_INPUT,
+            f"guaranteedGpus: the guarantees of {pool.slug} would add up to {others + guaranteed} GPUs;"
+            f" it has {gpus_text(bookable)} bookable GPUs",
+        )
+
+
 def set_share(
     pool_slug: str, tenant_slug: str, guaranteed: int, borrowing: int | None, lending: int | None
 ) -> PoolShare:
@@ -111,18 +128,7 @@ def set_share(
     with transaction.atomic():
         # The pool's row is the shares' lock: a second writer waits here and then sees the first's row.
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
-        others = sum(
-            PoolShare.objects.filter(pool=pool)
-            .exclude(tenant=tenant)
-            .values_list("guaranteed_gpus", flat=True)
-        )
-        bookable = bookable_gpus(pool)
-        if others + guaranteed > bookable:
-            raise CapacityError(
-                INVALID_INPUT,
-                f"guaranteedGpus: the guarantees of {pool.slug} would add up to {others + guaranteed} GPUs;"
-                f" it has {gpus_text(bookable)} bookable GPUs",
-            )
+        check_guarantees(pool, tenant, guaranteed)
         share, _ = PoolShare.objects.update_or_create(
             pool=pool,
             tenant=tenant,

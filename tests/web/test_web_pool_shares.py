@@ -81,3 +81,26 @@ def test_a_tenant_without_a_row_in_a_pool_with_shares_reads_a_guarantee_of_0(bob
         "its guarantee here is 0" in text
         and "acme" not in text.split('id="shares"')[1].split("</section>")[0]
     )
+
+
+def test_the_admin_refuses_guarantees_past_the_pool_and_saves_the_rest(two_hosts, tenant, pool):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    admin = get_user_model().objects.create_superuser("root", password="x")
+    client = Client()
+    client.force_login(admin)
+    form = {
+        "pool": pool.pk,
+        "tenant": tenant.pk,
+        "guaranteed_gpus": 9,
+        "borrowing_limit_gpus": "",
+        "lending_limit_gpus": "",
+    }
+    response = client.post("/admin/capacity/poolshare/add/", form)
+    assert response.status_code == 200
+    assert "would add up to 9 GPUs; it has 8 bookable GPUs" in response.content.decode()
+    assert not PoolShare.objects.exists()
+    response = client.post("/admin/capacity/poolshare/add/", form | {"guaranteed_gpus": 8})
+    assert response.status_code == 302
+    assert PoolShare.objects.get().guaranteed_gpus == 8
