@@ -100,3 +100,31 @@ def test_bad_figures_and_unknown_names_answer_4xx_and_write_nothing(as_operator,
 
 def test_a_pool_without_shares_lists_none(as_acme, lab):
     assert as_acme.get(SHARES).json() == []
+
+
+def test_a_mig_slice_counts_as_its_share_of_a_gpu_in_the_pool_and_in_holding(
+    as_operator, as_acme, make_node, pool, tenant
+):
+    from capacity.rollups import refresh_rollups
+    from inventory.models import Device
+
+    node = make_node("mig-node", gpus=2)
+    split = Device.objects.get(node=node, index=1)
+    Device.objects.bulk_create(
+        Device(node=node, uuid=f"MIG-{i}", device_class="mig-3g.40gb", parent=split, index=i)
+        for i in range(2)
+    )
+    refresh_rollups([pool.pk])
+    # One whole GPU and two 3/7 slices: 1 6/7 bookable GPUs.
+    response = put(as_operator, "acme", 2)
+    assert response.json()["message"].endswith("would add up to 2 GPUs; it has 1.86 bookable GPUs")
+    assert put(as_operator, "acme", 1).status_code == 200
+    body = {
+        "tenantId": "acme",
+        "poolId": "lab-pool",
+        "devices": [{"class": "mig-3g.40gb", "count": 1}],
+        "duration": "1h",
+    }
+    assert as_acme.post("/api/v1/reservations", body, format="json").status_code == 201
+    row = as_acme.get(SHARES).json()[0]
+    assert (row["holdingGpus"], row["borrowedGpus"]) == (0.4286, 0.0)
