@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.access import Scope, pool_for
+from capacity.access import Scope, pool_allows, pool_for
 from capacity.models import PoolShare
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
 from capacity.placement.fairshare import decayed_gpu_hours, fair_share
@@ -125,6 +125,9 @@ def set_share(
 ) -> PoolShare:
     """Create or change a tenant's share of a pool (operators); refuse guarantees above the pool."""
     pool, tenant = _pool_and_tenant(pool_slug, tenant_slug)
+    if not pool_allows(pool, tenant):
+        # A guarantee in a pool the tenant may not book would promise what it can never use.
+        raise CapacityError(INVALID_INPUT, f"tenant {tenant.slug} may not use pool {pool.slug}")
     with transaction.atomic():
         # The pool's row is the shares' lock: a second writer waits here and then sees the first's row.
         Pool.objects.select_for_update().filter(pk=pool.pk).first()

@@ -128,3 +128,12 @@ def test_a_mig_slice_counts_as_its_share_of_a_gpu_in_the_pool_and_in_holding(
     assert as_acme.post("/api/v1/reservations", body, format="json").status_code == 201
     row = as_acme.get(SHARES).json()[0]
     assert (row["holdingGpus"], row["borrowedGpus"]) == (0.4286, 0.0)
+
+
+def test_a_share_in_a_pool_the_tenant_may_not_use_is_refused(as_operator, globex_pool, tenant):
+    response = put(as_operator, "acme", 0, pool="globex-pool")
+    assert (response.status_code, response.json()) == (
+        400,
+        {"code": "INVALID_INPUT", "message": "tenant acme may not use pool globex-pool"},
+    )
+    assert not PoolShare.objects.exists()
