@@ -90,6 +90,11 @@ def feed_scope(feed) -> Scope:
     return scope_for(feed.owner)
 
 
+def may_set_shares(user) -> bool:
+    """Return whether the user may set or remove a pool's shares (operators; tenants read their own)."""
+    return is_operator(user)
+
+
 def may_watch_nodes(user) -> bool:
     """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
     return is_operator(user)

@@ -5,6 +5,7 @@ and the release path (its charges, the EXCLUDE constraint's partner rows): they 
 through the pages, the API, the CLI and the port. Quotas are the operators' to set.
 """
 
+from django import forms
 from django.contrib import admin, messages
 from rest_framework.authtoken import admin as authtoken_admin
 from rest_framework.authtoken.models import TokenProxy
@@ -15,12 +16,15 @@ from .models import (
     Allocation,
     DeviceBooking,
     PoolCapacityRollup,
+    PoolShare,
     Quota,
     QuotaCharge,
     Reservation,
     ScalarClaim,
 )
 from .models.tokens import token_expiry, token_revoked_at
+from .placement import CapacityError
+from .services.shares import check_guarantees, set_share
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
 
@@ -198,3 +202,43 @@ def issue_node_credentials(modeladmin, request, queryset):
 
 _node_admin = type(admin.site.get_model_admin(Node))
 _node_admin.actions = [*(_node_admin.actions or ()), issue_node_credentials]
+
+
+class PoolShareForm(forms.ModelForm):
+    """Refuse here what the API refuses: guarantees past the pool's bookable GPUs."""
+
+    class Meta:
+        model = PoolShare
+        fields = ["pool", "tenant", "guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("pool") and data.get("tenant") and data.get("guaranteed_gpus") is not None:
+            try:
+                check_guarantees(data["pool"], data["tenant"], data["guaranteed_gpus"])
+            except CapacityError as err:
+                raise forms.ValidationError(err.message) from None
+        return data
+
+
+@admin.register(PoolShare)
+class PoolShareAdmin(admin.ModelAdmin):
+    """Operators set shares here as through the API; the pool's guarantees stay within its GPUs."""
+
+    form = PoolShareForm
+    list_display = ("pool", "tenant", "guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
+    list_filter = ("pool",)
+    search_fields = ("tenant__slug", "pool__slug")
+
+    def save_model(self, request, obj, form, change):
+        # Through the service: under the pool's lock the sum is checked again (a concurrent writer).
+        try:
+            set_share(
+                obj.pool.slug,
+                obj.tenant.slug,
+                obj.guaranteed_gpus,
+                obj.borrowing_limit_gpus,
+                obj.lending_limit_gpus,
+            )
+        except CapacityError as err:
+            self.message_user(request, str(err), messages.ERROR)

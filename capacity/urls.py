@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.pools, name="pools"),
     path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
+    path("pools/<slug:slug>/shares/", views.pool_share, name="pool-share"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),

@@ -163,6 +163,11 @@ REPLICA_PIN_SECONDS = env.number("BERTH_REPLICA_PIN_SECONDS", 15)
 # A replica that did not answer is asked again after this long; reads go to the primary meanwhile.
 REPLICA_RETRY_SECONDS = env.number("BERTH_REPLICA_RETRY_SECONDS", 10)
 
+# Fair share (docs/shares.md): GPU-hours booked weigh half after this many hours (default 7 days).
+FAIRSHARE_HALF_LIFE_HOURS = env.number("BERTH_FAIRSHARE_HALF_LIFE", 7 * 24)
+if FAIRSHARE_HALF_LIFE_HOURS <= 0:
+    raise ImproperlyConfigured("BERTH_FAIRSHARE_HALF_LIFE: a whole number of hours above 0.")
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,7 +6,7 @@ midnight to the next. Page, API, CSV and usage_report read it the same way (usag
 Booked hours are each device booking's overlap with the period and the bucket (a released
 booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
-compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU). Used hours are the booked devices'
+compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Used hours are the booked devices'
 samples inside their bookings: each minute's utilization times a minute (slices have no samples
 of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
 booking covers in part from its raw minutes while they are kept (USAGE_RAW_DAYS), after that as
@@ -24,6 +24,7 @@ from django.utils import timezone
 from capacity.access import Scope
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
+from inventory.gpu_share import gpu_share_sql
 from usage.folds import raw_horizon
 
 GROUPS = {
@@ -57,9 +58,7 @@ WITH f AS (
   SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
 ), b AS (
   SELECT {columns}, bk.device_id,
-         CASE WHEN d.device_class LIKE 'mig-%%'
-              THEN coalesce(substring(d.device_class from 'mig-(?:[0-9]+c[.])?([0-9]+)g')::numeric, 1) / 7
-              ELSE 1 END AS share,
+         {share} AS share,
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
     FROM capacity_devicebooking_all bk
     -- A booking's allocation and reservation: joined from the live tables, and looked up by id in
@@ -192,6 +191,7 @@ def usage_report(
     keys = [f"g_{g}" for g in group_by]
     sql = _SQL.format(
         columns=", ".join(f"{GROUPS[g]} AS g_{g}" for g in group_by),
+        share=gpu_share_sql("d.device_class"),
         scoped="AND t.slug = ANY(%(tenants)s)" if scope.tenants is not None else "",
         keys=", ".join(keys),
         keys_out=", ".join(f"booked.{k}" for k in keys),

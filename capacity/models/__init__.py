@@ -4,6 +4,7 @@ from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
+from .shares import PoolShare
 from .tokens import TokenLifetime
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "AnyReservation",
     "DeviceBooking",
     "PoolCapacityRollup",
+    "PoolShare",
     "Quota",
     "QuotaCharge",
     "QuotaLoad",

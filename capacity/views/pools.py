@@ -30,6 +30,7 @@ from .common import (
     visible_pools,
 )
 from .rows import CELL_TEXT, node_rows, split_common_labels
+from .shares import ShareForm, apply_share, shares_context
 
 # --- pools -----------------------------------------------------------------------------------------
 
@@ -100,7 +101,17 @@ def pools(request: HttpRequest) -> HttpResponse:
 @login_required
 @replica_reads
 def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """Show a pool's nodes with their GPU grid, filtered and 50 to a page."""
+    """Show a pool's shares and its nodes with their GPU grid, filtered and 50 to a page."""
+    return pool_page(request, slug)
+
+
+def pool_page(
+    request: HttpRequest,
+    slug: str,
+    share_form: ShareForm | None = None,
+    share_error: str = "",
+    status: int = 200,
+) -> HttpResponse:
     pool = visible_pool(request.user, slug)
     scope = scope_for(request.user)
     queryset = services.nodes_for(
@@ -137,8 +148,27 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
             # Called by the template only when it draws the chart: not for the nodes partial.
             "availability": partial(pool_charts, [pool], scope_for(request.user)),
             "availability_tenant_view": scope_for(request.user).tenants is not None,
+            **shares_context(request, pool, share_form, share_error),
         },
         partial="nodes",
+        status=status,
+    )
+
+
+@require_POST
+@operator_required
+def pool_share(request: HttpRequest, slug: str) -> HttpResponse:
+    """Set or remove a tenant's share from the pool page; htmx gets the Shares section back in place."""
+    pool = visible_pool(request.user, slug)
+    form, error = apply_share(request, pool)
+    status = 200 if form is None else 400
+    if not wants_partial(request):
+        if form is None:
+            return redirect(reverse("pool-detail", args=[pool.slug]) + "#shares")
+        return pool_page(request, slug, form, error, status)
+    # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
+    return page(
+        request, "capacity/pool_detail.html", shares_context(request, pool, form, error), partial="shares"
     )
 
 

@@ -264,8 +264,9 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # session, user, operators group, (a tenant user: its tenants, their rows), pools, pool tenants,
     # count, nodes, the pool's generation, devices, labels, resources, taints, bookings, scalar
     # claims now; the availability chart: the pool with its generation, (a tenant user: its
-    # tenants' keys), the 14 days' bookings.
-    assert small == (16 if who == "op" else 19)
+    # tenants' keys), the 14 days' bookings; the Shares section: the pool's shares (an operator: the
+    # tenants of its form and the pool's rollups for its bookable GPUs).
+    assert small == (19 if who == "op" else 20)
     # Again, at the same generation: devices, labels and resources come from the process's cache.
     assert _queries(client, "/pools/lab-pool/") == small - 3
 

@@ -1,0 +1,69 @@
+"""The pool page's Shares section: every row and an edit form for operators, a tenant's own row."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest
+
+from capacity.access import scope_for
+from capacity.placement import CapacityError
+from capacity.services import shares
+from inventory.models import Tenant
+
+
+class ShareForm(forms.Form):
+    """A tenant's share of a pool, as the API's PUT takes it; blank limits mean none."""
+
+    tenant = forms.ModelChoiceField(Tenant.objects.order_by("slug"), to_field_name="slug")
+    guaranteed = forms.IntegerField(label="Guaranteed GPUs", min_value=0, max_value=10**9)
+    borrowing = forms.IntegerField(
+        label="Borrowing limit", min_value=0, max_value=10**9, required=False, help_text="blank: no limit"
+    )
+    lending = forms.IntegerField(
+        label="Lending limit", min_value=0, max_value=10**9, required=False, help_text="blank: all"
+    )
+
+
+def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, error: str = "") -> dict:
+    """Return what the Shares section draws: the rows the user may read and, for operators, the form.
+
+    The pool was checked by the caller (visible_pool). A tenant's team without a row in a pool with
+    shares is told it is guaranteed 0, never whose rows exist.
+    """
+    scope = scope_for(request.user)
+    rows, has_shares = shares.pool_shares(scope, pool)
+    context = {
+        "pool": pool,
+        "share_rows": rows,
+        "pool_has_shares": has_shares,
+        "share_own_missing": scope.tenants is not None and not rows,
+        "share_error": error,
+    }
+    if scope.tenants is None:
+        context["share_form"] = form or ShareForm(prefix="share")
+        context["bookable_gpus"] = shares.gpus_text(shares.bookable_gpus(pool))
+    return context
+
+
+def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
+    """Set or (with `delete`) remove the posted tenant's share.
+
+    Return (None, "") when done, else the form to show again and what went wrong outside its fields.
+    """
+    if request.POST.get("delete"):
+        try:
+            shares.delete_share(pool.slug, request.POST.get("share-tenant", ""))
+            return None, ""
+        except CapacityError as err:
+            return ShareForm(prefix="share"), err.message
+    form = ShareForm(request.POST, prefix="share")
+    if not form.is_valid():
+        return form, ""
+    data = form.cleaned_data
+    try:
+        shares.set_share(
+            pool.slug, data["tenant"].slug, data["guaranteed"], data["borrowing"], data["lending"]
+        )
+    except CapacityError as err:
+        return form, err.message
+    return None, ""
