@@ -18,6 +18,7 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import Quota, Reservation
 from capacity.rollups import refresh_rollups
+from capacity.services.shares import set_share
 from devtools.demo_samples import build_samples
 from inventory.ingest import IngestError, Reporter, apply_node_report
 from inventory.models import (
@@ -359,6 +360,9 @@ def build_demo(progress=None) -> dict[str, int]:
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
     build_samples()
+    # Shares in one pool, to look at (placement does not use them yet: docs/shares.md).
+    set_share("h100-prod", "acme", 96, None, 32)
+    set_share("h100-prod", "globex", 48, None, None)
     # The first node's report, as an operator's import would leave it (the node page shows it).
     first = Node.objects.order_by("name").first()
     if first is not None:
