@@ -1,42 +1,16 @@
 """Fixtures for the browser views: users in their roles, logged-in clients, small labs, bookings made through services."""
 
 import pytest
-from django.test import Client
 
-
-@pytest.fixture
-def operators_group(db):
-    from django.contrib.auth.models import Group
-
-    return Group.objects.get_or_create(name="operators")[0]
-
-
-@pytest.fixture
-def operator(operators_group):
-    """An operator by group membership alone (not staff), so the group check is what lets them in."""
-    from django.contrib.auth.models import User
-
-    user = User.objects.create_user("olga", password="pw-olga-123")
-    user.groups.add(operators_group)
-    return user
-
-
-@pytest.fixture
-def acme_user(tenant):
-    from django.contrib.auth.models import User
-
-    user = User.objects.create_user("alice", password="pw-alice-123")
-    tenant.users.add(user)
-    return user
-
-
-@pytest.fixture
-def globex_user(other_tenant):
-    from django.contrib.auth.models import User
-
-    user = User.objects.create_user("bob", password="pw-bob-123")
-    other_tenant.users.add(user)
-    return user
+from page_people import (  # noqa: F401  (fixtures, shared with tests/whatif)
+    acme_user,
+    alice,
+    bob,
+    globex_user,
+    op,
+    operator,
+    operators_group,
+)
 
 
 @pytest.fixture
@@ -54,30 +28,6 @@ def three_hosts_with_scalars(make_node, tenant, other_tenant):
     """node-a, node-b and node-c in lab-pool: 4 GPUs, vcpu 64 and memoryGiB 512 each; tenants acme and globex."""
     for name in ("node-a", "node-b", "node-c"):
         make_node(name, gpus=4, vcpu=64, memory=512)
-
-
-def _client(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def op(operator):
-    """A client logged in as the operator."""
-    return _client(operator)
-
-
-@pytest.fixture
-def alice(acme_user):
-    """A client logged in as a user of tenant acme."""
-    return _client(acme_user)
-
-
-@pytest.fixture
-def bob(globex_user):
-    """A client logged in as a user of tenant globex."""
-    return _client(globex_user)
 
 
 @pytest.fixture
