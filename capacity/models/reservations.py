@@ -82,6 +82,9 @@ class Reservation(Conditions, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     released_at = models.DateTimeField(null=True, blank=True)
+    # Whole GPUs held past the tenant's guarantee in a pool with shares (capacity.placers.shares):
+    # what a guaranteed booking may reclaim. 0 for everything else.
+    borrowed_gpus = models.FloatField(default=0.0, db_default=0.0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -98,6 +101,11 @@ class Reservation(Conditions, models.Model):
             models.Index(fields=["tenant", "-created_at", "-id"], name="reservation_tenant_newest_idx"),
         ]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(borrowed_gpus__gte=0),
+                name="reservation_borrowed_nonnegative",
+                violation_error_message="A reservation cannot borrow fewer than 0 GPUs.",
+            ),
             models.UniqueConstraint(
                 fields=["tenant", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),

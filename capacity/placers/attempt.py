@@ -19,6 +19,7 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .loader import NodeIndex, PoolRow
 from .preempt import Preemption, take_back, with_preempted
+from .shares import SharesRefused, check_shares
 from .types import Outcome, PlacerConfig
 
 
@@ -38,6 +39,7 @@ class Way:
     commit: Callable[[PlacementRequest, Sequence[Ranked], NodeIndex, str | None], list[Committed]]
     charge: Callable[[Sequence[Ranked], NodeIndex], None] | None = None
     waits: bool = True
+    pool: PoolRow | None = None  # judged against its shares after the commit, when it has some
 
 
 def attempt(
@@ -70,16 +72,23 @@ def attempt(
                     node = preemption.members[0].node_id
                     raise LostRace(node, f"spot work on {node} is being changed")
             committed = way.commit(request, members, index, None if early else savepoint)
-        except (LostRace, ArchivedMeanwhile) as stop:
+            borrowed = None
+            if way.pool is not None and owner.reservation_pk is not None and any(c.shared for c in committed):
+                borrowed = check_shares(way.pool.pk, way.pool.view.id, owner.reservation_pk, request)
+        except (LostRace, ArchivedMeanwhile, SharesRefused) as stop:
             rollback_to(savepoint)
             if isinstance(stop, ArchivedMeanwhile):
                 return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
+            if isinstance(stop, SharesRefused):
+                return Outcome("pending", reason=str(stop), plan=plan, lost=lost)
             lost.append(stop.reason)
             request = request.with_excluded(stop.node)
             continue
         # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
         victims = preemption.victims if preemption is not None else ()
-        return Outcome("placed", committed=committed, plan=plan, lost=lost, preempted=victims)
+        return Outcome(
+            "placed", committed=committed, plan=plan, lost=lost, preempted=victims, borrowed=borrowed
+        )
     return gave_up(config, lost)
 
 

@@ -60,7 +60,10 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
    FOR UPDATE OF r SKIP LOCKED
 """
 
-_LOCK_POOL_SQL = "SELECT archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE"
+_LOCK_POOL_SQL = """
+SELECT p.archived, EXISTS (SELECT 1 FROM capacity_poolshare s WHERE s.pool_id = p.id)
+  FROM inventory_pool p WHERE p.id = %(pool)s::bigint FOR NO KEY UPDATE OF p
+"""
 
 # Rows still queued become pending with their reason; the ones returned get their quota back.
 _SETTLE_SQL = f"""
@@ -172,8 +175,13 @@ def place_batch(pool_pk: int, config: PlacerConfig, *, now: datetime | None = No
         else:
             ledger = _plan_all(entries, pool, config)
             if any(e.fits or e.request.gang is not None for e in entries):
-                _lock(entries, pool)
-                _commit_all(entries, pool, config, ledger, now)
+                if _lock(entries, pool):
+                    # A pool with shares judges each placement on the ones before it: one at a time.
+                    for e in entries:
+                        if (e.fits or e.request.gang is not None) and not e.reason:
+                            _place_inline(e, pool, config, now)
+                else:
+                    _commit_all(entries, pool, config, ledger, now)
             for e in entries:
                 # Regular work that fits only by taking spot work back places inline (spec).
                 if (
@@ -224,15 +232,16 @@ def _plan_entry(e: Entry, pool: PoolRow, config: PlacerConfig, ledger: Ledger) -
         e.reason = e.plan.pending_reason()
 
 
-def _lock(entries: list[Entry], pool: PoolRow) -> None:
-    """Lock the pool row for the commits; a pool archived meanwhile places nothing."""
+def _lock(entries: list[Entry], pool: PoolRow) -> bool:
+    """Lock the pool row for the commits and return whether it has shares; an archived one places nothing."""
     with prepared_cursor() as cur:
         cur.execute(_LOCK_POOL_SQL, {"pool": pool.pk})
-        (archived,) = cur.fetchone()
+        archived, shared = cur.fetchone()
     if archived:
         for e in entries:
             if e.fits or e.request.gang is not None:
                 e.reason = ARCHIVED_REASON
+    return bool(shared) and not archived
 
 
 def _commit_all(

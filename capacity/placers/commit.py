@@ -46,15 +46,17 @@ class Committed:
     allocation_pk: int
     node: str
     atoms: tuple[str, ...]
+    shared: bool = False  # the pool has shares: the placement is judged against them
 
 
-# The locks, in the spec's order: the pool row, then the node. The pool CTE is read first, so its
+# The locks, in the spec's order: the pool row, then the node; and whether the pool has shares
+# (capacity.placers.shares judges the booking then). The pool CTE is read first, so its
 # row is locked before the node's. NO KEY UPDATE: placers exclude each other (and an archive) on it,
 # while a node action that writes a row referring to the pool (a rollup's foreign-key check takes
 # KEY SHARE) after locking its node does not wait for it, which would deadlock against this order.
 _LOCK_SQL = f"""
 WITH p AS (SELECT id, owner_tenant_id, archived FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE)
-SELECT p.archived, n.id IS NOT NULL
+SELECT p.archived, n.id IS NOT NULL, EXISTS (SELECT 1 FROM capacity_poolshare s WHERE s.pool_id = p.id)
   FROM p LEFT JOIN LATERAL (
        SELECT n.id FROM inventory_node n
         WHERE n.id = %(node)s::bigint AND n.pool_id = p.id AND {SCHEDULABLE_TOLERATING}
@@ -218,7 +220,7 @@ def send_member(
 def read_member(sent: Sent) -> Committed:
     """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised."""
     try:
-        archived, schedulable = sent.lock.fetchone()
+        archived, schedulable, shared = sent.lock.fetchone()
         labels_ok, devices_ok, allocation_pk, booked_count, claimed, _placed = sent.write.fetchone()
     finally:
         sent.close()
@@ -233,7 +235,7 @@ def read_member(sent: Sent) -> Committed:
     )
     if lost is not None:
         raise lost
-    return Committed(allocation_pk=allocation_pk, node=sent.node, atoms=sent.atoms)
+    return Committed(allocation_pk=allocation_pk, node=sent.node, atoms=sent.atoms, shared=shared)
 
 
 def member_devices(

@@ -61,5 +61,6 @@ def place(
         preemption=lambda req: find_preemption(req, pool, built.bind(req)),
         commit=commit,
         waits=not holds_pool,
+        pool=pool,
     )
     return attempt(request, way, owner, config, now)

@@ -120,6 +120,7 @@ def place_lease(
         preemption=lambda req: find_lease_preemption(req, pool),
         commit=commit,
         charge=lambda members, _index: charge(lease_demand([static.by_name[m.node_id] for m in members])),
+        pool=pool,
     )
     return attempt(request, way, owner, config, now)
 

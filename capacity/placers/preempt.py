@@ -1,4 +1,9 @@
-"""Spot preemption: a regular request that fits only by taking spot work back does so.
+"""Spot preemption and reclaim: a regular request that fits only by taking spot work back does so.
+
+In a pool with shares, a regular request that keeps its tenant within its guarantee over its
+window may also take back other tenants' borrowing reservations (borrowed_gpus > 0,
+capacity.placers.shares): the guarantee is reclaimed, the fewest GPU-hours first, the same way.
+Below, "spot work" reads "spot work, or borrowing work being reclaimed".
 
 When a regular request does not fit, the pool is planned again with every spot booking and claim
 in the window counted free. Each node that then fits is given the cheapest set of spot
@@ -37,10 +42,12 @@ from .commit import Owner
 from .ending import end_allocations
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
+from .shares import may_reclaim
 from .sql import key_in
 
 PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
+RECLAIMED_REASON = "ReclaimedByShares"
 
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
 # reservations with their reservation: arrays in one row, which the driver parses in C. Reading
@@ -54,13 +61,17 @@ SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
           FROM capacity_reservation r
           JOIN capacity_allocation a ON a.reservation_id = r.id
           JOIN capacity_devicebooking b ON b.allocation_id = a.id
-         WHERE r.pool_id = %(pool)s::bigint AND r.status = 'placed' AND r.priority = 'spot'
+         WHERE r.pool_id = %(pool)s::bigint AND r.status = 'placed'
+           AND (r.priority = 'spot' OR (%(reclaim)s AND r.borrowed_gpus > 0 AND r.tenant_id <> (
+                SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)))
            AND r.starts_at < upper(%(during)s::tstzrange) AND r.ends_at > lower(%(during)s::tstzrange)
            AND b.during && %(during)s::tstzrange) AS s
 """
 _CLAIMS_SQL = f"""
 SELECT c.node_id, c.resource, c.amount, (date_part('epoch', lower(c.during)) * 1000)::bigint,
-       (date_part('epoch', upper(c.during)) * 1000)::bigint, a.reservation_id, coalesce(r.priority = 'spot', false)
+       (date_part('epoch', upper(c.during)) * 1000)::bigint, a.reservation_id,
+       coalesce(r.priority = 'spot' OR (%(reclaim)s AND r.status = 'placed' AND r.borrowed_gpus > 0
+                AND r.tenant_id <> (SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)), false)
   FROM capacity_scalarclaim c
   JOIN capacity_allocation a ON a.id = c.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -103,8 +114,12 @@ class Preemption:
     index: NodeIndex
 
 
-def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: datetime) -> Holds:
+def read_holds(
+    pool_pk: int, index: PoolIndex, request: PlacementRequest, at: datetime, *, reclaim: bool = False
+) -> Holds:
     """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs.
+
+    With `reclaim`, other tenants' borrowing reservations count as spot work.
 
     Claims are read for the scalars the request claims; for a lease, which claims them all, of
     every scalar the pool's nodes have.
@@ -113,7 +128,14 @@ def read_holds(pool_pk: int, index: PoolIndex, request: PlacementRequest, at: da
         names = sorted({r for v in index.nodes.views for r in v.resources})
     else:
         names = sorted(r for r, n in request.resources.items() if n > 0)
-    params = {**index.keys, "pool": pool_pk, "during": window_range(request.during), "names": names}
+    params = {
+        **index.keys,
+        "pool": pool_pk,
+        "during": window_range(request.during),
+        "names": names,
+        "reclaim": reclaim,
+        "tenant": request.tenant_id,
+    }
     spot: dict[int, set[int]] = defaultdict(set)
     claims: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     spot_claims: dict[int, dict[str, dict[str, list]]] = defaultdict(
@@ -211,7 +233,7 @@ def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, dat
         return None
     index = pool_index(pool)
     at = preemption_time(request)
-    holds = read_holds(pool.pk, index, request, at)
+    holds = read_holds(pool.pk, index, request, at, reclaim=may_reclaim(pool.pk, request))
     return (index, at, holds) if holds.cost else None
 
 
@@ -316,9 +338,10 @@ def _used(
 # meanwhile frees its room anyway, and the guarded commit judges whatever else changed).
 # The victims locked, each with whether the preempting reservation is its own tenant's.
 _LOCK_VICTIMS_SQL = """
-SELECT id, tenant_id IS NOT DISTINCT FROM (SELECT tenant_id FROM capacity_reservation WHERE id = %(by)s::bigint)
+SELECT id, tenant_id IS NOT DISTINCT FROM (SELECT tenant_id FROM capacity_reservation WHERE id = %(by)s::bigint),
+       priority = 'spot'
   FROM capacity_reservation
- WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND priority = 'spot'
+ WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND (priority = 'spot' OR borrowed_gpus > 0)
  ORDER BY id FOR UPDATE{skip}
 """
 _MARK_PREEMPTED_SQL = """
@@ -343,7 +366,9 @@ def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *,
             _LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"),
             {"pks": list(victims), "by": by.reservation_pk},
         )
-        own = dict(cur.fetchall())
+        found = cur.fetchall()
+    own = {pk: mine for pk, mine, _spot in found}
+    spot = {pk: is_spot for pk, _mine, is_spot in found}
     locked = sorted(own)
     if not wait and len(locked) < len(victims):
         return False
@@ -351,7 +376,10 @@ def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *,
         return True
     end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
     quota.refund(locked, at)
-    conditions = [json.dumps([preempted_condition(at, by, own[pk])]) for pk in locked]
+    conditions = [
+        json.dumps([preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by)])
+        for pk in locked
+    ]
     with connection.cursor() as cur:
         cur.execute(_MARK_PREEMPTED_SQL, {"at": at, "now": now, "ids": locked, "conditions": conditions})
     return True
@@ -379,6 +407,22 @@ def preempted_condition(at: datetime, by: Owner, own_tenant: bool) -> dict:
         "at": at.isoformat(),
         "reservationId": by.reservation_pk,
         "byOwnTenant": own_tenant,
+    }
+
+
+def reclaimed_condition(at: datetime, by: Owner) -> dict:
+    """Return the condition of a borrowing reservation whose GPUs a guaranteed booking took back.
+
+    The guaranteed tenant is never named (nor its reservation, but for operators).
+    """
+    return {
+        "type": PREEMPTED,
+        "status": "True",
+        "reason": RECLAIMED_REASON,
+        "message": f"reclaimed by the pool's guaranteed shares at {at.strftime('%Y-%m-%dT%H:%MZ')}",
+        "at": at.isoformat(),
+        "reservationId": by.reservation_pk,
+        "byOwnTenant": False,
     }
 
 

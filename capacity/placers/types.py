@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from capacity.placement import Plan, SchedulerPlugin
 
 from .commit import Committed
+from .shares import Borrowed
 
 INLINE = "inline"
 POOL_LEASE = "pool-lease"
@@ -39,3 +40,4 @@ class Outcome:
     plan: Plan | None = None
     lost: list[str] = field(default_factory=list)
     preempted: tuple[int, ...] = ()  # spot reservations this placement took back
+    borrowed: Borrowed | None = None  # what it borrowed past its tenant's guarantee (pools with shares)

@@ -95,7 +95,8 @@ def place_and_record(stage: Stage) -> Outcome:
     if outcome.status == "placed":
         # The commit's own statement marked the row placed; this copy follows.
         reservation.status = Reservation.Status.PLACED
-        reservation.conditions = []
+        reservation.conditions = [] if outcome.borrowed is None else [outcome.borrowed.condition]
+        reservation.borrowed_gpus = 0.0 if outcome.borrowed is None else outcome.borrowed.gpus
         # As the row reads: a change never before the creation (migration 0021's trigger).
         reservation.updated_at = max(stage.now, reservation.created_at)
     else:

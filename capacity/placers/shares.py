@@ -1,0 +1,182 @@
+"""A placement in a pool with shares: judged after its commit, under the pool's lock.
+
+The commit's lock statement says whether the pool has shares (read under the pool row's lock, so
+a share set meanwhile waits for this transaction). When it has, the pool's bookings over the
+window (the new one in them), its share rows and its bookable GPUs are read in one statement and
+judged (capacity.placement.shares): a booking that would break a borrowing limit, or borrow a
+guarantee its tenant keeps, rolls back to the attempt's savepoint and stays pending with the
+reason; one that borrows records how much (`borrowed_gpus`, what a guaranteed booking may
+reclaim) and a Borrowed condition. A pool without shares costs nothing here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from capacity.db.cursors import prepared_cursor
+from capacity.db.literals import window_literal
+from capacity.placement import PlacementRequest
+from capacity.placement.shares import Share, gpus_text, judge, within
+from inventory.gpu_share import gpu_share, gpu_share_sql
+
+BORROWED = "Borrowed"
+BORROWED_REASON = "BorrowedFromShares"
+
+# A booked slice of a booked GPU is part of the GPU, not more of it.
+_HOLDS = f"""
+SELECT r.tenant_id, r.id = %(reservation)s::bigint AS own,
+       extract(epoch FROM lower(b.during))::float8, extract(epoch FROM upper(b.during))::float8,
+       sum({gpu_share_sql("d.device_class")})::float8
+  FROM capacity_devicebooking b
+  JOIN capacity_allocation a ON a.id = b.allocation_id
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+  JOIN inventory_device d ON d.id = b.device_id
+ WHERE r.pool_id = %(pool)s::bigint AND b.during && %(during)s::tstzrange
+   AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking p
+                    WHERE p.allocation_id = b.allocation_id AND p.device_id = d.parent_id)
+ GROUP BY 1, 2, 3, 4
+"""
+# The holds, then the share rows, then the pool's bookable GPUs (as services.shares counts them
+# when it checks guarantees), and the tenant: one round trip.
+_READ_SQL = f"""
+SELECT 'hold', h.* FROM ({_HOLDS}) h
+UNION ALL
+SELECT 'share', s.tenant_id, false, s.guaranteed_gpus::float8, s.borrowing_limit_gpus::float8,
+       s.lending_limit_gpus::float8
+  FROM capacity_poolshare s WHERE s.pool_id = %(pool)s::bigint
+UNION ALL
+SELECT 'pool', (SELECT id FROM inventory_tenant WHERE slug = %(tenant)s::text), false,
+       coalesce(sum((c.total - c.excluded) * {gpu_share_sql("c.device_class")}), 0)::float8, NULL, NULL
+  FROM capacity_poolcapacityrollup c
+ WHERE c.pool_id = %(pool)s::bigint AND (c.device_class = 'gpu' OR c.device_class LIKE 'mig-%%')
+"""
+_RECORD_SQL = """
+UPDATE capacity_reservation SET borrowed_gpus = %(gpus)s, conditions = %(conditions)s::jsonb
+ WHERE id = %(reservation)s::bigint
+"""
+
+
+class SharesRefused(Exception):
+    """The booking breaks the pool's shares; the message says which and by how much."""
+
+
+@dataclass(frozen=True)
+class Borrowed:
+    """What a placed booking borrowed: whole GPUs past its tenant's guarantee, from how many tenants."""
+
+    gpus: float
+    lenders: int
+    condition: dict  # as recorded on the reservation
+
+
+@dataclass(frozen=True)
+class PoolShares:
+    """A pool's share rows, its bookable GPUs and the bookings over a window, as read together."""
+
+    tenant: int
+    holds: list[tuple[Hashable, float, float, float]]
+    own: float  # the whole GPUs of the reservation asked about (0 when it has no booking yet)
+    shares: dict[Hashable, Share]
+    capacity: float
+
+
+def read_shares(pool_pk: int, reservation_pk: int | None, request: PlacementRequest) -> PoolShares:
+    """Read what judging the request's tenant over its window needs (`reservation_pk`'s booking apart)."""
+    holds: list[tuple[Hashable, float, float, float]] = []
+    shares: dict[Hashable, Share] = {}
+    own, tenant, capacity = 0.0, 0, 0.0
+    with prepared_cursor() as cur:
+        cur.execute(
+            _READ_SQL,
+            {
+                "pool": pool_pk,
+                "reservation": reservation_pk,
+                "tenant": request.tenant_id,
+                "during": window_literal(request.during),
+            },
+        )
+        for kind, who, mine, a, b, c in cur.fetchall():
+            if kind == "hold":
+                holds.append((who, a, b, c))
+                own += c if mine else 0.0
+            elif kind == "share":
+                shares[who] = Share(a, b, c)
+            else:
+                tenant, capacity = who, a
+    return PoolShares(tenant, holds, own, shares, capacity)
+
+
+def check_shares(
+    pool_pk: int, pool_slug: str, reservation_pk: int, request: PlacementRequest
+) -> Borrowed | None:
+    """Judge a committed booking against the pool's shares; record what it borrowed.
+
+    Raise SharesRefused (nothing recorded: the caller rolls back to its savepoint) when it breaks
+    them; return what it borrowed, or None when it stays within its tenant's guarantee.
+    """
+    read = read_shares(pool_pk, reservation_pk, request)
+    window = (request.during.start / 1000, request.during.end / 1000)
+    verdict = judge(read.tenant, read.own, window, read.holds, read.shares, read.capacity)
+    if verdict.refused is not None:
+        raise SharesRefused(f"{pool_slug}: {verdict.refused}")
+    if verdict.borrowed <= 0:
+        return None
+    guaranteed = read.shares.get(read.tenant, Share(0)).guaranteed
+    condition = borrowed_condition(pool_slug, verdict.borrowed, verdict.lenders, guaranteed)
+    with prepared_cursor() as cur:
+        cur.execute(
+            _RECORD_SQL,
+            {"gpus": verdict.borrowed, "conditions": json.dumps([condition]), "reservation": reservation_pk},
+        )
+    return Borrowed(verdict.borrowed, verdict.lenders, condition)
+
+
+def borrowed_condition(pool_slug: str, gpus: float, lenders: int, guaranteed: float) -> dict:
+    """Return the Borrowed condition: what was borrowed, and from how many tenants (never whom)."""
+    if lenders == 0:
+        source = "the pool's GPUs that nobody is guaranteed"
+    else:
+        noun = "team's" if lenders == 1 else "teams'"
+        source = f"{lenders} other {noun} unused guarantee"
+    return {
+        "type": BORROWED,
+        "status": "True",
+        "reason": BORROWED_REASON,
+        "message": (
+            f"borrows {gpus_text(gpus)} GPUs past the team's guarantee of {gpus_text(guaranteed)}"
+            f" in {pool_slug}, from {source}; a guaranteed booking may reclaim them"
+        ),
+        "borrowedGpus": round(gpus, 4),
+        "lenders": lenders,
+    }
+
+
+def request_gpus(request: PlacementRequest) -> float:
+    """Return the whole GPUs a device request books (a MIG slice its share); 0 for a lease (unknown yet)."""
+    if request.lease:
+        return 0.0
+    each = sum(
+        float(gpu_share(d.device_class)) * d.count
+        for d in request.devices
+        if d.device_class == "gpu" or d.device_class.startswith("mig-")
+    )
+    return each * (request.gang.size if request.gang is not None else 1)
+
+
+def may_reclaim(pool_pk: int, request: PlacementRequest) -> bool:
+    """Return whether a regular request stays within its tenant's guarantee over its window.
+
+    Such a request may take back other tenants' borrowed GPUs (capacity.placers.preempt). False in
+    a pool without shares, for instances, for leases (what they hold is known once a node is
+    chosen) and for a request of no GPUs.
+    """
+    gpus = request_gpus(request)
+    if request.instance_id is not None or gpus <= 0:
+        return False
+    read = read_shares(pool_pk, None, request)
+    if not read.shares:
+        return False
+    window = (request.during.start / 1000, request.during.end / 1000)
+    return within(read.tenant, gpus, window, read.holds, read.shares)
