@@ -52,6 +52,12 @@ def gpus_text(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def gpus_phrase(value: float) -> str:
+    """Return a number of GPUs in words: 1 GPU, 2 GPUs, 0.43 GPUs."""
+    text = gpus_text(value)
+    return f"{text} GPU" if text == "1" else f"{text} GPUs"
+
+
 def judge(
     tenant: Hashable,
     gpus: float,
@@ -88,9 +94,9 @@ def judge(
         if own.borrowing_limit is not None and past > own.borrowing_limit + EPSILON:
             return Verdict(
                 refused=(
-                    f"borrowingLimitGpus: the booking would take the team to {gpus_text(past)} GPUs past"
+                    f"borrowingLimitGpus: the booking would take the team {gpus_phrase(past)} past"
                     f" its guarantee of {gpus_text(own.guaranteed)}; it may borrow"
-                    f" {gpus_text(own.borrowing_limit)}"
+                    f" {gpus_phrase(own.borrowing_limit)}"
                 )
             )
         used = sum(held.values())
@@ -98,7 +104,7 @@ def judge(
         if used + kept > capacity + EPSILON:
             return Verdict(
                 refused=(
-                    f"no GPUs to borrow: the booking would take the team {gpus_text(past)} GPUs past its"
+                    f"no GPUs to borrow: the booking would take the team {gpus_phrase(past)} past its"
                     f" guarantee of {gpus_text(own.guaranteed)}, and other teams' guarantees keep"
                     f" {gpus_text(kept)} of the pool's {gpus_text(capacity)} GPUs for themselves"
                 )

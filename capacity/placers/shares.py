@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_literal
 from capacity.placement import PlacementRequest
-from capacity.placement.shares import Share, gpus_text, judge, within
+from capacity.placement.shares import Share, gpus_phrase, gpus_text, judge, within
 from inventory.gpu_share import gpu_share, gpu_share_sql
 
 BORROWED = "Borrowed"
@@ -145,7 +145,7 @@ def borrowed_condition(pool_slug: str, gpus: float, lenders: int, guaranteed: fl
         "status": "True",
         "reason": BORROWED_REASON,
         "message": (
-            f"borrows {gpus_text(gpus)} GPUs past the team's guarantee of {gpus_text(guaranteed)}"
+            f"borrows {gpus_phrase(gpus)} past the team's guarantee of {gpus_text(guaranteed)}"
             f" in {pool_slug}, from {source}; a guaranteed booking may reclaim them"
         ),
         "borrowedGpus": round(gpus, 4),

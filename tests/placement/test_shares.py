@@ -42,7 +42,7 @@ def test_the_borrowing_limit_caps_what_is_held_past_the_guarantee():
     shares = {"acme": Share(6, borrowing_limit=1), "globex": Share(4)}
     verdict = judge("acme", 8, (0, 10), [("acme", 0, 10, 8)], shares, 10)
     assert verdict.refused == (
-        "borrowingLimitGpus: the booking would take the team to 2 GPUs past its guarantee of 6; it may borrow 1"
+        "borrowingLimitGpus: the booking would take the team 2 GPUs past its guarantee of 6; it may borrow 1 GPU"
     )
 
 
