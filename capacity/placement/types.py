@@ -183,6 +183,14 @@ class PlacementRequest:
         """Return the topology a device request asks for, inheriting the request's."""
         return device.topology if device.topology is not None else self.topology
 
+    def without_lost(self) -> PlacementRequest:
+        """Return a copy that may use again the nodes lost races left out (the caller's stay out)."""
+        if not self.lost_nodes:
+            return self
+        return dataclasses.replace(
+            self, exclude_nodes=self.exclude_nodes - self.lost_nodes, lost_nodes=frozenset()
+        )
+
     def with_excluded(self, node_id: str) -> PlacementRequest:
         """Return a copy that also leaves out node_id, as after a lost race."""
         return dataclasses.replace(

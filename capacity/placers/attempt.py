@@ -51,7 +51,9 @@ def attempt(
         plan, index = way.plan(request)
         preemption = None
         if not plan.fits:
-            preemption = way.preemption(request)
+            # A node lost to a race may be one that is full now only of work that can be taken back
+            # (spot work, or borrowed GPUs of a guarantee being reclaimed): it is looked at again.
+            preemption = way.preemption(request.without_lost())
             if preemption is None:
                 return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
             plan, index = with_preempted(plan, preemption), preemption.index
