@@ -80,6 +80,9 @@ class ReservationSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
     createdAt = serializers.DateTimeField()
     releasedAt = serializers.DateTimeField(allow_null=True)
+    borrowedGpus = serializers.FloatField(
+        help_text="Whole GPUs it holds past its tenant's guarantee in a pool with shares (docs/shares.md); 0 otherwise."
+    )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
     request = serializers.DictField(help_text="The input as the caller sent it.")
@@ -113,6 +116,8 @@ def reservation_data(
         "end": reservation.ends_at,
         "createdAt": reservation.created_at,
         "releasedAt": reservation.released_at,
+        # Whole GPUs held past the tenant's guarantee in a pool with shares (history rows: 0).
+        "borrowedGpus": round(getattr(reservation, "borrowed_gpus", 0.0), 4),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),

@@ -172,6 +172,7 @@ RESERVATION_EXAMPLES = [
             "end": "2026-12-05T12:00:00Z",
             "createdAt": "2026-12-02T12:00:00.120000Z",
             "releasedAt": None,
+            "borrowedGpus": 0.0,
             "conditions": [],
             "allocations": [
                 {
@@ -201,6 +202,7 @@ RESERVATION_EXAMPLES = [
             "end": "2026-12-05T12:00:00Z",
             "createdAt": "2026-12-02T12:00:00.120000Z",
             "releasedAt": None,
+            "borrowedGpus": 0.0,
             "conditions": [
                 {
                     "type": "Unschedulable",

@@ -61,8 +61,8 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
 """
 
 _LOCK_POOL_SQL = """
-SELECT p.archived, EXISTS (SELECT 1 FROM capacity_poolshare s WHERE s.pool_id = p.id)
-  FROM inventory_pool p WHERE p.id = %(pool)s::bigint FOR NO KEY UPDATE OF p
+SELECT archived, EXISTS (SELECT 1 FROM capacity_poolshare s WHERE s.pool_id = inventory_pool.id)
+  FROM inventory_pool WHERE id = %(pool)s::bigint FOR NO KEY UPDATE
 """
 
 # Rows still queued become pending with their reason; the ones returned get their quota back.

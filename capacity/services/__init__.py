@@ -18,6 +18,7 @@ from capacity.access import (
 )
 from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
 from capacity.placers.ending import end_allocations
+from capacity.placers.shares import BORROWED
 
 from .inputs import normalize, parse_duration, stored_input, stored_request
 from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview

@@ -83,6 +83,14 @@ class ReservationRow:
         return self.reservation.priority == Reservation.Priority.SPOT
 
     @property
+    def borrowed(self) -> str:
+        """Return what a placed reservation borrowed past its tenant's guarantee ("" when nothing)."""
+        r = self.reservation
+        if r.status != Reservation.Status.PLACED or not getattr(r, "borrowed_gpus", 0):
+            return ""
+        return (r.condition(services.BORROWED) or {}).get("message", f"borrows {r.borrowed_gpus:g} GPUs")
+
+    @property
     def idle(self) -> str:
         """Return the evidence of its Idle condition ("" when it is not idle)."""
         if self.reservation.status != Reservation.Status.PLACED:
