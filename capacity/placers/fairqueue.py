@@ -55,6 +55,9 @@ LEFT JOIN unnest(%(fair_pools)s::bigint[], %(fair_tenants)s::bigint[], %(fair_fi
 """
 # capacity.placement.fairqueue.queue_key in SQL.
 FAIR_ORDER = "f.share NULLS LAST, r.created_at, r.id"
+# The same for the reservations `r` of one pool, without a join (pool_params): a lookup per row.
+POOL_SHARE = "(%(fair_figures)s::float8[])[array_position(%(fair_tenants)s::bigint[], r.tenant_id)]"
+POOL_ORDER = f"{POOL_SHARE} NULLS LAST, r.created_at, r.id"
 
 
 def half_life() -> float:
@@ -93,3 +96,9 @@ def fair_params(fair: FairShares) -> dict[str, list]:
         "fair_tenants": [t for _, t, _ in rows],
         "fair_figures": [s for _, _, s in rows],
     }
+
+
+def pool_params(shares: Mapping[int, float | None]) -> dict[str, list]:
+    """Return POOL_SHARE's parameters for one pool: its tenants with a figure, and their figures."""
+    rows = [(t, s) for t, s in shares.items() if s is not None]
+    return {"fair_tenants": [t for t, _ in rows], "fair_figures": [s for _, s in rows]}
