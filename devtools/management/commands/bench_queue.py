@@ -34,4 +34,4 @@ class Command(BaseCommand):
                 f"of 1 {f['placesOf1']['p50Ms']} ms, pure order {f['pureOrder']['p50Ms']} ms; "
                 f"round (housekeeping) {f['round']['housekeepingMs']} ms"
             )
-        self.stdout.write(json.dumps(figures, indent=2))
+        self.stdout.write(json.dumps(figures))
