@@ -29,8 +29,10 @@ HALF_LIVES_READ = 10
 # a span after now left out (capacity.placement.fairshare.decayed_gpu_hours, times rate).
 _FAIR_SHARES_SQL = f"""
 WITH s AS (
-  SELECT pool_id, tenant_id, guaranteed_gpus FROM capacity_poolshare
-   WHERE %(pools)s::bigint[] IS NULL OR pool_id = ANY(%(pools)s::bigint[])
+  SELECT pool_id, tenant_id, guaranteed_gpus FROM capacity_poolshare ps
+   WHERE (%(pools)s::bigint[] IS NULL OR pool_id = ANY(%(pools)s::bigint[]))
+     AND (NOT %(waiting)s OR EXISTS (SELECT 1 FROM capacity_reservation r
+                                      WHERE r.pool_id = ps.pool_id AND r.status = 'pending'))
 ), used AS (
   SELECT r.pool_id, r.tenant_id,
          sum(({gpu_share_sql("d.device_class")})::float8
@@ -65,16 +67,20 @@ def half_life() -> float:
     return settings.FAIRSHARE_HALF_LIFE_HOURS * 3600.0
 
 
-def read_fair_shares(pool_ids: Iterable[int] | None, now: datetime) -> dict[int, dict[int, float | None]]:
+def read_fair_shares(
+    pool_ids: Iterable[int] | None, now: datetime, *, waiting: bool = True
+) -> dict[int, dict[int, float | None]]:
     """Return pool pk -> tenant pk -> fair share at `now`, for the pools asked that have shares.
 
-    One statement, whatever the number of pools (None: every pool with shares). A tenant without a
-    row is not a key: it has no figure, as one with a guarantee of 0 has None.
+    One statement, whatever the number of pools (None: every pool with shares). With `waiting`,
+    only pools with pending work: the others' bookings are not read (the figures only order it).
+    A tenant without a row is not a key: it has no figure, as one with a guarantee of 0 has None.
     """
     seconds = half_life()
     rate = math.log(2) / seconds
     params = {
         "pools": None if pool_ids is None else list(pool_ids),
+        "waiting": waiting,
         "rate": rate,
         "now": now.timestamp(),
         "at": now,
