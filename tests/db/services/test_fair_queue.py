@@ -5,6 +5,9 @@ import random
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from capacity import services
 from capacity.models import PoolShare, Reservation
@@ -13,7 +16,7 @@ from capacity.placers.batch import place_batch, place_queued
 from capacity.placers.fairqueue import read_fair_shares
 from capacity.services.shares import share_rows
 
-from booking import NOW, ask, config, reserve
+from booking import NOW, ask, config, from_real_now, reserve
 from tenants import make_tenant
 
 HOUR = timedelta(hours=1)
@@ -156,3 +159,22 @@ def test_a_batch_in_a_pool_with_shares_takes_its_queue_in_fair_order(shared):
     batch = place_batch(shared.pk, lease, now=NOW, shares=fair[shared.pk])
     assert sorted(batch.placed) == sorted([made[2].pk, made[3].pk])
     assert place_queued(lease).placed == [made[0].pk, made[1].pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_round_reads_the_figures_once_and_places_the_fair_queue_first(shared, make_node):
+    from capacity.worker import run_round
+
+    services.expire_ended()  # the past booking: its release would retry (and read) on its own
+    start = from_real_now()
+    reserve(ask(2, start=start), now=timezone.now())  # node-a keeps 2 GPUs free in the window
+    lease = config(placer="pool-lease", max_batch=2)
+    made = [
+        services.reserve(ask(1, tenant=t, start=start), now=timezone.now(), config=lease).reservation
+        for t in ["acme", "acme", "globex", "globex"]
+    ]
+    with CaptureQueriesContext(connection) as seen:
+        run_round(lease, housekeeping=True)
+    assert sum("capacity_poolshare" in q["sql"] for q in seen.captured_queries) == 1
+    status = [Reservation.objects.get(pk=r.pk).status for r in made]
+    assert status == ["pending", "pending", "placed", "placed"]
