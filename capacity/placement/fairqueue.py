@@ -33,7 +33,7 @@ class Place:
     fair_share: float | None
 
 
-def queue_key(fair_share: float | None, created: Any, pk: int) -> tuple:
+def queue_key(fair_share: float | None, created: Any, pk: int) -> tuple[bool, float, Any, int]:
     """Return the sort key of one reservation: figures ascending, none last, then oldest first."""
     return (fair_share is None, 0.0 if fair_share is None else fair_share, created, pk)
 
