@@ -66,7 +66,10 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
     mark nodes whose agent stopped reporting stale, repair bookings still on unusable atoms (they
     were waiting for room) and retry pending ones."""
-    batch = place_queued(config) if config.placer == POOL_LEASE else None
+    # Pools with shares take their work in fair order: the figures are read once a round (one
+    # statement); a round without housekeeping lets the batches read them for the queued pools.
+    fair = services.fair_shares() if housekeeping else None
+    batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
     expired = services.expire_ended()
@@ -74,7 +77,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     _move_history(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
-    retried = services.retry_pending(pools)
+    retried = services.retry_pending(pools, fair=fair)
     return Round(batch, expired, retried, repaired)
 
 

@@ -360,7 +360,7 @@ def build_demo(progress=None) -> dict[str, int]:
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
     build_samples()
-    # Shares in one pool, to look at (placement does not use them yet: docs/shares.md).
+    # Shares in one pool, to look at; its pending work is tried in fair order (docs/shares.md).
     set_share("h100-prod", "acme", 96, None, 32)
     set_share("h100-prod", "globex", 48, None, None)
     # The first node's report, as an operator's import would leave it (the node page shows it).

@@ -99,7 +99,7 @@ class ReservationsView(BerthAPIView):
         return self.paginated(
             queryset_source(filters.qs, NEWEST, descending=True),
             lambda row: position_of(row, NEWEST),
-            lambda page: render_reservations(page, self.scope),
+            lambda page: render_reservations(page, self.scope, queue=True),
         )
 
     @extend_schema(
@@ -127,7 +127,7 @@ class ReservationsView(BerthAPIView):
         data = request_input(request)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
-        body = render_reservation(result.reservation, self.scope)
+        body = render_reservation(result.reservation, self.scope, queue=True)
         if result.outcome is not None and result.outcome.preempted:
             # The caller's own spot work it ended is named; another tenant's is counted.
             body["preempted"] = services.visible_reservations(result.outcome.preempted, self.scope)
@@ -146,7 +146,9 @@ class ReservationView(BerthAPIView):
         responses={200: ReservationSerializer, **errors(401, 404)},
     )
     def get(self, request, reservation_id):
-        return Response(render_reservation(services.get(reservation_id, scope=self.scope), self.scope))
+        return Response(
+            render_reservation(services.get(reservation_id, scope=self.scope), self.scope, queue=True)
+        )
 
 
 class ReleaseView(BerthAPIView):

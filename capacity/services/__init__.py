@@ -20,6 +20,7 @@ from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
 from capacity.placers.ending import end_allocations
 from capacity.placers.shares import BORROWED
 
+from .fair_queue import fair_shares, queue_body, queue_places, queue_text
 from .inputs import normalize, parse_duration, stored_input, stored_request
 from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
 from .quota_report import QUOTA_REPORT_WINDOW, quota_report

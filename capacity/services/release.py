@@ -23,6 +23,7 @@ from capacity.placers.ending import end_allocations
 from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.placers.types import PlacerConfig
 
+from .fair_queue import FairShares, fair_shares, retry_order
 from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
 from .reservations import get
@@ -106,28 +107,26 @@ def retry_pending(
     config: PlacerConfig | None = None,
     now: datetime | None = None,
     limit: int = PENDING_RETRY_BATCH,
+    fair: FairShares | None = None,
 ) -> int:
     """Try up to `limit` pending reservations of these pools again, each in its own transaction.
 
     Fair across tenants: each tenant's oldest first, then each tenant's second oldest, and so on,
-    so one tenant's pile of requests that never fit cannot starve another's. These are the
+    so one tenant's pile of requests that never fit cannot starve another's. A pool with shares
+    tries its work in fair order instead (lowest fair share first; services.fair_queue), its n-th
+    in turn n. `fair` is the round's fair shares, else read here (one statement). These are the
     system's own re-placements: not admitted again. Rows another transaction holds are skipped;
     windows that have ended stay pending. Returns how many were placed.
     """
     config = config or placer_config()
     now = now or timezone.now()
+    pool_ids = list(pool_ids)
     placed = 0
-    turn = SQLWindow(RowNumber(), partition_by=[F("tenant_id")], order_by=[F("created_at"), F("pk")])
-    candidates = list(
-        Reservation.objects.filter(
-            pool_id__in=list(pool_ids), status=Reservation.Status.PENDING, ends_at__gt=now
-        )
-        .exclude(QUEUED)  # the pool-lease placer's own
-        .exclude(conditions__contains=[{"type": UNSATISFIABLE}])  # no node could ever take them
-        .annotate(turn=turn)
-        .order_by("turn", "created_at", "pk")
-        .values_list("pk", flat=True)[:limit]
-    )
+    fair = fair_shares(pool_ids, now) if fair is None else fair
+    if any(p in fair for p in pool_ids):
+        candidates = retry_order(pool_ids, fair, now, limit)
+    else:
+        candidates = _round_robin(pool_ids, now, limit)
     for pk in candidates:
         with transaction.atomic():
             reservation = (
@@ -153,3 +152,16 @@ def retry_pending(
                 continue
             placed += outcome.status == "placed"
     return placed
+
+
+def _round_robin(pool_ids: list[int], now: datetime, limit: int) -> list[int]:
+    """Return up to `limit` pending pks of pools without shares: each tenant's turn, then oldest."""
+    turn = SQLWindow(RowNumber(), partition_by=[F("tenant_id")], order_by=[F("created_at"), F("pk")])
+    return list(
+        Reservation.objects.filter(pool_id__in=pool_ids, status=Reservation.Status.PENDING, ends_at__gt=now)
+        .exclude(QUEUED)  # the pool-lease placer's own
+        .exclude(conditions__contains=[{"type": UNSATISFIABLE}])  # no node could ever take them
+        .annotate(turn=turn)
+        .order_by("turn", "created_at", "pk")
+        .values_list("pk", flat=True)[:limit]
+    )

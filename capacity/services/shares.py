@@ -1,7 +1,8 @@
 """Shares of a pool per tenant (docs/shares.md): set, remove, and read with what each holds now.
 
-This first part records shares and shows where each tenant stands; placement does not read them
-yet (borrowing limits, reclaim and the fair queue come later), so a pool places as before.
+This part records shares and shows where each tenant stands; placement does not read them yet
+(borrowing limits and reclaim come later), so a request places as before. The fair queue orders
+pending work by the same figures (services.fair_queue).
 Writes lock the pool row (lock order: quota_usage → pools → ...) so that two writers cannot
 together promise more than the pool's bookable GPUs.
 """

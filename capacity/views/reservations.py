@@ -55,6 +55,7 @@ class ReservationRow:
     hint: str = ""  # the best alternative that would fit, found when it went pending
     never: str = ""  # why no node of the pool could ever take it (the Unsatisfiable condition)
     usage: dict | None = None  # its GPU use so far (services.usage_for), None before any sample
+    queue: str = ""  # where it waits in its pool's fair queue, in words (detail page only)
 
     @property
     def more_text(self) -> str:
@@ -278,12 +279,14 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """Show one reservation: status, window, where it landed or why it waits; its request, times, conditions."""
     reservation = _reservation_or_404(request, pk)
     scope = scope_for(request.user)
+    row = reservation_rows([reservation], scope)[0]
+    row.queue = services.queue_text(reservation, scope)
     return page(
         request,
         "capacity/reservation_detail.html",
         {
             "nav": "reservations",
-            "row": reservation_rows([reservation], scope)[0],
+            "row": row,
             "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
             "history": condition_history(reservation, scope),

@@ -532,3 +532,35 @@ def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, s
     expect(page.locator(".whatif-left-out")).to_contain_text("ams1-dgx-04 (cordoned)")
     expect(page.locator(".whatif-restored")).to_contain_text("ams1-dgx-03 (was cordoned)")
     shots(page, "whatif-result")
+
+
+def test_screenshot_of_a_pending_reservation_in_the_fair_queue(login, demo, shots):
+    """h100-prod has shares (acme 96, globex 48). Its GPUs are all booked a month out; then globex
+    and acme each ask for more there and wait: acme's page says where it stands in the fair queue."""
+    import dataclasses
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from capacity import services
+    from capacity.conf import placer_config
+
+    config = dataclasses.replace(placer_config(), random=None)
+    start = (timezone.now() + timedelta(days=30)).replace(minute=0, second=0, microsecond=0)
+    window = {"start": start.isoformat(), "end": (start + timedelta(days=2)).isoformat()}
+
+    def reserve(tenant, gpus):
+        data = {"tenantId": tenant, "poolId": "h100-prod", "devices": [{"class": "gpu", "count": gpus}]}
+        return services.reserve({**data, "during": window}, config=config).reservation
+
+    for tenant in ["acme"] * 10 + ["globex"] * 14:  # quota: 128 GPUs at once each
+        if reserve(tenant, 8).status == "pending":
+            break
+    theirs, mine, more = reserve("globex", 4), reserve("acme", 8), reserve("acme", 2)
+    assert {r.status for r in (theirs, mine, more)} == {"pending"}
+    place = services.queue_places([mine])[mine.pk]
+    page = login("acme")
+    page.goto(f"{demo}/reservations/{mine.pk}/")
+    expect(page.locator("#queue-place")).to_contain_text(f"{place.position}")
+    expect(page.locator("#queue-place")).to_contain_text("in h100-prod; your team used")
+    shots(page, "reservation-queue")
