@@ -18,12 +18,13 @@ from django.utils import timezone
 from capacity import services
 from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, Quota, Reservation
+from capacity.models import Allocation, DeviceBooking, PoolShare, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import QUEUED
 from capacity.placers.batch import place_queued
 from capacity.placers.types import POOL_LEASE
 from capacity.rollups import refresh_rollups
+from capacity.services.shares import bookable_gpus
 from capacity.worker import serve
 from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
@@ -42,12 +43,16 @@ def _pcie_rank(a: int, b: int) -> str:
     return "PIX" if a // 2 == b // 2 else "PXB"
 
 
-def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
-    """Create (or reset) pool `bench-<nodes>`: two thirds NVLink boards, one third PCIe boxes."""
+def build_pool(nodes: int, clients: int, *, progress=None, shares: int = 0) -> Pool:
+    """Create (or reset) pool `bench-<nodes>`: two thirds NVLink boards, one third PCIe boxes.
+
+    With `shares`, that many tenants share the pool evenly (guarantees of its GPUs over `shares`,
+    no borrowing or lending limits); without, it has no shares.
+    """
     slug = f"bench-{nodes}"
     site, _ = Site.objects.get_or_create(slug="bench", defaults={"name": "Benchmark"})
     pool, _ = Pool.objects.get_or_create(slug=slug, defaults={"name": f"Benchmark {nodes}", "site": site})
-    for i in range(max(clients, 1)):
+    for i in range(max(clients, shares, 1)):
         tenant, _ = Tenant.objects.get_or_create(slug=f"bench-{i}", defaults={"name": f"Bench tenant {i}"})
         # Quota is checked on every placement; the benchmark's tenants get a default no run reaches.
         Quota.objects.get_or_create(tenant=tenant, resource=DEFAULT_RESOURCE, defaults={"limit": BENCH_QUOTA})
@@ -69,6 +74,13 @@ def build_pool(nodes: int, clients: int, *, progress=None) -> Pool:
             _build_nodes(pool, slug, chunk)
     with transaction.atomic():
         refresh_rollups([pool.pk])
+        PoolShare.objects.filter(pool=pool).delete()
+        if shares:
+            each = int(bookable_gpus(pool)) // shares
+            PoolShare.objects.bulk_create(
+                PoolShare(pool=pool, tenant=Tenant.objects.get(slug=f"bench-{i}"), guaranteed_gpus=each)
+                for i in range(shares)
+            )
     _analyze_filled()  # fresh statistics, as autovacuum would give a long-lived pool
     return pool
 
@@ -150,7 +162,8 @@ def requests_for(
 ) -> list[list[dict]]:
     """Return per-client request lists: sizes weighted 0.4/0.3/0.2/0.1, windows within two weeks.
 
-    Client i books as tenant bench-<i mod tenants> (a tenant per client unless `tenants` says).
+    Client i books as tenant bench-<i mod tenants> (a tenant per client unless `tenants` says);
+    with more tenants than clients, each client's requests go round the tenants.
     """
     tenants = tenants or clients
     rng = random.Random(seed)
@@ -162,7 +175,7 @@ def requests_for(
         end = start + timedelta(hours=rng.choice((4, 12, 24, 48, 72)))
         per_client[n % clients].append(
             {
-                "tenantId": f"bench-{n % clients % tenants}",
+                "tenantId": f"bench-{(n // clients if tenants > clients else n % clients) % tenants}",
                 "poolId": pool,
                 "devices": [{"class": "gpu", "count": gpus}],
                 "resources": {"vcpu": 16 * gpus, "memoryGiB": 128 * gpus},
@@ -195,6 +208,7 @@ def run(
     progress=None,
     placer: str = "inline",
     one_tenant: bool = False,
+    shares: int = 0,
 ) -> dict:
     """Build the pool, place the stream, and return the figures.
 
@@ -202,15 +216,15 @@ def run(
     it shares this process's settings) places them in batches, and the clock stops when the last
     one has left the queue.
     """
-    pool = build_pool(nodes, clients, progress=progress)
+    pool = build_pool(nodes, clients, progress=progress, shares=shares)
     config = dataclasses.replace(placer_config(), placer=placer)
     batching = placer == POOL_LEASE
     streams = [Stream() for _ in range(clients)]
-    tenants = 1 if one_tenant else clients
+    tenants = shares or (1 if one_tenant else clients)
     plans = requests_for(seed, count, pool.slug, clients, tenants)
 
     # Queries per placement, counted on a separate warm-up sample so the timed run is not slowed.
-    sample = requests_for(seed + 1, config.max_batch if batching else 20, pool.slug, 1)[0]
+    sample = requests_for(seed + 1, config.max_batch if batching else 20, pool.slug, 1, tenants)[0]
     with CaptureQueriesContext(connection) as queries:
         for data in sample:
             services.reserve(data, config=config)
@@ -292,6 +306,8 @@ def run(
         "nodes": nodes,
         "clients": clients,
         "tenants": tenants,
+        "shares": shares,
+        "borrowing": Reservation.objects.filter(pool=pool, borrowed_gpus__gt=0).count(),
         "requests": count,
         "placed": sum(s.placed for s in streams),
         "pending": sum(s.pending for s in streams),

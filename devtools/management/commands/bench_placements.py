@@ -28,6 +28,13 @@ class Command(BaseCommand):
             "--one-tenant", action="store_true", help="every client books as the one tenant bench-0"
         )
         parser.add_argument(
+            "--shares",
+            type=int,
+            default=0,
+            metavar="TENANTS",
+            help="give this many tenants even shares of the pool, and spread the requests over them",
+        )
+        parser.add_argument(
             "--placer",
             choices=PLACERS,
             default=INLINE,
@@ -66,6 +73,7 @@ class Command(BaseCommand):
         repair,
         earliest,
         one_tenant,
+        shares,
         **options,
     ):
         def bar(items):
@@ -98,13 +106,23 @@ class Command(BaseCommand):
             return self.preemption(nodes, count, seed, spot_fill, previews, bar)
 
         figures = run(
-            nodes, count, clients, seed, previews, progress=bar, placer=placer, one_tenant=one_tenant
+            nodes,
+            count,
+            clients,
+            seed,
+            previews,
+            progress=bar,
+            placer=placer,
+            one_tenant=one_tenant,
+            shares=shares,
         )
         self.stdout.write(
             f"{figures['placements_per_s']} placements/s over {figures['requests']} requests "
             f"({figures['placed']} placed, {figures['pending']} pending, {figures['lost_races']} lost races) "
             f"on {figures['nodes']} nodes with {figures['clients']} client(s) of {figures['tenants']} tenant(s), "
-            f"{placer} placer\n"
+            f"{placer} placer"
+            + (f", {shares} tenants with shares ({figures['borrowing']} borrowing)" if shares else "")
+            + "\n"
             f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
             f"{figures['queries_per_placement']} queries per placement\n"
             + (
