@@ -17,9 +17,10 @@ def test_creating_a_reservation_answers_201_with_the_placed_reservation(as_acme,
     data = response.json()
     assert set(data) == {
         "id", "tenantId", "poolId", "status", "priority", "binding", "start", "end",
-        "createdAt", "releasedAt", "conditions", "allocations", "request", "usage",
+        "createdAt", "releasedAt", "borrowedGpus", "conditions", "allocations", "request", "usage",
     }  # fmt: skip
     assert data["usage"] is None  # no sample from its node yet
+    assert data["borrowedGpus"] == 0.0  # a pool without shares
     assert (data["tenantId"], data["poolId"], data["status"]) == ("acme", "lab-pool", "placed")
     assert (data["priority"], data["binding"], data["releasedAt"], data["conditions"]) == (
         "regular",

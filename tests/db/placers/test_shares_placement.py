@@ -111,3 +111,37 @@ def test_a_pool_without_shares_records_no_borrowing(lab):
     r = reserve(ask(4)).reservation
     assert (r.status, r.borrowed_gpus, r.conditions) == ("placed", 0.0, [])
     assert Reservation.objects.filter(borrowed_gpus__gt=0).count() == 0
+
+
+def test_the_worked_example_of_docs_shares(make_node, tenant, other_tenant):
+    """
+    lab-pool: node-a and node-b, 8 GPUs each (16). acme is guaranteed 8, globex 6 lending at
+    most 2; 2 GPUs are nobody's. The steps of docs/shares.md, "A worked example".
+    """
+    make_node("node-a", gpus=8)
+    make_node("node-b", gpus=8)
+    set_share("lab-pool", "acme", 8, None, None)
+    set_share("lab-pool", "globex", 6, None, 2)
+
+    own = reserve(ask(6, tenant="globex")).reservation
+    assert (own.status, own.borrowed_gpus) == ("placed", 0.0)
+
+    borrowing = reserve(ask(4, tenant="globex")).reservation
+    borrowing.refresh_from_db()
+    assert (borrowing.status, borrowing.borrowed_gpus) == ("placed", 4.0)
+    assert "from 1 other team's unused guarantee" in borrowing.conditions[0]["message"]
+
+    guaranteed = reserve(ask(8)).reservation
+    assert guaranteed.status == "placed"
+    borrowing.refresh_from_db()
+    assert (borrowing.status, borrowing.conditions[0]["reason"]) == ("preempted", RECLAIMED_REASON)
+
+    more = reserve(ask(2)).reservation
+    more.refresh_from_db()
+    assert (more.status, more.borrowed_gpus) == ("placed", 2.0)
+    assert "from the pool's GPUs that nobody is guaranteed" in more.conditions[0]["message"]
+
+    assert reserve(ask(1, tenant="globex")).reservation.status == "pending"
+    own.refresh_from_db()
+    assert own.status == "placed"
+    assert audit() == []
