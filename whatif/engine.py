@@ -37,7 +37,7 @@ from .demand import Arrival
 from .figures import gpu_shares
 
 GC_EVERY = 64  # requests between sweeps of ended bookings out of the live book
-SHARE_TRIES = 50  # later starts tried for a request the shares refuse before it counts as never placed
+SHARE_TRIES = 200  # later starts tried for a request the shares refuse before it counts as never placed
 _NO_HORIZON = Horizon({}, {})  # the timelines come from the engine's own book instead
 
 
@@ -255,7 +255,8 @@ class Engine:
     def later(self, request: PlacementRequest, planner: Planner) -> tuple[Window, Plan, Verdict] | None:
         """Return the earliest window within the horizon at which the request fits and the shares allow it.
 
-        A window the shares refuse is tried again from the next instant a booking starts or ends.
+        A window the shares refuse is tried again from the next instant a booking ends: one that
+        starts only adds to what is held and never turns a refusal into a yes.
         """
         latest = request.during.start + self.horizon
         length = request.during.end - request.during.start
@@ -267,7 +268,7 @@ class Engine:
             verdict = self.judged(request, plan, window)
             if verdict.refused is None:
                 return window, plan, verdict
-            after = next_change(self.book.live, window.start)
+            after = next_end(self.book.live, window.start)
             if after is None or after > latest:
                 return None
             moved = dataclasses.replace(request, during=Window(after, after + length))
@@ -437,6 +438,6 @@ def requested_gpus(request: PlacementRequest) -> float | None:
     return each * (request.gang.size if request.gang is not None else 1)
 
 
-def next_change(bookings: Iterable[Booked], after: int) -> int | None:
-    """Return the first instant past `after` at which one of the bookings starts or ends."""
-    return min((t for b in bookings if b.end > b.start for t in (b.start, b.end) if t > after), default=None)
+def next_end(bookings: Iterable[Booked], after: int) -> int | None:
+    """Return the first instant past `after` at which one of the bookings ends."""
+    return min((b.end for b in bookings if b.end > after and b.end > b.start), default=None)

@@ -84,3 +84,21 @@ def replace_config(config: PlacerConfig, weights, top_n, placer) -> PlacerConfig
     if placer:
         changes["placer"] = placer
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def borrowed_hours(bookings: Iterable[Booked], guaranteed: float) -> float:
+    """Return the GPU-hours these bookings (one tenant's) held past `guaranteed`, instant by instant.
+
+    The shares' own count (`held`: a MIG slice its compute slices over 7): what the tenant held
+    beyond its guarantee at each instant, summed over time.
+    """
+    events = sorted(
+        (t, sign * b.held) for b in bookings if b.end > b.start for t, sign in ((b.start, 1), (b.end, -1))
+    )
+    total, held, since = 0.0, 0.0, None
+    for t, change in events:
+        if since is not None:
+            total += max(0.0, held - guaranteed) * (t - since)
+        held += change
+        since = t
+    return total / HOUR

@@ -30,7 +30,7 @@ from inventory.models import Tenant
 from .changes import Changes, bookable_index, changed_index, left_out, restored
 from .demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
 from .engine import Engine, Side
-from .figures import free_over_time, gpu_totals, replace_config, span_of
+from .figures import borrowed_hours, free_over_time, gpu_totals, replace_config, span_of
 from .shares import as_shares, check_shares, shares_rows, stored_specs
 
 MAX_REQUESTS = 100_000  # a run's demand, recorded or synthetic
@@ -253,10 +253,12 @@ def summary(index, arrivals: list[Arrival], side: Side, shares: Mapping[str, Sha
                 "waitP95Minutes": _minutes(_pct(own, 95)),
                 "gpuHours": round(sum((b.end - b.start) / HOUR * b.gpus for b in mine), 1),
                 # Under shares: its guarantee (0 without a row), its bookings others took back, and
-                # the GPU-hours its bookings held past its guarantee.
+                # the GPU-hours it held past its guarantee (instant by instant, summed).
                 "guaranteedGpus": None if shares is None else int(share.guaranteed) if share else 0,
                 "reclaims": int(counts["reclaims"]),
-                "gpuHoursBorrowed": round(sum((b.end - b.start) / HOUR * b.borrowed for b in mine), 1),
+                "gpuHoursBorrowed": 0.0
+                if shares is None
+                else round(borrowed_hours(mine, share.guaranteed if share else 0.0), 1),
             }
         )
     return {

@@ -112,7 +112,7 @@ def _tenants(sides: dict[str, dict]) -> list[dict]:
     """Return a row per tenant with each side's figures."""
     names = sorted({row["tenant"] for side in sides.values() for row in side["tenants"]})
     by = {name: {row["tenant"]: row for row in side["tenants"]} for name, side in sides.items()}
-    return [{"tenant": t, "sides": [by[name].get(t) for name in sides]} for t in names]
+    return [{"tenant": t, "sides": [(name, by[name].get(t)) for name in sides]} for t in names]
 
 
 def _inputs_text(data: dict) -> list[tuple[str, str]]:

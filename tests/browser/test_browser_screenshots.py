@@ -532,3 +532,25 @@ def test_screenshots_of_a_what_if_run_its_progress_and_its_result(login, demo, s
     expect(page.locator(".whatif-left-out")).to_contain_text("ams1-dgx-04 (cordoned)")
     expect(page.locator(".whatif-restored")).to_contain_text("ams1-dgx-03 (was cordoned)")
     shots(page, "whatif-result")
+
+
+def test_screenshots_of_a_what_if_run_with_shares_per_tenant(login, demo, shots):
+    """The operator tries guarantees of 96 and 48 GPUs in h100-prod; the tenants' table shows what
+    each booked, waited, borrowed and had reclaimed on both sides."""
+    from whatif import runs as whatif_runs
+
+    page = login("operator")
+    page.goto(f"{demo}/pools/h100-prod/whatif/")
+    page.fill("#id_requests", "600")
+    page.fill("#id_rate", "20")
+    page.fill("#id_shares", "acme=96, globex=48:24:0")
+    page.get_by_role("button", name="Run").click()
+    expect(page.locator("#run")).to_contain_text("Waiting for the worker")
+    assert whatif_runs.run_once().endswith("done")
+    expect(page.locator("#figures-heading")).to_have_text("Side by side", timeout=10_000)
+    expect(page.locator(".whatif-shares")).to_contain_text(
+        "changed acme 96, globex 48 borrowing ≤ 24 lending ≤ 0"
+    )
+    expect(page.locator(".whatif-tenants")).to_contain_text("Borrowed (GPU-h)")
+    page.locator("#tenants-heading").scroll_into_view_if_needed()
+    shots(page, "whatif-shares")

@@ -22,7 +22,7 @@ from capacity.placers.loader import load_pool
 from devtools.bench.simulate import table_digests
 from whatif.changes import Changes
 from whatif.demand import HOUR, Arrival, Synthetic
-from whatif.engine import Engine
+from whatif.engine import Booked, Engine
 from whatif.shares import parse_shares, spec_text
 from whatif.simulation import Inputs, simulate
 
@@ -207,3 +207,14 @@ def test_the_command_prints_each_tenants_figures_under_shares(four_nodes):
     call_command(*args, "--shares", "acme=24", "--json", stdout=out)
     body = json.loads(out.getvalue())
     assert body["changed"]["shares"][0]["tenant"] == "acme"
+
+
+def test_gpu_hours_borrowed_count_what_was_held_past_the_guarantee_instant_by_instant():
+    from whatif.figures import borrowed_hours
+
+    def held(start, end, gpus):
+        return Booked(start * HOUR, end * HOUR, frozenset(), (), False, "acme", gpus, gpus)
+
+    # 0-2 h: 12 held, 4 past 8; 2-3 h: 16, 8 past; 3-4 h: 4, none past.
+    assert borrowed_hours([held(0, 3, 12), held(2, 3, 4), held(3, 4, 4)], 8) == 4 * 2 + 8 * 1
+    assert borrowed_hours([held(0, 1, 2)], 0) == 2
