@@ -5,15 +5,22 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from capacity.placers.index import PoolIndex
 from capacity.placers.types import PlacerConfig
 
 from .demand import HOUR, Arrival
 
-if TYPE_CHECKING:
-    from .engine import Booked
+
+class Booked(Protocol):
+    """What the figures read of a booking (whatif.engine.Booked)."""
+
+    start: int
+    end: int
+    pks: frozenset[int]
+    gpus: float
+    held: float
 
 
 def gpu_shares(index: PoolIndex) -> dict[int, float]:
