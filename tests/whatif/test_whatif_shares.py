@@ -218,3 +218,26 @@ def test_gpu_hours_borrowed_count_what_was_held_past_the_guarantee_instant_by_in
     # 0-2 h: 12 held, 4 past 8; 2-3 h: 16, 8 past; 3-4 h: 4, none past.
     assert borrowed_hours([held(0, 3, 12), held(2, 3, 4), held(3, 4, 4)], 8) == 4 * 2 + 8 * 1
     assert borrowed_hours([held(0, 1, 2)], 0) == 2
+
+
+def test_a_request_counts_whole_gpu_equivalents_and_a_lease_counts_none():
+    from dataclasses import replace
+
+    from capacity.placement import Gang
+    from whatif.engine import requested_gpus
+
+    eight = arrival(0, "acme", 8, 0, 1).request
+    assert requested_gpus(eight) == 8
+    assert requested_gpus(replace(eight, devices=(DeviceRequest("mig-3g.40gb", 2),))) == 6 / 7
+    assert requested_gpus(replace(eight, gang=Gang(3))) == 24
+    assert requested_gpus(replace(eight, lease=True)) is None  # its node decides how many
+
+
+def test_a_refused_window_is_tried_again_from_the_next_booking_end():
+    from whatif.engine import next_end
+
+    def spans(*pairs):
+        return [Booked(s, e, frozenset(), (), False, "acme", 1, 1) for s, e in pairs]
+
+    assert next_end(spans((0, 5), (2, 9), (4, 4)), 3) == 5  # a booking cut to nothing never ends
+    assert next_end(spans((0, 5)), 5) is None
