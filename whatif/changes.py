@@ -35,7 +35,7 @@ MAX_NODES = 20_000  # nodes the changed pool may have
 
 @dataclass(frozen=True)
 class Changes:
-    """What to try: nodes to add (a node's shape, how many), take out and bring back, and the planner's settings."""
+    """What to try: nodes to add (a node's shape, how many), take out and bring back, the planner's settings, shares."""
 
     add: tuple[tuple[str, int], ...] = ()
     remove: tuple[str, ...] = ()  # node names, or label=value
@@ -43,9 +43,12 @@ class Changes:
     weights: Mapping[str, float] | None = None
     top_n: int | None = None
     placer: str | None = None
+    # The changed side's shares (tenant, guaranteed, borrowing limit, lending limit), whole GPUs;
+    # none: the pool's stored shares, as on the baseline.
+    shares: tuple[tuple[str, int, int | None, int | None], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.inventory() or self.weights or self.top_n is not None or self.placer)
+        return bool(self.inventory() or self.weights or self.top_n is not None or self.placer or self.shares)
 
     def inventory(self) -> bool:
         """Return whether the pool's nodes change (else the baseline's index serves both sides)."""

@@ -5,6 +5,12 @@ configured plugins, weights and top N, the spot preemption rule, the earliest st
 book of the run's own bookings instead of the database's. A request that fits at its window is
 booked there; a regular one that fits only over spot work takes it back (the victims end at its
 start); anything else waits until its earliest start within the horizon, or is never placed.
+
+Under shares (capacity.placement.shares) each booking is judged over its window with the run's
+bookings: one the shares refuse does not place there and waits as one that does not fit, and one
+that borrows records how much. A regular request that stays within its tenant's guarantee and
+does not fit takes back other tenants' borrowing bookings, the fewest GPU-hours first, as it takes
+back spot work.
 """
 
 from __future__ import annotations
@@ -12,22 +18,26 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import NodeTime
 from capacity.placement.lease import plan_lease
+from capacity.placement.shares import Share, Verdict, judge, within
 from capacity.placers.claims import WindowUse
 from capacity.placers.horizon import Horizon, earliest_in, horizon_of, node_times
 from capacity.placers.index import PoolIndex, Short, views_for
 from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner, plan_shortlist, uses_shortlist
 from capacity.placers.types import PlacerConfig
+from inventory.gpu_share import gpu_share
 
-from .demand import HOUR, Arrival
+from .demand import Arrival
+from .figures import gpu_shares
 
 GC_EVERY = 64  # requests between sweeps of ended bookings out of the live book
+SHARE_TRIES = 200  # later starts tried for a request the shares refuse before it counts as never placed
 _NO_HORIZON = Horizon({}, {})  # the timelines come from the engine's own book instead
 
 
@@ -42,6 +52,8 @@ class Booked:
     spot: bool
     tenant: str
     gpus: float  # whole-GPU equivalents: a slice counts its share of its GPU
+    held: float = 0.0  # what the shares count: a slice its compute slices over 7 (inventory.gpu_share)
+    borrowed: float = 0.0  # GPUs past its tenant's guarantee (the shares' verdict), 0 without shares
 
 
 @dataclass
@@ -53,6 +65,7 @@ class Side:
     waits: list[int] = field(default_factory=list)  # ms, of every placed request
     never: int = 0
     preemptions: int = 0
+    reclaims: int = 0  # borrowing bookings a tenant within its guarantee took back
     bookings: list[Booked] = field(default_factory=list)
     tenants: dict[str, dict[str, float]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(float))
@@ -111,13 +124,23 @@ class Book:
 class Engine:
     """One side of a run: the pool's index (changed or not), the settings, and its book."""
 
-    def __init__(self, pool: PoolRow, index: PoolIndex, config: PlacerConfig, horizon_ms: int):
+    def __init__(
+        self,
+        pool: PoolRow,
+        index: PoolIndex,
+        config: PlacerConfig,
+        horizon_ms: int,
+        shares: Mapping[str, Share] | None = None,
+    ):
         self.pool, self.index, self.config, self.horizon = pool, index, config, horizon_ms
+        self.shares = shares  # None: the pool has no shares, nothing is judged
         self.book = Book(index.device_node)
         self.side = Side()
         self.times: dict[str, tuple[int, NodeTime]] = {}  # node -> (its book version, timeline)
         self.names = [v.id for v in index.nodes.views]
-        self.gpu_share = _gpu_shares(index)
+        self.gpu_share = gpu_shares(index)
+        self.held = {pk: float(gpu_share(c)) for pk, c in index.device_class.items()}
+        self.capacity = sum(self.held.values())  # the guarantees are judged against these GPUs
         # Seconds spent planning at the requested window, over spot work, and searching later starts.
         self.seconds: dict[str, float] = defaultdict(float)
 
@@ -133,7 +156,8 @@ class Engine:
         return self.side
 
     def place(self, request: PlacementRequest) -> None:
-        """Book the request at its window, over spot work, or at its earliest start; or count it never placed."""
+        """Book the request at its window, over spot work or borrowed GPUs, or at its earliest start;
+        or count it never placed."""
         side = self.side
         side.requests += 1
         tenant = request.tenant_id
@@ -143,32 +167,146 @@ class Engine:
         plan = self.plan_at(request, planner)
         self.seconds["plan"] += time.perf_counter() - clock
         if plan is not None:
-            side.at_once += 1
-            self._book(request, plan, request.during, 0)
-            return
-        if request.priority == "regular" and any(b.spot for b in self.book.overlapping(request.during)):
-            clock = time.perf_counter()
-            plan = self.plan_at(request, planner, without_spot=True)
-            self.seconds["preempt"] += time.perf_counter() - clock
-            if plan is not None:
-                self._preempt(request, plan)
+            verdict = self.judged(request, plan, request.during)
+            if verdict.refused is None:
                 side.at_once += 1
-                self._book(request, plan, request.during, 0)
+                self._book(request, plan, request.during, 0, verdict)
                 return
+        elif request.priority == "regular" and self.take_back(request, planner):
+            return
         clock = time.perf_counter()
-        found = self.earliest(request, planner)
+        found = self.later(request, planner)
         self.seconds["earliest"] += time.perf_counter() - clock
         if found is None:
             side.never += 1
             side.tenants[tenant]["never"] += 1
             return
-        window, plan = found
-        self._book(request, plan, window, window.start - request.during.start)
+        window, plan, verdict = found
+        self._book(request, plan, window, window.start - request.during.start, verdict)
 
-    def plan_at(self, request: PlacementRequest, planner: Planner, without_spot: bool = False) -> Plan | None:
-        """Return the placer's plan for the request's own window when it fits there."""
+    def take_back(self, request: PlacementRequest, planner: Planner) -> bool:
+        """Book a regular request over spot work, or within its guarantee over other tenants' borrowing.
+
+        Spot work goes first, all of it the plan needs. Borrowing bookings are taken the fewest
+        GPU-hours first: the shortest run of them, cheapest first, over which the request fits.
+        Return whether it was booked.
+        """
+        overlapping = self.book.overlapping(request.during)
+        if any(b.spot for b in overlapping):
+            clock = time.perf_counter()
+            plan = self.plan_at(request, planner, without=_spot)
+            self.seconds["preempt"] += time.perf_counter() - clock
+            if plan is not None and self._over(request, plan, _spot):
+                return True
+        if self.shares is None:
+            return False
+        start = request.during.start
+        borrowing = sorted(
+            (b for b in overlapping if b.borrowed > 0 and not b.spot and b.tenant != request.tenant_id),
+            key=lambda b: (b.end - max(b.start, start)) * b.gpus,
+        )
+        if not borrowing or not self._within(request):
+            return False
+        clock = time.perf_counter()
+        found = self._fewest(request, planner, borrowing)
+        self.seconds["reclaim"] += time.perf_counter() - clock
+        return found is not None and self._over(request, found[0], found[1])
+
+    def _fewest(self, request, planner, borrowing: list[Booked]) -> tuple[Plan, Callable] | None:
+        """Return a plan over the fewest of the `borrowing` bookings (cheapest first), and what it may take."""
+
+        def taking(count: int) -> Callable[[Booked], bool]:
+            ids = {id(b) for b in borrowing[:count]}
+            return lambda b: b.spot or id(b) in ids
+
+        best = self.plan_at(request, planner, without=taking(len(borrowing)))
+        if best is None:
+            return None
+        low, high = 0, len(borrowing)  # `high` bookings are enough, `low` are not (or none)
+        found = best, taking(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            plan = self.plan_at(request, planner, without=taking(middle))
+            if plan is not None:
+                high, found = middle, (plan, taking(middle))
+            else:
+                low = middle
+        return found
+
+    def _over(self, request: PlacementRequest, plan: Plan, may_take: Callable[[Booked], bool]) -> bool:
+        """Book the request on the plan over the bookings it needs that it may take; False if the shares refuse."""
+        victims = self._victims(request, plan, may_take)
+        verdict = self.judged(request, plan, request.during, victims)
+        if verdict.refused is not None:
+            return False
+        start = request.during.start
+        for b in victims:
+            if b.spot:
+                self.side.preemptions += 1
+            else:
+                self.side.reclaims += 1
+                self.side.tenants[b.tenant]["reclaims"] += 1
+            b.end = max(b.start, start)  # a victim that had not begun is gone (length 0)
+            self.book.touched(b)
+        self.side.at_once += 1
+        self._book(request, plan, request.during, 0, verdict)
+        return True
+
+    def later(self, request: PlacementRequest, planner: Planner) -> tuple[Window, Plan, Verdict] | None:
+        """Return the earliest window within the horizon at which the request fits and the shares allow it.
+
+        A window the shares refuse is tried again from the next instant a booking ends: one that
+        starts only adds to what is held and never turns a refusal into a yes.
+        """
+        latest = request.during.start + self.horizon
+        length = request.during.end - request.during.start
+        found = self.earliest(request, planner, latest)
+        for _ in range(SHARE_TRIES):
+            if found is None:
+                return None
+            window, plan = found
+            verdict = self.judged(request, plan, window)
+            if verdict.refused is None:
+                return window, plan, verdict
+            after = next_end(self.book.live, window.start)
+            if after is None or after > latest:
+                return None
+            moved = dataclasses.replace(request, during=Window(after, after + length))
+            found = self.earliest(moved, planner, latest)
+        return None
+
+    def judged(
+        self, request: PlacementRequest, plan: Plan, window: Window, victims: Sequence[Booked] = ()
+    ) -> Verdict:
+        """Return the shares' verdict on the request booked on the plan over the window (victims ended)."""
+        if self.shares is None:
+            return Verdict()
+        gone = {id(b) for b in victims}
+        gpus = sum(self.held.get(pk, 0.0) for pk in self._pks(plan))
+        holds = [
+            (b.tenant, b.start, b.end, b.held)
+            for b in self.book.overlapping(window)
+            if b.end > b.start and id(b) not in gone
+        ]
+        holds.append((request.tenant_id, window.start, window.end, gpus))
+        return judge(request.tenant_id, gpus, (window.start, window.end), holds, self.shares, self.capacity)
+
+    def _within(self, request: PlacementRequest) -> bool:
+        """Return whether the request keeps its tenant within its guarantee over its window."""
+        gpus = requested_gpus(request)
+        if gpus is None or self.shares is None:
+            return False
         window = request.during
-        booked = [b for b in self.book.overlapping(window) if not (without_spot and b.spot)]
+        holds = [(b.tenant, b.start, b.end, b.held) for b in self.book.overlapping(window) if b.end > b.start]
+        return within(request.tenant_id, gpus, (window.start, window.end), holds, self.shares)
+
+    def plan_at(
+        self, request: PlacementRequest, planner: Planner, without: Callable[[Booked], bool] | None = None
+    ) -> Plan | None:
+        """Return the placer's plan for the request's own window when it fits there (without the
+        bookings `without` picks)."""
+        window = request.during
+        booked = [b for b in self.book.overlapping(window) if without is None or not without(b)]
         taken: set[int] = set()
         for b in booked:
             taken.update(b.pks)
@@ -190,10 +328,13 @@ class Engine:
         result = bound(views_for(self.index, self.names, taken, used), self.index.memo())
         return result if result.fits else None
 
-    def earliest(self, request: PlacementRequest, planner: Planner) -> tuple[Window, Plan] | None:
-        """Return the earliest window within the horizon at which the request fits, and its plan."""
-        start = request.during.start
-        latest = start + self.horizon
+    def earliest(
+        self, request: PlacementRequest, planner: Planner, latest: int | None = None
+    ) -> tuple[Window, Plan] | None:
+        """Return the earliest window from the request's start to `latest` (its start and the horizon)
+        at which it fits, and its plan."""
+        if latest is None:
+            latest = request.during.start + self.horizon
         plain = not request.resources and not request.lease and not self.book.claims
         plain = plain and (request.gang is None or request.gang.topology_key is None)
         if plain:
@@ -240,32 +381,43 @@ class Engine:
         nodes = self.index.node_devices
         return [n for n in self.names if taken.isdisjoint(nodes[n]) and not held.get(n)]
 
-    def _preempt(self, request: PlacementRequest, plan: Plan) -> None:
-        """End the spot bookings on the plan's nodes that overlap the request, at its start."""
-        chosen = plan.gang or (plan.choice,)
-        pks: set[int] = set()
+    def _pks(self, plan: Plan) -> frozenset[int]:
+        """Return the plan's devices (own keys)."""
         device_pk = self.index.nodes.device_pk
-        for member in chosen:
-            if member is None:
-                continue
-            pks.update(device_pk[a] for group in member.atoms for a in group)
+        members = [m for m in (plan.gang or (plan.choice,)) if m is not None]
+        return frozenset(device_pk[a] for m in members for group in m.atoms for a in group)
+
+    def _victims(
+        self, request: PlacementRequest, plan: Plan, may_take: Callable[[Booked], bool]
+    ) -> list[Booked]:
+        """Return the bookings `may_take` picks that overlap the request on the plan's devices or nodes."""
+        chosen = plan.gang or (plan.choice,)
+        pks = set(self._pks(plan))
         self.index.tie_into(pks)
         nodes = {m.node_id for m in chosen if m is not None}
-        start = request.during.start
-        for b in self.book.overlapping(request.during):
-            if b.spot and (not b.pks.isdisjoint(pks) or any(node in nodes for node, _, _ in b.claims)):
-                self.side.preemptions += 1
-                b.end = max(b.start, start)  # a victim that had not begun is gone (length 0)
-                self.book.touched(b)
+        return [
+            b
+            for b in self.book.overlapping(request.during)
+            if may_take(b) and (not b.pks.isdisjoint(pks) or any(node in nodes for node, _, _ in b.claims))
+        ]
 
-    def _book(self, request: PlacementRequest, plan: Plan, window: Window, waited: int) -> None:
+    def _book(
+        self, request: PlacementRequest, plan: Plan, window: Window, waited: int, verdict: Verdict
+    ) -> None:
         members = [m for m in (plan.gang or (plan.choice,)) if m is not None]
-        device_pk = self.index.nodes.device_pk
-        pks = frozenset(device_pk[a] for m in members for group in m.atoms for a in group)
+        pks = self._pks(plan)
         claims = tuple((m.node_id, r, n) for m in members for r, n in request.resources.items() if n > 0)
         gpus = sum(self.gpu_share.get(pk, 0.0) for pk in pks)
         booked = Booked(
-            window.start, window.end, pks, claims, request.priority == "spot", request.tenant_id, gpus
+            window.start,
+            window.end,
+            pks,
+            claims,
+            request.priority == "spot",
+            request.tenant_id,
+            gpus,
+            sum(self.held.get(pk, 0.0) for pk in pks),
+            verdict.borrowed,
         )
         self.book.add(booked)
         side = self.side
@@ -274,71 +426,18 @@ class Engine:
         side.tenants[request.tenant_id]["placed"] += 1
 
 
-def _gpu_shares(index: PoolIndex) -> dict[int, float]:
-    """Return each bookable device's share of a whole GPU: 1 for a GPU, 1/n for one of its n slices."""
-    shares = {}
-    for pk in index.device_class:
-        parent = index.parent.get(pk)
-        shares[pk] = 1.0 / len(index.children[parent]) if parent is not None else 1.0
-    return shares
+def _spot(booked: Booked) -> bool:
+    return booked.spot
 
 
-def gpu_totals(index: PoolIndex) -> dict[str, float]:
-    """Return each node's whole-GPU equivalents (healthy, bookable)."""
-    shares = _gpu_shares(index)
-    totals: dict[str, float] = defaultdict(float)
-    for pk, share in shares.items():
-        totals[index.device_node[pk]] += share
-    return dict(totals)
+def requested_gpus(request: PlacementRequest) -> float | None:
+    """Return the whole-GPU equivalents a request asks for; None for a lease (its node decides)."""
+    if request.lease or not request.devices:
+        return None
+    each = sum(float(gpu_share(d.device_class)) * d.count for d in request.devices)
+    return each * (request.gang.size if request.gang is not None else 1)
 
 
-def free_over_time(
-    index: PoolIndex, bookings: Sequence[Booked], start: int, end: int, points: int
-) -> list[tuple[int, float, float]]:
-    """Return (time, free GPUs, the most free GPUs on one node) at `points` instants in [start, end)."""
-    if end <= start or points <= 0:
-        return []
-    step = max(1, (end - start) // points)
-    times = [start + i * step for i in range(points)]
-    totals = gpu_totals(index)
-    node_of = index.device_node
-    shares = _gpu_shares(index)
-    events: list[tuple[int, int, int]] = []  # (time, +1 start / -1 end, booking number)
-    for number, b in enumerate(bookings):
-        if b.end > b.start:
-            events.append((b.start, 1, number))
-            events.append((b.end, -1, number))
-    events.sort(key=lambda e: (e[0], e[1]))  # ends before starts at one instant
-    used: dict[str, float] = defaultdict(float)
-    out = []
-    cursor = 0
-    for t in times:
-        while cursor < len(events) and events[cursor][0] <= t:
-            _, sign, number = events[cursor]
-            for pk in bookings[number].pks:
-                if pk in shares:
-                    used[node_of[pk]] += sign * shares[pk]
-            cursor += 1
-        free = {n: totals[n] - used.get(n, 0.0) for n in totals}
-        out.append((t, round(sum(free.values()), 3), round(max(free.values(), default=0.0), 3)))
-    return out
-
-
-def span_of(arrivals: Sequence[Arrival], bookings: Iterable[Booked]) -> tuple[int, int]:
-    """Return the run's span: from the first arrival (or booked start) to the last booking's end, an hour at least."""
-    bookings = list(bookings)
-    start = min([a.at for a in arrivals] + [b.start for b in bookings], default=0)
-    end = max((b.end for b in bookings), default=start)
-    return start, max(end, start + HOUR)
-
-
-def replace_config(config: PlacerConfig, weights, top_n, placer) -> PlacerConfig:
-    """Return the settings with a run's changes to weights, top N and placer."""
-    changes = {}
-    if weights:
-        changes["weights"] = {**(config.weights or {}), **weights}
-    if top_n is not None:
-        changes["top_n"] = top_n
-    if placer:
-        changes["placer"] = placer
-    return dataclasses.replace(config, **changes) if changes else config
+def next_end(bookings: Iterable[Booked], after: int) -> int | None:
+    """Return the first instant past `after` at which one of the bookings ends."""
+    return min((b.end for b in bookings if b.end > after and b.end > b.start), default=None)

@@ -10,6 +10,7 @@ from capacity.placement import CapacityError
 
 from .changes import Changes
 from .demand import Synthetic
+from .shares import parse_shares
 from .simulation import Inputs, parse_add, parse_mix, parse_weights
 
 # A refusal's message starts with the option it is about: the field that shows it.
@@ -29,6 +30,7 @@ FIELD_OF_OPTION = {
     "--top-n": "top_n",
     "--placer": "placer",
     "--horizon-days": "horizon_days",
+    "--shares": "shares",
 }
 
 _small = {"class": "short"}
@@ -93,6 +95,12 @@ class WhatIfForm(forms.Form):
         label="Scorer weights",
         widget=forms.TextInput(attrs={"placeholder": "binpack=2, spread=0"}),
     )
+    shares = forms.CharField(
+        required=False,
+        label="Shares (GPUs)",
+        help_text="tenant=guaranteed[:borrowing limit[:lending limit]], comma-separated; empty: the pool's",
+        widget=forms.TextInput(attrs={"placeholder": "acme=96, globex=48:24:0", "size": 30}),
+    )
     top_n = forms.IntegerField(required=False, label="Top N", widget=forms.NumberInput(_small))
     placer = forms.ChoiceField(
         required=False, choices=[("", "as configured"), ("inline", "inline"), ("pool-lease", "pool-lease")]
@@ -137,6 +145,7 @@ class WhatIfForm(forms.Form):
                     weights=parse_weights(data["weights"]) if data["weights"].strip() else None,
                     top_n=data["top_n"],
                     placer=data["placer"] or None,
+                    shares=parse_shares(p for p in data["shares"].split(",") if p.strip()),
                 ),
                 seed=data["seed"],
                 horizon_days=data["horizon_days"],

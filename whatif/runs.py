@@ -36,7 +36,8 @@ from config.errors import THROTTLED
 from .changes import Changes, changed_index
 from .demand import Synthetic
 from .models import WhatIfRun
-from .simulation import MAX_REQUESTS, Inputs, check, simulate
+from .shares import check_shares
+from .simulation import MAX_REQUESTS, Inputs, check, share_capacity, simulate
 
 log = logging.getLogger(__name__)
 IDLE_POLL = 2.0  # seconds between looks at the queue when it is empty
@@ -75,6 +76,7 @@ def stored(inputs: Inputs) -> dict:
         "weights": dict(c.weights) if c.weights else None,
         "topN": c.top_n,
         "placer": c.placer,
+        "shares": [list(spec) for spec in c.shares],
         "seed": inputs.seed,
         "horizonDays": inputs.horizon_days,
     }
@@ -105,6 +107,7 @@ def from_stored(data: dict) -> Inputs:
             weights=data["weights"],
             top_n=data["topN"],
             placer=data["placer"],
+            shares=tuple(tuple(spec) for spec in data.get("shares", ())),  # runs kept from before --shares
         ),
         seed=data["seed"],
         horizon_days=data["horizonDays"],
@@ -117,7 +120,8 @@ def validate(inputs: Inputs) -> PoolRow:
     pool = load_pool(inputs.pool)
     if pool is None:
         raise CapacityError(INVALID_INPUT, f"pool: no pool {inputs.pool!r}")
-    changed_index(pool_index(pool), pool.view, inputs.changes)  # unknown nodes, too many nodes
+    changed = changed_index(pool_index(pool), pool.view, inputs.changes)  # unknown nodes, too many nodes
+    check_shares(inputs.changes.shares, share_capacity(changed))  # unknown tenants, too much guaranteed
     if inputs.since is not None:
         found = AnyReservation.objects.filter(
             pool_id=pool.pk, created_at__gte=inputs.since, created_at__lt=inputs.until

@@ -19,15 +19,19 @@ from datetime import datetime, timedelta
 from capacity.conf import placer_config
 from capacity.models import AnyReservation
 from capacity.placement import BUILTIN_SCORERS, INVALID_INPUT, NOT_FOUND, CapacityError
+from capacity.placement.shares import Share
 from capacity.placement.validate import validate_request
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from capacity.placers.types import PLACERS
+from inventory.gpu_share import gpu_share
 from inventory.models import Tenant
 
 from .changes import Changes, bookable_index, changed_index, left_out, restored
 from .demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
-from .engine import Engine, Side, free_over_time, gpu_totals, replace_config, span_of
+from .engine import Engine, Side
+from .figures import borrowed_hours, free_over_time, gpu_totals, replace_config, span_of
+from .shares import as_shares, check_shares, shares_rows, stored_specs
 
 MAX_REQUESTS = 100_000  # a run's demand, recorded or synthetic
 MAX_PERIOD = timedelta(days=366)
@@ -46,6 +50,7 @@ FIGURES = (
     ("gpuHoursBooked", "GPU-hours booked"),
     ("gpuHoursIdle", "GPU-hours idle"),
     ("preemptions", "preemptions"),
+    ("reclaims", "reclaims"),
     ("nodes", "nodes"),
     ("gpus", "GPUs"),
 )
@@ -142,16 +147,20 @@ def simulate(
     back = restored(whole, pool.view, changes.restore)
     if seconds is not None:
         seconds["load"] = round(time.perf_counter() - clock, 2)
+    if changed is not None:
+        check_shares(changes.shares, share_capacity(changed))
+    # The baseline places under the pool's shares; the changed side under --shares when given.
+    base_shares = as_shares(stored_specs(pool.view.id))
     base_config = placer_config()
     horizon = inputs.horizon_days * 24 * HOUR
 
-    def side(name: str, index, config) -> dict:
+    def side(name: str, index, config, shares) -> dict:
         config = replace(config, random=random.Random(inputs.seed).random)
-        engine = Engine(pool, index, config, horizon)
+        engine = Engine(pool, index, config, horizon, shares)
         clock = time.perf_counter()
         ran = engine.run(arrivals, (lambda n: progress(name, n, len(arrivals))) if progress else None)
         placed = time.perf_counter()
-        answer = summary(index, arrivals, ran)
+        answer = summary(index, arrivals, ran, shares)
         if seconds is not None:
             seconds[name] = {
                 **{k: round(v, 2) for k, v in engine.seconds.items()},
@@ -160,10 +169,13 @@ def simulate(
             }
         return answer
 
-    result = {"baseline": side("baseline", baseline, base_config), "changed": None}
+    result = {"baseline": side("baseline", baseline, base_config, base_shares), "changed": None}
     if changed is not None:
         result["changed"] = side(
-            "changed", changed, replace_config(base_config, changes.weights, changes.top_n, changes.placer)
+            "changed",
+            changed,
+            replace_config(base_config, changes.weights, changes.top_n, changes.placer),
+            as_shares(changes.shares) if changes.shares else base_shares,
         )
     # The nodes no one may book now: counted on neither side, or brought back on the changed one.
     result["leftOut"] = [
@@ -210,8 +222,14 @@ def demand(inputs: Inputs, pool_slug: str) -> list[Arrival]:
     ]
 
 
-def summary(index, arrivals: list[Arrival], side: Side) -> dict:
-    """Return one side's figures: fates, waits, GPU-hours booked and idle, preemptions, the curve, tenants."""
+def share_capacity(index) -> float:
+    """Return the GPUs a side's guarantees are judged against (a MIG slice its share, inventory.gpu_share)."""
+    return sum(float(gpu_share(c)) for c in index.device_class.values())
+
+
+def summary(index, arrivals: list[Arrival], side: Side, shares: Mapping[str, Share] | None = None) -> dict:
+    """Return one side's figures: fates, waits, GPU-hours booked and idle, preemptions and reclaims,
+    the curve, tenants (with what each borrowed and had reclaimed under shares)."""
     bookings = side.bookings
     start, end = span_of(arrivals, bookings)
     totals = gpu_totals(index)
@@ -223,16 +241,24 @@ def summary(index, arrivals: list[Arrival], side: Side) -> dict:
     for tenant in sorted(side.tenants):
         counts = side.tenants[tenant]
         own = sorted(side.tenant_waits.get(tenant, []))
+        mine = [b for b in bookings if b.tenant == tenant and b.end > b.start]
+        share = (shares or {}).get(tenant)
         tenants.append(
             {
                 "tenant": tenant,
                 "requests": int(counts["requests"]),
                 "placed": int(counts["placed"]),
                 "neverPlaced": int(counts["never"]),
+                "waitP50Minutes": _minutes(_pct(own, 50)),
                 "waitP95Minutes": _minutes(_pct(own, 95)),
-                "gpuHours": round(
-                    sum((b.end - b.start) / HOUR * b.gpus for b in bookings if b.tenant == tenant), 1
-                ),
+                "gpuHours": round(sum((b.end - b.start) / HOUR * b.gpus for b in mine), 1),
+                # Under shares: its guarantee (0 without a row), its bookings others took back, and
+                # the GPU-hours it held past its guarantee (instant by instant, summed).
+                "guaranteedGpus": None if shares is None else int(share.guaranteed) if share else 0,
+                "reclaims": int(counts["reclaims"]),
+                "gpuHoursBorrowed": 0.0
+                if shares is None
+                else round(borrowed_hours(mine, share.guaranteed if share else 0.0), 1),
             }
         )
     return {
@@ -245,6 +271,8 @@ def summary(index, arrivals: list[Arrival], side: Side) -> dict:
         "gpuHoursBooked": round(booked, 1),
         "gpuHoursIdle": round(max(0.0, gpus * (end - start) / HOUR - booked), 1),
         "preemptions": side.preemptions,
+        "reclaims": side.reclaims,
+        "shares": shares_rows(shares),
         "waitHistogram": histogram(waits, side.never),
         "nodes": len(index.by_name),
         "gpus": round(gpus, 3),

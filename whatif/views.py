@@ -15,6 +15,7 @@ from . import runs as whatif_runs
 from .charts import free_chart, wait_bars
 from .forms import WhatIfForm
 from .models import WhatIfRun
+from .shares import spec_text
 from .simulation import FIGURES
 
 RUNS_SHOWN = 50
@@ -74,7 +75,7 @@ def whatif_compare(request: HttpRequest, slug: str) -> HttpResponse:
         for line, name in zip(chart.lines, sides, strict=True):
             line.name = name  # drawn as a baseline (dashed) and a changed side, named for its run
         context.update(
-            figures=[(label, [s[key] for s in sides.values()]) for key, label in FIGURES],
+            figures=[(label, [s.get(key, "") for s in sides.values()]) for key, label in FIGURES],
             names=list(sides),
             chart=chart,
         )
@@ -96,7 +97,9 @@ def _shown(run: WhatIfRun) -> dict:
             left_out=run.result.get("leftOut", []),
             restored=run.result.get("restored", []),
             names=list(sides),
-            figures=[(label, [side[key] for side in sides.values()]) for key, label in FIGURES],
+            # Runs kept from before a figure was added show it empty.
+            figures=[(label, [side.get(key, "") for side in sides.values()]) for key, label in FIGURES],
+            shares=[(name, side.get("shares") or []) for name, side in sides.items()],
             free=free_chart(sides),
             blocks=free_chart(sides, key="largestFreeBlock"),
             waits=wait_bars(sides),
@@ -109,7 +112,7 @@ def _tenants(sides: dict[str, dict]) -> list[dict]:
     """Return a row per tenant with each side's figures."""
     names = sorted({row["tenant"] for side in sides.values() for row in side["tenants"]})
     by = {name: {row["tenant"]: row for row in side["tenants"]} for name, side in sides.items()}
-    return [{"tenant": t, "sides": [by[name].get(t) for name in sides]} for t in names]
+    return [{"tenant": t, "sides": [(name, by[name].get(t)) for name in sides]} for t in names]
 
 
 def _inputs_text(data: dict) -> list[tuple[str, str]]:
@@ -137,6 +140,8 @@ def _inputs_text(data: dict) -> list[tuple[str, str]]:
         changes.append(f"top N {data['topN']}")
     if data["placer"]:
         changes.append(f"placer {data['placer']}")
+    if data.get("shares"):
+        changes.append("shares " + ", ".join(spec_text(tuple(spec)) for spec in data["shares"]))
     rows.append(("Changes", "; ".join(changes) or "none (the baseline alone)"))
     rows.append(("Longest wait", f"{data['horizonDays']} days"))
     return rows

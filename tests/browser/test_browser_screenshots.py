@@ -553,7 +553,9 @@ def test_screenshot_of_a_pending_reservation_in_the_fair_queue(login, demo, shot
         data = {"tenantId": tenant, "poolId": "h100-prod", "devices": [{"class": "gpu", "count": gpus}]}
         return services.reserve({**data, "during": window}, config=config).reservation
 
-    for tenant in ["acme"] * 10 + ["globex"] * 14:  # quota: 128 GPUs at once each
+    # acme up to its guarantee of 96 GPUs, globex the rest (borrowing): past their guarantees,
+    # what each asks next waits, as nothing either holds is another's to reclaim.
+    for tenant in ["acme"] * 12 + ["globex"] * 14:  # quota: 128 GPUs at once each
         if reserve(tenant, 8).status == "pending":
             break
     theirs, mine, more = reserve("globex", 4), reserve("acme", 8), reserve("acme", 2)
@@ -564,3 +566,25 @@ def test_screenshot_of_a_pending_reservation_in_the_fair_queue(login, demo, shot
     expect(page.locator("#queue-place")).to_contain_text(f"{place.position}")
     expect(page.locator("#queue-place")).to_contain_text("in h100-prod; your team used")
     shots(page, "reservation-queue")
+
+
+def test_screenshots_of_a_what_if_run_with_shares_per_tenant(login, demo, shots):
+    """The operator tries guarantees of 96 and 48 GPUs in h100-prod; the tenants' table shows what
+    each booked, waited, borrowed and had reclaimed on both sides."""
+    from whatif import runs as whatif_runs
+
+    page = login("operator")
+    page.goto(f"{demo}/pools/h100-prod/whatif/")
+    page.fill("#id_requests", "600")
+    page.fill("#id_rate", "20")
+    page.fill("#id_shares", "acme=96, globex=48:24:0")
+    page.get_by_role("button", name="Run").click()
+    expect(page.locator("#run")).to_contain_text("Waiting for the worker")
+    assert whatif_runs.run_once().endswith("done")
+    expect(page.locator("#figures-heading")).to_have_text("Side by side", timeout=10_000)
+    expect(page.locator(".whatif-shares")).to_contain_text(
+        "changed acme 96, globex 48 borrowing ≤ 24 lending ≤ 0"
+    )
+    expect(page.locator(".whatif-tenants")).to_contain_text("Borrowed (GPU-h)")
+    page.locator("#tenants-heading").scroll_into_view_if_needed()
+    shots(page, "whatif-shares")

@@ -152,13 +152,13 @@ def test_kept_node_timelines_answer_as_a_fresh_horizon_would(four_nodes, monkeyp
     kept = json.dumps(simulate(busy))
     assert json.loads(kept)["baseline"]["placedAtOnce"] < 200  # requests did wait
 
-    def fresh(self, request, planner):
+    def fresh(self, request, planner, latest=None):
         spans = {
             pk: [(b.start, b.end) for b in booked if b.end > b.start]
             for pk, booked in self.book.by_device.items()
         }
         horizon = horizon_of(self.index, {pk: s for pk, s in spans.items() if s}, [])
-        latest = request.during.start + self.horizon
+        latest = latest if latest is not None else request.during.start + self.horizon
         return earliest_in(request, self.pool, self.config, self.index, horizon, latest, planner)
 
     monkeypatch.setattr(engine.Engine, "earliest", fresh)

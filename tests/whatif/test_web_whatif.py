@@ -171,3 +171,37 @@ def test_a_run_past_its_time_limit_stops_and_says_why(op, hosts, monkeypatch):
     assert run.status == "failed" and run.error.startswith(
         "stopped after 10 minutes, the longest a run may take"
     )
+
+
+def test_shares_on_the_page_run_on_the_changed_side_and_show_per_tenant(op, hosts, tenant, other_tenant):
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "shares": "acme=6, globex=2:1:0"})
+    assert answer.status_code == 302
+    run = WhatIfRun.objects.get()
+    assert run.inputs["shares"] == [["acme", 6, None, None], ["globex", 2, 1, 0]]
+    assert whatif_runs.run_once() == f"what-if #{run.pk} done"
+    run.refresh_from_db()
+    assert [row["tenant"] for row in run.result["changed"]["shares"]] == ["acme", "globex"]
+    page = op.get(f"/pools/lab-pool/whatif/{run.pk}/").content.decode()
+    assert "shares acme=6, globex=2:1:0" in page
+    assert "<strong>changed</strong> acme 6, globex 2 borrowing ≤ 1 lending ≤ 0" in page
+    assert "<strong>baseline</strong> none" in page
+    assert "Borrowed (GPU-h)" in page and "Reclaimed" in page
+    assert (
+        '<td>changed</td><td class="num">6</td>' in page and '<td>baseline</td><td class="num">—</td>' in page
+    )
+
+
+@pytest.mark.parametrize(
+    ("shares", "message"),
+    [
+        ("acme=x", "&#x27;acme=x&#x27;: &#x27;x&#x27; is not a whole number of GPUs, 0 or more"),
+        ("acme=-2", "&#x27;acme=-2&#x27;: &#x27;-2&#x27; is not a whole number of GPUs, 0 or more"),
+        ("nobody=1", "no tenant &#x27;nobody&#x27;"),
+        ("acme=10, globex=10", "the guarantees add up to 20 GPUs; the changed pool has 16"),
+    ],
+)
+def test_a_bad_share_on_the_page_shows_next_to_its_field(op, hosts, tenant, other_tenant, shares, message):
+    answer = op.post("/pools/lab-pool/whatif/", {**FORM, "shares": shares})
+    assert answer.status_code == 400
+    assert error_next_to(answer.content.decode(), "shares") == message
+    assert not WhatIfRun.objects.exists()

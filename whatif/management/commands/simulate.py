@@ -2,6 +2,7 @@
 
 manage.py simulate --pool h100-prod --synthetic 2000 --add-nodes ams1-dgx-01=16
 manage.py simulate --pool h100-prod --synthetic 2000 --restore-nodes ams1-dgx-03,ams1-dgx-07 --json
+manage.py simulate --pool h100-prod --synthetic 2000 --shares acme=96 --shares globex=48:24:0
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from capacity.management.base import BerthCommand
 from capacity.placement import INVALID_INPUT, CapacityError
 from whatif.changes import Changes
 from whatif.demand import Synthetic
+from whatif.shares import parse_shares
 from whatif.simulation import FIGURES, Inputs, parse_add, parse_mix, parse_weights, simulate
 
 
@@ -23,7 +25,7 @@ class Command(BerthCommand):
     help = (
         "Replay a pool's demand (the reservations created --from/--to, or --synthetic N drawn from --seed) "
         "through the real planner on an in-memory copy of the pool, as it is and with the changes asked "
-        "(--add-nodes, --remove-nodes, --restore-nodes, --weights, --top-n, --placer), and print both "
+        "(--add-nodes, --remove-nodes, --restore-nodes, --weights, --top-n, --placer, --shares), and print both "
         "side by side (--json: one object). Both sides count only nodes someone may book now. Writes nothing."
     )
 
@@ -81,6 +83,15 @@ class Command(BerthCommand):
         )
         parser.add_argument("--placer", help="inline or pool-lease.")
         parser.add_argument(
+            "--shares",
+            action="append",
+            default=[],
+            metavar="TENANT=GUARANTEED[:BORROW[:LEND]]",
+            help="The changed side's shares, whole GPUs: guaranteed, borrowing limit (none: no limit), "
+            "lending limit (none: all); a tenant not named is guaranteed 0. Without it the changed side "
+            "keeps the pool's shares, as the baseline does (repeatable).",
+        )
+        parser.add_argument(
             "--horizon-days", type=int, default=14, help="How long a request may wait (14, at most 60)."
         )
         parser.add_argument("--json", action="store_true", help="Print one JSON object {baseline, changed}.")  # fmt: skip
@@ -124,6 +135,7 @@ def inputs_from(options: dict) -> Inputs:
             weights=parse_weights(options["weights"]) if options["weights"] else None,
             top_n=options["top_n"],
             placer=options["placer"],
+            shares=parse_shares(options["shares"]),
         ),
         seed=options["seed"],
         horizon_days=options["horizon_days"],
@@ -163,13 +175,29 @@ def table(result: dict) -> str:
         nodes = ", ".join(f"{n['node']} (was {n['why']})" for n in result["restored"])
         lines.append(f"\nbrought back on the changed side: {nodes}")
     for name, side in sides:
-        lines.append(f"\n{name}: tenants")
+        shares = side.get("shares") or []
+        said = ", ".join(_share_text(s) for s in shares) or "none"
+        lines.append(f"\n{name}: tenants (shares: {said})")
         for row in side["tenants"]:
-            lines.append(
+            line = (
                 f"  {row['tenant']:<16} {row['requests']:>7,} requests  {row['placed']:>7,} placed  "
-                f"wait p95 {row['waitP95Minutes']:>8,} min  {row['gpuHours']:>10,} GPU-hours"
+                f"wait p50 {row['waitP50Minutes']:>8,} p95 {row['waitP95Minutes']:>8,} min  "
+                f"{row['gpuHours']:>10,} GPU-hours"
             )
+            if shares:
+                line += f"  {row['gpuHoursBorrowed']:>10,} borrowed  {row['reclaims']:>5,} reclaimed"
+            lines.append(line)
     return "\n".join(lines)
+
+
+def _share_text(row: dict) -> str:
+    borrow, lend = row["borrowingLimitGpus"], row["lendingLimitGpus"]
+    text = f"{row['tenant']} {row['guaranteedGpus']}"
+    return (
+        text
+        + (f" borrowing ≤ {borrow}" if borrow is not None else "")
+        + (f" lending ≤ {lend}" if lend is not None else "")
+    )
 
 
 class _Progress:
