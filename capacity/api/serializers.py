@@ -32,7 +32,7 @@ class RejectionSerializer(KeywordFieldsMixin, serializers.Serializer):
 
 
 class PreemptibleSerializer(serializers.Serializer):
-    """The spot work a regular request would take back to fit, and from when."""
+    """The spot work (and borrowed GPUs) a regular request would take back to fit, and from when."""
 
     reservations = serializers.ListField(
         child=serializers.IntegerField(), help_text="The caller's spot reservations it would end, ascending."
@@ -43,6 +43,11 @@ class PreemptibleSerializer(serializers.Serializer):
     )
     startsAt = serializers.DateTimeField(
         help_text="When they would end: now, or the request's start if later."
+    )
+    reclaims = serializers.IntegerField(
+        required=False,
+        help_text="Only in a pool with shares, when some of them are other tenants' borrowed GPUs: how many"
+        " it would reclaim for the caller's guarantee (docs/shares.md, Reclaim).",
     )
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from capacity.access import EVERYONE, Scope, visible_reservations
+from capacity.models import Reservation
 from capacity.placement import Plan, Window
 from capacity.placers.lease import plan_lease_now
 from capacity.placers.planning import Planner, plan_request
@@ -93,6 +94,11 @@ def preview(
                 "nodes": [m.node_id for m in found.members],
                 "startsAt": found.at,
             }
+            # In a pool with shares, some may be other tenants' borrowed GPUs, reclaimed for the
+            # caller's guarantee: said when there are any.
+            reclaims = Reservation.objects.filter(pk__in=found.victims).exclude(priority="spot").count()
+            if reclaims:
+                preemptible["reclaims"] = reclaims
     found = Alternatives([])
     never = None
     if not plan.fits:

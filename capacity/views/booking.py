@@ -153,6 +153,7 @@ def preemptible(found: dict | None, scope: services.Scope) -> dict | None:
         "others": found.get("others", 0),
         "nodes": found.get("nodes", []),
         "count": len(found["reservations"]) + found.get("others", 0),
+        "reclaims": found.get("reclaims", 0),
         "starts_at": starts,
     }
 

@@ -5,13 +5,14 @@ lab-pool: node-a and node-b, 4 GPUs each (8 GPUs). Shares are set per test.
 
 import pytest
 
+from capacity import services
 from capacity.audit import audit
 from capacity.models import Reservation
 from capacity.placers.preempt import RECLAIMED_REASON
 from capacity.placers.shares import BORROWED, BORROWED_REASON
 from capacity.services.shares import set_share
 
-from booking import ask, reserve
+from booking import NOW, ask, atoms_of, reserve
 
 pytestmark = pytest.mark.django_db
 
@@ -145,3 +146,22 @@ def test_the_worked_example_of_docs_shares(make_node, tenant, other_tenant):
     own.refresh_from_db()
     assert own.status == "placed"
     assert audit() == []
+
+
+def test_a_preview_says_which_borrowed_work_a_guaranteed_request_would_reclaim(lab):
+    set_share("lab-pool", "acme", 4, None, None)
+    set_share("lab-pool", "globex", 4, None, None)
+    reserve(ask(4, tenant="globex"))
+    borrowing = reserve(ask(4, tenant="globex")).reservation
+    as_acme = services.preview(ask(4), now=NOW, scope=services.Scope(frozenset({"acme"})))
+    assert as_acme.fits is False
+    assert as_acme.preemptible == {
+        "reservations": [],
+        "others": 1,
+        "nodes": [atoms_of(borrowing)[0][0]],
+        "startsAt": NOW,
+        "reclaims": 1,
+    }
+    reserve(ask(4))
+    # Past acme's guarantee now, nothing is offered.
+    assert services.preview(ask(1), now=NOW).preemptible is None
