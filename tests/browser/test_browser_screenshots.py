@@ -588,3 +588,56 @@ def test_screenshots_of_a_what_if_run_with_shares_per_tenant(login, demo, shots)
     expect(page.locator(".whatif-tenants")).to_contain_text("Borrowed (GPU-h)")
     page.locator("#tenants-heading").scroll_into_view_if_needed()
     shots(page, "whatif-shares")
+
+
+def test_screenshots_of_a_borrowing_booking_and_a_preview_that_reclaims_it(
+    login, demo, shots, browser, browser_context_args
+):
+    """h100-prod has shares (acme 96 lending 32, globex 48). A month out, acme books 88 GPUs and
+    globex the rest, borrowing past its 48; acme's preview of 8 more, within its guarantee, fits by
+    reclaiming one of globex's borrowing bookings. globex's page shows the borrowing badge."""
+    import dataclasses
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from capacity import services
+    from capacity.conf import placer_config
+
+    config = dataclasses.replace(placer_config(), random=None)
+    start = (timezone.now() + timedelta(days=31)).replace(minute=0, second=0, microsecond=0)
+    window = {"start": start.isoformat(), "end": (start + timedelta(days=2)).isoformat()}
+
+    def reserve(tenant, gpus):
+        data = {"tenantId": tenant, "poolId": "h100-prod", "devices": [{"class": "gpu", "count": gpus}]}
+        return services.reserve({**data, "during": window}, config=config).reservation
+
+    for _ in range(11):
+        assert reserve("acme", 8).status == "placed"
+    borrowing = []
+    for _ in range(16):  # quota: 128 GPUs at once
+        r = reserve("globex", 8)
+        if r.status != "placed":
+            break
+        r.refresh_from_db()
+        if r.borrowed_gpus:
+            borrowing.append(r)
+    assert borrowing
+
+    page = login("globex")
+    page.goto(f"{demo}/reservations/{borrowing[-1].pk}/")
+    expect(page.locator(".badge", has_text="borrowed")).to_be_visible()
+    shots(page, "reservation-borrowed")
+
+    # acme in a browser of its own.
+    context = browser.new_context(**browser_context_args)
+    page = login("acme", context.new_page())
+    page.goto(f"{demo}/preview/")
+    page.select_option("#id_pool", "h100-prod")
+    page.fill("#id_count", "8")
+    page.fill("#id_start", start.strftime("%Y-%m-%d %H:%M"))
+    page.fill("#id_duration", "2d")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preemptible")).to_contain_text("Fits by reclaiming 1 borrowed reservation")
+    shots(page, "preview-reclaim")
+    context.close()
