@@ -45,6 +45,7 @@ from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
 from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
+from .shares import past_guarantees
 from .loader import NodeIndex, PoolRow, load_pool
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
@@ -210,9 +211,13 @@ def place_batch(
             ledger = _plan_all(entries, pool, config)
             if any(e.fits or e.request.gang is not None for e in entries):
                 if _lock(entries, pool):
-                    # A pool with shares judges each placement on the ones before it: one at a time.
+                    # A pool with shares: what stays within its tenants' guarantees commits as one
+                    # batch; what would borrow is judged one at a time, on what the batch placed.
+                    planned = [(e.pk, e.tenant_pk, e.request) for e in entries if e.fits]
+                    past = past_guarantees(pool.pk, planned)
+                    _commit_all([e for e in entries if e.pk not in past], pool, config, ledger, now)
                     for e in entries:
-                        if (e.fits or e.request.gang is not None) and not e.reason:
+                        if e.pk in past and e.fits:
                             _place_inline(e, pool, config, now)
                 else:
                     _commit_all(entries, pool, config, ledger, now)

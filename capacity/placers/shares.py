@@ -12,37 +12,59 @@ reclaim) and a Borrowed condition. A pool without shares costs nothing here.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_literal
-from capacity.placement import PlacementRequest
+from capacity.placement import PlacementRequest, Window
 from capacity.placement.shares import Share, gpus_phrase, gpus_text, judge, within
 from inventory.gpu_share import gpu_share, gpu_share_sql
 
 BORROWED = "Borrowed"
 BORROWED_REASON = "BorrowedFromShares"
 
-# A booked slice of a booked GPU is part of the GPU, not more of it.
-_HOLDS = f"""
+# What placed reservations hold over the window, per (tenant, whether it is the reservation
+# asked about, span). A booked slice of a booked GPU is part of the GPU, not more of it.
+_SELECT_HOLDS = f"""
 SELECT r.tenant_id, r.id = %(reservation)s::bigint AS own,
        extract(epoch FROM lower(b.during))::float8, extract(epoch FROM upper(b.during))::float8,
        sum({gpu_share_sql("d.device_class")})::float8
-  FROM capacity_devicebooking b
-  JOIN capacity_allocation a ON a.id = b.allocation_id
-  JOIN capacity_reservation r ON r.id = a.reservation_id
-  JOIN inventory_device d ON d.id = b.device_id
- WHERE r.pool_id = %(pool)s::bigint AND b.during && %(during)s::tstzrange
+"""
+_HOLDS_WHERE = """
+   AND r.status = 'placed' AND b.during && %(during)s::tstzrange
    AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking p
                     WHERE p.allocation_id = b.allocation_id AND p.device_id = d.parent_id)
  GROUP BY 1, 2, 3, 4
 """
+# Every tenant's: read from the window's bookings.
+_POOL_HOLDS = (
+    _SELECT_HOLDS
+    + """
+  FROM capacity_devicebooking b
+  JOIN capacity_allocation a ON a.id = b.allocation_id
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+  JOIN inventory_device d ON d.id = b.device_id
+ WHERE r.pool_id = %(pool)s::bigint"""
+    + _HOLDS_WHERE
+)
+# Only some tenants': read from their placed reservations in the pool (reservation_tenant_status_idx),
+# so a tenant within its guarantee costs what it holds, not what the pool holds.
+_TENANT_HOLDS = (
+    _SELECT_HOLDS
+    + """
+  FROM capacity_reservation r
+  JOIN capacity_allocation a ON a.reservation_id = r.id
+  JOIN capacity_devicebooking b ON b.allocation_id = a.id
+  JOIN inventory_device d ON d.id = b.device_id
+ WHERE r.tenant_id IN (SELECT id FROM inventory_tenant WHERE slug = ANY(%(tenants)s::text[]))
+   AND r.pool_id = %(pool)s::bigint AND r.starts_at < upper(%(during)s::tstzrange)
+   AND r.ends_at > lower(%(during)s::tstzrange)"""
+    + _HOLDS_WHERE
+)
 # The holds, then the share rows, then the pool's bookable GPUs (as services.shares counts them
-# when it checks guarantees), and the tenant: one round trip.
+# when it checks guarantees) with the asking tenant: one round trip.
 _READ_SQL = f"""
-SELECT 'hold', h.* FROM ({_HOLDS}) h
-UNION ALL
 SELECT 'share', s.tenant_id, false, s.guaranteed_gpus::float8, s.borrowing_limit_gpus::float8,
        s.lending_limit_gpus::float8
   FROM capacity_poolshare s WHERE s.pool_id = %(pool)s::bigint
@@ -51,7 +73,11 @@ SELECT 'pool', (SELECT id FROM inventory_tenant WHERE slug = %(tenant)s::text), 
        coalesce(sum((c.total - c.excluded) * {gpu_share_sql("c.device_class")}), 0)::float8, NULL, NULL
   FROM capacity_poolcapacityrollup c
  WHERE c.pool_id = %(pool)s::bigint AND (c.device_class = 'gpu' OR c.device_class LIKE 'mig-%%')
+UNION ALL
+SELECT 'hold', h.* FROM ({{holds}}) h
 """
+_READ_POOL_SQL = _READ_SQL.format(holds=_POOL_HOLDS)
+_READ_TENANTS_SQL = _READ_SQL.format(holds=_TENANT_HOLDS)
 _RECORD_SQL = """
 UPDATE capacity_reservation SET borrowed_gpus = %(gpus)s, conditions = %(conditions)s::jsonb
  WHERE id = %(reservation)s::bigint
@@ -82,19 +108,32 @@ class PoolShares:
     capacity: float
 
 
-def read_shares(pool_pk: int, reservation_pk: int | None, request: PlacementRequest) -> PoolShares:
-    """Read what judging the request's tenant over its window needs (`reservation_pk`'s booking apart)."""
+def read_shares(
+    pool_pk: int,
+    reservation_pk: int | None,
+    request: PlacementRequest,
+    *,
+    whole: bool = True,
+    tenants: Sequence[str] = (),
+    during: Window | None = None,
+) -> PoolShares:
+    """Read what judging the request's tenant over its window needs (`reservation_pk`'s booking apart).
+
+    `whole`: every tenant's holds; else only the request's tenant's and `tenants`', over `during`
+    when given (a batch's reach) rather than the request's window.
+    """
     holds: list[tuple[Hashable, float, float, float]] = []
     shares: dict[Hashable, Share] = {}
     own, tenant, capacity = 0.0, 0, 0.0
     with prepared_cursor() as cur:
         cur.execute(
-            _READ_SQL,
+            _READ_POOL_SQL if whole else _READ_TENANTS_SQL,
             {
                 "pool": pool_pk,
                 "reservation": reservation_pk,
                 "tenant": request.tenant_id,
-                "during": window_literal(request.during),
+                "tenants": [request.tenant_id, *tenants],
+                "during": window_literal(during or request.during),
             },
         )
         for kind, who, mine, a, b, c in cur.fetchall():
@@ -116,8 +155,12 @@ def check_shares(
     Raise SharesRefused (nothing recorded: the caller rolls back to its savepoint) when it breaks
     them; return what it borrowed, or None when it stays within its tenant's guarantee.
     """
-    read = read_shares(pool_pk, reservation_pk, request)
     window = (request.during.start / 1000, request.during.end / 1000)
+    # Within its guarantee (most bookings are), the tenant's own holds say all: nothing borrowed.
+    own = read_shares(pool_pk, reservation_pk, request, whole=False)
+    if not own.shares or within(own.tenant, 0.0, window, own.holds, own.shares):
+        return None
+    read = read_shares(pool_pk, reservation_pk, request)
     verdict = judge(read.tenant, read.own, window, read.holds, read.shares, read.capacity)
     if verdict.refused is not None:
         raise SharesRefused(f"{pool_slug}: {verdict.refused}")
@@ -175,8 +218,31 @@ def may_reclaim(pool_pk: int, request: PlacementRequest) -> bool:
     gpus = request_gpus(request)
     if request.instance_id is not None or gpus <= 0:
         return False
-    read = read_shares(pool_pk, None, request)
+    read = read_shares(pool_pk, None, request, whole=False)
     if not read.shares:
         return False
     window = (request.during.start / 1000, request.during.end / 1000)
     return within(read.tenant, gpus, window, read.holds, read.shares)
+
+
+def past_guarantees(pool_pk: int, batch: Sequence[tuple[int, int, PlacementRequest]]) -> set[int]:
+    """Return the keys of a batch's (key, tenant pk, request) that would take a tenant past its guarantee.
+
+    Taken in order, each seeing the ones before it (as the batch's plans do); the others stay
+    within their tenants' guarantees, borrow nothing and need no verdict. Read under the pool's lock.
+    """
+    if not batch:
+        return set()
+    reach = Window(min(r.during.start for _, _, r in batch), max(r.during.end for _, _, r in batch))
+    slugs = sorted({r.tenant_id for _, _, r in batch})
+    read = read_shares(pool_pk, None, batch[0][2], whole=False, tenants=slugs, during=reach)
+    holds = list(read.holds)
+    past = set()
+    for key, tenant, request in batch:
+        window = (request.during.start / 1000, request.during.end / 1000)
+        gpus = request_gpus(request)
+        if request.lease or not within(tenant, gpus, window, holds, read.shares):
+            past.add(key)
+        else:
+            holds.append((tenant, *window, gpus))
+    return past

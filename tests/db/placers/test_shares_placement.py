@@ -8,11 +8,12 @@ import pytest
 from capacity import services
 from capacity.audit import audit
 from capacity.models import Reservation
+from capacity.placers.batch import place_batch
 from capacity.placers.preempt import RECLAIMED_REASON
 from capacity.placers.shares import BORROWED, BORROWED_REASON
 from capacity.services.shares import set_share
 
-from booking import NOW, ask, atoms_of, reserve
+from booking import NOW, ask, atoms_of, config, reserve
 
 pytestmark = pytest.mark.django_db
 
@@ -165,3 +166,19 @@ def test_a_preview_says_which_borrowed_work_a_guaranteed_request_would_reclaim(l
     reserve(ask(4))
     # Past acme's guarantee now, nothing is offered.
     assert services.preview(ask(1), now=NOW).preemptible is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_commits_what_stays_within_guarantees_and_judges_the_borrower_on_its_own(lab):
+    set_share("lab-pool", "acme", 4, None, None)
+    set_share("lab-pool", "globex", 2, None, None)
+    lease = config(placer="pool-lease")
+    queued = [
+        services.reserve(ask(g, tenant=t), now=NOW, config=lease).reservation
+        for t, g in [("acme", 2), ("acme", 3), ("globex", 2)]
+    ]
+    result = place_batch(queued[0].pool_id, lease, now=NOW)
+    assert sorted(result.placed) == sorted(r.pk for r in queued)
+    borrowed = [Reservation.objects.get(pk=r.pk).borrowed_gpus for r in queued]
+    assert borrowed == [0.0, 1.0, 0.0]
+    assert audit() == []
