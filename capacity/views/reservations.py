@@ -99,6 +99,11 @@ class ReservationRow:
         return (self.reservation.condition(services.IDLE) or {}).get("message", "")
 
     @property
+    def kept(self) -> bool:
+        """Return whether its owner keeps it when idle (live rows only: history does not say)."""
+        return self.releasable and getattr(self.reservation, "keep_when_idle", False)
+
+    @property
     def repair_pending(self) -> bool:
         return any(kind == REPAIR_PENDING for kind, _ in self.repairs)
 
