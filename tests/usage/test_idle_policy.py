@@ -166,3 +166,21 @@ def test_the_node_agents_assignments_say_idle_with_when_it_goes_and_a_kept_one_n
     body, kept = assignments(node)
     said = next(d["now"]["idle"] for d in body["devices"] if d["now"])
     assert kept != after and said["keepWhenIdle"] is True and said["releaseAt"] is None
+
+
+def test_the_metric_counts_idle_bookings_kept_when_idle_per_pool(two_labelled_hosts, book):
+    from capacity.metrics.state import DatabaseCollector
+
+    def gauge(name):
+        family = next(f for f in DatabaseCollector().collect() if f.name == name)
+        return {s.labels["pool"]: s.value for s in family.samples}
+
+    set_policy("lab-pool", {"idle_warn_after": timedelta(minutes=30)})
+    kept, other = book(keepWhenIdle=True), book()
+    start = minute()
+    samples(kept, start, 40, 0)
+    samples(other, start, 40, 0)
+    assert gauge("berth_idle_kept_reservations") == {"lab-pool": 0}
+    mark_idle(start + timedelta(minutes=40))
+    assert gauge("berth_idle_reservations") == {"lab-pool": 2}
+    assert gauge("berth_idle_kept_reservations") == {"lab-pool": 1}
