@@ -9,7 +9,7 @@ API writes them elsewhere ("2h"; services.inputs.parse_duration); null is off. `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
@@ -52,11 +52,12 @@ def defaults() -> Policy:
     return Policy(idle_warn_after=settings.IDLE_AFTER, idle_release_after=settings.IDLE_RELEASE_AFTER)
 
 
+# The policy's fields as the model names them (every Policy field but `stored`).
+_ATTRS = tuple(f.name for f in fields(Policy) if f.name != "stored")
+
+
 def _from_row(row: PoolPolicy) -> Policy:
-    return Policy(**{name: getattr(row, name) for name, _ in _ATTRS}, stored=True)
-
-
-_ATTRS = tuple((f.name, f.type) for f in fields(Policy) if f.name != "stored")
+    return Policy(**{name: getattr(row, name) for name in _ATTRS}, stored=True)
 
 
 def policy_of(pool: Pool | int) -> Policy:
@@ -111,7 +112,7 @@ def set_policy(pool_slug: str, changes: dict[str, Any]) -> Policy:
         row = PoolPolicy.objects.select_for_update().filter(pool=pool).first()
         if row is None:
             start = defaults()
-            row = PoolPolicy(pool=pool, **{name: getattr(start, name) for name, _ in _ATTRS})
+            row = PoolPolicy(pool=pool, **{name: getattr(start, name) for name in _ATTRS})
         for attr, value in changes.items():
             setattr(row, attr, value)
         row.save()
@@ -134,8 +135,3 @@ def check_keep_when_idle(pool: Pool | int, pool_slug: str) -> None:
             INVALID_INPUT,
             f"keepWhenIdle: pool {pool_slug} does not allow keeping idle bookings (its policy's allowKeepWhenIdle is false)",
         )
-
-
-def with_changes(policy: Policy, changes: dict[str, Any]) -> Policy:
-    """Return the policy with the changes applied (the pool page's preview of a form)."""
-    return replace(policy, **changes)

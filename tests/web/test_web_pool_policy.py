@@ -72,3 +72,15 @@ def test_operators_see_who_keeps_idle_bookings(op, two_hosts, tenant):
     assert f'href="/reservations/{held.pk}/">#{held.pk}</a> acme' in text
     assert Reservation.objects.get(pk=held.pk).keep_when_idle
     assert "⚓ kept when idle" in op.get(f"/reservations/{held.pk}/").content.decode()
+
+
+def test_the_booking_form_keeps_a_booking_when_idle_where_the_pool_allows_it(op, two_hosts, tenant):
+    base = {"tenant": "acme", "pool": "lab-pool", "count": "1", "device_class": "gpu", "duration": "1d"}
+    assert 'name="keep_when_idle"' in op.get("/book/").text
+    assert 'name="keep_when_idle"' not in op.get("/preview/").text
+    op.post("/book/", {**base, "keep_when_idle": "on", "idempotency_key": "web-a"})
+    assert list(Reservation.objects.values_list("keep_when_idle", flat=True)) == [True]
+    set_policy("lab-pool", {"allow_keep_when_idle": False})
+    html = op.post("/book/", {**base, "keep_when_idle": "on", "idempotency_key": "web-b"}).text
+    assert "does not allow keeping idle bookings" in html and "has-error" in html
+    assert Reservation.objects.count() == 1
