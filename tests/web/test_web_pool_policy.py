@@ -84,3 +84,27 @@ def test_the_booking_form_keeps_a_booking_when_idle_where_the_pool_allows_it(op,
     html = op.post("/book/", {**base, "keep_when_idle": "on", "idempotency_key": "web-b"}).text
     assert "does not allow keeping idle bookings" in html and "has-error" in html
     assert Reservation.objects.count() == 1
+
+
+def test_the_owner_keeps_a_booking_when_idle_from_its_page_and_lets_it_go_again(alice, two_hosts, tenant):
+    from capacity import services
+
+    held = services.reserve(
+        {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": 1}],
+            "duration": "1d",
+        }
+    ).reservation
+    url = f"/reservations/{held.pk}/"
+    assert "Keep when idle</button>" in alice.get(url).text
+    assert alice.post(f"{url}keep-when-idle/", {"keep": "1"}).status_code == 302
+    assert Reservation.objects.get(pk=held.pk).keep_when_idle
+    html = alice.get(url).text
+    assert "⚓ kept when idle" in html and "Let the pool release it when idle" in html
+    set_policy("lab-pool", {"allow_keep_when_idle": False})
+    alice.post(f"{url}keep-when-idle/", {"keep": "0"})
+    refused = alice.post(f"{url}keep-when-idle/", {"keep": "1"})
+    assert refused.status_code == 400 and "does not allow keeping idle bookings" in refused.text
+    assert not Reservation.objects.get(pk=held.pk).keep_when_idle
