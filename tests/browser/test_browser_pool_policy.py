@@ -44,3 +44,9 @@ def test_an_operator_saves_the_policy_in_place_and_sees_it(login, demo, tmp_path
     folder = Path(os.environ.get("BERTH_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     section.screenshot(path=str(folder / "pool-policy.png"))
+    # The owner's side: the reservation's page says it is kept and offers to hand it back.
+    page.goto(f"{demo}/reservations/{kept.pk}/")
+    expect(page.locator("body")).to_contain_text("⚓ kept when idle")
+    page.click("text=Let the pool release it when idle")
+    expect(page.locator("body")).to_contain_text("Keep when idle")
+    page.screenshot(path=str(tmp_path / "reservation-kept.png"), full_page=True)
