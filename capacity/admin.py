@@ -262,20 +262,20 @@ class PoolPolicyForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for attr in _POLICY_DURATIONS:
             value = getattr(self.instance, attr) if self.instance.pk else None
+            self.initial[attr] = duration_text(value) if value else ""
             self.fields[attr] = forms.CharField(
-                required=False,
-                initial=duration_text(value) if value else "",
-                help_text="30m, 2h, 3d or 2w; blank: off",
-                label=self.fields[attr].label,
+                required=False, help_text="30m, 2h, 3d or 2w; blank: off", label=self.fields[attr].label
             )
 
     def clean(self):
         data = super().clean()
-        given = {name: (data.get(attr) or "").strip() or None for attr, name in _POLICY_DURATIONS.items()}
-        try:
-            data.update(parse_policy(given))
-        except CapacityError as err:
-            raise forms.ValidationError(err.message) from None
+        for attr, name in _POLICY_DURATIONS.items():
+            text = (data.get(attr) or "").strip() or None
+            try:
+                data.update(parse_policy({name: text}))
+            except CapacityError as err:
+                data[attr] = None  # the model's constraints are checked next: not on the text
+                self.add_error(attr, err.message)
         return data
 
 

@@ -108,3 +108,33 @@ def test_the_owner_keeps_a_booking_when_idle_from_its_page_and_lets_it_go_again(
     refused = alice.post(f"{url}keep-when-idle/", {"keep": "1"})
     assert refused.status_code == 400 and "does not allow keeping idle bookings" in refused.text
     assert not Reservation.objects.get(pk=held.pk).keep_when_idle
+
+
+def test_the_admin_takes_durations_as_the_api_writes_them(two_hosts, pool):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+    form = {
+        "pool": pool.pk,
+        "idle_warn_after": "90m",
+        "idle_release_after": "-2h",
+        "allow_keep_when_idle": "on",
+        "spot_notice": "",
+        "spot_min_runtime": "",
+    }
+    response = client.post("/admin/capacity/poolpolicy/add/", form)
+    assert response.status_code == 200 and "idleReleaseAfter must look like 30m" in response.content.decode()
+    assert not PoolPolicy.objects.exists()
+    assert (
+        client.post("/admin/capacity/poolpolicy/add/", form | {"idle_release_after": "6h"}).status_code == 302
+    )
+    row = PoolPolicy.objects.get()
+    assert (row.idle_warn_after, row.idle_release_after, row.spot_notice) == (
+        timedelta(minutes=90),
+        timedelta(hours=6),
+        None,
+    )
+    page = client.get(f"/admin/capacity/poolpolicy/{row.pk}/change/").content.decode()
+    assert 'value="90m"' in page and 'value="6h"' in page
