@@ -11,6 +11,8 @@ file in OUTPUT/.tmp and renaming it into place (never a half-written file):
   OUTPUT/assignments.json          the feed as Berth answered it
   OUTPUT/reservations/ID.env       per reservation holding a device now: CUDA_VISIBLE_DEVICES and
                                    NVIDIA_VISIBLE_DEVICES (GPU UUIDs, MIG slices by MIG UUID)
+  OUTPUT/reservations/ID.idle      while Berth marks that reservation Idle: JSON with since, the
+                                   evidence, keepWhenIdle and releaseAt (null: not released for it)
 
 When Berth cannot be reached it keeps the last files, says so in its log and retries with a capped
 backoff; a bad answer is logged and never ends the agent. See docs/agent.md (systemd unit included).
@@ -37,7 +39,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-VERSION = "1.1"
+VERSION = "1.2"
 LOG = logging.getLogger("berth-agent")
 SMI_TIMEOUT = 30.0  # seconds: a hung driver must not stall the agent for good
 HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
@@ -346,6 +348,15 @@ def _env_text(rid: str, entry: dict[str, Any], node: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _idle_text(rid: str, entry: dict[str, Any]) -> str:
+    idle = entry["now"]["idle"]
+    body = {
+        "reservationId": rid,
+        **{k: idle.get(k) for k in ("since", "message", "keepWhenIdle", "releaseAt")},
+    }
+    return json.dumps(body, sort_keys=True) + "\n"
+
+
 def _env_value(value: Any) -> str:
     # An env file is read by systemd and shells: keep values on one line, with nothing to expand.
     text = "" if value is None else str(value)
@@ -377,12 +388,17 @@ class Output:
             raise
 
     def write(self, feed: dict[str, Any], node: str) -> int:
-        """Write the feed and one env file per reservation holding a device; return their number."""
+        """Write the feed, one env file per reservation holding a device and an idle file per idle one;
+        return the number of reservations."""
         held = held_devices(feed)  # raises on a bad shape, before anything is written
+        idle = {rid for rid, entry in held.items() if isinstance(entry["now"].get("idle"), dict)}
         for rid, entry in sorted(held.items()):
             self._write(os.path.join(self.reservations, f"{rid}.env"), _env_text(rid, entry, node))
+            if rid in idle:
+                self._write(os.path.join(self.reservations, f"{rid}.idle"), _idle_text(rid, entry))
         for name in os.listdir(self.reservations):
-            if name.endswith(".env") and name[: -len(".env")] not in held:
+            rid, _, kind = name.rpartition(".")
+            if (kind == "env" and rid not in held) or (kind == "idle" and rid not in idle):
                 os.unlink(os.path.join(self.reservations, name))
         self._write(
             os.path.join(self.root, "assignments.json"), json.dumps(feed, indent=2, sort_keys=True) + "\n"

@@ -95,6 +95,11 @@ def may_set_shares(user) -> bool:
     return is_operator(user)
 
 
+def may_set_policy(user) -> bool:
+    """Return whether the user may change a pool's policy (operators; tenants of the pool read it)."""
+    return is_operator(user)
+
+
 def may_watch_nodes(user) -> bool:
     """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
     return is_operator(user)

@@ -16,6 +16,7 @@ from .models import (
     Allocation,
     DeviceBooking,
     PoolCapacityRollup,
+    PoolPolicy,
     PoolShare,
     Quota,
     QuotaCharge,
@@ -24,6 +25,9 @@ from .models import (
 )
 from .models.tokens import token_expiry, token_revoked_at
 from .placement import CapacityError
+from .services.inputs import duration_text
+from .services.pool_policy import FIELDS as POLICY_FIELDS
+from .services.pool_policy import parse_policy
 from .services.shares import check_guarantees, set_share
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
@@ -242,3 +246,43 @@ class PoolShareAdmin(admin.ModelAdmin):
             )
         except CapacityError as err:
             self.message_user(request, str(err), messages.ERROR)
+
+
+_POLICY_DURATIONS = {attr: name for name, (attr, kind) in POLICY_FIELDS.items() if kind == "duration"}
+
+
+class PoolPolicyForm(forms.ModelForm):
+    """Durations as the API writes them (2h; blank: off), checked by the API's own parser."""
+
+    class Meta:
+        model = PoolPolicy
+        fields = ["pool", *(attr for attr, _ in POLICY_FIELDS.values())]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for attr in _POLICY_DURATIONS:
+            value = getattr(self.instance, attr) if self.instance.pk else None
+            self.initial[attr] = duration_text(value) if value else ""
+            self.fields[attr] = forms.CharField(
+                required=False, help_text="30m, 2h, 3d or 2w; blank: off", label=self.fields[attr].label
+            )
+
+    def clean(self):
+        data = super().clean()
+        for attr, name in _POLICY_DURATIONS.items():
+            text = (data.get(attr) or "").strip() or None
+            try:
+                data.update(parse_policy({name: text}))
+            except CapacityError as err:
+                data[attr] = None  # the model's constraints are checked next: not on the text
+                self.add_error(attr, err.message)
+        return data
+
+
+@admin.register(PoolPolicy)
+class PoolPolicyAdmin(admin.ModelAdmin):
+    """Operators change a pool's policy here as through the API (docs/policy.md)."""
+
+    form = PoolPolicyForm
+    list_display = ("pool", "idle_warn_after", "idle_release_after", "allow_keep_when_idle", "lend_idle")
+    search_fields = ("pool__slug",)

@@ -34,6 +34,7 @@ FIELD_OF_MESSAGE = (
     (re.compile(r"^gang\.topologyKey\b"), "gang_key"),
     (re.compile(r"^binding\b"), "binding"),
     (re.compile(r"^priority\b"), "priority"),
+    (re.compile(r"^keepWhenIdle\b"), "keep_when_idle"),
     (re.compile(r"^during\.start\b"), "start"),
     (re.compile(r"^during\.end\b|^during must be a non-empty window"), "end"),
     (re.compile(r"^duration\b|^give either duration or during"), "duration"),
@@ -278,6 +279,11 @@ class BookForm(RequestForm):
     """A booking: a request plus an idempotency key, so a double submit books once."""
 
     idempotency_key = forms.CharField(widget=forms.HiddenInput, required=False)
+    keep_when_idle = forms.BooleanField(
+        required=False,
+        label="Keep when idle",
+        help_text="Never released for idleness (still marked idle), where the pool's policy allows it.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -288,6 +294,8 @@ class BookForm(RequestForm):
         out = super().request_data()
         if self.cleaned_data.get("idempotency_key"):
             out["idempotencyKey"] = self.cleaned_data["idempotency_key"]
+        if self.cleaned_data.get("keep_when_idle"):
+            out["keepWhenIdle"] = True
         return out
 
 

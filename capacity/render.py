@@ -93,6 +93,9 @@ class ReservationSerializer(serializers.Serializer):
     borrowedGpus = serializers.FloatField(
         help_text="Whole GPUs it holds past its tenant's guarantee in a pool with shares (docs/shares.md); 0 otherwise."
     )
+    keepWhenIdle = serializers.BooleanField(
+        help_text="Its owner asked that it never be released for idleness (docs/policy.md); still marked Idle."
+    )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
     request = serializers.DictField(help_text="The input as the caller sent it.")
@@ -132,6 +135,7 @@ def reservation_data(
         "releasedAt": reservation.released_at,
         # Whole GPUs held past the tenant's guarantee in a pool with shares (history rows: 0).
         "borrowedGpus": round(getattr(reservation, "borrowed_gpus", 0.0), 4),
+        "keepWhenIdle": getattr(reservation, "keep_when_idle", False),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),

@@ -12,6 +12,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
     path("pools/<slug:slug>/shares/", views.pool_share, name="pool-share"),
+    path("pools/<slug:slug>/policy/", views.pool_policy, name="pool-policy"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
@@ -23,6 +24,7 @@ urlpatterns = [
     path("reservations/", views.reservations, name="reservations"),
     path("reservations/<int:pk>/", views.reservation_detail, name="reservation-detail"),
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
+    path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("accounts/token/", api_token, name="api-token"),
 ]

@@ -251,12 +251,14 @@ _DIGEST_SQL = """
 SELECT n.name, md5(concat_ws('|', n.cordoned, n.maintenance, n.drain_started_at, n.no_schedule_reasons,
        n.provision_state, n.connectivity, n.role, n.trust, n.owner_tenant_id, n.converged,
        (SELECT string_agg(concat_ws(':', d.id, d.uuid, d.index, d.device_class, d.parent_id, b.lo, b.hi,
-                                    b.owner, b.lo <= now()), ',' ORDER BY d.id, b.lo)
+                                    b.owner, b.lo <= now(), b.idle), ',' ORDER BY d.id, b.lo)
           FROM inventory_device d
           LEFT JOIN LATERAL (
                SELECT lower(x.during) AS lo, upper(x.during) AS hi,
-                      coalesce(a.reservation_id::text, a.instance_id) AS owner
+                      coalesce(a.reservation_id::text, a.instance_id) AS owner,
+                      r.keep_when_idle::text || (r.conditions @> '[{"type": "Idle"}]')::text AS idle
                  FROM capacity_devicebooking x JOIN capacity_allocation a ON a.id = x.allocation_id
+                 LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
                 WHERE x.device_id = d.id AND upper(x.during) > now()) AS b ON true
          WHERE d.node_id = n.id)))
   FROM inventory_node n WHERE n.name = ANY(%s)
@@ -269,7 +271,7 @@ class Watch(_Waker):
     Every POLL seconds the thread reads a digest of every watched node's assignments and state (one
     statement for all of them) and wakes the waiters of a node whose digest moved: a placement,
     release, preemption, repair, drain, report or cordon, or a booking starting or ending (the
-    digest says which bookings hold their device now).
+    digest says which bookings hold their device now), or a reservation marked Idle or kept.
     """
 
     lost = "the node watch lost its connection"

@@ -173,6 +173,7 @@ INPUT_SCHEMA: dict[str, Callable[..., serializers.Field]] = {
     "gang": lambda **kw: GangSerializer(required=False, **kw),
     "imageId": lambda **kw: serializers.CharField(required=False, allow_null=True, **kw),
     "wait": lambda **kw: WaitSerializer(required=False, **kw),
+    "keepWhenIdle": lambda **kw: serializers.BooleanField(required=False, **kw),
 }
 if set(INPUT_SCHEMA) != API_FIELDS:
     raise RuntimeError(

@@ -178,6 +178,7 @@ RESERVATION_EXAMPLES = [
             "createdAt": "2026-12-02T12:00:00.120000Z",
             "releasedAt": None,
             "borrowedGpus": 0.0,
+            "keepWhenIdle": False,
             "conditions": [],
             "allocations": [
                 {
@@ -208,6 +209,7 @@ RESERVATION_EXAMPLES = [
             "createdAt": "2026-12-02T12:00:00.120000Z",
             "releasedAt": None,
             "borrowedGpus": 0.0,
+            "keepWhenIdle": False,
             "conditions": [
                 {
                     "type": "Unschedulable",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import agents, devices, drain, earliest_view, node_changelog, nodes, shares, tokens, views
+from . import agents, devices, drain, earliest_view, node_changelog, nodes, policy, shares, tokens, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
+    path("pools/<str:pool>/policy", policy.PolicyView.as_view(), name="api-pool-policy"),
     path("pools/<str:pool>/shares", shares.SharesView.as_view(), name="api-pool-shares"),
     path("pools/<str:pool>/shares/<str:tenant>", shares.ShareView.as_view(), name="api-pool-share"),
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),

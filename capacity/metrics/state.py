@@ -35,6 +35,11 @@ _IDLE_SQL = """
 SELECT p.slug, count(*) FROM capacity_reservation r JOIN inventory_pool p ON p.id = r.pool_id
  WHERE r.status = 'placed' AND r.conditions @> '[{"type": "Idle"}]'::jsonb GROUP BY p.slug
 """
+# Live bookings their owners keep when idle: what the pool's idle release will not take.
+_KEPT_IDLE_SQL = """
+SELECT p.slug, count(*) FROM capacity_reservation r JOIN inventory_pool p ON p.id = r.pool_id
+ WHERE r.status = 'placed' AND r.keep_when_idle AND r.conditions @> '[{"type": "Idle"}]'::jsonb GROUP BY p.slug
+"""
 _UNBOOKED_SQL = """
 SELECT p.slug, count(*) FROM capacity_unbookeduse u
   JOIN inventory_node n ON n.id = u.node_id JOIN inventory_pool p ON p.id = n.pool_id GROUP BY p.slug
@@ -104,8 +109,15 @@ class DatabaseCollector:
             ),
             (
                 "berth_idle_reservations",
-                "Running reservations whose GPUs averaged under IDLE_GPU_PERCENT for IDLE_AFTER (condition Idle).",
+                "Running reservations whose GPUs averaged under IDLE_GPU_PERCENT for their pool's idleWarnAfter"
+                " (condition Idle).",
                 _IDLE_SQL,
+            ),
+            (
+                "berth_idle_kept_reservations",
+                "Running reservations marked Idle that their owners keep when idle (keepWhenIdle): never released"
+                " for it.",
+                _KEPT_IDLE_SQL,
             ),
             (
                 "berth_unbooked_use_devices",

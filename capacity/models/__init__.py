@@ -1,6 +1,7 @@
 """Capacity models: what is booked."""
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
+from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
@@ -14,6 +15,7 @@ __all__ = [
     "AnyReservation",
     "DeviceBooking",
     "PoolCapacityRollup",
+    "PoolPolicy",
     "PoolShare",
     "Quota",
     "QuotaCharge",

@@ -85,6 +85,9 @@ class Reservation(Conditions, models.Model):
     # Whole GPUs held past the tenant's guarantee in a pool with shares (capacity.placers.shares):
     # what a guaranteed booking may reclaim. 0 for everything else.
     borrowed_gpus = models.FloatField(default=0.0, db_default=0.0)
+    # The owner asked that it never be released for idleness (where its pool's policy allows it);
+    # it is still marked Idle. Not kept in history: it matters only while the booking runs.
+    keep_when_idle = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

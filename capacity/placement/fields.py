@@ -84,6 +84,13 @@ FIELDS: Final = (
     Field("gang", "gang", CORE, True),
     Field("imageId", "image_id", CORE, True, "The image the workload runs (image-cached scorer)."),
     Field("wait", "wait", SERVICE, True, f"At most {MAX_WAIT_MS} ms."),
+    Field(
+        "keepWhenIdle",
+        "keep_when_idle",
+        SERVICE,
+        True,
+        "Never release it for idleness (still marked Idle), where the pool's policy allows it.",
+    ),
     # Set by capacity itself: the owner is the reservation it creates (or the port's instance),
     # excludeNodes is the placer's, nodeLabels are set by modules through the port, a lease by
     # `binding: node`.

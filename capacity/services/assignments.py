@@ -1,7 +1,9 @@
 """What a node's agent needs to know: which reservation holds each device now, which holds it next.
 
-Read in two queries (the node with its devices, then their live bookings), whatever the node's
-history; the answer's ETag changes exactly when something in it does (its time aside).
+Read in two queries (the node with its devices, then their live bookings) and, for a booking
+marked Idle, one more for its pool's policy, whatever the node's history; the answer's ETag changes
+exactly when something in it does (its time aside). A reservation marked Idle says so in `idle`
+(docs/policy.md): the agent writes reservations/ID.idle.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Device, Node
 from inventory.states import node_states
 
+from .pool_policy import Policy, policy_of
+
 # Each live booking of the node's devices (ending after now), soonest first, with its owner.
 _BOOKINGS_SQL = """
 SELECT b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
-       r.binding, t.slug
+       r.binding, t.slug, r.pool_id, r.keep_when_idle,
+       (SELECT c FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'Idle' LIMIT 1)
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -43,16 +48,30 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
     lease = None
     with connection.cursor() as cur:
         cur.execute(_BOOKINGS_SQL, [[d.pk for d in devices], now])
-        for device, start, end, reservation, instance, priority, binding, tenant in cur.fetchall():
-            owner = {"reservationId": reservation, "tenantId": tenant}
-            if instance:
-                owner["instanceId"] = instance
-            if start <= now:
-                held.setdefault(device, {**owner, "priority": priority or "regular", "end": _iso(end)})
-                if binding == "node":
-                    lease = reservation
-            else:
-                upcoming.setdefault(device, {**owner, "start": _iso(start)})
+        rows = cur.fetchall()
+    policies: dict[int, Policy] = {}
+    for device, start, end, reservation, instance, priority, binding, tenant, pool, keep, idle in rows:
+        owner = {"reservationId": reservation, "tenantId": tenant}
+        if instance:
+            owner["instanceId"] = instance
+        if start <= now:
+            if isinstance(idle, str):
+                idle = json.loads(idle)
+            if idle is not None and pool not in policies:
+                policies[pool] = policy_of(pool)  # only for an idle booking: rare
+            held.setdefault(
+                device,
+                {
+                    **owner,
+                    "priority": priority or "regular",
+                    "end": _iso(end),
+                    "idle": _idle(idle, keep, policies.get(pool)),
+                },
+            )
+            if binding == "node":
+                lease = reservation
+        else:
+            upcoming.setdefault(device, {**owner, "start": _iso(start)})
     body = {
         "node": node.name,
         "state": {
@@ -80,6 +99,26 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
         "asOf": _iso(now),
         **{k: v for k, v in body.items() if k != "node"},
     }, f'"{tag}"'
+
+
+def _idle(condition: dict | None, keep: bool | None, policy: Policy | None) -> dict | None:
+    """Return what the agent writes to reservations/ID.idle: since when, the evidence, when it goes.
+
+    `releaseAt` is null when it will not be released for idleness (kept, or its pool releases none).
+    """
+    if condition is None:
+        return None
+    since = condition.get("since")
+    after = None if keep or policy is None else policy.idle_release_after
+    release_at = None
+    if after is not None and since:
+        release_at = _iso(datetime.fromisoformat(since) + after)
+    return {
+        "since": _iso(datetime.fromisoformat(since)) if since else None,
+        "message": condition.get("message", ""),
+        "keepWhenIdle": bool(keep),
+        "releaseAt": release_at,
+    }
 
 
 def _iso(moment: datetime) -> str:

@@ -50,6 +50,15 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
     return value
 
 
+def duration_text(value: timedelta) -> str:
+    """Return a duration as parse_duration reads it back, the shortest way: 2w, 3d, 36h, 90m."""
+    minutes = int(value.total_seconds() // 60)
+    for unit, size in (("w", 7 * 24 * 60), ("d", 24 * 60), ("h", 60)):
+        if minutes % size == 0 and minutes >= size:
+            return f"{minutes // size}{unit}"
+    return f"{minutes}m"
+
+
 def parse_day(text: str, field: str) -> date:
     """Return the calendar day `text` names (YYYY-MM-DD); refuse a time, a shape or a day that is none."""
     value = text.strip() if isinstance(text, str) else ""
@@ -93,7 +102,8 @@ def normalize(
 
     Callers give `duration` (starting now) or `during` {start, end}; capacity adds the capability
     labels its own reservations need. Callers may not set nodeLabels themselves. Capacity's own
-    fields are idempotency_key, binding, wait_ms and input (what the reservation keeps of it).
+    fields are idempotency_key, binding, wait_ms, keep_when_idle and input (what the reservation
+    keeps of it).
     """
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be an object")
@@ -113,6 +123,9 @@ def normalize(
     if binding == Reservation.Binding.NODE:
         core["lease"] = True
     wait_ms = _wait_ms(data["wait"]) if "wait" in data else 0
+    keep = data.get("keepWhenIdle", False)
+    if not isinstance(keep, bool):
+        raise CapacityError(INVALID_INPUT, "keepWhenIdle must be true or false")
     if "duration" in data and "during" in data:
         raise CapacityError(INVALID_INPUT, "give either duration or during, not both")
     if "duration" in data:
@@ -143,7 +156,8 @@ def normalize(
         core["nodeLabels"] = labels
     if "reservationId" not in core and "instanceId" not in core:
         core["reservationId"] = "new"
-    return core, {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms, "input": stored}
+    extra = {"idempotency_key": key, "binding": binding, "wait_ms": wait_ms, "input": stored}
+    return core, {**extra, "keep_when_idle": keep}
 
 
 def _check_window(during: object, now: datetime) -> None:

@@ -44,10 +44,10 @@ fresh AS (
 r AS (
   INSERT INTO capacity_reservation
          (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
-          starts_at, ends_at, created_at, updated_at)
+          starts_at, ends_at, created_at, updated_at, keep_when_idle)
   SELECT %(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', %(conditions)s::jsonb,
          %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
-         %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz
+         %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz, %(keep)s::boolean
    WHERE (SELECT ok FROM ok) AND (SELECT ok FROM fresh)
   ON CONFLICT DO NOTHING
   RETURNING id, pool_id
@@ -142,10 +142,10 @@ def insert_charged(
 _UNCHARGED_SQL = """
 INSERT INTO capacity_reservation
        (tenant_id, pool_id, request, status, conditions, idempotency_key, priority, binding,
-        starts_at, ends_at, created_at, updated_at)
+        starts_at, ends_at, created_at, updated_at, keep_when_idle)
 VALUES (%(tenant)s::bigint, %(pool)s::bigint, %(request)s::jsonb, 'pending', '[]'::jsonb,
         %(key)s::text, %(priority)s::text, %(binding)s::text, %(starts_at)s::timestamptz,
-        %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz)
+        %(ends_at)s::timestamptz, %(now)s::timestamptz, %(now)s::timestamptz, %(keep)s::boolean)
 ON CONFLICT DO NOTHING
 RETURNING id
 """
@@ -171,6 +171,7 @@ def _row(fields: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "key": fields["idempotency_key"],
         "priority": fields["priority"],
         "binding": fields["binding"],
+        "keep": fields.get("keep_when_idle", False),
         "starts_at": fields["starts_at"],
         "ends_at": fields["ends_at"],
         "now": now,

@@ -37,6 +37,7 @@ ARGUMENTS = (
     ("digest", "text"),
     ("tenant_slug", "text"),
     ("pool_slug", "text"),
+    ("keep", "boolean"),
 )
 # What the insert's last SELECT returns, as the function declares it.
 RESULT = (

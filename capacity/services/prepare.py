@@ -26,6 +26,7 @@ from inventory.models import Tenant
 
 from . import lookups
 from .inputs import normalize
+from .pool_policy import check_keep_when_idle
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def prepare(
     else:
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
+    if extra["keep_when_idle"]:
+        check_keep_when_idle(pool.pk, request.pool_id)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)
 
 

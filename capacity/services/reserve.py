@@ -164,6 +164,7 @@ def _fields(prepared: Prepared) -> dict[str, Any]:
         "idempotency_key": prepared.extra["idempotency_key"],
         "priority": request.priority,
         "binding": prepared.extra["binding"],
+        "keep_when_idle": prepared.extra.get("keep_when_idle", False),
         "starts_at": to_datetime(request.during.start),
         "ends_at": to_datetime(request.during.end),
     }

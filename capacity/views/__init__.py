@@ -6,17 +6,19 @@ inventory, inventory never reads capacity. Every view checks the user's role on 
 
 from .booking import book, preview, selector_check
 from .nodes import node_action, node_detail, node_drain, node_history_page
-from .pools import node_row_action, pool_detail, pool_share, pools
-from .reservations import release, reservation_detail, reservations
+from .pools import node_row_action, pool_detail, pool_policy, pool_share, pools
+from .reservations import keep_when_idle, release, reservation_detail, reservations
 
 __all__ = [
     "book",
+    "keep_when_idle",
     "node_action",
     "node_detail",
     "node_drain",
     "node_history_page",
     "node_row_action",
     "pool_detail",
+    "pool_policy",
     "pool_share",
     "pools",
     "preview",

@@ -29,6 +29,7 @@ from .common import (
     visible_pool,
     visible_pools,
 )
+from .policy import PolicyForm, apply_policy, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
 
@@ -111,6 +112,8 @@ def pool_page(
     share_form: ShareForm | None = None,
     share_error: str = "",
     status: int = 200,
+    policy_form: PolicyForm | None = None,
+    policy_error: str = "",
 ) -> HttpResponse:
     pool = visible_pool(request.user, slug)
     scope = scope_for(request.user)
@@ -149,6 +152,7 @@ def pool_page(
             "availability": partial(pool_charts, [pool], scope_for(request.user)),
             "availability_tenant_view": scope_for(request.user).tenants is not None,
             **shares_context(request, pool, share_form, share_error),
+            **policy_context(request, pool, policy_form, policy_error),
         },
         partial="nodes",
         status=status,
@@ -169,6 +173,22 @@ def pool_share(request: HttpRequest, slug: str) -> HttpResponse:
     # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
     return page(
         request, "capacity/pool_detail.html", shares_context(request, pool, form, error), partial="shares"
+    )
+
+
+@require_POST
+@operator_required
+def pool_policy(request: HttpRequest, slug: str) -> HttpResponse:
+    """Change the pool's policy from the pool page; htmx gets the Policy section back in place."""
+    pool = visible_pool(request.user, slug)
+    form, error = apply_policy(request, pool)
+    if not wants_partial(request):
+        if form is None:
+            return redirect(reverse("pool-detail", args=[pool.slug]) + "#policy")
+        return pool_page(request, slug, status=400, policy_form=form, policy_error=error)
+    # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
+    return page(
+        request, "capacity/pool_detail.html", policy_context(request, pool, form, error), partial="policy"
     )
 
 

@@ -22,6 +22,7 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
+from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
@@ -97,6 +98,11 @@ class ReservationRow:
         if self.reservation.status != Reservation.Status.PLACED:
             return ""
         return (self.reservation.condition(services.IDLE) or {}).get("message", "")
+
+    @property
+    def kept(self) -> bool:
+        """Return whether its owner keeps it when idle (live rows only: history does not say)."""
+        return self.releasable and getattr(self.reservation, "keep_when_idle", False)
 
     @property
     def repair_pending(self) -> bool:
@@ -275,7 +281,9 @@ def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:
 
 
 @login_required
-def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def reservation_detail(
+    request: HttpRequest, pk: int, keep_error: str = "", status: int = 200
+) -> HttpResponse:
     """Show one reservation: status, window, where it landed or why it waits; its request, times, conditions."""
     reservation = _reservation_or_404(request, pk)
     scope = scope_for(request.user)
@@ -292,8 +300,22 @@ def reservation_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "history": condition_history(reservation, scope),
             "series": services.usage_series(reservation),
             "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
+            "keep_error": keep_error,
         },
+        status=status,
     )
+
+
+@require_POST
+@login_required
+def keep_when_idle(request: HttpRequest, pk: int) -> HttpResponse:
+    """Keep the booking when idle (`keep=1`) or hand it back to its pool's idle release; the API's PATCH."""
+    reservation = _reservation_or_404(request, pk)
+    try:
+        set_keep_when_idle(reservation.pk, request.POST.get("keep") == "1", scope=scope_for(request.user))
+    except CapacityError as err:
+        return reservation_detail(request, pk, keep_error=err.message, status=400)
+    return redirect(reverse("reservation-detail", args=[pk]))
 
 
 @require_http_methods(["GET", "POST"])

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.models import Reservation
+from capacity.services.pool_policy import set_policy
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
 from usage.idle import IDLE, mark_idle
@@ -54,9 +55,15 @@ SELECT t.device_id, %(minute)s - m * interval '1 minute', CASE WHEN t.rn %% 10 =
 """
 
 
-def run_idle(reservations: int, rounds: int, progress=None) -> dict:
-    """Fill the pool with running reservations and samples, then time the idle check."""
+def run_idle(reservations: int, rounds: int, progress=None, pool_policy: bool = False) -> dict:
+    """Fill the pool with running reservations and samples, then time the idle check.
+
+    With `pool_policy` the pool gets a policy of its own (idleWarnAfter 2h, as the site's): the
+    check then asks about it apart from the pools on the site's settings (docs/policy.md).
+    """
     pool = build_pool(math.ceil(reservations / 8), 1, progress=progress)
+    if pool_policy:
+        set_policy(pool.slug, {"idle_warn_after": timedelta(hours=2), "idle_release_after": None})
     tenant = Tenant.objects.get(slug="bench-0")
     now = timezone.now()
     built = time.perf_counter()
@@ -88,6 +95,7 @@ def run_idle(reservations: int, rounds: int, progress=None) -> dict:
     steady = sorted(timings[1:]) or timings
     return {
         "runningReservations": reservations,
+        "poolPolicy": pool_policy,
         "samples": reservations * 125,
         "fillSeconds": round(filled_s, 1),
         "firstRoundMs": round(timings[0], 1),

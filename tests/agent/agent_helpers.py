@@ -11,6 +11,7 @@ Each node is an empty node in lab-pool whose agent reports one of the fixture bo
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import stat
@@ -97,7 +98,14 @@ class NodeAgent:
         folder = self.output / "reservations"
         if not folder.is_dir():
             return {}
-        return {p.stem: p.read_text() for p in sorted(folder.iterdir())}
+        return {p.stem: p.read_text() for p in sorted(folder.iterdir()) if p.suffix == ".env"}
+
+    def idle_files(self) -> dict[str, dict]:
+        """Return reservation id -> what its reservations/ID.idle says (JSON)."""
+        folder = self.output / "reservations"
+        if not folder.is_dir():
+            return {}
+        return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.idle"))}
 
 
 def fake_smi(folder: Path, box: Path) -> Path:

@@ -72,6 +72,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/tenants/{slug}/quota",
         "/api/v1/pools",
         "/api/v1/pools/{slug}",
+        "/api/v1/pools/{pool}/policy",
         "/api/v1/pools/{pool}/shares",
         "/api/v1/pools/{pool}/shares/{tenant}",
         "/api/v1/nodes",

@@ -88,3 +88,35 @@ def test_waiting_agents_hold_no_database_connection(lab):
     WATCH.stop()
     assert answers == [304] * 8
     assert during - before <= 2, (before, during)
+
+
+def test_a_booking_marked_idle_answers_the_wait_with_its_idle_flag(node_a, ask, acme):
+    from django.utils import timezone
+
+    from capacity.models import Reservation
+
+    held = services.reserve(ask(4)).reservation  # node-a, as above
+    connection.close()
+    tag = node_a.get("/api/v1/nodes/node-a/assignments")["ETag"]
+
+    def mark():
+        time.sleep(1.0)
+        idle = {
+            "type": "Idle",
+            "status": "True",
+            "reason": "LowUtilization",
+            "message": "m",
+            "since": timezone.now().isoformat(),
+        }
+        Reservation.objects.filter(pk=held.pk).update(conditions=[idle])
+        connection.close()
+
+    marker = threading.Thread(target=mark)
+    marker.start()
+    t0 = time.monotonic()
+    response = node_a.get("/api/v1/nodes/node-a/assignments?wait=20", HTTP_IF_NONE_MATCH=tag)
+    waited = time.monotonic() - t0
+    marker.join()
+    assert response.status_code == 200 and response["ETag"] != tag
+    assert {d["now"]["idle"]["message"] for d in response.json()["devices"] if d["now"]} == {"m"}
+    assert 1.0 <= waited < 4.0  # the Idle condition wakes the watch as a booking does

@@ -265,8 +265,9 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # count, nodes, the pool's generation, devices, labels, resources, taints, bookings, scalar
     # claims now; the availability chart: the pool with its generation, (a tenant user: its
     # tenants' keys), the 14 days' bookings; the Shares section: the pool's shares (an operator: the
-    # tenants of its form and the pool's rollups for its bookable GPUs).
-    assert small == (19 if who == "op" else 20)
+    # tenants of its form and the pool's rollups for its bookable GPUs); the Policy section: the
+    # pool's policy (an operator: the bookings kept when idle).
+    assert small == 21  # an operator reads two more than before, a tenant one more: both 21
     # Again, at the same generation: devices, labels and resources come from the process's cache.
     assert _queries(client, "/pools/lab-pool/") == small - 3
 

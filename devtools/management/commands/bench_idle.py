@@ -18,12 +18,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--reservations", type=int, default=10_000)
         parser.add_argument("--rounds", type=int, default=6)
+        parser.add_argument(
+            "--pool-policy", action="store_true", help="give the pool a policy of its own (docs/policy.md)"
+        )
 
-    def handle(self, *args, reservations, rounds, **options):
+    def handle(self, *args, reservations, rounds, pool_policy, **options):
         def bar(items):
             return tqdm(items, desc="building nodes", unit=f"×{BUILD_CHUNK} nodes", file=self.stderr._out)
 
-        figures = run_idle(reservations, rounds, progress=bar)
+        figures = run_idle(reservations, rounds, progress=bar, pool_policy=pool_policy)
         self.stdout.write(json.dumps(figures, indent=2))
         if figures["idleNow"] != figures["expectedIdle"]:
             raise CommandError(f"{figures['idleNow']} idle, expected {figures['expectedIdle']}")

@@ -1,0 +1,94 @@
+"""A pool's policy (docs/policy.md): operators change it, tenants that may use the pool read it."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from capacity.access import may_set_policy
+from capacity.services import pool_policy
+from config.api.base import BerthAPIView
+from config.api.schema import errors
+
+POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
+DURATION = "A duration such as 30m, 2h, 3d or 2w; null: off."
+
+
+class PolicySerializer(serializers.Serializer):
+    """A pool's policy. Durations as the API writes them (2h); null: off."""
+
+    idleWarnAfter = serializers.CharField(
+        allow_null=True,
+        help_text="After this long idle a booking reads Idle and its owner is warned. " + DURATION,
+    )
+    idleReleaseAfter = serializers.CharField(
+        allow_null=True,
+        help_text="Still idle this long after the warning, the rest of the booking is released. " + DURATION,
+    )
+    allowKeepWhenIdle = serializers.BooleanField(
+        help_text="Whether owners may mark a booking keepWhenIdle (never released for idleness)."
+    )
+    lendIdle = serializers.BooleanField(
+        help_text="Lend idle booked GPUs to spot work. Stored; read by placement in a later part."
+    )
+    spotNotice = serializers.CharField(
+        allow_null=True,
+        help_text="Notice spot work gets before it is taken back. Stored; read by placement in a later part. "
+        + DURATION,
+    )
+    spotMinRuntime = serializers.CharField(
+        allow_null=True,
+        help_text="How long new spot work runs before it may be taken. Stored; read by placement in a later "
+        "part. " + DURATION,
+    )
+
+
+class PolicyInputSerializer(PolicySerializer):
+    """The fields a PUT may name: only those named change."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+
+class PolicyView(BerthAPIView):
+    """A pool's policy: every caller that may use the pool reads it; operators change it."""
+
+    @extend_schema(
+        operation_id="pools_policy_get",
+        tags=["pools"],
+        summary="Get a pool's policy",
+        description=(
+            "A pool that never had its policy written reads the defaults: the site's idle settings,"
+            " keeping allowed, nothing lent, no notice. A pool the caller may not use answers 404."
+        ),
+        parameters=[POOL],
+        responses={200: PolicySerializer, **errors(401, 404)},
+    )
+    def get(self, request, pool):
+        _, policy = pool_policy.visible_policy(self.scope, pool)
+        return Response(pool_policy.policy_body(policy))
+
+    @extend_schema(
+        operation_id="pools_policy_set",
+        tags=["pools"],
+        summary="Change a pool's policy",
+        description=(
+            "Operators only. Changes only the fields it names; the first write starts from the"
+            " defaults. An unknown field, a malformed, zero or negative duration answers 400 naming"
+            " the field, and nothing is written."
+        ),
+        parameters=[POOL],
+        request=PolicyInputSerializer,
+        responses={200: PolicySerializer, **errors(400, 401, 403, 404)},
+    )
+    def put(self, request, pool):
+        if not may_set_policy(request.user):
+            # A tenant that may not use the pool learns nothing of it: 404 before 403.
+            pool_policy.visible_policy(self.scope, pool)
+            raise PermissionDenied("only operators may change a pool's policy")
+        changes = pool_policy.parse_policy(request.data)
+        return Response(pool_policy.policy_body(pool_policy.set_policy(pool, changes)))

@@ -1,0 +1,85 @@
+"""The pool page's Policy section: the pool's policy for everyone who may use it, a form for operators."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest
+
+from capacity.access import scope_for
+from capacity.models import Reservation
+from capacity.models.reservations import IDLE
+from capacity.placement import CapacityError
+from capacity.services import pool_policy
+
+DURATION_HELP = "30m, 2h, 3d or 2w; blank: off"
+
+
+class PolicyForm(forms.Form):
+    """A pool's policy as the API's PUT takes it: durations as text (blank: off), switches."""
+
+    idleWarnAfter = forms.CharField(label="Warn when idle for", required=False, help_text=DURATION_HELP)
+    idleReleaseAfter = forms.CharField(
+        label="Release when still idle after", required=False, help_text=DURATION_HELP
+    )
+    allowKeepWhenIdle = forms.BooleanField(label="Owners may keep idle bookings", required=False)
+    lendIdle = forms.BooleanField(
+        label="Lend idle GPUs to spot work", required=False, help_text="read by placement in a later part"
+    )
+    spotNotice = forms.CharField(label="Spot notice", required=False, help_text=DURATION_HELP)
+    spotMinRuntime = forms.CharField(label="Spot minimum runtime", required=False, help_text=DURATION_HELP)
+
+
+def policy_initial(policy: pool_policy.Policy) -> dict:
+    """Return the form's initial values: the policy as the API writes it, off as blank."""
+    return {name: ("" if value is None else value) for name, value in pool_policy.policy_body(policy).items()}
+
+
+def kept_reservations(pool) -> list[Reservation]:
+    """Return the pool's live bookings whose owners opted out of the idle release, idle ones first."""
+    rows = list(
+        Reservation.objects.filter(pool=pool, keep_when_idle=True, status__in=["placed", "pending"])
+        .select_related("tenant")
+        .order_by("starts_at", "id")[:50]
+    )
+    for r in rows:
+        r.idle_message = (r.condition(IDLE) or {}).get("message", "")
+    return sorted(rows, key=lambda r: not r.idle_message)
+
+
+def policy_context(request: HttpRequest, pool, form: PolicyForm | None = None, error: str = "") -> dict:
+    """Return what the Policy section draws; operators get the form and who keeps idle bookings.
+
+    The pool was checked by the caller (visible_pool).
+    """
+    policy = pool_policy.policy_of(pool)
+    context = {
+        "pool": pool,
+        "policy": policy,
+        "policy_body": pool_policy.policy_body(policy),
+        "policy_error": error,
+    }
+    if scope_for(request.user).tenants is None:
+        context["policy_form"] = form or PolicyForm(prefix="policy", initial=policy_initial(policy))
+        context["kept_reservations"] = kept_reservations(pool)
+    return context
+
+
+def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
+    """Change the pool's policy from the posted form; (None, "") when done, else the form and the error.
+
+    The form is read as the API's PUT (services.pool_policy.parse_policy): an error naming a field
+    is shown next to it.
+    """
+    form = PolicyForm(request.POST, prefix="policy")
+    if not form.is_valid():
+        return form, ""
+    data = {k: (v.strip() or None) if isinstance(v, str) else v for k, v in form.cleaned_data.items()}
+    try:
+        pool_policy.set_policy(pool.slug, pool_policy.parse_policy(data))
+    except CapacityError as err:
+        field = err.message.split(" ", 1)[0].rstrip(":")
+        if field in form.fields:
+            form.add_error(field, err.message)
+            return form, ""
+        return form, err.message
+    return None, ""
