@@ -57,7 +57,7 @@ _TENANT_HOLDS = (
   JOIN capacity_allocation a ON a.reservation_id = r.id
   JOIN capacity_devicebooking b ON b.allocation_id = a.id
   JOIN inventory_device d ON d.id = b.device_id
- WHERE r.tenant_id IN (SELECT id FROM inventory_tenant WHERE slug = ANY(%(tenants)s::text[]))
+ WHERE r.tenant_id = ANY(ARRAY(SELECT id FROM inventory_tenant WHERE slug = ANY(%(tenants)s::text[])))
    AND r.pool_id = %(pool)s::bigint AND r.starts_at < upper(%(during)s::tstzrange)
    AND r.ends_at > lower(%(during)s::tstzrange)"""
     + _HOLDS_WHERE
