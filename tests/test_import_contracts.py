@@ -18,7 +18,7 @@ import pytest
 from devtools import reach
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", "whatif")
+PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", "whatif", "identity")
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
@@ -76,6 +76,12 @@ FORBIDDEN = [
     ("config", "inventory"),
     ("config", "webhooks"),
     ("config", "devtools"),
+    # Identity (SSO) sits beside capacity: it sets inventory's tenant memberships and nothing else.
+    ("config", "identity"),
+    ("inventory", "identity"),
+    ("capacity", "identity"),
+    ("identity", "capacity"),
+    ("identity", "devtools"),
 ]
 
 # What each app may import besides itself (standard library and third parties aside).

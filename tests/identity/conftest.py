@@ -1,0 +1,89 @@
+"""A real OpenID provider on loopback for the SSO tests (oidc_provider/), and Berth pointed at it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+HERE = Path(__file__).resolve().parent
+CLIENT_ID = "berth-test"
+CLIENT_SECRET = "berth-test-secret"
+REDIRECT_URIS = (
+    "http://testserver/oidc/callback/ http://testserver/accounts/login/ http://127.0.0.1/oidc/callback/"
+)
+PROVIDER_USERS = {"alice": {}, "bob": {}, "carol": {}, "dave": {}, "erin": {}}
+
+
+class Provider:
+    """The running provider: its issuer, and its knobs (users' groups, misbehaviours)."""
+
+    def __init__(self, issuer: str, knobs_path: Path):
+        self.issuer = issuer
+        self.knobs_path = knobs_path
+        self.reset()
+
+    def reset(self) -> None:
+        self.knobs = {"users": {name: dict(user) for name, user in PROVIDER_USERS.items()}}
+        self.save()
+
+    def save(self) -> None:
+        self.knobs_path.write_text(json.dumps(self.knobs))
+
+    def set(self, **knobs) -> None:
+        self.knobs.update(knobs)
+        self.save()
+
+    def user(self, username: str, **claims) -> None:
+        self.knobs["users"][username].update(claims)
+        self.save()
+
+
+@pytest.fixture(scope="session")
+def provider(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("oidc_provider")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    knobs_path = folder / "knobs.json"
+    knobs_path.write_text(json.dumps({"users": PROVIDER_USERS}))
+    env = {
+        **os.environ,
+        "PROVIDER_DB": str(folder / "provider.sqlite3"),
+        "PROVIDER_KNOBS": str(knobs_path),
+        "PROVIDER_RSA_KEY": pem,
+        "PROVIDER_CLIENT_ID": CLIENT_ID,
+        "PROVIDER_CLIENT_SECRET": CLIENT_SECRET,
+        "PROVIDER_REDIRECT_URIS": REDIRECT_URIS,
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "oidc_provider" / "serve.py")], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("port "), f"the provider did not start: {line!r}"
+        yield Provider(f"http://127.0.0.1:{int(line.split()[1])}/o", knobs_path)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def sso(provider, settings):
+    """Berth configured for the provider, as BERTH_OIDC_* would configure it."""
+    from identity import discovery
+
+    settings.BERTH_OIDC_ISSUER = provider.issuer
+    settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+    settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
+    provider.reset()
+    discovery.forget()
+    yield provider
+    discovery.forget()
+    provider.reset()
