@@ -83,19 +83,26 @@ class OidcBackend(OIDCAuthenticationBackend):
         self.OIDC_OP_JWKS_ENDPOINT = provider_setting("OIDC_OP_JWKS_ENDPOINT")
         return super().authenticate(request, **kwargs)
 
-    def _verify_jws(self, payload, key):
-        """Return the ID token's claims once its signature, iss, aud, exp and iat hold."""
-        if not isinstance(payload, str | bytes) or not payload:
+    def verify_token(self, token, **kwargs):
+        """Refuse an algorithm other than RS256 or ES256 before any key is looked for."""
+        self._algorithm(token)
+        return super().verify_token(token, **kwargs)
+
+    def _algorithm(self, token) -> str:
+        if not isinstance(token, str | bytes) or not token:
             raise SignInRefused("The sign-in service sent no ID token.")
         try:
-            algorithm = jwt.get_unverified_header(payload).get("alg")
+            algorithm = jwt.get_unverified_header(token).get("alg")
         except jwt.InvalidTokenError:
             raise SignInRefused("The sign-in service sent an ID token that is not a token.") from None
         offered = discovery.document().get("id_token_signing_alg_values_supported") or ["RS256"]
         if algorithm not in SIGNING_ALGORITHMS or algorithm not in offered:
-            raise SignInRefused(
-                f"The ID token is signed with {algorithm!r}; Berth takes RS256 or ES256 only."
-            )
+            raise SignInRefused(f"The ID token is signed with {algorithm!r}; Berth takes RS256 or ES256 only.")
+        return algorithm
+
+    def _verify_jws(self, payload, key):
+        """Return the ID token's claims once its signature, iss, aud, exp and iat hold."""
+        algorithm = self._algorithm(payload)
         try:
             return jwt.decode(
                 payload,

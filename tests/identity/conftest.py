@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 HERE = Path(__file__).resolve().parent
 CLIENT_ID = "berth-test"
-CLIENT_SECRET = "berth-test-secret"
+CLIENT_SECRET = "berth-test-secret-long-enough-for-an-hs256-key"
 REDIRECT_URIS = (
     "http://testserver/oidc/callback/ http://testserver/accounts/login/ http://127.0.0.1/oidc/callback/"
 )

@@ -5,11 +5,11 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 
-def through_provider(authorize_url: str, username: str, password: str = "pw", session=None) -> str:
+def through_provider(authorize_url: str, username: str, password: str = "pw", session=None, sign_in=True) -> str:
     """Sign in at the provider as a browser would; return where it sends the browser back (the callback)."""
     browser = session or requests.Session()
     answer = browser.get(authorize_url, allow_redirects=False)
-    if answer.status_code == 302 and urlsplit(answer.headers["Location"]).path == "/login/":
+    if sign_in and answer.status_code == 302 and urlsplit(answer.headers["Location"]).path == "/login/":
         login_url = urljoin(authorize_url, answer.headers["Location"])
         answer = browser.post(
             login_url, data={"username": username, "password": password}, allow_redirects=False

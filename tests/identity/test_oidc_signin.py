@@ -176,3 +176,44 @@ def test_a_session_is_checked_again_after_the_recheck_time_and_follows_the_group
     assert back.status_code == 302 and back["Location"] == "/reservations/"
     alice = User.objects.get(username="alice")
     assert acme not in alice.tenants.all() and not alice.groups.filter(name="operators").exists()
+
+
+def test_an_id_token_signed_es256_with_a_published_key_signs_in(client, sso):
+    sso.set(alg="ES256")
+    answer, _ = sign_in(client, "alice")
+    assert answer.status_code == 302 and ProviderIdentity.objects.filter(user__username="alice").exists()
+
+
+@pytest.mark.parametrize("algorithm", ["HS256", "none"])
+def test_an_id_token_signed_with_the_client_secret_or_unsigned_is_refused(client, sso, algorithm):
+    sso.set(alg=algorithm)
+    answer, _ = sign_in(client, "alice")
+    assert "Berth takes RS256 or ES256 only" in refused_words(answer)
+
+
+def test_a_provider_answering_html_for_its_configuration_is_named_on_the_sign_in_page(client, sso, settings):
+    settings.BERTH_OIDC_ISSUER = sso.issuer.removesuffix("/o") + "/login"
+    page = client.get("/accounts/login/").content.decode()
+    assert "is not answering. It answered HTTP 404" in page
+
+
+def test_a_switched_off_user_is_not_signed_in(client, sso):
+    sign_in(client, "alice")
+    client.logout()
+    User.objects.filter(username="alice").update(is_active=False)
+    answer, _ = sign_in(client, "alice")
+    assert answer.status_code == 400 and b"switched off" in answer.content
+    assert not answer.wsgi_request.user.is_authenticated
+
+
+def test_a_session_whose_provider_session_ended_ends_at_the_recheck(client, sso):
+    sign_in(client, "alice")
+    session = client.session
+    session["oidc_id_token_expiration"] = 0
+    session.save()
+    bounce = client.get("/reservations/")
+    assert parse_qs(urlsplit(bounce["Location"]).query)["prompt"] == ["none"]
+    # A browser without the provider's session: it answers login_required, and Berth signs out.
+    back = client.get(local(through_provider(bounce["Location"], "alice", session=None, sign_in=False)))
+    assert back.status_code == 400 and b"login_required" in back.content
+    assert not client.get("/").wsgi_request.user.is_authenticated

@@ -9,6 +9,8 @@ from jwcrypto import jwk, jwt
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
 _other_key = jwk.JWK.generate(kty="RSA", size=2048)
+# Published in the JWKS beside the toolkit's RSA key (urls.py): ID tokens signed ES256 on request.
+ec_key = jwk.JWK.generate(kty="EC", crv="P-256", kid="ec-test", alg="ES256")
 
 
 def knobs() -> dict:
@@ -51,13 +53,28 @@ class KnobbedValidator(OAuth2Validator):
 
     def finalize_id_token(self, id_token, token, token_handler, request):
         signed = super().finalize_id_token(id_token, token, token_handler, request)
-        if not knobs().get("bad_signature"):
-            return signed
-        # The same header (the published key's kid) and claims, signed by a key the JWKS does not hold.
+        settings = knobs()
         header, claims, _ = signed.split(".")
-        forged = jwt.JWT(header=_decode(header), claims=_decode(claims))
-        forged.make_signed_token(_other_key)
-        return forged.serialize()
+        if settings.get("bad_signature"):
+            # The same header (the published key's kid) and claims, signed by a key the JWKS does not hold.
+            return _sign(_decode(header), _decode(claims), _other_key)
+        if settings.get("alg") == "ES256":
+            return _sign(json.dumps({"alg": "ES256", "kid": "ec-test", "typ": "JWT"}), _decode(claims), ec_key)
+        if settings.get("alg") == "HS256":
+            # The client secret as an HMAC key: the old trick against a client that takes any algorithm.
+            secret = jwk.JWK(kty="oct", k=base64.urlsafe_b64encode(os.environ["PROVIDER_CLIENT_SECRET"].encode())
+                             .decode().rstrip("="))
+            return _sign(json.dumps({"alg": "HS256", "typ": "JWT"}), _decode(claims), secret)
+        if settings.get("alg") == "none":
+            unsigned = base64.urlsafe_b64encode(b'{"alg":"none","typ":"JWT"}').decode().rstrip("=")
+            return f"{unsigned}.{claims}."
+        return signed
+
+
+def _sign(header: str, claims: str, key) -> str:
+    token = jwt.JWT(header=header, claims=claims)
+    token.make_signed_token(key)
+    return token.serialize()
 
 
 def _decode(part: str) -> str:
