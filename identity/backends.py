@@ -97,7 +97,9 @@ class OidcBackend(OIDCAuthenticationBackend):
             raise SignInRefused("The sign-in service sent an ID token that is not a token.") from None
         offered = discovery.document().get("id_token_signing_alg_values_supported") or ["RS256"]
         if algorithm not in SIGNING_ALGORITHMS or algorithm not in offered:
-            raise SignInRefused(f"The ID token is signed with {algorithm!r}; Berth takes RS256 or ES256 only.")
+            raise SignInRefused(
+                f"The ID token is signed with {algorithm!r}; Berth takes RS256 or ES256 only."
+            )
         return algorithm
 
     def _verify_jws(self, payload, key):

@@ -5,7 +5,9 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 
-def through_provider(authorize_url: str, username: str, password: str = "pw", session=None, sign_in=True) -> str:
+def through_provider(
+    authorize_url: str, username: str, password: str = "pw", session=None, sign_in=True
+) -> str:
     """Sign in at the provider as a browser would; return where it sends the browser back (the callback)."""
     browser = session or requests.Session()
     answer = browser.get(authorize_url, allow_redirects=False)

@@ -1,9 +1,9 @@
 """The provider's URLs: the toolkit under /o/ (its issuer), and a password form at /login/."""
 
-from django.contrib import auth
-from django.http import HttpResponse, HttpResponseRedirect
 import json
 
+from django.contrib import auth
+from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as toolkit

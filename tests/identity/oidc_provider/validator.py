@@ -59,11 +59,17 @@ class KnobbedValidator(OAuth2Validator):
             # The same header (the published key's kid) and claims, signed by a key the JWKS does not hold.
             return _sign(_decode(header), _decode(claims), _other_key)
         if settings.get("alg") == "ES256":
-            return _sign(json.dumps({"alg": "ES256", "kid": "ec-test", "typ": "JWT"}), _decode(claims), ec_key)
+            return _sign(
+                json.dumps({"alg": "ES256", "kid": "ec-test", "typ": "JWT"}), _decode(claims), ec_key
+            )
         if settings.get("alg") == "HS256":
             # The client secret as an HMAC key: the old trick against a client that takes any algorithm.
-            secret = jwk.JWK(kty="oct", k=base64.urlsafe_b64encode(os.environ["PROVIDER_CLIENT_SECRET"].encode())
-                             .decode().rstrip("="))
+            secret = jwk.JWK(
+                kty="oct",
+                k=base64.urlsafe_b64encode(os.environ["PROVIDER_CLIENT_SECRET"].encode())
+                .decode()
+                .rstrip("="),
+            )
             return _sign(json.dumps({"alg": "HS256", "typ": "JWT"}), _decode(claims), secret)
         if settings.get("alg") == "none":
             unsigned = base64.urlsafe_b64encode(b'{"alg":"none","typ":"JWT"}').decode().rstrip("=")
