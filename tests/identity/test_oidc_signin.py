@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 
 from identity.models import ProviderIdentity
 
-from sso_flow import local, sign_in, through_provider
+from sso_provider import local, sign_in, through_provider
 from tenants import make_tenant
 
 pytestmark = pytest.mark.django_db

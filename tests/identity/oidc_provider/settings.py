@@ -36,3 +36,5 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "loggers": {"django.request": {"handlers": ["stderr"], "level": "ERROR"}},
 }
+# Cookies are per host, not per port: on 127.0.0.1 beside Berth, the provider's must not overwrite Berth's.
+SESSION_COOKIE_NAME = "provider_session"
