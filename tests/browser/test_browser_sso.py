@@ -3,15 +3,19 @@
 import pytest
 from playwright.sync_api import expect
 
+import sso_provider
 from chromium import CHROMIUM, SKIP_REASON
-from sso_provider import provider, sso  # noqa: F401
 from tenants import make_tenant
+
+# The provider's fixtures, by name (tests/sso_provider.py).
+provider = sso_provider.provider
+sso = sso_provider.sso
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP_REASON)]
 
 
 def test_a_person_signs_in_with_sso_and_lands_with_the_tenants_of_their_groups(
-    page, sso, transactional_db, live_server  # noqa: F811
+    page, sso, transactional_db, live_server
 ):
     from django.contrib.auth.models import User
 
