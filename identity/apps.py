@@ -6,3 +6,6 @@ class IdentityConfig(AppConfig):
 
     name = "identity"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from identity import receivers  # noqa: F401

@@ -9,6 +9,7 @@ again; one that does not (signed out, disabled) answers login_required and the s
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import HttpResponse
 from mozilla_django_oidc.middleware import SessionRefresh
 
 from identity import discovery
@@ -41,4 +42,14 @@ class RecheckWithProvider(SessionRefresh):
         except discovery.ProviderDown:
             # The provider is down: the session goes on (it was checked when it began) until it is back.
             return None
-        return super().process_request(request)
+        response = super().process_request(request)
+        if (
+            response is not None
+            and response.status_code == 302
+            and request.headers.get("HX-Request") == "true"
+        ):
+            # An htmx swap cannot follow a redirect to another site: htmx loads the whole page instead.
+            swap = HttpResponse(status=204)
+            swap["HX-Redirect"] = response["Location"]
+            return swap
+        return response

@@ -26,3 +26,29 @@ class ProviderIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
+
+
+class SignInEvent(models.Model):
+    """A sign-in or a failed one, by password or SSO: what the audit export lists as sign-ins."""
+
+    PASSWORD = "password"
+    SSO = "sso"
+    METHODS = [(PASSWORD, "password"), (SSO, "SSO")]
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    method = models.CharField(max_length=10, choices=METHODS)
+    succeeded = models.BooleanField()
+    # Null once the user is deleted; `username` keeps the name (for a failure, the one typed).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    username = models.CharField(max_length=150, blank=True)
+    issuer = models.CharField(max_length=255, blank=True)
+    subject = models.CharField(max_length=255, blank=True, help_text="The provider's sub (SSO).")
+    reason = models.CharField(max_length=300, blank=True, help_text="Why a sign-in failed, in words.")
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        outcome = "signed in" if self.succeeded else "failed to sign in"
+        return f"{self.username or '?'} {outcome} by {self.method} at {self.at:%Y-%m-%d %H:%M:%S}"

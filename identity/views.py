@@ -22,6 +22,7 @@ from mozilla_django_oidc import views as oidc_views
 
 from identity import discovery
 from identity.backends import SignInRefused, provider_setting
+from identity.receivers import sso_refused
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ def refused(request: HttpRequest, reason: str, *, sign_out: bool = False) -> Htt
     a re-check the provider or Berth refused must not leave the old session running.
     """
     log.warning("SSO sign-in refused: %s", reason)
+    sso_refused(request, reason)
     if sign_out and request.user.is_authenticated:
         auth.logout(request)
     form = auth_views.AuthenticationForm(request)

@@ -27,6 +27,7 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
     ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
+    ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",

@@ -217,3 +217,28 @@ def test_a_session_whose_provider_session_ended_ends_at_the_recheck(client, sso)
     back = client.get(local(through_provider(bounce["Location"], "alice", session=None, sign_in=False)))
     assert back.status_code == 400 and b"login_required" in back.content
     assert not client.get("/").wsgi_request.user.is_authenticated
+
+
+def test_an_htmx_swap_due_for_the_recheck_is_told_to_load_the_whole_page_through_the_provider(client, sso):
+    sign_in(client, "alice")
+    session = client.session
+    session["oidc_id_token_expiration"] = 0
+    session.save()
+    answer = client.get("/reservations/", headers={"HX-Request": "true"})
+    assert answer.status_code == 204 and answer["HX-Redirect"].startswith(sso.issuer)
+
+
+def test_sign_ins_and_failed_ones_are_recorded_with_the_providers_sub(client, sso):
+    from identity.models import SignInEvent
+
+    sign_in(client, "alice")
+    client.logout()
+    sso.set(aud="someone-else")
+    sign_in(client, "alice")
+    client.post("/accounts/login/", {"username": "mallory", "password": "guess"})
+    ok, refused, wrong = SignInEvent.objects.order_by("id")
+    assert (ok.method, ok.succeeded, ok.username) == ("sso", True, "alice")
+    assert ok.subject == ProviderIdentity.objects.get().subject and ok.issuer == sso.issuer
+    assert (refused.method, refused.succeeded) == ("sso", False) and "another application" in refused.reason
+    assert (wrong.method, wrong.succeeded, wrong.username) == ("password", False, "mallory")
+    assert ok.address == "127.0.0.1"
