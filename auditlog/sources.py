@@ -94,7 +94,8 @@ def _sign_in_entry(row: dict) -> dict:
 
 
 def _reservation_object(value: str) -> Q:
-    return Q(reservation_id=int(value)) if value.isascii() and value.isdigit() else NONE
+    # A bigint holds 18 digits safely: a longer number names no reservation.
+    return Q(reservation_id=int(value)) if value.isascii() and value.isdigit() and len(value) <= 18 else NONE
 
 
 def _sign_in_action(value: str) -> Q:
