@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "webhooks",
     "devtools",
     "identity",
+    "auditlog",
 ]
 
 # Content-Security-Policy (Django's own): scripts only from Berth's static files (no inline script
@@ -339,6 +340,11 @@ IDLE_RELEASE_AFTER = (
     if os.environ.get("BERTH_IDLE_RELEASE_AFTER_MINUTES")
     else None
 )
+
+# The audit export (auditlog/, docs/audit.md): sign-ins are kept this many days.
+AUDIT_DAYS = env.number("BERTH_AUDIT_DAYS", 400)
+if AUDIT_DAYS < 1:
+    raise ImproperlyConfigured(f"BERTH_AUDIT_DAYS={AUDIT_DAYS}: keep sign-ins 1 day at least.")
 
 # OpenID Connect sign-in (identity/, docs/sso.md), through mozilla-django-oidc. Off unless
 # BERTH_OIDC_ISSUER is set; the provider's endpoints come from its discovery document, read once.

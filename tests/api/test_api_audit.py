@@ -71,3 +71,18 @@ def test_csv_has_a_header_and_a_line_per_entry(as_operator, changes):
     lines = list(csv.reader(io.StringIO(answer.content.decode())))
     assert lines[0] == ["at", "actor", "action", "object", "before", "after", "reason", "requestId"]
     assert lines[1][2] == "sign-in"
+
+
+def test_sign_ins_older_than_the_audit_days_are_deleted_by_the_worker_job(db, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from capacity.worker_jobs import JOBS
+    from identity.models import SignInEvent
+
+    settings.AUDIT_DAYS = 400
+    old, _ = (SignInEvent.objects.create(method="password", succeeded=True, username=n) for n in "ab")
+    SignInEvent.objects.filter(pk=old.pk).update(at=timezone.now() - timedelta(days=401))
+    assert JOBS["audit-retention"].run_once() == "deleted 1 sign-ins older than 400 days"
+    assert list(SignInEvent.objects.values_list("username", flat=True)) == ["b"]
