@@ -102,6 +102,21 @@ class OidcBackend(OIDCAuthenticationBackend):
             )
         return algorithm
 
+    def retrieve_matching_jwk(self, token):
+        """Return the published key the token names (kid, alg); the JWKS is fetched again once for a new kid."""
+        header = jwt.get_unverified_header(token)
+        for refresh in (False, True):
+            for key in discovery.signing_keys(refresh=refresh):
+                if not isinstance(key, dict) or key.get("kid") != header.get("kid"):
+                    continue
+                if "alg" in key and key["alg"] != header.get("alg"):
+                    continue
+                try:
+                    return jwt.PyJWK(key)
+                except jwt.PyJWKError:
+                    raise SignInRefused("The provider published a signing key Berth cannot read.") from None
+        raise SignInRefused("The ID token names a signing key the provider does not publish.")
+
     def _verify_jws(self, payload, key):
         """Return the ID token's claims once its signature, iss, aud, exp and iat hold."""
         algorithm = self._algorithm(payload)

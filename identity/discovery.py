@@ -18,6 +18,7 @@ REQUIRED = ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")
 
 _lock = threading.Lock()
 _cache: dict[str, tuple[float, dict | str]] = {}
+_keys: dict[str, list[dict]] = {}
 
 
 class ProviderDown(Exception):
@@ -33,6 +34,7 @@ def forget() -> None:
     """Drop the kept document (tests, and a changed issuer)."""
     with _lock:
         _cache.clear()
+        _keys.clear()
 
 
 def document() -> dict:
@@ -76,3 +78,25 @@ def _fetch(issuer: str) -> dict:
         # OpenID Connect Discovery 1.0, 4.3: the document must name the issuer it was fetched for.
         raise ProviderDown(f"{down} Its configuration names another issuer ({value['issuer']}).")
     return value
+
+
+def signing_keys(refresh: bool = False) -> list[dict]:
+    """Return the provider's published keys (its JWKS), kept until a token names a key not among them."""
+    url = document()["jwks_uri"]
+    with _lock:
+        kept = None if refresh else _keys.get(url)
+    if kept is not None:
+        return kept
+    try:
+        response = requests.get(url, timeout=settings.OIDC_TIMEOUT)
+        response.raise_for_status()
+        keys = response.json()["keys"]
+    except (requests.RequestException, ValueError, KeyError, TypeError):
+        raise ProviderDown(
+            "The organisation's sign-in service did not answer with its signing keys."
+        ) from None
+    if not isinstance(keys, list):
+        raise ProviderDown("The organisation's sign-in service did not answer with its signing keys.")
+    with _lock:
+        _keys[url] = keys
+    return keys

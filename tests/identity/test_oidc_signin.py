@@ -107,6 +107,12 @@ def test_an_id_token_signed_by_a_key_the_provider_does_not_publish_is_refused(cl
     assert "signature does not match" in refused_words(answer)
 
 
+def test_an_id_token_naming_a_key_the_provider_does_not_publish_is_refused_after_a_fresh_look(client, sso):
+    sso.set(unknown_kid=True)
+    answer, _ = sign_in(client, "alice")
+    assert "names a signing key the provider does not publish" in refused_words(answer)
+
+
 def test_a_replayed_state_is_refused_and_signs_no_one_in(client, sso):
     answer, callback = sign_in(client, "alice")
     assert answer.status_code == 302

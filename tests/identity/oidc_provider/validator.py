@@ -58,6 +58,12 @@ class KnobbedValidator(OAuth2Validator):
         if settings.get("bad_signature"):
             # The same header (the published key's kid) and claims, signed by a key the JWKS does not hold.
             return _sign(_decode(header), _decode(claims), _other_key)
+        if settings.get("unknown_kid"):
+            return _sign(
+                json.dumps({"alg": "RS256", "kid": "not-published", "typ": "JWT"}),
+                _decode(claims),
+                _other_key,
+            )
         if settings.get("alg") == "ES256":
             return _sign(
                 json.dumps({"alg": "ES256", "kid": "ec-test", "typ": "JWT"}), _decode(claims), ec_key
