@@ -16,7 +16,7 @@ import jwt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
@@ -157,30 +157,42 @@ class OidcBackend(OIDCAuthenticationBackend):
             groups = groups_from(claims)
         except BadGroupsClaim as err:
             raise SignInRefused(str(err)) from None
-        with transaction.atomic():
-            identity = (
-                ProviderIdentity.objects.select_for_update()
-                .select_related("user")
-                .filter(issuer=issuer, subject=subject)
-                .first()
-            )
-            if identity is None:
-                user = self.UserModel(username=_free_username(claims, subject), **fields)
-                user.set_unusable_password()
-                user.save()
-                identity = ProviderIdentity(user=user, issuer=issuer, subject=subject)
-                log.info("First sign-in of sub %s at %s: user %s created.", subject, issuer, user.username)
-            else:
-                user = identity.user
-                for name, value in fields.items():
-                    setattr(user, name, value)
-                user.save(update_fields=list(fields))
-            identity.groups = groups
-            identity.last_sign_in_at = timezone.now()
-            identity.save()
-            if user.is_active:
-                apply_groups(user, groups)
+        for attempt in range(2):
+            try:
+                with transaction.atomic():
+                    user = self._user_for(issuer, subject, claims, fields, groups)
+                break
+            except IntegrityError:
+                # Two first sign-ins of one person at once: the other created the user; find it.
+                if attempt:
+                    raise SignInRefused("Another sign-in of yours was under way: try again.") from None
         log.info("Sign-in of %s (sub %s at %s), groups %s.", user.username, subject, issuer, groups)
+        return user
+
+    def _user_for(self, issuer: str, subject: str, claims: dict, fields: dict, groups: list[str]):
+        """Return the user of (issuer, subject), created if new, updated from the claims and groups."""
+        identity = (
+            ProviderIdentity.objects.select_for_update()
+            .select_related("user")
+            .filter(issuer=issuer, subject=subject)
+            .first()
+        )
+        if identity is None:
+            user = self.UserModel(username=_free_username(claims, subject), **fields)
+            user.set_unusable_password()
+            user.save()
+            identity = ProviderIdentity(user=user, issuer=issuer, subject=subject)
+            log.info("First sign-in of sub %s at %s: user %s created.", subject, issuer, user.username)
+        else:
+            user = identity.user
+            for name, value in fields.items():
+                setattr(user, name, value)
+            user.save(update_fields=list(fields))
+        identity.groups = groups
+        identity.last_sign_in_at = timezone.now()
+        identity.save()
+        if user.is_active:
+            apply_groups(user, groups)
         return user
 
 

@@ -93,7 +93,9 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
     def get(self, request):
         if request.GET.get("error"):
             # prompt=none of the re-check comes back with login_required when the provider's session ended.
-            super().get(request)  # drops the state and ends a session being re-checked
+            # Only an answer to this browser's own request may end its session (no sign-out by link).
+            if request.GET.get("state") in request.session.get("oidc_states", {}):
+                super().get(request)  # drops the state and ends a session being re-checked
             words = request.GET.get("error_description") or request.GET["error"]
             return refused(request, f"The sign-in service did not sign you in: {words}.")
         if not request.GET.get("code") or not request.GET.get("state"):

@@ -248,3 +248,10 @@ def test_sign_ins_and_failed_ones_are_recorded_with_the_providers_sub(client, ss
     assert (refused.method, refused.succeeded) == ("sso", False) and "another application" in refused.reason
     assert (wrong.method, wrong.succeeded, wrong.username) == ("password", False, "mallory")
     assert ok.address == "127.0.0.1"
+
+
+def test_an_error_answer_with_a_state_this_browser_never_sent_does_not_sign_it_out(client, sso):
+    sign_in(client, "alice")
+    answer = client.get("/oidc/callback/?error=login_required&state=made-up")
+    assert answer.status_code == 400
+    assert client.get("/").wsgi_request.user.username == "alice"
