@@ -7,6 +7,7 @@ EMAIL_HOST and EMAIL_* (password reset by mail), BERTH_TOKEN_DAYS. README.md, "P
 """
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,6 +47,8 @@ INSTALLED_APPS = [
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
     "devtools",
+    "identity",
+    "auditlog",
 ]
 
 # Content-Security-Policy (Django's own): scripts only from Berth's static files (no inline script
@@ -76,6 +79,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A session signed in through the identity provider is checked with it again every
+    # BERTH_OIDC_RECHECK minutes (identity/middleware.py); nothing happens without BERTH_OIDC_ISSUER.
+    "identity.middleware.RecheckWithProvider",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # After authentication: history rows name the signed-in user who made the change.
@@ -250,7 +256,10 @@ TOKEN_DAYS = env.number("BERTH_TOKEN_DAYS", 90)
 # pair out for 15 minutes; the page says so (registration/locked.html).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords; with BERTH_LOCAL_LOGIN=0 only superusers' (break glass): identity/backends.py.
+    "identity.backends.LocalPasswordBackend",
+    # OpenID Connect sign-in (docs/sso.md): answers only the provider's callback.
+    "identity.backends.OidcBackend",
 ]
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=env.number("BERTH_LOGIN_LOCKOUT_MINUTES", 15))
@@ -331,3 +340,40 @@ IDLE_RELEASE_AFTER = (
     if os.environ.get("BERTH_IDLE_RELEASE_AFTER_MINUTES")
     else None
 )
+
+# The audit export (auditlog/, docs/audit.md): sign-ins are kept this many days.
+AUDIT_DAYS = env.number("BERTH_AUDIT_DAYS", 400)
+if AUDIT_DAYS < 1:
+    raise ImproperlyConfigured(f"BERTH_AUDIT_DAYS={AUDIT_DAYS}: keep sign-ins 1 day at least.")
+
+# OpenID Connect sign-in (identity/, docs/sso.md), through mozilla-django-oidc. Off unless
+# BERTH_OIDC_ISSUER is set; the provider's endpoints come from its discovery document, read once.
+BERTH_OIDC_ISSUER = os.environ.get("BERTH_OIDC_ISSUER", "").strip().rstrip("/")
+OIDC_RP_CLIENT_ID = os.environ.get("BERTH_OIDC_CLIENT_ID", "").strip()
+OIDC_RP_CLIENT_SECRET = os.environ.get("BERTH_OIDC_CLIENT_SECRET", "")
+if BERTH_OIDC_ISSUER and not OIDC_RP_CLIENT_ID:
+    raise ImproperlyConfigured("BERTH_OIDC_ISSUER is set: set BERTH_OIDC_CLIENT_ID (and its secret) too.")
+OIDC_RP_SCOPES = os.environ.get("BERTH_OIDC_SCOPES", "openid email profile").strip()
+BERTH_OIDC_GROUPS_CLAIM = os.environ.get("BERTH_OIDC_GROUPS_CLAIM", "groups").strip()
+BERTH_OIDC_TENANT_GROUP_PREFIX = os.environ.get("BERTH_OIDC_TENANT_GROUP_PREFIX", "berth-tenant-")
+BERTH_OIDC_OPERATOR_GROUP = os.environ.get("BERTH_OIDC_OPERATOR_GROUP", "berth-operators").strip()
+# A session signed in through the provider is checked with it again after this many minutes.
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = 60 * env.number("BERTH_OIDC_RECHECK", 15)
+# BERTH_LOCAL_LOGIN=0: passwords only for superusers (break glass); everyone else signs in by SSO.
+BERTH_LOCAL_LOGIN = env.flag("BERTH_LOCAL_LOGIN", True)
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's sign-out
+OIDC_TIMEOUT = env.number("BERTH_OIDC_TIMEOUT_SECONDS", 5)
+OIDC_CREATE_USER = True
+# The re-check leaves the API alone (tokens, or a page's own fetches, which cannot follow a redirect).
+OIDC_EXEMPT_URLS = [re.compile(r"^/(api|static)/"), "/accounts/login/", "/accounts/logout/"]
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+# The sign-out form's redirect to the provider's end_session_endpoint: browsers hold redirects after
+# a form post to form-action too.
+if BERTH_OIDC_ISSUER:
+    from urllib.parse import urlsplit
+
+    _issuer = urlsplit(BERTH_OIDC_ISSUER)
+    SECURE_CSP["form-action"] = [*SECURE_CSP["form-action"], f"{_issuer.scheme}://{_issuer.netloc}"]

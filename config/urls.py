@@ -19,6 +19,8 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
+    # Sign-in, sign-out and SSO (identity/): ahead of django.contrib.auth.urls.
+    path("", include("identity.urls")),
     # Ahead of django.contrib.auth.urls (in inventory.urls): password reset only with mail.
     path("accounts/", include("config.accounts")),
     path("", include("inventory.urls")),

@@ -18,7 +18,17 @@ import pytest
 from devtools import reach
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("capacity", "inventory", "config", "devtools", "usage", "webhooks", "whatif")
+PACKAGES = (
+    "capacity",
+    "inventory",
+    "config",
+    "devtools",
+    "usage",
+    "webhooks",
+    "whatif",
+    "identity",
+    "auditlog",
+)
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
@@ -27,6 +37,9 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
     ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
+    ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
+    ("auditlog.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the sign-in retention job",
+    ("auditlog.apps", "auditlog.retention"): "AppConfig.ready: retention imports models, not loaded yet",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
@@ -76,6 +89,18 @@ FORBIDDEN = [
     ("config", "inventory"),
     ("config", "webhooks"),
     ("config", "devtools"),
+    # Identity (SSO) sits beside capacity: it sets inventory's tenant memberships and nothing else.
+    ("config", "identity"),
+    ("inventory", "identity"),
+    ("capacity", "identity"),
+    ("identity", "capacity"),
+    ("identity", "devtools"),
+    # The audit export sits on top: it reads every app's records, and nothing imports it.
+    *[
+        (app, "auditlog")
+        for app in ("capacity", "inventory", "config", "identity", "usage", "webhooks", "whatif")
+    ],
+    ("auditlog", "devtools"),
 ]
 
 # What each app may import besides itself (standard library and third parties aside).

@@ -1,0 +1,1 @@
+"""Sign-in with the organisation's identity provider (OpenID Connect) and the groups it hands over."""

@@ -1,0 +1,59 @@
+from django.conf import settings
+from django.db import models
+
+
+class ProviderIdentity(models.Model):
+    """Who a Berth user is at the identity provider: its issuer and `sub`, never the e-mail."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_identity"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+    # The groups claim at the last sign-in, as the provider sent it (what the memberships came from).
+    groups = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"],
+                name="identity_one_user_per_issuer_subject",
+                violation_error_message="This provider identity already belongs to a user.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
+class SignInEvent(models.Model):
+    """A sign-in or a failed one, by password or SSO: what the audit export lists as sign-ins."""
+
+    PASSWORD = "password"
+    SSO = "sso"
+    METHODS = [(PASSWORD, "password"), (SSO, "SSO")]
+
+    at = models.DateTimeField(auto_now_add=True)
+    method = models.CharField(max_length=10, choices=METHODS)
+    succeeded = models.BooleanField()
+    # Null once the user is deleted; `username` keeps the name (for a failure, the one typed).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    username = models.CharField(max_length=150, blank=True)
+    issuer = models.CharField(max_length=255, blank=True)
+    subject = models.CharField(max_length=255, blank=True, help_text="The provider's sub (SSO).")
+    reason = models.CharField(max_length=300, blank=True, help_text="Why a sign-in failed, in words.")
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        # The audit export pages sign-ins newest first; by username for its actor filter.
+        indexes = [
+            models.Index(fields=["-at", "-id"], name="sign_in_event_newest_idx"),
+            models.Index(fields=["username", "-at"], name="sign_in_event_username_idx"),
+        ]
+
+    def __str__(self) -> str:
+        outcome = "signed in" if self.succeeded else "failed to sign in"
+        return f"{self.username or '?'} {outcome} by {self.method} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,14 @@
+"""Sign-in URLs: ahead of django.contrib.auth.urls (config/urls.py), so these routes win."""
+
+from django.urls import path
+
+from identity import views
+
+urlpatterns = [
+    path("accounts/login/", views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", views.logout, name="logout"),
+    path("oidc/authenticate/", views.StartSignIn.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", views.Callback.as_view(), name="oidc_authentication_callback"),
+    # The name mozilla-django-oidc's re-check leaves alone; the same sign-out as accounts/logout/.
+    path("oidc/logout/", views.logout, name="oidc_logout"),
+]
