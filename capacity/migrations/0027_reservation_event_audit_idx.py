@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('capacity', '0025_reservation_borrowed_gpus'),
+        ('capacity', '0026_pool_policy'),
     ]
 
     operations = [
