@@ -45,8 +45,8 @@ from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
 from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
-from .shares import past_guarantees
 from .loader import NodeIndex, PoolRow, load_pool
+from .shares import past_guarantees
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""

@@ -90,7 +90,9 @@ def test_within_a_tenant_the_oldest_goes_first_and_tenants_without_a_figure_last
         ("initech", made[0].pk),
     ]
     assert {p.of for p in got.values()} == {5}
-    assert got[made[0].pk].fair_share is None and got[made[2].pk].fair_share < 0.01  # globex's holder: 2 GPUs for an hour
+    assert (
+        got[made[0].pk].fair_share is None and got[made[2].pk].fair_share < 0.01
+    )  # globex's holder: 2 GPUs for an hour
     release_all(holders)
     assert services.retry_pending([shared.pk], now=NOW + HOUR, limit=3, config=config()) == 3
     placed = set(
