@@ -1,13 +1,11 @@
 """Lending idle GPUs: spot work runs on an Idle owner's booked GPUs, which the owner keeps."""
 
-from datetime import timedelta
-
 from capacity.audit import audit
 from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Pool
 
-from booking import NOW, ask, reserve
+from booking import ask, reserve
 
 
 def lend_idle(on=True, pool="lab-pool"):
@@ -91,19 +89,3 @@ def test_free_capacity_comes_before_lent_gpus(tenant, make_node):
     free = spot(2)
     assert (free.status, free.lent_from) == ("placed", [])
     assert not DeviceBooking.objects.filter(layer=1).exists()
-
-
-def test_regular_work_never_books_a_lent_gpu(tenant, other_tenant, make_node):
-    """The owner's booking ends; its GPUs stay lent until taken back: regular work preempts the lent spot work."""
-    make_node("node-a", gpus=2)
-    lend_idle()
-    owner = reserve(ask(2, hours=24)).reservation
-    mark_idle(owner)
-    lent = spot(2, tenant="globex")
-    from capacity.services.release import release
-
-    release(owner.pk, now=NOW + timedelta(minutes=1))
-    result = reserve(ask(2, start=1, hours=2))
-    assert result.reservation.status == "placed"
-    assert result.outcome.preempted == (lent.pk,)
-    assert audit() == []
