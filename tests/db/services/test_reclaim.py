@@ -99,3 +99,18 @@ def test_regular_work_then_books_the_gpus_the_owner_gave_up(lent):
     placed = reserve(ask(2, start=1, hours=2))
     assert placed.reservation.status == "placed" and placed.outcome.preempted == ()
     assert audit() == []
+
+
+def test_the_owners_agent_reads_its_gpus_as_its_own_alone_once_reclaimed(lent):
+    from capacity.services.assignments import assignments
+
+    owner, work = lent
+    feed, tag = assignments("node-a", now=NOW + timedelta(minutes=1))
+    assert {d["now"]["reservationId"] for d in feed["devices"]} == {owner.pk}
+    assert {d["lent"]["reservationId"] for d in feed["devices"]} == {work.pk}
+    services.reclaim(owner.pk, now=LATER)
+    after, after_tag = assignments("node-a", now=LATER)
+    assert [d["lent"] for d in after["devices"]] == [None, None]
+    assert {d["now"]["reservationId"] for d in after["devices"]} == {owner.pk}
+    assert all(d["now"]["idle"] is None for d in after["devices"])
+    assert after_tag != tag
