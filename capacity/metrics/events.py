@@ -77,6 +77,13 @@ REPORTS_REFUSED = Counter(
     ["reason"],
     registry=None,
 )
+RECLAIMS = Counter(
+    "berth_reclaims",
+    "Spot reservations taken back from an idle owner's lent GPUs (docs/policy.md), by pool and cause: "
+    "request (the owner reclaimed), busy (the owner no longer lends) or ended (the owner's booking ended).",
+    ["pool", "cause"],
+    registry=None,
+)
 BATCH_SIZE = Histogram(
     "berth_placement_batch_size",
     "Reservations taken by one pool-lease batch.",
@@ -132,6 +139,17 @@ def preemptions(placer: str, taken: int) -> None:
     """Count spot reservations taken back outside a placement (BookingRepair moving work), at the commit."""
     if taken:
         transaction.on_commit(lambda: PREEMPTIONS.labels(placer).inc(taken), robust=True)
+
+
+def reclaims(by_pool: dict[str, int], cause: str) -> None:
+    """Count lent spot work taken back, per pool, when the transaction commits."""
+
+    def record() -> None:
+        for pool, taken in by_pool.items():
+            RECLAIMS.labels(pool, cause).inc(taken)
+
+    if by_pool:
+        transaction.on_commit(record, robust=True)
 
 
 def batch(size: int) -> None:

@@ -10,6 +10,7 @@ Lent work's preemption does not wait for spotMinRuntime: the owner always comes 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
 from capacity.db.retry import retry_on_conflict
+from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
 from capacity.models.reservations import IDLE, PREEMPTED_CONDITION
 from capacity.placers.commit import Owner
@@ -101,10 +103,14 @@ def take_back_lent(victims: list[int], at: datetime, cause: str, by: int | None 
     with connection.cursor() as cur:
         cur.execute(
             """UPDATE capacity_reservation SET conditions = %s::jsonb
-                WHERE id = ANY(%s) AND status = 'preempted' AND released_at = %s RETURNING id""",
+                WHERE id = ANY(%s) AND status = 'preempted' AND released_at = %s
+            RETURNING id, (SELECT slug FROM inventory_pool p WHERE p.id = pool_id)""",
             [condition, sorted(victims), at],
         )
-        return tuple(sorted(pk for (pk,) in cur.fetchall()))
+        rows = cur.fetchall()
+    by_pool = Counter(slug for _pk, slug in rows)
+    metrics.reclaims(dict(by_pool), cause)
+    return tuple(sorted(pk for pk, _slug in rows))
 
 
 def lent_work(lenders: list[int]) -> list[int]:

@@ -1,6 +1,7 @@
 """Lent GPUs over HTTP: the spot reservation says whose; its owner reclaims them (200), nobody else (404)."""
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from capacity.models import PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
@@ -40,9 +41,24 @@ def test_spot_work_on_lent_gpus_says_whose_only_to_those_who_may_read_them(lent,
     assert "lentFrom" not in as_operator.get(f"/api/v1/reservations/{owner}").json()
 
 
-def test_the_owner_reclaims_its_lent_gpus(lent, as_acme, as_globex):
+def reclaims(client) -> float:
+    response = client.get("/metrics")
+    families = text_string_to_metric_families(response.content.decode())
+    return sum(
+        s.value
+        for f in families
+        for s in f.samples
+        if s.name == "berth_reclaims_total" and s.labels == {"pool": "lab-pool", "cause": "request"}
+    )
+
+
+def test_the_owner_reclaims_its_lent_gpus(
+    lent, as_acme, as_globex, as_operator, django_capture_on_commit_callbacks
+):
     owner, work = lent
-    response = as_acme.post(f"/api/v1/reservations/{owner}/reclaim")
+    before = reclaims(as_operator)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_acme.post(f"/api/v1/reservations/{owner}/reclaim")
     assert response.status_code == 200
     data = response.json()
     assert (data["reclaimed"], data["reservation"]["status"]) == (1, "placed")
@@ -50,6 +66,7 @@ def test_the_owner_reclaims_its_lent_gpus(lent, as_acme, as_globex):
     taken = as_globex.get(f"/api/v1/reservations/{work['id']}").json()
     assert taken["status"] == "preempted"
     assert taken["conditions"][0]["reason"] == "ReclaimedByOwner"
+    assert reclaims(as_operator) - before == 1
 
 
 def test_reclaiming_a_booking_that_lends_nothing_answers_200_nothing_to_do(lent, as_globex):
