@@ -114,3 +114,15 @@ def test_the_owners_agent_reads_its_gpus_as_its_own_alone_once_reclaimed(lent):
     assert {d["now"]["reservationId"] for d in after["devices"]} == {owner.pk}
     assert all(d["now"]["idle"] is None for d in after["devices"])
     assert after_tag != tag
+
+
+@pytest.mark.allow_drift  # the owner's bookings are cut beneath the services, as a move would leave them
+def test_the_worker_takes_lent_work_back_once_the_owner_no_longer_holds_the_lent_gpus(lent):
+    from capacity.models import Allocation
+    from capacity.placers.ending import end_allocations
+
+    owner, work = lent
+    end_allocations(Allocation.objects.filter(reservation=owner), LATER)
+    assert services.reclaim_lapsed(LATER) == 1
+    assert status(work) == "preempted"
+    assert work.conditions[0]["cause"] == "ended"
