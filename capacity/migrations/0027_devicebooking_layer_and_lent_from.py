@@ -3,12 +3,30 @@
 A device may carry one owner booking (layer 0) and one lent booking (layer 1) at an instant: the
 EXCLUDE constraint gains the layer (devicebooking_no_overlap → devicebooking_no_overlap_per_layer).
 Existing rows and every insert that names no layer are the owner's (layer 0), so the constraint
-judges them exactly as before.
+judges them exactly as before. History keeps the layer too (capacity/archive.py moves it), so the
+usage report tells lent GPU-hours from booked ones after the bookings have moved.
 """
 
 import django.contrib.postgres.constraints
 import django.contrib.postgres.fields
 from django.db import migrations, models
+
+HISTORY_SQL = """
+ALTER TABLE capacity_devicebookinghistory ADD COLUMN layer smallint NOT NULL DEFAULT 0;
+CREATE OR REPLACE VIEW capacity_devicebooking_all AS
+    SELECT id, device_id, allocation_id, during, layer FROM capacity_devicebooking
+    UNION ALL
+    SELECT id, device_id, allocation_id, during, layer FROM capacity_devicebookinghistory;
+"""
+
+HISTORY_REVERSE = """
+DROP VIEW capacity_devicebooking_all;
+CREATE VIEW capacity_devicebooking_all AS
+    SELECT id, device_id, allocation_id, during FROM capacity_devicebooking
+    UNION ALL
+    SELECT id, device_id, allocation_id, during FROM capacity_devicebookinghistory;
+ALTER TABLE capacity_devicebookinghistory DROP COLUMN layer;
+"""
 
 
 class Migration(migrations.Migration):
@@ -23,6 +41,12 @@ class Migration(migrations.Migration):
             model_name='devicebooking',
             name='layer',
             field=models.SmallIntegerField(db_default=0, default=0),
+        ),
+        migrations.RunSQL(HISTORY_SQL, HISTORY_REVERSE),
+        migrations.AddField(
+            model_name='anydevicebooking',
+            name='layer',
+            field=models.SmallIntegerField(default=0),
         ),
         migrations.AddField(
             model_name='reservation',

@@ -138,6 +138,7 @@ class AnyDeviceBooking(models.Model):
         AnyAllocation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     during = DateTimeRangeField()
+    layer = models.SmallIntegerField(default=OWNER_LAYER)
 
     class Meta:
         managed = False

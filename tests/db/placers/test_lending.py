@@ -89,3 +89,24 @@ def test_free_capacity_comes_before_lent_gpus(tenant, make_node):
     free = spot(2)
     assert (free.status, free.lent_from) == ("placed", [])
     assert not DeviceBooking.objects.filter(layer=1).exists()
+
+
+def test_the_usage_report_counts_the_gpu_hours_spot_work_ran_on_lent_gpus(tenant, other_tenant, make_node):
+    from datetime import timedelta
+
+    from capacity.access import EVERYONE
+    from usage.report import usage_report
+
+    from booking import NOW
+
+    make_node("node-a", gpus=2)
+    lend_idle()
+    owner = reserve(ask(2)).reservation
+    mark_idle(owner)
+    spot(2, tenant="globex", hours=4)
+    day = NOW.date()
+    rows = usage_report(day, day, ["tenant"], "day", EVERYONE, now=NOW + timedelta(hours=3))
+    by_tenant = {r.keys["tenant"]: r for r in rows}
+    assert by_tenant["globex"].lent == 6.0 and by_tenant["globex"].booked == 6.0
+    assert by_tenant["acme"].lent == 0.0 and by_tenant["acme"].booked == 6.0
+    assert by_tenant["globex"].as_dict()["gpuHoursLent"] == 6.0
