@@ -156,3 +156,27 @@ def reclaim_lapsed(now: datetime | None = None) -> int:
             with transaction.atomic():
                 taken += len(take_back_lent(victims, now, cause))
     return taken
+
+
+# The pool's GPU-hours of lent bookings (layer 1, live or moved) in a window, whole GPUs only (a
+# booked slice of a booked GPU is part of it), and the lent work its owners took back meanwhile.
+_WEEK_SQL = """
+SELECT coalesce(sum(extract(epoch FROM upper(b.during * w.r) - lower(b.during * w.r)) / 3600.0), 0),
+       (SELECT count(*) FROM capacity_reservation_all x
+         WHERE x.pool_id = %(pool)s AND x.status = 'preempted' AND x.released_at <@ w.r
+           AND x.conditions @> '[{"reason": "ReclaimedByOwner"}]'::jsonb)
+  FROM (SELECT tstzrange(%(since)s, %(now)s, '[)') AS r) w
+  LEFT JOIN capacity_devicebooking_all b ON b.layer = 1 AND b.during && w.r
+   AND EXISTS (SELECT 1 FROM inventory_device d JOIN inventory_node n ON n.id = d.node_id
+                WHERE d.id = b.device_id AND n.pool_id = %(pool)s AND d.parent_id IS NULL)
+ GROUP BY w.r
+"""
+
+
+def lending_since(pool_pk: int, since: datetime, now: datetime) -> tuple[float, int]:
+    """Return the pool's GPU-hours lent to spot work from `since` to `now`, and how many lent
+    reservations were taken back for their owners meanwhile."""
+    with connection.cursor() as cur:
+        cur.execute(_WEEK_SQL, {"pool": pool_pk, "since": since, "now": now})
+        hours, reclaimed = cur.fetchone()
+    return round(float(hours), 1), int(reclaimed)
