@@ -84,6 +84,13 @@ RECLAIMS = Counter(
     ["pool", "cause"],
     registry=None,
 )
+GPU_HOURS_LENT = Counter(
+    "berth_gpu_hours_lent",
+    "GPU-hours spot work ran on idle owners' lent GPUs, by pool: counted when the lent work ends "
+    "(released, expired or taken back for its owner).",
+    ["pool"],
+    registry=None,
+)
 BATCH_SIZE = Histogram(
     "berth_placement_batch_size",
     "Reservations taken by one pool-lease batch.",
@@ -147,6 +154,17 @@ def reclaims(by_pool: dict[str, int], cause: str) -> None:
     def record() -> None:
         for pool, taken in by_pool.items():
             RECLAIMS.labels(pool, cause).inc(taken)
+
+    if by_pool:
+        transaction.on_commit(record, robust=True)
+
+
+def gpu_hours_lent(by_pool: dict[str, float]) -> None:
+    """Count the GPU-hours lent work ran, per pool, when the transaction that ended it commits."""
+
+    def record() -> None:
+        for pool, hours in by_pool.items():
+            GPU_HOURS_LENT.labels(pool).inc(hours)
 
     if by_pool:
         transaction.on_commit(record, robust=True)

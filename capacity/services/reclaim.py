@@ -108,9 +108,33 @@ def take_back_lent(victims: list[int], at: datetime, cause: str, by: int | None 
             [condition, sorted(victims), at],
         )
         rows = cur.fetchall()
+    count_lent_hours([pk for pk, _slug in rows])
     by_pool = Counter(slug for _pk, slug in rows)
     metrics.reclaims(dict(by_pool), cause)
     return tuple(sorted(pk for pk, _slug in rows))
+
+
+# The GPU-hours lent work's bookings (layer 1) hold, whole GPUs only, per pool: once the work has
+# ended (its bookings cut at its end), the hours it ran on lent GPUs.
+_LENT_HOURS_SQL = """
+SELECT p.slug, sum(extract(epoch FROM upper(b.during) - lower(b.during)) / 3600.0)
+  FROM capacity_allocation a
+  JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
+  JOIN inventory_device d ON d.id = b.device_id AND d.parent_id IS NULL
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+  JOIN inventory_pool p ON p.id = r.pool_id
+ WHERE a.reservation_id = ANY(%s)
+ GROUP BY p.slug
+"""
+
+
+def count_lent_hours(ended: list[int]) -> None:
+    """Count the GPU-hours these ended reservations ran on lent GPUs (berth_gpu_hours_lent_total)."""
+    if not ended:
+        return
+    with connection.cursor() as cur:
+        cur.execute(_LENT_HOURS_SQL, [sorted(ended)])
+        metrics.gpu_hours_lent({slug: float(hours) for slug, hours in cur.fetchall() if hours})
 
 
 def lent_work(lenders: list[int]) -> list[int]:

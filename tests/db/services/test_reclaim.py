@@ -126,3 +126,13 @@ def test_the_worker_takes_lent_work_back_once_the_owner_no_longer_holds_the_lent
     assert services.reclaim_lapsed(LATER) == 1
     assert status(work) == "preempted"
     assert work.conditions[0]["cause"] == "ended"
+
+
+def test_the_hours_lent_work_ran_are_counted_when_it_is_taken_back(lent, django_capture_on_commit_callbacks):
+    from capacity.metrics.events import GPU_HOURS_LENT
+
+    owner, _work = lent
+    before = GPU_HOURS_LENT.labels("lab-pool")._value.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.reclaim(owner.pk, now=NOW + timedelta(minutes=30))
+    assert GPU_HOURS_LENT.labels("lab-pool")._value.get() - before == pytest.approx(1.0)  # 2 GPUs, 30 min
