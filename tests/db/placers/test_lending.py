@@ -110,3 +110,23 @@ def test_the_usage_report_counts_the_gpu_hours_spot_work_ran_on_lent_gpus(tenant
     assert by_tenant["globex"].lent == 6.0 and by_tenant["globex"].booked == 6.0
     assert by_tenant["acme"].lent == 0.0 and by_tenant["acme"].booked == 6.0
     assert by_tenant["globex"].as_dict()["gpuHoursLent"] == 6.0
+
+
+def test_the_workers_retry_lends_a_waiting_spot_request_the_gpus_of_an_owner_gone_idle(
+    tenant, other_tenant, make_node
+):
+    from capacity import services
+    from inventory.models import Pool as PoolModel
+
+    make_node("node-a", gpus=2)
+    lend_idle()
+    owner = reserve(ask(2)).reservation
+    waiting = spot(2, tenant="globex")
+    assert waiting.status == "pending"
+    mark_idle(owner)
+    from booking import NOW, config
+
+    pool_pk = PoolModel.objects.get(slug="lab-pool").pk
+    assert services.retry_pending([pool_pk], now=NOW, config=config()) == 1
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.lent_from) == ("placed", [owner.pk])
