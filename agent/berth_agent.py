@@ -295,38 +295,43 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Return, per reservation holding a device now, its devices' UUIDs and what the feed says of it.
 
     A MIG slice is listed by its own UUID, unless its GPU is held by the same reservation whole.
+    Spot work lent an idle owner's GPUs (a device's `lent`) holds them too, beside their owner.
     Raise ValueError when the feed does not have the documented shape.
     """
     devices = feed.get("devices")
     if not isinstance(devices, list):
         raise ValueError("the answer has no devices list")
-    holder: dict[str, str] = {}
-    held: dict[str, dict[str, Any]] = {}
     for device in devices:
         if not isinstance(device, dict) or not isinstance(device.get("uuid"), str):
             raise ValueError("a device without a uuid")
-        now = device.get("now")
-        if now is None:
-            continue
-        # A reservation's id, or the instance id of a booking made through Berth's capacity port.
-        owner = now.get("reservationId") if isinstance(now, dict) else None
-        if owner is None and isinstance(now, dict):
-            owner = now.get("instanceId")
-        if isinstance(owner, bool) or not isinstance(owner, (int, str)):
-            raise ValueError(f"device {device['uuid']}: now names no reservationId")
-        rid = str(owner)
-        if not _safe_name(rid):
-            raise ValueError(f"device {device['uuid']}: reservation id {rid!r} is not a plain name")
-        holder[device["uuid"]] = rid
-        entry = held.setdefault(rid, {"now": now, "uuids": [], "parents": []})
-        entry["uuids"].append(device["uuid"])
-        entry["parents"].append(device.get("parent"))
-    for entry in held.values():
-        entry["uuids"] = [
-            uuid
-            for uuid, parent in zip(entry["uuids"], entry["parents"])
-            if parent is None or holder.get(parent) != holder.get(uuid)
-        ]
+    held: dict[str, dict[str, Any]] = {}
+    for key in ("now", "lent"):
+        holder: dict[str, str] = {}
+        mine: dict[str, dict[str, Any]] = {}
+        for device in devices:
+            now = device.get(key)
+            if now is None:
+                continue
+            # A reservation's id, or the instance id of a booking made through Berth's capacity port.
+            owner = now.get("reservationId") if isinstance(now, dict) else None
+            if owner is None and isinstance(now, dict):
+                owner = now.get("instanceId")
+            if isinstance(owner, bool) or not isinstance(owner, (int, str)):
+                raise ValueError(f"device {device['uuid']}: {key} names no reservationId")
+            rid = str(owner)
+            if not _safe_name(rid):
+                raise ValueError(f"device {device['uuid']}: reservation id {rid!r} is not a plain name")
+            holder[device["uuid"]] = rid
+            entry = mine.setdefault(rid, {"now": now, "uuids": [], "parents": []})
+            entry["uuids"].append(device["uuid"])
+            entry["parents"].append(device.get("parent"))
+        for rid, entry in mine.items():
+            entry["uuids"] = [
+                uuid
+                for uuid, parent in zip(entry["uuids"], entry["parents"])
+                if parent is None or holder.get(parent) != holder.get(uuid)
+            ]
+            held.setdefault(rid, entry)
     return held
 
 

@@ -165,13 +165,24 @@ def _held_drift(kind: str, did: str, should: str, want: dict, rows, released: di
 
 
 def booking_drift() -> list[str]:
-    """Find double bookings (the constraint forbids them) and bookings that outlive their release."""
+    """Find double bookings (the constraint forbids them), bookings that outlive their release, and
+    lent bookings of work that records no lender.
+
+    A device lent to spot work (capacity.placers.lend) holds its owner's booking (layer 0) and the
+    lent one (layer 1) at once: that is not double booking; two of one layer are.
+    """
     with connection.cursor() as cur:
         cur.execute(
             """SELECT a.device_id, a.id, b.id FROM capacity_devicebooking a JOIN capacity_devicebooking b
-                 ON a.device_id = b.device_id AND a.id < b.id AND a.during && b.during"""
+                 ON a.device_id = b.device_id AND a.id < b.id AND a.during && b.during AND a.layer = b.layer"""
         )
         lines = [f"device {d}: bookings {x} and {y} overlap" for d, x, y in cur.fetchall()]
+        cur.execute(
+            """SELECT b.id FROM capacity_devicebooking b JOIN capacity_allocation al ON al.id = b.allocation_id
+                 LEFT JOIN capacity_reservation r ON r.id = al.reservation_id
+                WHERE b.layer = 1 AND (r.id IS NULL OR r.priority <> 'spot' OR cardinality(r.lent_from) = 0)"""
+        )
+        lines += [f"booking {b}: lent, but not of spot work lent GPUs" for (b,) in cur.fetchall()]
         cur.execute(
             """SELECT b.id, al.id FROM capacity_devicebooking_all b JOIN capacity_allocation_all al ON al.id = b.allocation_id
                 WHERE al.released_at IS NOT NULL AND upper(b.during) > greatest(al.released_at, lower(b.during))"""

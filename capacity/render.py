@@ -77,6 +77,13 @@ class QueueSerializer(serializers.Serializer):
     )
 
 
+class LentFromSerializer(serializers.Serializer):
+    """Whose idle GPUs spot work runs on: the reservations the caller may read, and how many others."""
+
+    reservations = serializers.ListField(child=serializers.IntegerField())
+    others = serializers.IntegerField()
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -110,6 +117,10 @@ class ReservationSerializer(serializers.Serializer):
         required=False,
         help_text="Only while it waits in the fair queue of a pool with shares: where it stands.",
     )
+    lentFrom = LentFromSerializer(
+        required=False,
+        help_text="Only for spot work running on idle owners' lent GPUs (docs/policy.md): whose.",
+    )
 
 
 ALLOCATION_KEYS = ("nodeId", "atoms", "resources", "start", "end", "releasedAt")
@@ -140,7 +151,19 @@ def reservation_data(
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
         "usage": usage,
+        **(
+            {"lentFrom": lent_from(lenders, scope)}
+            if (lenders := getattr(reservation, "lent_from", None))
+            else {}
+        ),
     }
+
+
+def lent_from(lenders: list[int], scope: Scope) -> dict:
+    """Return whose GPUs spot work was lent: the lenders the caller may read, and how many others."""
+    slugs = dict(Reservation.objects.filter(pk__in=lenders).values_list("pk", "tenant__slug"))
+    readable = sorted(pk for pk in lenders if pk in slugs and scope.allows(slugs[pk]))
+    return {"reservations": readable, "others": len(lenders) - len(readable)}
 
 
 def render_reservation(reservation: Reservation, scope: Scope = EVERYONE, *, queue: bool = False) -> dict:

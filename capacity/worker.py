@@ -64,7 +64,8 @@ def _move_history(now) -> None:
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
-    mark nodes whose agent stopped reporting stale, repair bookings still on unusable atoms (they
+    take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
+    reporting stale, repair bookings still on unusable atoms (they
     were waiting for room) and retry pending ones."""
     # Pools with shares take their work in fair order: the figures are read once a round (one
     # statement); a round without housekeeping lets the batches read them for the queued pools.
@@ -73,6 +74,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     if not housekeeping:
         return Round(batch)
     expired = services.expire_ended()
+    services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))

@@ -26,6 +26,7 @@ COLUMNS = (
     "gpuHoursBooked",
     "gpuHoursUsed",
     "gpuHoursBookedAhead",
+    "gpuHoursLent",
 )
 DEFAULT_DAYS = 30
 

@@ -56,6 +56,16 @@ def _windows(policies: dict[int, Policy]) -> list[tuple[timedelta, list[int] | N
     return asked + [(after, sorted(pools), []) for after, pools in sorted(windows.items())]
 
 
+def lenders() -> set[int]:
+    """Return the reservations whose idle GPUs spot work runs on now (capacity.placers.lend)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT DISTINCT unnest(lent_from) FROM capacity_reservation
+                WHERE status = 'placed' AND priority = 'spot' AND cardinality(lent_from) > 0"""
+        )
+        return {pk for (pk,) in cur.fetchall()}
+
+
 def mark_idle(now: datetime) -> tuple[int, int]:
     """Give `Idle` to the running reservations idle for their pool's idleWarnAfter and take it from busy ones.
 
@@ -87,6 +97,9 @@ def mark_idle(now: datetime) -> tuple[int, int]:
             "pk", flat=True
         )
     )
+    # A booking lending its GPUs keeps Idle: their load is the lent spot work's, not its owner's.
+    # It is given back by a reclaim (or its release), which ends Idle (capacity.services.reclaim).
+    lending = lenders()
     added = removed = 0
     for rid in sorted(set(idle) | now_idle):
         with transaction.atomic():
@@ -107,7 +120,7 @@ def mark_idle(now: datetime) -> tuple[int, int]:
                     }
                 )
                 added += 1
-            elif len(kept) == len(reservation.conditions):
+            elif len(kept) == len(reservation.conditions) or rid in lending:
                 continue
             else:
                 removed += 1

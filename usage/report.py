@@ -43,6 +43,7 @@ HEADINGS = {
     "gpuHoursBooked": "GPU-hours booked",
     "gpuHoursUsed": "GPU-hours used",
     "gpuHoursBookedAhead": "GPU-hours booked ahead",
+    "gpuHoursLent": "GPU-hours lent",
 }
 BUCKET_HEADINGS = {"day": "Day", "week": "Week of", "month": "Month"}
 
@@ -57,7 +58,7 @@ WITH f AS (
   -- Hours before this are folded (none before the first fold: every minute is raw).
   SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
 ), b AS (
-  SELECT {columns}, bk.device_id,
+  SELECT {columns}, bk.device_id, bk.layer,
          {share} AS share,
          tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
     FROM capacity_devicebooking_all bk
@@ -89,7 +90,13 @@ WITH f AS (
          sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
                                                          * tstzrange(%(now)s, NULL))
                                                  - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(%(now)s, NULL))), 0) / 3600) AS ahead
+                                                         * tstzrange(%(now)s, NULL))), 0) / 3600) AS ahead,
+         -- Of the hours to date, those spot work ran on an idle owner's lent GPUs (layer 1).
+         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(NULL, %(now)s))
+                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
+                                                         * tstzrange(NULL, %(now)s))), 0) / 3600)
+           FILTER (WHERE b.layer = 1) AS lent
     FROM b CROSS JOIN LATERAL generate_series(
            date_trunc(%(bucket)s, lower(b.held)), upper(b.held) - interval '1 microsecond', %(step)s::interval) AS k(lo)
    WHERE NOT isempty(b.held)
@@ -133,7 +140,7 @@ WITH f AS (
     FROM (SELECT * FROM used_hours UNION ALL SELECT * FROM used_raw) u
    GROUP BY {keys}, lo
 )
-SELECT {keys_out}, booked.lo, booked.hours, booked.ahead, coalesce(used.hours, 0)
+SELECT {keys_out}, booked.lo, booked.hours, booked.ahead, coalesce(booked.lent, 0), coalesce(used.hours, 0)
   FROM booked LEFT JOIN used USING ({keys_using}, lo)
  ORDER BY booked.lo, {keys_order}
  LIMIT %(limit)s
@@ -149,6 +156,7 @@ class UsageRow:
     booked: float
     used: float
     ahead: float = 0.0
+    lent: float = 0.0  # of `booked`, the hours spot work ran on idle owners' lent GPUs
 
     def as_dict(self) -> dict:
         names = {"tenant": "tenantId", "pool": "poolId", "model": "gpuModel"}
@@ -158,6 +166,7 @@ class UsageRow:
             "gpuHoursBooked": round(self.booked, 3),
             "gpuHoursUsed": round(self.used, 3),
             "gpuHoursBookedAhead": round(self.ahead, 3),
+            "gpuHoursLent": round(self.lent, 3),
         }
 
 
@@ -214,8 +223,9 @@ def usage_report(
             UsageRow(
                 dict(zip(group_by, row[: len(keys)], strict=True)),
                 row[len(keys)],
-                float(row[-3]),
+                float(row[-4]),
                 float(row[-1]),
+                float(row[-3]),
                 float(row[-2]),
             )
             for row in cur.fetchall()

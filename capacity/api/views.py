@@ -194,6 +194,36 @@ class ReleaseView(BerthAPIView):
         return Response(render_reservation(services.release(reservation_id, scope=self.scope), self.scope))
 
 
+class ReclaimView(BerthAPIView):
+    """Take an idle booking's lent GPUs back from the spot work running on them."""
+
+    @extend_schema(
+        operation_id="reservations_reclaim",
+        tags=["reservations"],
+        summary="Reclaim a reservation's lent GPUs",
+        description=(
+            "The spot work lent this reservation's idle GPUs is preempted now and its Idle condition"
+            " ends. A reservation that lends nothing answers 200 with nothing to do (`reclaimed`: 0);"
+            " another tenant's reservation answers 404."
+        ),
+        parameters=[RESERVATION_ID],
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, **errors(401, 404)},
+    )
+    def post(self, request, reservation_id):
+        done = services.reclaim(reservation_id, scope=self.scope)
+        count = len(done.preempted)
+        return Response(
+            {
+                "reservation": render_reservation(done.reservation, self.scope),
+                "reclaimed": count,
+                "detail": f"took back {count} spot reservation(s) lent its GPUs"
+                if count
+                else "nothing to do",
+            }
+        )
+
+
 class PreviewView(BerthAPIView):
     """Run the placement pipeline without the commit."""
 

@@ -77,6 +77,20 @@ REPORTS_REFUSED = Counter(
     ["reason"],
     registry=None,
 )
+RECLAIMS = Counter(
+    "berth_reclaims",
+    "Spot reservations taken back from an idle owner's lent GPUs (docs/policy.md), by pool and cause: "
+    "request (the owner reclaimed), busy (the owner no longer lends) or ended (the owner's booking ended).",
+    ["pool", "cause"],
+    registry=None,
+)
+GPU_HOURS_LENT = Counter(
+    "berth_gpu_hours_lent",
+    "GPU-hours spot work ran on idle owners' lent GPUs, by pool: counted when the lent work ends "
+    "(released, expired or taken back for its owner).",
+    ["pool"],
+    registry=None,
+)
 BATCH_SIZE = Histogram(
     "berth_placement_batch_size",
     "Reservations taken by one pool-lease batch.",
@@ -132,6 +146,28 @@ def preemptions(placer: str, taken: int) -> None:
     """Count spot reservations taken back outside a placement (BookingRepair moving work), at the commit."""
     if taken:
         transaction.on_commit(lambda: PREEMPTIONS.labels(placer).inc(taken), robust=True)
+
+
+def reclaims(by_pool: dict[str, int], cause: str) -> None:
+    """Count lent spot work taken back, per pool, when the transaction commits."""
+
+    def record() -> None:
+        for pool, taken in by_pool.items():
+            RECLAIMS.labels(pool, cause).inc(taken)
+
+    if by_pool:
+        transaction.on_commit(record, robust=True)
+
+
+def gpu_hours_lent(by_pool: dict[str, float]) -> None:
+    """Count the GPU-hours lent work ran, per pool, when the transaction that ended it commits."""
+
+    def record() -> None:
+        for pool, hours in by_pool.items():
+            GPU_HOURS_LENT.labels(pool).inc(hours)
+
+    if by_pool:
+        transaction.on_commit(record, robust=True)
 
 
 def batch(size: int) -> None:

@@ -46,27 +46,45 @@ class Allocation(models.Model):
         return f"allocation {self.pk} on {self.node_id} for {owner}"
 
 
+OWNER_LAYER, LENT_LAYER = 0, 1
+
+
 class DeviceBooking(models.Model):
-    """One device held by one allocation over `[start, end)`; no two bookings of a device overlap."""
+    """One device held by one allocation over `[start, end)`, in a layer.
+
+    Layer 0 is the owner's booking; layer 1 is spot work on an idle owner's lent GPUs
+    (capacity.placers.lend). No two bookings of a device overlap in the same layer.
+    """
 
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="bookings")
     allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="bookings")
     during = DateTimeRangeField()
+    layer = models.SmallIntegerField(default=OWNER_LAYER, db_default=OWNER_LAYER)
 
     class Meta:
         constraints = [
-            # A one-point int8range stands in for btree_gist's `device_id WITH =`, so the
-            # constraint needs no contrib extension (the embedded Postgres ships none).
+            # A one-point int8range stands in for btree_gist's `device_id WITH =` (and
+            # `layer WITH =`), so the constraint needs no contrib extension (the embedded Postgres
+            # ships none). The layer comes last: window reads probe the device range and window.
             ExclusionConstraint(
-                name="devicebooking_no_overlap",
+                name="devicebooking_no_overlap_per_layer",
                 expressions=[
                     (
                         Func(F("device_id"), F("device_id"), Value("[]"), function="int8range"),
                         RangeOperators.OVERLAPS,
                     ),
                     ("during", RangeOperators.OVERLAPS),
+                    (
+                        Func(F("layer"), F("layer"), Value("[]"), function="int4range"),
+                        RangeOperators.OVERLAPS,
+                    ),
                 ],
                 violation_error_message="This device is already booked for part of that window.",
+            ),
+            models.CheckConstraint(
+                condition=Q(layer__in=[OWNER_LAYER, LENT_LAYER]),
+                name="devicebooking_layer_known",
+                violation_error_message="A booking is the owner's (layer 0) or lent (layer 1).",
             ),
             models.CheckConstraint(
                 condition=Q(during__isempty=False),
@@ -120,6 +138,7 @@ class AnyDeviceBooking(models.Model):
         AnyAllocation, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     during = DateTimeRangeField()
+    layer = models.SmallIntegerField(default=OWNER_LAYER)
 
     class Meta:
         managed = False

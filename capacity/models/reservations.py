@@ -1,3 +1,4 @@
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
@@ -88,6 +89,9 @@ class Reservation(Conditions, models.Model):
     # The owner asked that it never be released for idleness (where its pool's policy allows it);
     # it is still marked Idle. Not kept in history: it matters only while the booking runs.
     keep_when_idle = models.BooleanField(default=False, db_default=False)
+    # Spot work placed on an idle owner's lent GPUs (capacity.placers.lend): the owners'
+    # reservations. Empty for everything else. Not kept in history.
+    lent_from = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

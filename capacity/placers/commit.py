@@ -15,6 +15,7 @@ from django.db import connection
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import int_array, text_array, to_datetime, window_literal
+from capacity.models.bookings import LENT_LAYER, OWNER_LAYER
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
@@ -90,9 +91,21 @@ WITH labels AS (
   SELECT %(reservation)s::bigint, %(instance)s::text, %(node)s::bigint, %(start)s::timestamptz, %(end)s::timestamptz, %(resources)s::jsonb, now()
    WHERE (SELECT count(*) FROM devices) = cardinality(%(picked)s::bigint[])
   RETURNING id
+), owned AS (
+  -- Lent GPUs (capacity.placers.lend): each booked device must be booked by one of the lenders
+  -- (layer 0) over the whole window; those bookings are locked so that a release cutting them
+  -- waits for this commit (and the worker then takes the lent work back). Empty when not lending.
+  SELECT o.device_id FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id
+   WHERE cardinality(%(lenders)s::bigint[]) > 0 AND EXISTS (SELECT 1 FROM allocation)
+     AND o.device_id = ANY(%(booked)s::bigint[]) AND o.layer = 0 AND o.during @> %(during)s::tstzrange
+     AND oa.reservation_id = ANY(%(lenders)s::bigint[]) AND oa.released_at IS NULL
+   ORDER BY o.id FOR SHARE OF o
 ), booked AS (
-  INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
-  SELECT b.id, allocation.id, %(during)s::tstzrange FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
+  INSERT INTO capacity_devicebooking (device_id, allocation_id, during, layer)
+  SELECT b.id, allocation.id, %(during)s::tstzrange, %(layer)s::smallint
+    FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
+   WHERE cardinality(%(lenders)s::bigint[]) = 0
+      OR (SELECT count(DISTINCT device_id) FROM owned) = cardinality(%(booked)s::bigint[])
   ON CONFLICT DO NOTHING RETURNING device_id
 ), claimable AS (
   SELECT r.resource, {SCALAR_CAPACITY} AS cap FROM inventory_noderesource r
@@ -171,6 +184,7 @@ def send_member(
     savepoint: str | None = None,
     also_book: tuple[str, ...] = (),
     lease_claims: dict[str, int] | None = None,
+    lenders: tuple[int, ...] = (),
 ) -> Sent:
     """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline).
 
@@ -178,7 +192,8 @@ def send_member(
     reservation placed (as of `now`). The writes run after the locks are granted whatever the lock
     statement found; read_member says what came up short, and the caller rolls back to the savepoint.
     A lease books `also_book` too (devices it holds whatever their health) and claims `lease_claims`
-    instead of the request's resources.
+    instead of the request's resources. With `lenders`, the devices are booked lent (layer 1) on
+    those reservations' idle GPUs, which must hold every one of them over the whole window.
     """
     node = ranked.node_id
     node_pk = index.node_pk[node]
@@ -210,6 +225,8 @@ def send_member(
             "resources": json_text(dict(wanted)),
             "claim_names": text_array(r for r, _ in claims),
             "claim_amounts": int_array(n for _, n in claims),
+            "lenders": int_array(sorted(lenders)),
+            "layer": LENT_LAYER if lenders else OWNER_LAYER,
             "mark_placed": owner.reservation_pk if last else None,
             "now": now or datetime.now(UTC),
         },

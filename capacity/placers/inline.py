@@ -9,6 +9,7 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
 
 from .attempt import Way, attempt, commit_members
 from .commit import Committed, Owner
+from .lend import lend
 from .loader import NodeIndex, PoolRow, load_pool
 from .planning import Planner, plan_request
 from .preempt import find_preemption
@@ -35,7 +36,8 @@ def place(
     request that fits only by taking spot work back preempts it (capacity.placers.preempt);
     `holds_pool` says the caller already locked the pool, so victims held elsewhere are skipped.
     `reads` are the window's reads the caller sent ahead (send_reads), for the first plan;
-    `built` is the request's planner, when the caller built it.
+    `built` is the request's planner, when the caller built it. A spot request that finds no room
+    may run on idle owners' lent GPUs (capacity.placers.lend).
     """
     pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
@@ -63,4 +65,8 @@ def place(
         waits=not holds_pool,
         pool=pool,
     )
-    return attempt(request, way, owner, config, now)
+    outcome = attempt(request, way, owner, config, now)
+    if outcome.status == "pending" and request.priority == "spot":
+        # No room on free capacity: idle owners' GPUs, where the pool lends them.
+        return lend(request, pool, owner, config, now, built) or outcome
+    return outcome

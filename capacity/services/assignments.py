@@ -3,7 +3,8 @@
 Read in two queries (the node with its devices, then their live bookings) and, for a booking
 marked Idle, one more for its pool's policy, whatever the node's history; the answer's ETag changes
 exactly when something in it does (its time aside). A reservation marked Idle says so in `idle`
-(docs/policy.md): the agent writes reservations/ID.idle.
+(docs/policy.md): the agent writes reservations/ID.idle. A device lent to spot work while its
+owner is idle says which in `lent` (null otherwise): the owner still holds it in `now`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from inventory.states import node_states
 
 from .pool_policy import Policy, policy_of
 
-# Each live booking of the node's devices (ending after now), soonest first, with its owner.
+# Each live booking of the node's devices (ending after now), soonest first, with its owner; a
+# lent booking (layer 1: spot work on an idle owner's GPUs, capacity.placers.lend) says so.
 _BOOKINGS_SQL = """
-SELECT b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
+SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
        r.binding, t.slug, r.pool_id, r.keep_when_idle,
        (SELECT c FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'Idle' LIMIT 1)
   FROM capacity_devicebooking b
@@ -45,15 +47,21 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
     devices = list(Device.objects.filter(node=node).select_related("parent").order_by("index", "uuid"))
     held: dict[int, dict] = {}
     upcoming: dict[int, dict] = {}
+    lent: dict[int, dict] = {}
     lease = None
     with connection.cursor() as cur:
         cur.execute(_BOOKINGS_SQL, [[d.pk for d in devices], now])
         rows = cur.fetchall()
     policies: dict[int, Policy] = {}
-    for device, start, end, reservation, instance, priority, binding, tenant, pool, keep, idle in rows:
+    for layer, device, start, end, reservation, instance, priority, binding, tenant, pool, keep, idle in rows:
         owner = {"reservationId": reservation, "tenantId": tenant}
         if instance:
             owner["instanceId"] = instance
+        if layer:
+            # Lent GPUs run the spot work now too; once reclaimed, they are the owner's alone.
+            if start <= now:
+                lent.setdefault(device, {**owner, "priority": priority or "spot", "end": _iso(end)})
+            continue
         if start <= now:
             if isinstance(idle, str):
                 idle = json.loads(idle)
@@ -89,6 +97,7 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
                 "parent": d.parent.uuid if d.parent_id else None,
                 "now": held.get(d.pk),
                 "next": upcoming.get(d.pk),
+                "lent": lent.get(d.pk),
             }
             for d in devices
         ],

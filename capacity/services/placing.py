@@ -97,6 +97,7 @@ def place_and_record(stage: Stage) -> Outcome:
         reservation.status = Reservation.Status.PLACED
         reservation.conditions = [] if outcome.borrowed is None else [outcome.borrowed.condition]
         reservation.borrowed_gpus = 0.0 if outcome.borrowed is None else outcome.borrowed.gpus
+        reservation.lent_from = list(outcome.lent_from)
         # As the row reads: a change never before the creation (migration 0021's trigger).
         reservation.updated_at = max(stage.now, reservation.created_at)
     else:

@@ -26,6 +26,7 @@ from capacity.placers.types import PlacerConfig
 from .fair_queue import FairShares, fair_shares, retry_order
 from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
+from .reclaim import OWNER_ENDED, count_lent_hours, lent_work, take_back_lent
 from .reservations import get
 from .satisfiable import UNSATISFIABLE
 
@@ -67,6 +68,10 @@ def release(
     quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
+        # Spot work lent its GPUs (capacity.placers.lend) lives within its booking: it ends too.
+        take_back_lent(lent_work([reservation.pk]), now, OWNER_ENDED)
+        if reservation.lent_from:
+            count_lent_hours([reservation.pk])  # lent work ending: the hours it ran on lent GPUs
         # A few, fairly, in the releasing request; the worker retries the rest.
         transaction.on_commit(lambda: retry_pending([reservation.pool_id], limit=RELEASE_RETRY_BATCH))
     reservation.status = Reservation.Status.RELEASED

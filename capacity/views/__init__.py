@@ -7,7 +7,7 @@ inventory, inventory never reads capacity. Every view checks the user's role on 
 from .booking import book, preview, selector_check
 from .nodes import node_action, node_detail, node_drain, node_history_page
 from .pools import node_row_action, pool_detail, pool_policy, pool_share, pools
-from .reservations import keep_when_idle, release, reservation_detail, reservations
+from .reservations import keep_when_idle, reclaim, release, reservation_detail, reservations
 
 __all__ = [
     "book",
@@ -22,6 +22,7 @@ __all__ = [
     "pool_share",
     "pools",
     "preview",
+    "reclaim",
     "release",
     "reservation_detail",
     "reservations",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import forms
 from django.http import HttpRequest
+from django.utils import timezone
 
 from capacity.access import scope_for
 from capacity.models import Reservation
 from capacity.models.reservations import IDLE
 from capacity.placement import CapacityError
 from capacity.services import pool_policy
+from capacity.services.reclaim import lending_since
 
 DURATION_HELP = "30m, 2h, 3d or 2w; blank: off"
 
@@ -58,6 +62,10 @@ def policy_context(request: HttpRequest, pool, form: PolicyForm | None = None, e
         "policy_body": pool_policy.policy_body(policy),
         "policy_error": error,
     }
+    if policy.lend_idle:
+        # GPU-hours lent and reclaims this week: read only for a pool that lends.
+        now = timezone.now()
+        context["lent_week"] = lending_since(pool.pk, now - timedelta(days=7), now)
     if scope_for(request.user).tenants is None:
         context["policy_form"] = form or PolicyForm(prefix="policy", initial=policy_initial(policy))
         context["kept_reservations"] = kept_reservations(pool)

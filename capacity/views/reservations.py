@@ -22,8 +22,10 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
+from capacity.render import lent_from
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
+from capacity.services.reclaim import lent_work
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
 from config import csvcells
@@ -301,9 +303,23 @@ def reservation_detail(
             "series": services.usage_series(reservation),
             "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
             "keep_error": keep_error,
+            # Spot work on an idle owner's lent GPUs says whose; an owner lending them may reclaim.
+            "lent_from": lent_from(lenders, scope)
+            if (lenders := getattr(reservation, "lent_from", None))
+            else None,
+            "lends": isinstance(reservation, Reservation) and bool(lent_work([reservation.pk])),
         },
         status=status,
     )
+
+
+@require_POST
+@login_required
+def reclaim(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take the booking's lent GPUs back from the spot work running on them; the API's reclaim."""
+    reservation = _reservation_or_404(request, pk)
+    services.reclaim(reservation.pk, scope=scope_for(request.user))
+    return redirect(reverse("reservation-detail", args=[pk]))
 
 
 @require_POST

@@ -387,3 +387,22 @@ def test_replace_lets_a_node_holding_other_gpus_take_the_fixture_box(node_agent)
     held = book([{"class": "gpu", "count": 8}])
     assert agent.once(*args).returncode == 0
     assert list(agent.env_files()) == [str(held.pk)]
+
+
+def test_spot_work_lent_an_idle_owners_gpus_is_held_beside_the_owner():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("berth_agent_lent", AGENT)
+    agent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    owner = {"reservationId": 7, "tenantId": "acme", "end": "2026-12-03T12:00:00Z"}
+    spot = {"reservationId": 9, "tenantId": "globex", "priority": "spot", "end": "2026-12-02T16:00:00Z"}
+    feed = {
+        "devices": [
+            {"uuid": "GPU-0", "parent": None, "now": owner, "lent": spot},
+            {"uuid": "GPU-1", "parent": None, "now": owner, "lent": None},
+        ]
+    }
+    held = agent.held_devices(feed)
+    assert held["7"]["uuids"] == ["GPU-0", "GPU-1"]
+    assert held["9"]["uuids"] == ["GPU-0"] and held["9"]["now"] == spot

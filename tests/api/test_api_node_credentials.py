@@ -99,8 +99,10 @@ def test_the_feed_names_each_devices_reservation_now_and_next_and_answers_304_wh
     held = sorted(u for u, d in by_uuid.items() if d["now"])
     assert held == sorted(running["allocations"][0]["atoms"])
     assert by_uuid[held[0]]["now"] == {
-        "reservationId": running["id"], "tenantId": "acme", "priority": "regular", "end": running["end"]
+        "reservationId": running["id"], "tenantId": "acme", "priority": "regular", "end": running["end"],
+        "idle": None,
     }  # fmt: skip
+    assert by_uuid[held[0]]["lent"] is None  # no spot work runs on it lent
     assert {d["next"]["reservationId"] for d in body["devices"]} == {later["id"]}
 
     again = as_operator.get("/api/v1/nodes/node-a/assignments", HTTP_IF_NONE_MATCH=tag)

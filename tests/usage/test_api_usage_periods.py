@@ -165,6 +165,7 @@ def test_the_page_table_says_its_headings_in_words(acme, lab):
         "GPU-hours booked",
         "GPU-hours used",
         "GPU-hours booked ahead",
+        "GPU-hours lent",
     ]
 
 

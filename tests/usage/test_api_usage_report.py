@@ -78,7 +78,7 @@ def test_tenants_see_only_their_own_rows_and_csv_has_the_same_columns(as_acme, a
     text = as_acme.get(f"/api/v1/usage?{period}&format=csv")
     assert text["Content-Type"].startswith("text/csv")
     lines = text.content.decode().splitlines()
-    assert lines[0] == "tenantId,bucket,gpuHoursBooked,gpuHoursUsed,gpuHoursBookedAhead"
+    assert lines[0] == "tenantId,bucket,gpuHoursBooked,gpuHoursUsed,gpuHoursBookedAhead,gpuHoursLent"
     assert lines[1].startswith("acme,")
 
 
@@ -117,7 +117,14 @@ def test_the_command_prints_the_same_rows(as_acme, lab, ask):
     call_command("usage_report", f"--from={period['start']}", f"--to={period['end']}", stdout=table)
     lines = table.getvalue().splitlines()
     assert lines[0] == f"{period['start']} to {period['end']} (UTC, both whole days)"
-    headings = ("Tenant", "Day", "GPU-hours booked", "GPU-hours used", "GPU-hours booked ahead")
+    headings = (
+        "Tenant",
+        "Day",
+        "GPU-hours booked",
+        "GPU-hours used",
+        "GPU-hours booked ahead",
+        "GPU-hours lent",
+    )
     assert [h.strip() for h in lines[1].split("  ") if h.strip()] == list(headings)
     assert lines[-1] == "total: 0.0 GPU-hours booked, 0.0 used; 6.0 booked ahead (after now)"
 

@@ -1,0 +1,206 @@
+"""Give lent GPUs back: the spot work running on an idle owner's GPUs is preempted (issue 46, item 4).
+
+The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, the button on its page): its
+`Idle` condition ends and the lent work is taken back now. The worker takes back, each round, lent
+work whose lenders no longer lend: released (a release takes it back at once), busy again (no
+longer `Idle`), kept when idle, or no longer holding the lent devices (moved by a repair or drain).
+Lent work's preemption does not wait for spotMinRuntime: the owner always comes first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from capacity.access import EVERYONE, Scope
+from capacity.db.retry import retry_on_conflict
+from capacity.metrics import events as metrics
+from capacity.models import AnyReservation, Reservation
+from capacity.models.reservations import IDLE, PREEMPTED_CONDITION
+from capacity.placers.commit import Owner
+from capacity.placers.preempt import take_back
+
+from .reservations import get
+
+RECLAIMED_BY_OWNER = "ReclaimedByOwner"
+BY_REQUEST, OWNER_BUSY, OWNER_ENDED = "request", "busy", "ended"
+
+_IDLE = json.dumps([{"type": IDLE}])
+
+# The lent work of these lenders still running.
+_LENT_WORK_SQL = """
+SELECT id FROM capacity_reservation
+ WHERE status = 'placed' AND priority = 'spot' AND lent_from && %(lenders)s::bigint[]
+ ORDER BY id
+"""
+
+# Lent work one of whose lenders no longer lends: not placed, kept when idle, not Idle, or no
+# longer holding (layer 0) a device the work holds lent for what is left of its window. The
+# reason is the first lender found that way and whether it ended.
+_LAPSED_SQL = """
+SELECT s.id, l.id, l.ended
+  FROM capacity_reservation s
+  CROSS JOIN LATERAL (
+       SELECT x.id, r.id IS NULL OR r.status <> 'placed' AS ended
+         FROM unnest(s.lent_from) AS x(id)
+         LEFT JOIN capacity_reservation r ON r.id = x.id
+        WHERE r.id IS NULL OR r.status <> 'placed' OR r.keep_when_idle OR NOT r.conditions @> %(idle)s::jsonb
+        ORDER BY x.id LIMIT 1) AS l
+ WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
+UNION ALL
+SELECT DISTINCT s.id, NULL::bigint, true
+  FROM capacity_reservation s
+  JOIN capacity_allocation a ON a.reservation_id = s.id AND a.released_at IS NULL
+  JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
+ WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
+   AND upper(b.during) > %(now)s::timestamptz
+   AND NOT EXISTS (
+       SELECT 1 FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id
+        WHERE o.device_id = b.device_id AND o.layer = 0 AND oa.reservation_id = ANY(s.lent_from)
+          AND o.during @> tstzrange(greatest(lower(b.during), %(now)s::timestamptz), upper(b.during), '[)'))
+"""
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What a reclaim did: the lender and the lent work it took back (none: nothing to do)."""
+
+    reservation: Reservation | AnyReservation
+    preempted: tuple[int, ...]
+
+
+def reclaimed_condition(at: datetime, cause: str) -> dict:
+    """Return the condition of lent work taken back for its owner (the owner is never named)."""
+    why = {
+        BY_REQUEST: "reclaimed by the owner of the lent GPUs",
+        OWNER_BUSY: "reclaimed: the owner of the lent GPUs is using them again",
+        OWNER_ENDED: "reclaimed: the owner's booking of the lent GPUs ended",
+    }[cause]
+    return {
+        "type": PREEMPTED_CONDITION,
+        "status": "True",
+        "reason": RECLAIMED_BY_OWNER,
+        "message": f"{why} at {at.strftime('%Y-%m-%dT%H:%MZ')}",
+        "at": at.isoformat(),
+        "cause": cause,
+    }
+
+
+def take_back_lent(victims: list[int], at: datetime, cause: str, by: int | None = None) -> tuple[int, ...]:
+    """Preempt lent work now (inside the caller's transaction): bookings cut, quota returned.
+
+    Return the reservations taken back (one already ended meanwhile is skipped).
+    """
+    if not victims:
+        return ()
+    take_back(sorted(victims), at, Owner(reservation_pk=by), at)
+    condition = json.dumps([reclaimed_condition(at, cause)])
+    with connection.cursor() as cur:
+        cur.execute(
+            """UPDATE capacity_reservation SET conditions = %s::jsonb
+                WHERE id = ANY(%s) AND status = 'preempted' AND released_at = %s
+            RETURNING id, (SELECT slug FROM inventory_pool p WHERE p.id = pool_id)""",
+            [condition, sorted(victims), at],
+        )
+        rows = cur.fetchall()
+    count_lent_hours([pk for pk, _slug in rows])
+    by_pool = Counter(slug for _pk, slug in rows)
+    metrics.reclaims(dict(by_pool), cause)
+    return tuple(sorted(pk for pk, _slug in rows))
+
+
+# The GPU-hours lent work's bookings (layer 1) hold, whole GPUs only, per pool: once the work has
+# ended (its bookings cut at its end), the hours it ran on lent GPUs.
+_LENT_HOURS_SQL = """
+SELECT p.slug, sum(extract(epoch FROM upper(b.during) - lower(b.during)) / 3600.0)
+  FROM capacity_allocation a
+  JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
+  JOIN inventory_device d ON d.id = b.device_id AND d.parent_id IS NULL
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+  JOIN inventory_pool p ON p.id = r.pool_id
+ WHERE a.reservation_id = ANY(%s)
+ GROUP BY p.slug
+"""
+
+
+def count_lent_hours(ended: list[int]) -> None:
+    """Count the GPU-hours these ended reservations ran on lent GPUs (berth_gpu_hours_lent_total)."""
+    if not ended:
+        return
+    with connection.cursor() as cur:
+        cur.execute(_LENT_HOURS_SQL, [sorted(ended)])
+        metrics.gpu_hours_lent({slug: float(hours) for slug, hours in cur.fetchall() if hours})
+
+
+def lent_work(lenders: list[int]) -> list[int]:
+    """Return the running spot reservations lent these lenders' GPUs."""
+    with connection.cursor() as cur:
+        cur.execute(_LENT_WORK_SQL, {"lenders": lenders})
+        return [pk for (pk,) in cur.fetchall()]
+
+
+@retry_on_conflict
+@transaction.atomic
+def reclaim(reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None) -> Reclaimed:
+    """Take the owner's lent GPUs back now and end its `Idle` condition.
+
+    A reservation another tenant owns is NOT_FOUND; one that lends nothing has nothing to do.
+    """
+    now = now or timezone.now()
+    found = get(reservation_id, scope=scope)
+    if not isinstance(found, Reservation):
+        return Reclaimed(found, ())  # moved to history: it lends nothing
+    # The owner first (a lending commit holds it FOR SHARE: this waits for it, then sees its work).
+    owner = Reservation.objects.select_for_update(of=("self",)).get(pk=found.pk)
+    kept = [c for c in owner.conditions if c.get("type") != IDLE]
+    if len(kept) != len(owner.conditions):
+        owner.conditions = kept
+        owner.save(update_fields=["conditions", "updated_at"])
+    preempted = take_back_lent(lent_work([owner.pk]), now, BY_REQUEST, by=owner.pk)
+    return Reclaimed(owner, preempted)
+
+
+def reclaim_lapsed(now: datetime | None = None) -> int:
+    """Take back lent work whose lenders no longer lend (the worker's round); return how many."""
+    now = now or timezone.now()
+    with connection.cursor() as cur:
+        cur.execute(_LAPSED_SQL, {"idle": _IDLE, "now": now})
+        lapsed: dict[int, bool] = {}
+        for pk, _lender, ended in cur.fetchall():
+            lapsed[pk] = lapsed.get(pk, False) or bool(ended)
+    taken = 0
+    for cause in (OWNER_ENDED, OWNER_BUSY):
+        victims = [pk for pk, ended in lapsed.items() if ended == (cause == OWNER_ENDED)]
+        if victims:
+            with transaction.atomic():
+                taken += len(take_back_lent(victims, now, cause))
+    return taken
+
+
+# The pool's GPU-hours of lent bookings (layer 1, live or moved) in a window, whole GPUs only (a
+# booked slice of a booked GPU is part of it), and the lent work its owners took back meanwhile.
+_WEEK_SQL = """
+SELECT coalesce(sum(extract(epoch FROM upper(b.during * w.r) - lower(b.during * w.r)) / 3600.0), 0),
+       (SELECT count(*) FROM capacity_reservation_all x
+         WHERE x.pool_id = %(pool)s AND x.status = 'preempted' AND x.released_at <@ w.r
+           AND x.conditions @> '[{"reason": "ReclaimedByOwner"}]'::jsonb)
+  FROM (SELECT tstzrange(%(since)s, %(now)s, '[)') AS r) w
+  LEFT JOIN capacity_devicebooking_all b ON b.layer = 1 AND b.during && w.r
+   AND EXISTS (SELECT 1 FROM inventory_device d JOIN inventory_node n ON n.id = d.node_id
+                WHERE d.id = b.device_id AND n.pool_id = %(pool)s AND d.parent_id IS NULL)
+ GROUP BY w.r
+"""
+
+
+def lending_since(pool_pk: int, since: datetime, now: datetime) -> tuple[float, int]:
+    """Return the pool's GPU-hours lent to spot work from `since` to `now`, and how many lent
+    reservations were taken back for their owners meanwhile."""
+    with connection.cursor() as cur:
+        cur.execute(_WEEK_SQL, {"pool": pool_pk, "since": since, "now": now})
+        hours, reclaimed = cur.fetchone()
+    return round(float(hours), 1), int(reclaimed)

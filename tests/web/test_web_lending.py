@@ -1,0 +1,47 @@
+"""Lent GPUs on the pages: the owner's Reclaim button, the spot reservation's badge, the pool's week."""
+
+import pytest
+
+from capacity.models import PoolPolicy, Reservation
+from capacity.models.reservations import IDLE
+from inventory.models import Pool
+
+
+@pytest.fixture
+def lent(make_node, tenant, other_tenant, book):
+    make_node("node-a", gpus=2)
+    PoolPolicy.objects.create(pool=Pool.objects.get(slug="lab-pool"), lend_idle=True)
+    owner = book(gpus=2)
+    idle = {"type": IDLE, "status": "True", "reason": "LowUtilization", "message": "0 %"}
+    Reservation.objects.filter(pk=owner.pk).update(conditions=[idle])
+    work = book(tenant="globex", gpus=2, priority="spot", duration="4h")
+    assert work.lent_from == [owner.pk]
+    return owner, work
+
+
+def test_the_owner_reclaims_its_lent_gpus_with_the_button(lent, alice):
+    owner, work = lent
+    page = alice.get(f"/reservations/{owner.pk}/").content.decode()
+    assert "Reclaim lent GPUs" in page
+    response = alice.post(f"/reservations/{owner.pk}/reclaim/")
+    assert response.status_code == 302
+    assert Reservation.objects.get(pk=work.pk).status == "preempted"
+    assert "Reclaim lent GPUs" not in alice.get(f"/reservations/{owner.pk}/").content.decode()
+
+
+def test_the_spot_reservation_wears_the_lent_badge_without_naming_another_tenants_booking(lent, bob, op):
+    owner, work = lent
+    page = bob.get(f"/reservations/{work.pk}/").content.decode()
+    assert "on lent GPUs" in page and f"#{owner.pk}" not in page and "1 other booking" in page
+    assert f"#{owner.pk}" in op.get(f"/reservations/{work.pk}/").content.decode()
+
+
+def test_another_tenant_cannot_reclaim_the_booking(lent, bob):
+    owner, work = lent
+    assert bob.post(f"/reservations/{owner.pk}/reclaim/").status_code == 404
+    assert Reservation.objects.get(pk=work.pk).status == "placed"
+
+
+def test_the_pool_page_shows_the_weeks_lending(lent, op):
+    text = op.get("/pools/lab-pool/").content.decode()
+    assert "GPU-hours lent" in text and "0 reclaimed by their owners" in text
