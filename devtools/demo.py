@@ -18,6 +18,7 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import Quota, Reservation
 from capacity.rollups import refresh_rollups
+from capacity.services.pool_policy import parse_policy, set_policy
 from capacity.services.shares import set_share
 from devtools.demo_samples import build_samples
 from inventory.ingest import IngestError, Reporter, apply_node_report
@@ -363,6 +364,9 @@ def build_demo(progress=None) -> dict[str, int]:
     # Shares in one pool, to look at; its pending work is tried in fair order (docs/shares.md).
     set_share("h100-prod", "acme", 96, None, 32)
     set_share("h100-prod", "globex", 48, None, None)
+    # A policy in one pool, as the site's settings would have it, for the pool page and the admin
+    # to show (docs/policy.md).
+    set_policy("h100-prod", parse_policy({"idleWarnAfter": "2h", "allowKeepWhenIdle": True}))
     # The first node's report, as an operator's import would leave it (the node page shows it).
     first = Node.objects.order_by("name").first()
     if first is not None:
