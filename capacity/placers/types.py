@@ -41,3 +41,4 @@ class Outcome:
     lost: list[str] = field(default_factory=list)
     preempted: tuple[int, ...] = ()  # spot reservations this placement took back
     borrowed: Borrowed | None = None  # what it borrowed past its tenant's guarantee (pools with shares)
+    starts_later: dict | None = None  # its StartsLater condition: it waits for spot work's notice
