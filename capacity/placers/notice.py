@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db import connection
+from django.db import connection, transaction
 
 from capacity.db.literals import to_datetime
 from capacity.placement import PlacementRequest
+
+from . import quota
 
 PREEMPT_AT = "PreemptAt"
 STARTS_LATER = "StartsLater"
@@ -149,15 +152,23 @@ UPDATE capacity_reservation r
        conditions = jsonb_build_array(due.condition || jsonb_build_object(
          'type', 'Preempted', 'message', regexp_replace(due.condition->>'message', ' \\(spotNotice [^)]*\\)$', '')))
   FROM due WHERE r.id = due.id
-RETURNING r.id
+RETURNING r.id, r.released_at
 """
 
 
+@transaction.atomic
 def finish_due(now: datetime | None = None) -> list[int]:
-    """Mark preempted the reservations whose notice has run out; return their ids."""
+    """Mark preempted the reservations whose notice has run out, their quota returned from then;
+    return their ids."""
     with connection.cursor() as cur:
         cur.execute(_DUE_SQL, {"now": now or datetime.now(UTC)})
-        return sorted(pk for (pk,) in cur.fetchall())
+        done = cur.fetchall()
+    by_time: dict[datetime, list[int]] = defaultdict(list)
+    for pk, at in done:
+        by_time[at].append(pk)
+    for at, pks in sorted(by_time.items()):
+        quota.refund(pks, at)
+    return sorted(pk for pk, _at in done)
 
 
 def preempt_at(conditions: Sequence[dict]) -> str | None:

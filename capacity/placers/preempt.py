@@ -404,7 +404,8 @@ def take_back(
     if not locked:
         return True
     end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
-    quota.refund(locked, at)
+    if notice is None:  # under notice it is charged as placed until the worker ends it (notice.finish_due)
+        quota.refund(locked, at)
     taken = [
         preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by) for pk in locked
     ]
