@@ -158,8 +158,8 @@ RETURNING r.id, r.released_at
 
 @transaction.atomic
 def finish_due(now: datetime | None = None) -> list[int]:
-    """Mark preempted the reservations whose notice has run out, their quota returned from then;
-    return their ids."""
+    """Mark preempted the reservations whose notice has run out, their quota returned and their
+    allocations released as of then; return their ids."""
     with connection.cursor() as cur:
         cur.execute(_DUE_SQL, {"now": now or datetime.now(UTC)})
         done = cur.fetchall()
@@ -168,6 +168,11 @@ def finish_due(now: datetime | None = None) -> list[int]:
         by_time[at].append(pk)
     for at, pks in sorted(by_time.items()):
         quota.refund(pks, at)
+        with connection.cursor() as cur:
+            cur.execute(
+                "UPDATE capacity_allocation SET released_at = %s WHERE reservation_id = ANY(%s) AND released_at IS NULL",
+                [at, pks],
+            )
     return sorted(pk for pk, _at in done)
 
 

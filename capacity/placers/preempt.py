@@ -403,7 +403,8 @@ def take_back(
         return False
     if not locked:
         return True
-    end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
+    live = Allocation.objects.filter(reservation__in=locked, released_at__isnull=True)
+    end_allocations(live, at, mark_released=notice is None)
     if notice is None:  # under notice it is charged as placed until the worker ends it (notice.finish_due)
         quota.refund(locked, at)
     taken = [

@@ -155,3 +155,15 @@ def test_without_a_policy_preemption_is_immediate_as_before(tenant, other_tenant
     assert all(c["type"] != "StartsLater" for c in result.reservation.conditions)
     victim.refresh_from_db()
     assert (victim.status, victim.released_at) == ("preempted", NOW)
+
+
+def test_spot_work_released_during_its_notice_ends_then_and_is_not_preempted(tenant, other_tenant, make_node):
+    make_node("node-a", gpus=2)
+    policy(spot_notice=NOTICE)
+    victim = spot(2, tenant="globex")
+    reserve(ask(2))
+    services.release(victim.pk, now=NOW + timedelta(minutes=1))
+    assert booked_until(victim) == NOW + timedelta(minutes=1)
+    assert finish_due(AT) == []
+    victim.refresh_from_db()
+    assert (victim.status, victim.released_at) == ("released", NOW + timedelta(minutes=1))
