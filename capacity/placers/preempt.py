@@ -404,7 +404,14 @@ def take_back(
     if not locked:
         return True
     live = Allocation.objects.filter(reservation__in=locked, released_at__isnull=True)
-    end_allocations(live, at, mark_released=notice is None)
+    if notice is None:
+        end_allocations(live, at)
+    else:
+        # Under notice what runs before `at` stays live and ends then (a release meanwhile still
+        # ends it sooner); what would only start from `at` on never runs.
+        end_allocations(live.filter(starts_at__gte=at), at)
+        end_allocations(live.filter(starts_at__lt=at), at, mark_released=False)
+        live.filter(starts_at__lt=at, ends_at__gt=at).update(ends_at=at)
     if notice is None:  # under notice it is charged as placed until the worker ends it (notice.finish_due)
         quota.refund(locked, at)
     taken = [

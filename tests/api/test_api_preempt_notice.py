@@ -25,7 +25,11 @@ def test_spot_work_under_notice_reads_preempt_at_and_the_regular_booking_says_wh
     # The regular booking's devices are booked from preemptAt, when the spot work's end.
     [allocation] = regular["allocations"]
     assert allocation["start"] == victim["preemptAt"]
-    assert victim["allocations"][0]["releasedAt"] is None  # a release meanwhile still ends it
+    # Its allocation ends at preemptAt, still live: a release meanwhile still ends it sooner.
+    assert (victim["allocations"][0]["end"], victim["allocations"][0]["releasedAt"]) == (
+        victim["preemptAt"],
+        None,
+    )
     assert timedelta(minutes=9) < preempt_at - datetime.fromisoformat(
         regular["createdAt"].replace("Z", "+00:00")
     )

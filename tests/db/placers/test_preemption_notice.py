@@ -12,7 +12,7 @@ from capacity.placers.notice import finish_due
 from inventory.models import Pool
 from webhooks.models import Event, Subscription
 
-from booking import MS, NOW, ask, reserve
+from booking import MS, NOW, ask, claimed, reserve
 
 NOTICE = timedelta(minutes=10)
 AT = NOW + NOTICE
@@ -167,3 +167,22 @@ def test_spot_work_released_during_its_notice_ends_then_and_is_not_preempted(ten
     assert finish_due(AT) == []
     victim.refresh_from_db()
     assert (victim.status, victim.released_at) == ("released", NOW + timedelta(minutes=1))
+
+
+def test_a_regular_lease_waits_for_the_notice_too_and_a_spot_lease_keeps_its_claims_until_then(
+    tenant, other_tenant, make_node
+):
+    make_node("node-a", gpus=2, vcpu=16)
+    policy(spot_notice=NOTICE)
+    data = ask(1, tenant="globex", priority="spot", binding="node")
+    del data["devices"]
+    spot_lease = reserve(data).reservation
+    data = ask(1, binding="node")
+    del data["devices"]
+    result = reserve(data)
+    assert result.outcome.preempted == (spot_lease.pk,)
+    assert [a.starts_at for a in result.reservation.allocations.all()] == [AT]
+    assert claimed("vcpu", node="node-a") == 16  # the spot lease's, until preemptAt
+    assert claimed("vcpu", node="node-a", at=AT) == 16  # the regular lease's, from then
+    assert booked_until(spot_lease) == AT
+    assert audit() == []
