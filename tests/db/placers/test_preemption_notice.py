@@ -9,10 +9,11 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.placers.notice import finish_due
+from capacity.worker import run_round
 from inventory.models import Pool
 from webhooks.models import Event, Subscription
 
-from booking import MS, NOW, ask, claimed, reserve
+from booking import MS, NOW, ask, claimed, config, reserve
 
 NOTICE = timedelta(minutes=10)
 AT = NOW + NOTICE
@@ -186,3 +187,18 @@ def test_a_regular_lease_waits_for_the_notice_too_and_a_spot_lease_keeps_its_cla
     assert claimed("vcpu", node="node-a", at=AT) == 16  # the regular lease's, from then
     assert booked_until(spot_lease) == AT
     assert audit() == []
+
+
+def test_the_worker_round_preempts_spot_work_whose_notice_ran_out_before_releasing_ended_windows(
+    tenant, other_tenant, make_node
+):
+    """NOW is days before the real clock: the notice has run out and both windows have ended."""
+    make_node("node-a", gpus=2)
+    policy(spot_notice=NOTICE)
+    victim = spot(2, tenant="globex")
+    regular = reserve(ask(2)).reservation
+    run_round(config())
+    victim.refresh_from_db()
+    regular.refresh_from_db()
+    assert (victim.status, victim.released_at) == ("preempted", AT)
+    assert regular.status == "released"
