@@ -26,14 +26,21 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 
 from capacity.db.literals import to_datetime
+from capacity.models import Allocation
 from capacity.placement import PlacementRequest
 
 from . import quota
+from .ending import end_allocations
 
 PREEMPT_AT = "PreemptAt"
 STARTS_LATER = "StartsLater"
 STARTS_LATER_REASON = "SpotNotice"
 
+# Work that may be taken back at all (capacity.placers.preempt reads it): not already under notice,
+# and spot work that will have run spotMinRuntime by the preemption time (`young`: the latest start).
+TAKEABLE_SQL = """NOT r.conditions @> '[{"type": "PreemptAt"}]'
+           AND (r.priority <> 'spot' OR %(young)s::timestamptz IS NULL OR NOT EXISTS (
+                SELECT 1 FROM capacity_allocation y WHERE y.reservation_id = r.id AND y.starts_at > %(young)s::timestamptz))"""
 _POLICY_SQL = "SELECT spot_notice, spot_min_runtime FROM capacity_poolpolicy WHERE pool_id = %s"
 
 
@@ -118,13 +125,22 @@ UPDATE capacity_reservation r
 """
 
 
-def give_notice(locked: Sequence[int], conditions: Sequence[dict], now: datetime) -> None:
-    """Add each victim's PreemptAt condition (they stay placed until then)."""
+def give_notice(
+    locked: Sequence[int], taken: Sequence[dict], at: datetime, notice: timedelta, now: datetime
+) -> None:
+    """Take the locked victims back at `at` after a notice: they stay placed until then.
+
+    What runs before `at` stays live and ends then (a release meanwhile still ends it sooner); what
+    would only start from `at` on never runs. Quota stays charged until finish_due returns it.
+    `taken` are their Preempted conditions, written as PreemptAt ones.
+    """
+    live = Allocation.objects.filter(reservation__in=locked, released_at__isnull=True)
+    end_allocations(live.filter(starts_at__gte=at), at)
+    end_allocations(live.filter(starts_at__lt=at), at, mark_released=False)
+    live.filter(starts_at__lt=at, ends_at__gt=at).update(ends_at=at)
+    conditions = [json.dumps(notice_condition(c, notice)) for c in taken]
     with connection.cursor() as cur:
-        cur.execute(
-            _GIVE_NOTICE_SQL,
-            {"now": now, "ids": list(locked), "conditions": [json.dumps(c) for c in conditions]},
-        )
+        cur.execute(_GIVE_NOTICE_SQL, {"now": now, "ids": list(locked), "conditions": conditions})
 
 
 def add_condition(reservation_pk: int, condition: dict) -> None:

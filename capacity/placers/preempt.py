@@ -42,7 +42,7 @@ from .commit import Owner
 from .ending import end_allocations
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
-from .notice import give_notice, notice_condition, spot_policy, youngest_start
+from .notice import TAKEABLE_SQL, give_notice, spot_policy, youngest_start
 from .shares import may_reclaim
 from .sql import key_in
 
@@ -50,11 +50,6 @@ PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
 RECLAIMED_REASON = "ReclaimedByShares"
 
-# Work that may be taken back at all (capacity.placers.notice): not already under notice, and spot
-# work that will have run spotMinRuntime by the preemption time (`young`: the latest start allowed).
-_TAKEABLE = """NOT r.conditions @> '[{"type": "PreemptAt"}]'
-           AND (r.priority <> 'spot' OR %(young)s::timestamptz IS NULL OR NOT EXISTS (
-                SELECT 1 FROM capacity_allocation y WHERE y.reservation_id = r.id AND y.starts_at > %(young)s::timestamptz))"""
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
 # reservations with their reservation: arrays in one row, which the driver parses in C. Reading
 # spot bookings from the reservations' side keeps the join to the few rows that are spot work.
@@ -70,7 +65,7 @@ SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
          WHERE r.pool_id = %(pool)s::bigint AND r.status = 'placed'
            AND (r.priority = 'spot' OR (%(reclaim)s AND r.borrowed_gpus > 0 AND r.tenant_id <> (
                 SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)))
-           AND {_TAKEABLE}
+           AND {TAKEABLE_SQL}
            AND r.starts_at < upper(%(during)s::tstzrange) AND r.ends_at > lower(%(during)s::tstzrange)
            AND b.during && %(during)s::tstzrange) AS s
 """
@@ -79,7 +74,7 @@ SELECT c.node_id, c.resource, c.amount, (date_part('epoch', lower(c.during)) * 1
        (date_part('epoch', upper(c.during)) * 1000)::bigint, a.reservation_id,
        coalesce((r.priority = 'spot' OR (%(reclaim)s AND r.status = 'placed' AND r.borrowed_gpus > 0
                 AND r.tenant_id <> (SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)))
-                AND {_TAKEABLE}, false)
+                AND {TAKEABLE_SQL}, false)
   FROM capacity_scalarclaim c
   JOIN capacity_allocation a ON a.id = c.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -403,23 +398,14 @@ def take_back(
         return False
     if not locked:
         return True
-    live = Allocation.objects.filter(reservation__in=locked, released_at__isnull=True)
-    if notice is None:
-        end_allocations(live, at)
-    else:
-        # Under notice what runs before `at` stays live and ends then (a release meanwhile still
-        # ends it sooner); what would only start from `at` on never runs.
-        end_allocations(live.filter(starts_at__gte=at), at)
-        end_allocations(live.filter(starts_at__lt=at), at, mark_released=False)
-        live.filter(starts_at__lt=at, ends_at__gt=at).update(ends_at=at)
-    if notice is None:  # under notice it is charged as placed until the worker ends it (notice.finish_due)
-        quota.refund(locked, at)
     taken = [
         preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by) for pk in locked
     ]
     if notice is not None:
-        give_notice(locked, [notice_condition(c, notice) for c in taken], now)
+        give_notice(locked, taken, at, notice, now)
         return True
+    end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
+    quota.refund(locked, at)
     conditions = [json.dumps([c]) for c in taken]
     with connection.cursor() as cur:
         cur.execute(_MARK_PREEMPTED_SQL, {"at": at, "now": now, "ids": locked, "conditions": conditions})
