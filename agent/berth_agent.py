@@ -13,6 +13,8 @@ file in OUTPUT/.tmp and renaming it into place (never a half-written file):
                                    NVIDIA_VISIBLE_DEVICES (GPU UUIDs, MIG slices by MIG UUID)
   OUTPUT/reservations/ID.idle      while Berth marks that reservation Idle: JSON with since, the
                                    evidence, keepWhenIdle and releaseAt (null: not released for it)
+  OUTPUT/reservations/ID.preempt   while that spot reservation has notice of its preemption: JSON
+                                   with preemptAt, when it loses its GPUs
 
 When Berth cannot be reached it keeps the last files, says so in its log and retries with a capped
 backoff; a bad answer is logged and never ends the agent. See docs/agent.md (systemd unit included).
@@ -362,6 +364,10 @@ def _idle_text(rid: str, entry: dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True) + "\n"
 
 
+def _preempt_text(rid: str, entry: dict[str, Any]) -> str:
+    return json.dumps({"reservationId": rid, "preemptAt": entry["now"]["preemptAt"]}, sort_keys=True) + "\n"
+
+
 def _env_value(value: Any) -> str:
     # An env file is read by systemd and shells: keep values on one line, with nothing to expand.
     text = "" if value is None else str(value)
@@ -393,17 +399,21 @@ class Output:
             raise
 
     def write(self, feed: dict[str, Any], node: str) -> int:
-        """Write the feed, one env file per reservation holding a device and an idle file per idle one;
-        return the number of reservations."""
+        """Write the feed, one env file per reservation holding a device, an idle file per idle one
+        and a preempt file per one given notice; return the number of reservations."""
         held = held_devices(feed)  # raises on a bad shape, before anything is written
         idle = {rid for rid, entry in held.items() if isinstance(entry["now"].get("idle"), dict)}
+        noticed = {rid for rid, entry in held.items() if isinstance(entry["now"].get("preemptAt"), str)}
         for rid, entry in sorted(held.items()):
             self._write(os.path.join(self.reservations, f"{rid}.env"), _env_text(rid, entry, node))
             if rid in idle:
                 self._write(os.path.join(self.reservations, f"{rid}.idle"), _idle_text(rid, entry))
+            if rid in noticed:
+                self._write(os.path.join(self.reservations, f"{rid}.preempt"), _preempt_text(rid, entry))
         for name in os.listdir(self.reservations):
             rid, _, kind = name.rpartition(".")
-            if (kind == "env" and rid not in held) or (kind == "idle" and rid not in idle):
+            gone = {"env": held, "idle": idle, "preempt": noticed}.get(kind)
+            if gone is not None and rid not in gone:
                 os.unlink(os.path.join(self.reservations, name))
         self._write(
             os.path.join(self.root, "assignments.json"), json.dumps(feed, indent=2, sort_keys=True) + "\n"

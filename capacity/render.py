@@ -6,6 +6,7 @@ another's HTTP views.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -15,6 +16,7 @@ from capacity import services
 from capacity.access import EVERYONE, Scope, nodes_for, redacted_conditions
 from capacity.models import Reservation
 from capacity.placement import scalar_capacity
+from capacity.placers.notice import preempt_at
 from capacity.rollups import claimed_at
 from inventory.api.serializers import (
     NodeDetailSerializer,
@@ -103,6 +105,11 @@ class ReservationSerializer(serializers.Serializer):
     keepWhenIdle = serializers.BooleanField(
         help_text="Its owner asked that it never be released for idleness (docs/policy.md); still marked Idle."
     )
+    preemptAt = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Spot work given notice (the pool's spotNotice, docs/policy.md): when it is taken back;"
+        " it keeps its devices until then. Null otherwise.",
+    )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
     request = serializers.DictField(help_text="The input as the caller sent it.")
@@ -147,6 +154,7 @@ def reservation_data(
         # Whole GPUs held past the tenant's guarantee in a pool with shares (history rows: 0).
         "borrowedGpus": round(getattr(reservation, "borrowed_gpus", 0.0), 4),
         "keepWhenIdle": getattr(reservation, "keep_when_idle", False),
+        "preemptAt": _preempt_at(reservation),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
@@ -164,6 +172,12 @@ def lent_from(lenders: list[int], scope: Scope) -> dict:
     slugs = dict(Reservation.objects.filter(pk__in=lenders).values_list("pk", "tenant__slug"))
     readable = sorted(pk for pk in lenders if pk in slugs and scope.allows(slugs[pk]))
     return {"reservations": readable, "others": len(lenders) - len(readable)}
+
+
+def _preempt_at(reservation) -> datetime | None:
+    """Return when a reservation under notice is taken back (its PreemptAt condition), else None."""
+    at = preempt_at(reservation.conditions) if reservation.status == "placed" else None
+    return datetime.fromisoformat(at) if at else None
 
 
 def render_reservation(reservation: Reservation, scope: Scope = EVERYONE, *, queue: bool = False) -> dict:

@@ -21,6 +21,7 @@ from inventory.models import Pool
 from . import services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
+from .placers.notice import finish_due
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
@@ -73,6 +74,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
+    finish_due()  # spot work whose notice ran out ends preempted (before an end it may have reached)
     expired = services.expire_ended()
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())

@@ -4,8 +4,8 @@ Each user has a secret URL, `/calendar/<token>.ics`, made on first use and rotat
 their tenants' reservations (every tenant's for operators) that end at most 30 days ago, at most
 MAX_EVENTS of them, nearest first: one event per reservation, its status in the summary, its pool,
 nodes and GPUs in the description. A booking that held GPUs is CONFIRMED, also once it has ended;
-one released or preempted early ends at that moment; one that never held GPUs and was released
-is CANCELLED; one waiting for GPUs is TENTATIVE.
+one released or preempted early ends at that moment (spot work given notice, at its preemptAt,
+labelled preempting); one that never held GPUs and was released is CANCELLED; one waiting for GPUs is TENTATIVE.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from capacity.access import feed_scope
 from capacity.models import Reservation
+from capacity.placers.notice import preempt_at
 from capacity.render import render_reservations
 
 from .models import CalendarFeed
@@ -49,6 +50,9 @@ def shape(reservation: Reservation, held: bool) -> tuple[str, str, datetime, dat
     if reservation.status in WAITING:
         return reservation.status, "TENTATIVE", start, end
     if reservation.status not in ENDED:
+        noticed = preempt_at(reservation.conditions)  # spot work given notice: it ends then
+        if noticed is not None and reservation.status == "placed":
+            return "preempting", "CONFIRMED", start, min(end, datetime.fromisoformat(noticed))
         return reservation.status, "CONFIRMED", start, end
     stopped = reservation.released_at or end
     if not held or stopped <= start:

@@ -35,13 +35,13 @@ class PolicySerializer(serializers.Serializer):
     )
     spotNotice = serializers.CharField(
         allow_null=True,
-        help_text="Notice spot work gets before it is taken back. Stored; read by placement in a later part. "
-        + DURATION,
+        help_text="Notice spot work gets before it is taken back: the regular request starts then, the spot"
+        " work keeps its devices until its preemptAt (docs/policy.md). " + DURATION,
     )
     spotMinRuntime = serializers.CharField(
         allow_null=True,
-        help_text="How long new spot work runs before it may be taken. Stored; read by placement in a later "
-        "part. " + DURATION,
+        help_text="How long new spot work runs before it may be taken (a reclaim of lent GPUs aside). "
+        + DURATION,
     )
 
 

@@ -179,6 +179,7 @@ RESERVATION_EXAMPLES = [
             "releasedAt": None,
             "borrowedGpus": 0.0,
             "keepWhenIdle": False,
+            "preemptAt": None,
             "conditions": [],
             "allocations": [
                 {
@@ -210,6 +211,7 @@ RESERVATION_EXAMPLES = [
             "releasedAt": None,
             "borrowedGpus": 0.0,
             "keepWhenIdle": False,
+            "preemptAt": None,
             "conditions": [
                 {
                     "type": "Unschedulable",

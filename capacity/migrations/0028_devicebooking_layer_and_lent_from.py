@@ -32,7 +32,7 @@ ALTER TABLE capacity_devicebookinghistory DROP COLUMN layer;
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('capacity', '0026_pool_policy'),
+        ('capacity', '0027_reservation_event_audit_idx'),
         ('inventory', '0015_sample_folds_to_usage'),
     ]
 

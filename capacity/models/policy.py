@@ -14,8 +14,9 @@ class PoolPolicy(models.Model):
     No row: the defaults, which are the site's settings (IDLE_AFTER, IDLE_RELEASE_AFTER) and
     today's behaviour. The row is created on the first write, from those defaults, and a PUT
     changes only the fields it names. A null duration is off: `idle_warn_after` null marks nothing
-    idle in the pool (so nothing is released for idleness either). `lend_idle`, `spot_notice` and
-    `spot_min_runtime` are stored and shown; placement reads them in a later part. The booking
+    idle in the pool (so nothing is released for idleness either). `spot_notice` and
+    `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` is stored and
+    shown, read by placement in a later part. The booking
     limits of issue 47 join this row as more nullable fields.
     """
 

@@ -8,9 +8,10 @@ excludes the node and plans again, up to `max_attempts`; a pool archived meanwhi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 
@@ -18,6 +19,7 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .loader import NodeIndex, PoolRow
+from .notice import add_condition, spot_policy, starts_later_condition, with_notice
 from .preempt import Preemption, take_back, with_preempted
 from .shares import SharesRefused, check_shares
 from .types import Outcome, PlacerConfig
@@ -47,16 +49,24 @@ def attempt(
 ) -> Outcome:
     """Place `request` the given way inside the caller's transaction; see the module's docstring."""
     lost: list[str] = []
+    notice: timedelta | bool | None = None  # read once, when something is to be taken back
     for number in range(1, config.max_attempts + 1):
         plan, index = way.plan(request)
         preemption = None
+        placing = request
         if not plan.fits:
             # A node lost to a race may be one that is full now only of work that can be taken back
             # (spot work, or borrowed GPUs of a guarantee being reclaimed): it is looked at again.
-            preemption = way.preemption(request.without_lost())
+            # With the pool's spotNotice it is taken back no sooner than the notice allows, and the
+            # request starts then (capacity.placers.notice).
+            if notice is None:
+                notice = spot_policy(way.pool.pk).notice if way.pool is not None else False
+            noticed = with_notice(request.without_lost(), notice or None, now or datetime.now(UTC))
+            preemption = way.preemption(noticed) if noticed is not None else None
             if preemption is None:
                 return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
             plan, index = with_preempted(plan, preemption), preemption.index
+            placing = dataclasses.replace(request, during=noticed.during)
         members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
         savepoint = f"{way.savepoint}_{number}"
         # The first commit sets the savepoint in its own round trip, unless something comes before it.
@@ -70,13 +80,16 @@ def attempt(
                 way.charge(members, index)
             if preemption is not None:
                 stamp = now or datetime.now(UTC)
-                if not take_back(preemption.victims, preemption.at, owner, stamp, wait=way.waits):
+                given = notice or None
+                if not take_back(
+                    preemption.victims, preemption.at, owner, stamp, wait=way.waits, notice=given
+                ):
                     node = preemption.members[0].node_id
                     raise LostRace(node, f"spot work on {node} is being changed")
-            committed = way.commit(request, members, index, None if early else savepoint)
+            committed = way.commit(placing, members, index, None if early else savepoint)
             borrowed = None
             if way.pool is not None and owner.reservation_pk is not None and any(c.shared for c in committed):
-                borrowed = check_shares(way.pool.pk, way.pool.view.id, owner.reservation_pk, request)
+                borrowed = check_shares(way.pool.pk, way.pool.view.id, owner.reservation_pk, placing)
         except (LostRace, ArchivedMeanwhile, SharesRefused) as stop:
             rollback_to(savepoint)
             if isinstance(stop, ArchivedMeanwhile):
@@ -88,8 +101,19 @@ def attempt(
             continue
         # The savepoint is left to the transaction's commit: releasing it would cost a round trip.
         victims = preemption.victims if preemption is not None else ()
+        later = None
+        if placing.during.start != request.during.start and notice:
+            later = starts_later_condition(placing, notice)
+            if owner.reservation_pk is not None:
+                add_condition(owner.reservation_pk, later)
         return Outcome(
-            "placed", committed=committed, plan=plan, lost=lost, preempted=victims, borrowed=borrowed
+            "placed",
+            committed=committed,
+            plan=plan,
+            lost=lost,
+            preempted=victims,
+            borrowed=borrowed,
+            starts_later=later,
         )
     return gave_up(config, lost)
 

@@ -10,10 +10,12 @@ from django.db import connection
 from capacity.models import Allocation
 
 
-def end_allocations(allocations: Iterable[Allocation], now: datetime) -> None:
+def end_allocations(allocations: Iterable[Allocation], now: datetime, *, mark_released: bool = True) -> None:
     """End allocations at `now`: future bookings and claims go, running ones are cut short.
 
     Nothing else follows: pool capacity and scalar room are read from these rows when asked.
+    Without `mark_released` the allocations stay live (spot work under notice, placers.notice):
+    a release meanwhile still ends them.
     """
     ids = sorted(a.pk for a in allocations)
     if not ids:
@@ -28,4 +30,5 @@ def end_allocations(allocations: Iterable[Allocation], now: datetime) -> None:
                      WHERE allocation_id = ANY(%s) AND upper(during) > %s""",
                 [now, ids, now],
             )
-        cur.execute("UPDATE capacity_allocation SET released_at = %s WHERE id = ANY(%s)", [now, ids])
+        if mark_released:
+            cur.execute("UPDATE capacity_allocation SET released_at = %s WHERE id = ANY(%s)", [now, ids])

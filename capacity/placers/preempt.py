@@ -26,7 +26,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection
 
@@ -42,6 +42,7 @@ from .commit import Owner
 from .ending import end_allocations
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
+from .notice import TAKEABLE_SQL, give_notice, spot_policy, youngest_start
 from .shares import may_reclaim
 from .sql import key_in
 
@@ -64,14 +65,16 @@ SELECT ARRAY(SELECT device_id FROM capacity_devicebooking
          WHERE r.pool_id = %(pool)s::bigint AND r.status = 'placed'
            AND (r.priority = 'spot' OR (%(reclaim)s AND r.borrowed_gpus > 0 AND r.tenant_id <> (
                 SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)))
+           AND {TAKEABLE_SQL}
            AND r.starts_at < upper(%(during)s::tstzrange) AND r.ends_at > lower(%(during)s::tstzrange)
            AND b.during && %(during)s::tstzrange) AS s
 """
 _CLAIMS_SQL = f"""
 SELECT c.node_id, c.resource, c.amount, (date_part('epoch', lower(c.during)) * 1000)::bigint,
        (date_part('epoch', upper(c.during)) * 1000)::bigint, a.reservation_id,
-       coalesce(r.priority = 'spot' OR (%(reclaim)s AND r.status = 'placed' AND r.borrowed_gpus > 0
-                AND r.tenant_id <> (SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)), false)
+       coalesce((r.priority = 'spot' OR (%(reclaim)s AND r.status = 'placed' AND r.borrowed_gpus > 0
+                AND r.tenant_id <> (SELECT t.id FROM inventory_tenant t WHERE t.slug = %(tenant)s::text)))
+                AND {TAKEABLE_SQL}, false)
   FROM capacity_scalarclaim c
   JOIN capacity_allocation a ON a.id = c.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -115,11 +118,18 @@ class Preemption:
 
 
 def read_holds(
-    pool_pk: int, index: PoolIndex, request: PlacementRequest, at: datetime, *, reclaim: bool = False
+    pool_pk: int,
+    index: PoolIndex,
+    request: PlacementRequest,
+    at: datetime,
+    *,
+    reclaim: bool = False,
+    young: datetime | None = None,
 ) -> Holds:
     """Read the window's bookings and claims of the pool, regular and spot apart, and spot costs.
 
-    With `reclaim`, other tenants' borrowing reservations count as spot work.
+    With `reclaim`, other tenants' borrowing reservations count as spot work. Spot work whose first
+    allocation starts after `young` (spotMinRuntime), and work already under notice, count as regular.
 
     Claims are read for the scalars the request claims; for a lease, which claims them all, of
     every scalar the pool's nodes have.
@@ -135,6 +145,7 @@ def read_holds(
         "names": names,
         "reclaim": reclaim,
         "tenant": request.tenant_id,
+        "young": young,
     }
     spot: dict[int, set[int]] = defaultdict(set)
     claims: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -233,7 +244,8 @@ def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, dat
         return None
     index = pool_index(pool)
     at = preemption_time(request)
-    holds = read_holds(pool.pk, index, request, at, reclaim=may_reclaim(pool.pk, request))
+    young = youngest_start(spot_policy(pool.pk), at)
+    holds = read_holds(pool.pk, index, request, at, reclaim=may_reclaim(pool.pk, request), young=young)
     return (index, at, holds) if holds.cost else None
 
 
@@ -342,6 +354,7 @@ SELECT id, tenant_id IS NOT DISTINCT FROM (SELECT tenant_id FROM capacity_reserv
        priority = 'spot'
   FROM capacity_reservation
  WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND (priority = 'spot' OR borrowed_gpus > 0)
+   AND NOT conditions @> '[{{"type": "PreemptAt"}}]'
  ORDER BY id FOR UPDATE{skip}
 """
 _MARK_PREEMPTED_SQL = """
@@ -352,8 +365,19 @@ UPDATE capacity_reservation r SET status = 'preempted', released_at = %(at)s, up
 """
 
 
-def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *, wait: bool = True) -> bool:
+def take_back(
+    victims: Sequence[int],
+    at: datetime,
+    by: Owner,
+    now: datetime,
+    *,
+    wait: bool = True,
+    notice: timedelta | None = None,
+) -> bool:
     """End the victims at `at`: bookings and claims cut, quota returned, status preempted.
+
+    With a `notice` (the pool's spotNotice) they stay placed until `at` with a PreemptAt condition
+    instead; the worker marks them preempted then (capacity.placers.notice).
 
     With `wait` a victim another transaction holds (a release, another preemption) is waited
     for: the caller holds no pool lock yet, so nothing can wait on it in turn. A placer that
@@ -374,12 +398,15 @@ def take_back(victims: Sequence[int], at: datetime, by: Owner, now: datetime, *,
         return False
     if not locked:
         return True
+    taken = [
+        preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by) for pk in locked
+    ]
+    if notice is not None:
+        give_notice(locked, taken, at, notice, now)
+        return True
     end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
     quota.refund(locked, at)
-    conditions = [
-        json.dumps([preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by)])
-        for pk in locked
-    ]
+    conditions = [json.dumps([c]) for c in taken]
     with connection.cursor() as cur:
         cur.execute(_MARK_PREEMPTED_SQL, {"at": at, "now": now, "ids": locked, "conditions": conditions})
     return True

@@ -42,3 +42,4 @@ class Outcome:
     preempted: tuple[int, ...] = ()  # spot reservations this placement took back
     borrowed: Borrowed | None = None  # what it borrowed past its tenant's guarantee (pools with shares)
     lent_from: tuple[int, ...] = ()  # the idle reservations whose GPUs spot work was lent (lend.py)
+    starts_later: dict | None = None  # its StartsLater condition: it waits for spot work's notice

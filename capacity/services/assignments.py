@@ -3,7 +3,8 @@
 Read in two queries (the node with its devices, then their live bookings) and, for a booking
 marked Idle, one more for its pool's policy, whatever the node's history; the answer's ETag changes
 exactly when something in it does (its time aside). A reservation marked Idle says so in `idle`
-(docs/policy.md): the agent writes reservations/ID.idle. A device lent to spot work while its
+(docs/policy.md): the agent writes reservations/ID.idle; one given notice before preemption says
+when in `preemptAt`: the agent writes reservations/ID.preempt. A device lent to spot work while its
 owner is idle says which in `lent` (null otherwise): the owner still holds it in `now`.
 """
 
@@ -28,7 +29,8 @@ from .pool_policy import Policy, policy_of
 _BOOKINGS_SQL = """
 SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
        r.binding, t.slug, r.pool_id, r.keep_when_idle,
-       (SELECT c FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'Idle' LIMIT 1)
+       (SELECT c FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'Idle' LIMIT 1),
+       (SELECT c->>'at' FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -53,7 +55,21 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
         cur.execute(_BOOKINGS_SQL, [[d.pk for d in devices], now])
         rows = cur.fetchall()
     policies: dict[int, Policy] = {}
-    for layer, device, start, end, reservation, instance, priority, binding, tenant, pool, keep, idle in rows:
+    for (
+        layer,
+        device,
+        start,
+        end,
+        reservation,
+        instance,
+        priority,
+        binding,
+        tenant,
+        pool,
+        keep,
+        idle,
+        preempt,
+    ) in rows:
         owner = {"reservationId": reservation, "tenantId": tenant}
         if instance:
             owner["instanceId"] = instance
@@ -74,6 +90,8 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
                     "priority": priority or "regular",
                     "end": _iso(end),
                     "idle": _idle(idle, keep, policies.get(pool)),
+                    # Spot work given notice (placers.notice): the agent writes reservations/ID.preempt.
+                    "preemptAt": _iso(datetime.fromisoformat(preempt)) if preempt else None,
                 },
             )
             if binding == "node":

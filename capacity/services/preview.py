@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from capacity.access import EVERYONE, Scope, visible_reservations
 from capacity.models import Reservation
 from capacity.placement import Plan, Window
 from capacity.placers.lease import plan_lease_now
+from capacity.placers.notice import spot_policy, with_notice
 from capacity.placers.planning import Planner, plan_request
 from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.placers.types import PlacerConfig
@@ -80,12 +83,17 @@ def preview(
         for r in (plan.gang or plan.ranked)[:MAX_PREVIEW_CANDIDATES]
     ]
     preemptible = None
+    # With the pool's spotNotice, spot work is taken no sooner than the notice: the request would
+    # start then (capacity.placers.notice), which `startsAt` says.
+    noticed = None
     if not plan.fits and request.priority == "regular":
+        noticed = with_notice(request, spot_policy(pool_row.pk).notice, now or timezone.now())
+    if noticed is not None:
         found = (
-            find_lease_preemption(request, pool_row)
-            if request.lease
+            find_lease_preemption(noticed, pool_row)
+            if noticed.lease
             else find_preemption(
-                request, pool_row, Planner.of(request, pool_row, config, built).bind(request)
+                noticed, pool_row, Planner.of(request, pool_row, config, built).bind(noticed)
             )
         )
         if found is not None:

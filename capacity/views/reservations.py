@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -23,6 +24,7 @@ from capacity.placement import (
 )
 from capacity.placement.reasons import format_groups
 from capacity.render import lent_from
+from capacity.placers.notice import STARTS_LATER, preempt_at
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.reclaim import lent_work
@@ -100,6 +102,21 @@ class ReservationRow:
         if self.reservation.status != Reservation.Status.PLACED:
             return ""
         return (self.reservation.condition(services.IDLE) or {}).get("message", "")
+
+    @property
+    def preempt_at(self) -> datetime | None:
+        """Return when spot work given notice is taken back (placers.notice), else None."""
+        if self.reservation.status != Reservation.Status.PLACED:
+            return None
+        at = preempt_at(self.reservation.conditions)
+        return datetime.fromisoformat(at) if at else None
+
+    @property
+    def starts_later(self) -> str:
+        """Return why a placed booking starts after its window does (spot work's notice), else ""."""
+        if self.reservation.status != Reservation.Status.PLACED:
+            return ""
+        return (self.reservation.condition(STARTS_LATER) or {}).get("message", "")
 
     @property
     def kept(self) -> bool:

@@ -17,7 +17,7 @@ def test_creating_a_reservation_answers_201_with_the_placed_reservation(as_acme,
     data = response.json()
     assert set(data) == {
         "id", "tenantId", "poolId", "status", "priority", "binding", "start", "end",
-        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "conditions", "allocations", "request",
+        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "conditions", "allocations", "request",
         "usage",
     }  # fmt: skip
     assert data["usage"] is None  # no sample from its node yet

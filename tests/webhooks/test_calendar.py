@@ -8,6 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from capacity import services
+from capacity.models import Reservation
 from webhooks.calendar import calendar, feed_of
 
 
@@ -91,3 +92,20 @@ def test_bookings_that_ended_over_30_days_ago_are_left_out(lab, people, book):
     in_29 = icalendar.Calendar.from_ical(calendar(feed, "http://x", now=held.ends_at + timedelta(days=29)))
     in_31 = icalendar.Calendar.from_ical(calendar(feed, "http://x", now=held.ends_at + timedelta(days=31)))
     assert len(in_29.walk("VEVENT")) == 1 and in_31.walk("VEVENT") == []
+
+
+def test_spot_work_given_notice_ends_its_event_at_preempt_at(lab, people, book):
+    alice, _bob, _ops = people
+    held = book(gpus=1)
+    at = held.starts_at + timedelta(hours=2)
+    notice = {
+        "type": "PreemptAt",
+        "status": "True",
+        "reason": "PreemptedByRegular",
+        "message": "m",
+        "at": at.isoformat(),
+    }
+    Reservation.objects.filter(pk=held.pk).update(conditions=[notice])
+    (event,) = icalendar.Calendar.from_ical(calendar(feed_of(alice), "http://x")).walk("VEVENT")
+    assert str(event["STATUS"]) == "CONFIRMED" and str(event["SUMMARY"]).startswith("[preempting] ")
+    assert event.decoded("DTEND") == at.replace(microsecond=0)
