@@ -23,8 +23,8 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
-from capacity.render import lent_from
 from capacity.placers.notice import STARTS_LATER, preempt_at
+from capacity.render import lent_from
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.reclaim import lent_work
