@@ -20,8 +20,9 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .loader import NodeIndex, PoolRow
 from .notice import add_condition, spot_policy, starts_later_condition, with_notice
-from .preempt import Preemption, take_back, with_preempted
+from .preempt import Preemption, with_preempted
 from .shares import SharesRefused, check_shares
+from .take_back import take_back
 from .types import Outcome, PlacerConfig
 
 

@@ -22,33 +22,22 @@ needs the room.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-
-from django.db import connection
+from datetime import datetime
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import to_datetime, window_range
-from capacity.models import Allocation
 from capacity.placement import PlacementRequest, Plan, Ranked
 from capacity.placement.lease import Busy, plan_lease
 from capacity.placement.timeline import peak
 
-from . import quota
-from .commit import Owner
-from .ending import end_allocations
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
-from .notice import TAKEABLE_SQL, give_notice, spot_policy, youngest_start
+from .notice import TAKEABLE_SQL, spot_policy, youngest_start
 from .shares import may_reclaim
 from .sql import key_in
-
-PREEMPTED = "Preempted"
-PREEMPTED_REASON = "PreemptedByRegular"
-RECLAIMED_REASON = "ReclaimedByShares"
 
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
 # reservations with their reservation: arrays in one row, which the driver parses in C. Reading
@@ -343,113 +332,6 @@ def _used(
     return {
         node: {r: most for r, held in by_resource.items() if (most := peak(held, window.start, window.end))}
         for node, by_resource in claims.items()
-    }
-
-
-# Victims locked in pk order; only rows still placed spot work are taken back (one released
-# meanwhile frees its room anyway, and the guarded commit judges whatever else changed).
-# The victims locked, each with whether the preempting reservation is its own tenant's.
-_LOCK_VICTIMS_SQL = """
-SELECT id, tenant_id IS NOT DISTINCT FROM (SELECT tenant_id FROM capacity_reservation WHERE id = %(by)s::bigint),
-       priority = 'spot'
-  FROM capacity_reservation
- WHERE id = ANY(%(pks)s::bigint[]) AND status = 'placed' AND (priority = 'spot' OR borrowed_gpus > 0)
-   AND NOT conditions @> '[{{"type": "PreemptAt"}}]'
- ORDER BY id FOR UPDATE{skip}
-"""
-_MARK_PREEMPTED_SQL = """
-UPDATE capacity_reservation r SET status = 'preempted', released_at = %(at)s, updated_at = %(now)s,
-       conditions = c.conditions
-  FROM unnest(%(ids)s::bigint[], %(conditions)s::jsonb[]) AS c(id, conditions)
- WHERE r.id = c.id
-"""
-
-
-def take_back(
-    victims: Sequence[int],
-    at: datetime,
-    by: Owner,
-    now: datetime,
-    *,
-    wait: bool = True,
-    notice: timedelta | None = None,
-) -> bool:
-    """End the victims at `at`: bookings and claims cut, quota returned, status preempted.
-
-    With a `notice` (the pool's spotNotice) they stay placed until `at` with a PreemptAt condition
-    instead; the worker marks them preempted then (capacity.placers.notice).
-
-    With `wait` a victim another transaction holds (a release, another preemption) is waited
-    for: the caller holds no pool lock yet, so nothing can wait on it in turn. A placer that
-    already holds the pool (the pool-lease batch) passes wait=False: then a victim another
-    transaction holds makes it return False having changed nothing (the caller treats the node as
-    a lost race), since that transaction may be ending the victim's bookings and waiting for the pool.
-    """
-    with connection.cursor() as cur:
-        cur.execute(
-            _LOCK_VICTIMS_SQL.format(skip="" if wait else " SKIP LOCKED"),
-            {"pks": list(victims), "by": by.reservation_pk},
-        )
-        found = cur.fetchall()
-    own = {pk: mine for pk, mine, _spot in found}
-    spot = {pk: is_spot for pk, _mine, is_spot in found}
-    locked = sorted(own)
-    if not wait and len(locked) < len(victims):
-        return False
-    if not locked:
-        return True
-    taken = [
-        preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by) for pk in locked
-    ]
-    if notice is not None:
-        give_notice(locked, taken, at, notice, now)
-        return True
-    end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
-    quota.refund(locked, at)
-    conditions = [json.dumps([c]) for c in taken]
-    with connection.cursor() as cur:
-        cur.execute(_MARK_PREEMPTED_SQL, {"at": at, "now": now, "ids": locked, "conditions": conditions})
-    return True
-
-
-def preempted_condition(at: datetime, by: Owner, own_tenant: bool) -> dict:
-    """Return the condition a preempted reservation carries: when, and by what.
-
-    Work of another tenant is not named in the message (its id names nothing of use to the victim
-    and tells it what another tenant books); `reservationId` keeps it for operators, and
-    `byOwnTenant` says whether a tenant may read it (capacity.access drops it for the others).
-    """
-    stamp = at.strftime("%Y-%m-%dT%H:%MZ")
-    if by.reservation_pk is None:
-        by_what = f"instance {by.instance_id}"
-    elif own_tenant:
-        by_what = f"reservation {by.reservation_pk}"
-    else:
-        by_what = "regular work of another tenant"
-    return {
-        "type": PREEMPTED,
-        "status": "True",
-        "reason": PREEMPTED_REASON,
-        "message": f"preempted at {stamp} by {by_what}",
-        "at": at.isoformat(),
-        "reservationId": by.reservation_pk,
-        "byOwnTenant": own_tenant,
-    }
-
-
-def reclaimed_condition(at: datetime, by: Owner) -> dict:
-    """Return the condition of a borrowing reservation whose GPUs a guaranteed booking took back.
-
-    The guaranteed tenant is never named (nor its reservation, but for operators).
-    """
-    return {
-        "type": PREEMPTED,
-        "status": "True",
-        "reason": RECLAIMED_REASON,
-        "message": f"reclaimed by the pool's guaranteed shares at {at.strftime('%Y-%m-%dT%H:%MZ')}",
-        "at": at.isoformat(),
-        "reservationId": by.reservation_pk,
-        "byOwnTenant": False,
     }
 
 

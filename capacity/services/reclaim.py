@@ -23,7 +23,7 @@ from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
 from capacity.models.reservations import IDLE, PREEMPTED_CONDITION
 from capacity.placers.commit import Owner
-from capacity.placers.preempt import take_back
+from capacity.placers.take_back import take_back
 
 from .reservations import get
 
