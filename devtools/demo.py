@@ -364,9 +364,9 @@ def build_demo(progress=None) -> dict[str, int]:
     # Shares in one pool, to look at; its pending work is tried in fair order (docs/shares.md).
     set_share("h100-prod", "acme", 96, None, 32)
     set_share("h100-prod", "globex", 48, None, None)
-    # A policy in one pool, as the site's settings would have it, for the pool page and the admin
-    # to show (docs/policy.md).
-    set_policy("h100-prod", parse_policy({"idleWarnAfter": "2h", "allowKeepWhenIdle": True}))
+    # A policy in one pool, as the site's settings would have it, for its pool page and the admin
+    # to show (docs/policy.md); h100-prod keeps the site's defaults, to be changed on its page.
+    set_policy("a100-mig", parse_policy({"idleWarnAfter": "2h", "allowKeepWhenIdle": True}))
     # The first node's report, as an operator's import would leave it (the node page shows it).
     first = Node.objects.order_by("name").first()
     if first is not None:

@@ -96,7 +96,8 @@ def plan(max_paths: int = 400) -> Plan:
     reader.groups.add(group)
     store = import_module(settings.SESSION_ENGINE).SessionStore()
     store[SESSION_KEY] = str(reader.pk)
-    store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]  # the password backend
+    # The backend a password sign-in records (the first that signs anyone in: not axes' guard).
+    store[BACKEND_SESSION_KEY] = next(b for b in settings.AUTHENTICATION_BACKENDS if "Password" in b)
     store[HASH_SESSION_KEY] = reader.get_session_auth_hash()
     store.create()
     pools = list(Pool.objects.filter(archived=False, owner_tenant__isnull=True).order_by("slug"))
