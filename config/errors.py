@@ -30,6 +30,7 @@ CONFLICT: Final = "CONFLICT"
 IDEMPOTENCY_CONFLICT: Final = "IDEMPOTENCY_CONFLICT"
 IDEMPOTENCY_IN_FLIGHT: Final = "IDEMPOTENCY_IN_FLIGHT"
 QUOTA_EXCEEDED: Final = "QUOTA_EXCEEDED"
+POLICY_LIMIT: Final = "POLICY_LIMIT"
 PAYLOAD_TOO_LARGE: Final = "PAYLOAD_TOO_LARGE"
 UNSUPPORTED_MEDIA_TYPE: Final = "UNSUPPORTED_MEDIA_TYPE"
 UNSUPPORTED: Final = "UNSUPPORTED"
@@ -40,7 +41,9 @@ UNAVAILABLE: Final = "UNAVAILABLE"
 # In the order the API docs list them. QUOTA_EXCEEDED is 409, not 403: the request is allowed in
 # principle and succeeds once something is released (403 would blur it with FORBIDDEN).
 # UNSUPPORTED is 422, not 501: the request is understood, and a 5xx reads as a server failure
-# to clients, proxies and monitoring.
+# to clients, proxies and monitoring. POLICY_LIMIT is 422, not 403: the caller may book here, the
+# request is well formed, and it breaks a rule of the pool's policy (docs/policy.md, Limits); 403
+# would read as "you may not" and 400 as "fix the syntax".
 CODES: Final[dict[str, Code]] = {
     INVALID_INPUT: Code(400, "the input is malformed or breaks a limit; nothing was written"),
     UNAUTHENTICATED: Code(401, "no valid credentials (missing, unknown, expired or revoked token)"),
@@ -52,6 +55,9 @@ CODES: Final[dict[str, Code]] = {
     IDEMPOTENCY_CONFLICT: Code(409, "the idempotency key was already used for a different request"),
     IDEMPOTENCY_IN_FLIGHT: Code(409, "a request with this idempotency key is still running: retry it"),
     QUOTA_EXCEEDED: Code(409, "the tenant would hold more than a quota limit at some instant of the window"),
+    POLICY_LIMIT: Code(
+        422, "the booking is past a limit of the pool's policy (maxDuration, maxLeadTime, maxFutureGpuHours)"
+    ),
     PAYLOAD_TOO_LARGE: Code(413, "the request body is larger than the endpoint accepts"),
     UNSUPPORTED_MEDIA_TYPE: Code(415, "the body is not JSON (or the type the endpoint reads)"),
     UNSUPPORTED: Code(422, "understood, but this server does not do it"),

@@ -43,6 +43,22 @@ class PolicySerializer(serializers.Serializer):
         help_text="How long new spot work runs before it may be taken (a reclaim of lent GPUs aside). "
         + DURATION,
     )
+    maxDuration = serializers.CharField(
+        allow_null=True,
+        help_text="The longest window a booking may ask; longer answers 422 POLICY_LIMIT. A duration"
+        " such as 30m, 2h, 3d or 2w; null: no limit.",
+    )
+    maxLeadTime = serializers.CharField(
+        allow_null=True,
+        help_text="How far ahead of now a booking may start; later answers 422 POLICY_LIMIT, and"
+        " earliest-start proposes no later start. A duration; null: no limit.",
+    )
+    maxFutureGpuHours = serializers.IntegerField(
+        allow_null=True,
+        min_value=1,
+        help_text="The most whole-GPU-hours one tenant's bookings in the pool may hold from now on (a MIG"
+        " slice counts its share); past it answers 422 POLICY_LIMIT. Null: no limit.",
+    )
 
 
 class PolicyInputSerializer(PolicySerializer):
@@ -63,7 +79,7 @@ class PolicyView(BerthAPIView):
         summary="Get a pool's policy",
         description=(
             "A pool that never had its policy written reads the defaults: the site's idle settings,"
-            " keeping allowed, nothing lent, no notice. A pool the caller may not use answers 404."
+            " keeping allowed, nothing lent, no notice, no booking limits. A pool the caller may not use answers 404."
         ),
         parameters=[POOL],
         responses={200: PolicySerializer, **errors(401, 404)},

@@ -16,8 +16,9 @@ class PoolPolicy(models.Model):
     changes only the fields it names. A null duration is off: `idle_warn_after` null marks nothing
     idle in the pool (so nothing is released for idleness either). `spot_notice` and
     `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` is stored and
-    shown, read by placement in a later part. The booking
-    limits of issue 47 join this row as more nullable fields.
+    shown, read by placement in a later part. The booking limits (`max_duration`, `max_lead_time`,
+    `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
+    and checked by capacity.services.limits.
     """
 
     pool = models.OneToOneField(Pool, on_delete=models.CASCADE, related_name="policy")
@@ -27,6 +28,9 @@ class PoolPolicy(models.Model):
     lend_idle = models.BooleanField(default=False)
     spot_notice = models.DurationField(null=True, blank=True)
     spot_min_runtime = models.DurationField(null=True, blank=True)
+    max_duration = models.DurationField(null=True, blank=True)
+    max_lead_time = models.DurationField(null=True, blank=True)
+    max_future_gpu_hours = models.PositiveIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -52,6 +56,21 @@ class PoolPolicy(models.Model):
                 condition=Q(spot_min_runtime__isnull=True) | Q(spot_min_runtime__gt=timedelta(0)),
                 name="poolpolicy_spot_min_runtime_positive",
                 violation_error_message="spotMinRuntime must be more than 0.",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_duration__isnull=True) | Q(max_duration__gt=timedelta(0)),
+                name="poolpolicy_max_duration_positive",
+                violation_error_message="maxDuration must be more than 0.",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_lead_time__isnull=True) | Q(max_lead_time__gt=timedelta(0)),
+                name="poolpolicy_max_lead_time_positive",
+                violation_error_message="maxLeadTime must be more than 0.",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_future_gpu_hours__isnull=True) | Q(max_future_gpu_hours__gt=0),
+                name="poolpolicy_max_future_gpu_hours_positive",
+                violation_error_message="maxFutureGpuHours must be more than 0.",
             ),
         ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import connection
 
@@ -24,10 +25,20 @@ class PoolRow:
     generation: int | None = None  # of the pool's inventory; see inventory.PoolGeneration
     owner_pk: int | None = None
     tenant_pks: tuple[int, ...] = ()  # the tenants that may book here; none means any
+    limits: Limits | None = None  # the booking limits of the pool's policy; None: no limit set
 
     def allows(self, tenant_pk: int) -> bool:
         """Return whether the tenant may use the pool."""
         return may_use(self.owner_pk, self.tenant_pks, tenant_pk)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The booking limits of a pool's policy (docs/policy.md, Limits); None: no limit."""
+
+    max_duration: timedelta | None = None
+    max_lead_time: timedelta | None = None
+    max_future_gpu_hours: int | None = None
 
 
 def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
@@ -44,7 +55,8 @@ def load_pool(slug: str) -> PoolRow | None:
 
 _LOOKUP_COLUMNS = """u.id, u.slug, u.name,
            p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
-           ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1)"""
+           ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1),
+           pp.max_duration, pp.max_lead_time, pp.max_future_gpu_hours"""
 _LOOKUP_FROM = """
       FROM (SELECT 1) AS one
       LEFT JOIN inventory_tenant u ON u.slug = {tenant}
@@ -52,6 +64,7 @@ _LOOKUP_FROM = """
       LEFT JOIN inventory_site s ON s.id = p.site_id
       LEFT JOIN inventory_tenant t ON t.id = p.owner_tenant_id
       LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
+      LEFT JOIN capacity_poolpolicy pp ON pp.pool_id = p.id
 """
 # Everything the lookup returns, digested: a lookup kept from before still holds while it matches.
 _DIGEST = f"md5(ROW({_LOOKUP_COLUMNS})::text)"
@@ -83,10 +96,15 @@ def lookup(tenant: str, pool: str) -> Lookup:
         row = cur.fetchone()
     tenant_row = row[0:3] if row[0] is not None else None
     if row[3] is None:
-        return Lookup(tenant_row, None, row[11])
+        return Lookup(tenant_row, None, row[14])
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
-    pool_row = PoolRow(row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]))
-    return Lookup(tenant_row, pool_row, row[11])
+    # The policy's limits ride on the pool's lookup: no statement more, and a kept lookup goes stale
+    # (its digest differs) when an operator changes them.
+    limits = Limits(row[11], row[12], row[13]) if any(v is not None for v in row[11:14]) else None
+    pool_row = PoolRow(
+        row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]), limits=limits
+    )
+    return Lookup(tenant_row, pool_row, row[14])
 
 
 @dataclass

@@ -17,6 +17,7 @@ from capacity.placers.types import PlacerConfig
 
 from .hints import no_start_before
 from .inputs import parse_duration
+from .limits import latest_start
 from .prepare import Prepared, prepare
 from .satisfiable import NeverFits, never_fits
 
@@ -87,6 +88,10 @@ def earliest(
         if why is not None:
             return Earliest(False, None, None, why.message, horizon, [])
         latest = request.during.start + int(horizon.total_seconds() * 1000)
+        # Never past the pool's maxLeadTime: a window starting later would be refused (POLICY_LIMIT).
+        allowed = latest_start(pool.limits, prepared.now)
+        if allowed is not None:
+            latest = min(latest, allowed)
         found = find_earliest(request, pool, config, latest, built)
         if found is None:
             return Earliest(False, None, None, no_start_before(latest, horizon), horizon, [])

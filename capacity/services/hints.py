@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.utils import timezone
+
 from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
 from capacity.placers.horizon import find_earliest
@@ -20,6 +22,8 @@ from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner
 from capacity.placers.reads import plan_reads
 from capacity.placers.types import PlacerConfig
+
+from .limits import latest_start
 
 # How far ahead "fits from" looks, and how many smaller counts are tried.
 HINT_HORIZON = timedelta(days=14)
@@ -48,6 +52,9 @@ def alternatives(
     config = dataclasses.replace(config, random=None)
     built = Planner.of(request, pool, config, built)
     latest = request.during.start + int(HINT_HORIZON.total_seconds() * 1000)
+    allowed = latest_start(pool.limits, timezone.now())  # never a start past maxLeadTime
+    if allowed is not None:
+        latest = min(latest, allowed)
     earliest = _earliest(request, pool, config, latest, built)
     found = [f"fits from {iso_minute(earliest[0].start)} on {', '.join(earliest[1])}"] if earliest else []
     now = _Now.read(request, pool, built)

@@ -23,7 +23,9 @@ from inventory.models import Pool
 
 from .inputs import duration_text, parse_duration
 
-# API name -> (attribute, kind); kinds: "duration" (text or null), "bool".
+# API name -> (attribute, kind); kinds: "duration" (text or null), "bool", "int" (a positive whole
+# number or null). The limits (maxDuration, maxLeadTime, maxFutureGpuHours) are checked by
+# services.limits; null is no limit.
 FIELDS: dict[str, tuple[str, str]] = {
     "idleWarnAfter": ("idle_warn_after", "duration"),
     "idleReleaseAfter": ("idle_release_after", "duration"),
@@ -31,7 +33,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     "lendIdle": ("lend_idle", "bool"),
     "spotNotice": ("spot_notice", "duration"),
     "spotMinRuntime": ("spot_min_runtime", "duration"),
+    "maxDuration": ("max_duration", "duration"),
+    "maxLeadTime": ("max_lead_time", "duration"),
+    "maxFutureGpuHours": ("max_future_gpu_hours", "int"),
 }
+MAX_GPU_HOURS = 10**9
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class Policy:
     lend_idle: bool = False
     spot_notice: timedelta | None = None
     spot_min_runtime: timedelta | None = None
+    max_duration: timedelta | None = None
+    max_lead_time: timedelta | None = None
+    max_future_gpu_hours: int | None = None
     stored: bool = False
 
 
@@ -88,6 +97,12 @@ def parse_policy(data: object) -> dict[str, Any]:
             changes[attr] = value
         elif value is None:
             changes[attr] = None
+        elif kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_GPU_HOURS:
+                raise CapacityError(
+                    INVALID_INPUT, f"{name} must be a whole number of GPU-hours above 0, or null (no limit)"
+                )
+            changes[attr] = value
         else:
             if not isinstance(value, str):
                 raise CapacityError(INVALID_INPUT, f"{name} must be a duration such as 2h, or null (off)")

@@ -3,7 +3,7 @@
 Reserve, preview, earliest start, the never-fits check and the port all start the same way: the
 time, the settings, the caller's input normalized and validated (INVALID_INPUT before any lock),
 the tenant and the pool looked up and checked against the caller, and a gang lease checked
-against the pool's size.
+against the pool's size and the window against the pool policy's limits (services.limits).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from inventory.models import Tenant
 
 from . import lookups
 from .inputs import normalize
+from .limits import check_window
 from .pool_policy import check_keep_when_idle
 
 
@@ -76,6 +77,7 @@ def prepare(
     else:
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
+    check_window(request, pool.limits, now)
     if extra["keep_when_idle"]:
         check_keep_when_idle(pool.pk, request.pool_id)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)
@@ -89,6 +91,7 @@ def afresh(prepared: Prepared, scope: Scope) -> Prepared:
     lookups.forget(prepared.request.tenant_id, prepared.request.pool_id)
     tenant, pool, _ = lookups.kept_tenant_and_pool(prepared.request, scope, use_kept=False)
     check_gang_size(prepared.request, pool)
+    check_window(prepared.request, pool.limits, prepared.now)
     return dataclasses.replace(prepared, tenant=tenant, pool=pool, digest=None)
 
 

@@ -28,7 +28,7 @@ from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
-from . import insert, lookups
+from . import insert, limits, lookups
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -120,6 +120,11 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
         if reservation is None:
             return ReserveResult(_taken_key(prepared), created=False)
         outcome = _place(stage)
+        if outcome.status == "placed":
+            # Under the tenant's quota lock, counting the booking just written (services.limits).
+            limits.check_future_gpu_hours(
+                prepared.pool.limits, prepared.tenant.pk, prepared.tenant.slug, prepared.pool.pk, prepared.now
+            )
     if stage.route == QUEUE and wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=outcome)

@@ -31,6 +31,18 @@ class PolicyForm(forms.Form):
     )
     spotNotice = forms.CharField(label="Spot notice", required=False, help_text=DURATION_HELP)
     spotMinRuntime = forms.CharField(label="Spot minimum runtime", required=False, help_text=DURATION_HELP)
+    maxDuration = forms.CharField(
+        label="Longest booking", required=False, help_text=DURATION_HELP.replace("off", "no limit")
+    )
+    maxLeadTime = forms.CharField(
+        label="Furthest start ahead", required=False, help_text=DURATION_HELP.replace("off", "no limit")
+    )
+    maxFutureGpuHours = forms.IntegerField(
+        label="GPU-hours a tenant may hold ahead",
+        required=False,
+        min_value=1,
+        help_text="whole-GPU-hours of its bookings not yet ended (a MIG slice its share); blank: no limit",
+    )
 
 
 def policy_initial(policy: pool_policy.Policy) -> dict:

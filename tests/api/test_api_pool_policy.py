@@ -14,6 +14,9 @@ DEFAULTS = {
     "lendIdle": False,
     "spotNotice": None,
     "spotMinRuntime": None,
+    "maxDuration": None,
+    "maxLeadTime": None,
+    "maxFutureGpuHours": None,
 }
 
 
@@ -83,7 +86,13 @@ def test_a_tenant_may_read_but_not_write_and_a_pool_it_may_not_use_is_404(
         ({"spotMinRuntime": "h"}, "spotMinRuntime"),
         ({"allowKeepWhenIdle": "yes"}, "allowKeepWhenIdle"),
         ({"lendIdle": None}, "lendIdle"),
-        ({"idleWarnAfter": "1h", "maxDuration": "3d"}, "maxDuration"),
+        ({"idleWarnAfter": "1h", "maxDuration": "3 days"}, "maxDuration"),
+        ({"maxLeadTime": "0d"}, "maxLeadTime"),
+        ({"maxFutureGpuHours": 0}, "maxFutureGpuHours"),
+        ({"maxFutureGpuHours": "100"}, "maxFutureGpuHours"),
+        ({"maxFutureGpuHours": 1.5}, "maxFutureGpuHours"),
+        ({"maxFutureGpuHours": True}, "maxFutureGpuHours"),
+        ({"maxWhatever": 1}, "maxWhatever"),
     ],
 )
 def test_bad_policy_input_is_400_naming_the_field_and_writes_nothing(as_operator, lab, tenant, body, field):
