@@ -1,0 +1,63 @@
+"""The pool policy's limits from the browser: set on the pool page, and a booking past one is refused next to its field."""
+
+from datetime import timedelta
+
+import pytest
+
+from capacity.models import PoolPolicy, Reservation
+from capacity.services.pool_policy import set_policy
+
+from web_helpers import HX, error_next_to
+
+BASE = {"tenant": "acme", "pool": "lab-pool", "count": "1", "device_class": "gpu", "duration": "1d"}
+
+
+@pytest.fixture
+def lab(make_node, tenant):
+    for name in ("node-a", "node-b"):
+        make_node(name, gpus=4)
+
+
+def test_an_operator_sets_the_limits_on_the_pool_page(op, lab):
+    data = {
+        "policy-idleWarnAfter": "2h",
+        "policy-allowKeepWhenIdle": "on",
+        "policy-maxDuration": "7d",
+        "policy-maxLeadTime": "30d",
+        "policy-maxFutureGpuHours": "1000",
+    }
+    response = op.post("/pools/lab-pool/policy/", data, **HX)
+    assert response.status_code == 200
+    row = PoolPolicy.objects.get()
+    assert (row.max_duration, row.max_lead_time, row.max_future_gpu_hours) == (
+        timedelta(days=7),
+        timedelta(days=30),
+        1000,
+    )
+    bad = op.post("/pools/lab-pool/policy/", {**data, "policy-maxLeadTime": "soon"}, **HX).content.decode()
+    assert "maxLeadTime must look like 30m" in bad
+    assert PoolPolicy.objects.get().max_lead_time == timedelta(days=30)
+
+
+@pytest.mark.parametrize(
+    ("limit", "field", "value", "message"),
+    [
+        ({"max_duration": timedelta(days=7)}, "duration", "8d", "maxDuration is 7d; this asks 8d"),
+        ({"max_future_gpu_hours": 20}, "count", "1", "maxFutureGpuHours is 20; acme would hold 24"),
+    ],
+)
+def test_a_booking_past_a_limit_shows_it_next_to_its_field_and_books_nothing(
+    op, lab, limit, field, value, message
+):
+    set_policy("lab-pool", limit)
+    for headers in ({}, HX):
+        html = op.post("/book/", {**BASE, field: value}, **headers).text
+        assert message in error_next_to(html, field)
+    assert not Reservation.objects.exists()
+
+
+def test_a_start_past_max_lead_time_shows_next_to_the_start(op, lab):
+    set_policy("lab-pool", {"max_lead_time": timedelta(days=30)})
+    html = op.post("/book/", {**BASE, "start": "2099-01-02T10:00"}).text
+    assert "maxLeadTime is 30d; this starts in" in error_next_to(html, "start")
+    assert not Reservation.objects.exists()
