@@ -1,0 +1,74 @@
+"""The pool policy's limits against the database: MIG slices count their share, earliest-start stays within maxLeadTime."""
+
+from datetime import timedelta
+
+import pytest
+
+from capacity.models import DeviceBooking, Reservation
+from capacity.placement import CapacityError
+from capacity.services.earliest_start import earliest
+from capacity.services.limits import future_gpu_hours
+from capacity.services.pool_policy import set_policy
+from inventory.models import Device
+
+from booking import HOUR, MS, NOW, ask, config, reserve
+
+pytestmark = pytest.mark.django_db
+
+
+def sliced_node(make_node):
+    """node-a: GPU0 split into MIG-0, MIG-1 (mig-3g.40gb: 3/7 of a GPU each)."""
+    from capacity.rollups import refresh_rollups
+
+    node = make_node("node-a", gpus=1)
+    parent = Device.objects.get(node=node)
+    for i in range(2):
+        Device.objects.create(node=node, uuid=f"MIG-{i}", device_class="mig-3g.40gb", parent=parent, index=i)
+    refresh_rollups([node.pool_id])
+    return node
+
+
+def test_max_future_gpu_hours_counts_a_mig_slice_as_its_share(tenant, make_node):
+    node = sliced_node(make_node)
+    slices = {**ask(1, hours=7), "devices": [{"class": "mig-3g.40gb", "count": 2}]}
+    first = reserve(slices).reservation
+    assert first.status == "placed"
+    # Two 3/7 slices for 7 hours: 6 whole-GPU-hours, not 14.
+    assert future_gpu_hours(tenant.pk, node.pool_id, NOW) == pytest.approx(6)
+    # Only what is not yet past counts.
+    assert future_gpu_hours(tenant.pk, node.pool_id, NOW + timedelta(hours=3.5)) == pytest.approx(3)
+    set_policy("lab-pool", {"max_future_gpu_hours": 10})
+    with pytest.raises(CapacityError) as refused:
+        reserve({**ask(1, start=7, hours=7), "devices": [{"class": "mig-3g.40gb", "count": 2}]})
+    assert (refused.value.code, refused.value.message) == (
+        "POLICY_LIMIT",
+        "maxFutureGpuHours is 10; acme would hold 12",
+    )
+    assert Reservation.objects.count() == 1 and DeviceBooking.objects.count() == 2
+    one = reserve({**ask(1, start=7, hours=7), "devices": [{"class": "mig-3g.40gb", "count": 1}]})
+    assert one.reservation.status == "placed"  # 6 + 3 = 9
+
+
+def test_earliest_start_never_proposes_a_start_past_max_lead_time(tenant, make_node):
+    make_node("n1", gpus=1)
+    reserve(ask(1, hours=48))  # the GPU is busy for two days
+    found = earliest({**ask(1, hours=4), "horizon": "7d"}, now=NOW, config=config())
+    assert found.fits and found.window.start == MS + 48 * HOUR
+    set_policy("lab-pool", {"max_lead_time": timedelta(days=1)})
+    clipped = earliest({**ask(1, hours=4), "horizon": "7d"}, now=NOW, config=config())
+    assert not clipped.fits and clipped.window is None
+    # Its own duration is the request's, whatever the policy: a free start inside the lead time is found.
+    set_policy("lab-pool", {"max_lead_time": timedelta(days=3)})
+    within = earliest({**ask(1, hours=4), "horizon": "7d"}, now=NOW, config=config())
+    assert within.window.start == MS + 48 * HOUR and within.window.end == MS + 52 * HOUR
+
+
+def test_earliest_start_of_a_window_past_max_lead_time_is_policy_limit(tenant, make_node):
+    make_node("n1", gpus=1)
+    set_policy("lab-pool", {"max_lead_time": timedelta(days=1), "max_duration": timedelta(days=2)})
+    with pytest.raises(CapacityError) as late:
+        earliest(ask(1, start=36, hours=4), now=NOW, config=config())
+    assert late.value.message == "maxLeadTime is 1d; this starts in 36h"
+    with pytest.raises(CapacityError) as long:
+        earliest(ask(1, hours=49), now=NOW, config=config())
+    assert long.value.message == "maxDuration is 2d; this asks 49h"
