@@ -4,12 +4,15 @@ Counted as bench_placements counts them (everything the reserving code and the p
 the steady state: the tenant and pool lookups kept, the quota-load rows there, the pool index built.
 """
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from capacity import services
 from capacity.placers.batch import place_batch
+from capacity.services.pool_policy import set_policy
 
 from booking import NOW, ask, config, reserve
 
@@ -30,6 +33,28 @@ def test_an_inline_placement_sends_a_pinned_number_of_statements(tenant, make_no
             assert reserve(ask(1, start=i, hours=2)).reservation.status == "placed"
         counts.append(len(statements.captured_queries))
     assert counts == [INLINE_STATEMENTS] * 5
+
+
+@pytest.mark.parametrize(
+    ("limits", "more"),
+    [
+        ({"max_duration": timedelta(days=7), "max_lead_time": timedelta(days=30)}, 0),
+        # The tenant's quota lock and the one read of what it holds in the pool.
+        ({"max_future_gpu_hours": 10_000}, 2),
+    ],
+)
+def test_a_pool_policy_limit_adds_no_statement_but_the_gpu_hours_read(tenant, make_node, limits, more):
+    """The limits ride on the pool's lookup; maxFutureGpuHours alone reads (and locks) per placement."""
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    set_policy("lab-pool", limits)
+    reserve(ask(1))
+    counts = []
+    for i in range(3):
+        with CaptureQueriesContext(connection) as statements:
+            assert reserve(ask(1, start=i, hours=2)).reservation.status == "placed"
+        counts.append(len(statements.captured_queries))
+    assert counts == [INLINE_STATEMENTS + more] * 3
 
 
 @pytest.mark.django_db(transaction=True)
