@@ -33,14 +33,14 @@ def check_window(request: PlacementRequest, limits: Limits | None, now: datetime
         if asks > limits.max_duration:
             raise CapacityError(
                 POLICY_LIMIT,
-                f"maxDuration is {_text(limits.max_duration)}; this asks {_text(asks)}",
+                f"maxDuration is {_text(limits.max_duration)}; this asks {_text(asks, limits.max_duration)}",
             )
     if limits.max_lead_time is not None:
         lead = (window.start - int(now.timestamp() * 1000)) * MS
         if lead > limits.max_lead_time:
             raise CapacityError(
                 POLICY_LIMIT,
-                f"maxLeadTime is {_text(limits.max_lead_time)}; this starts in {_text(lead)}",
+                f"maxLeadTime is {_text(limits.max_lead_time)}; this starts in {_text(lead, limits.max_lead_time)}",
             )
 
 
@@ -92,13 +92,19 @@ def check_future_gpu_hours(
         )
 
 
-def _text(value: timedelta) -> str:
+def _text(value: timedelta, like: timedelta | None = None) -> str:
     """Return a duration in days, hours or minutes (7d, 36h, 90m), rounded up to the minute.
 
-    Weeks are written as days here: a limit and what a booking asks read in the same unit.
+    Weeks are written as days. Given `like` (the limit), its unit when the value is whole in it:
+    a limit and what a booking asks read alike ("12h; this asks 24h").
     """
     minutes = max(-(-value // timedelta(minutes=1)), 1)
-    for unit, size in (("d", 24 * 60), ("h", 60)):
+    units = (("d", 24 * 60), ("h", 60), ("m", 1))
+    if like is not None:
+        unit, size = next(u for u in units if u[1] == 1 or _text(like).endswith(u[0]))
+        if minutes % size == 0:
+            return f"{minutes // size}{unit}"
+    for unit, size in units:
         if minutes % size == 0:
             return f"{minutes // size}{unit}"
     return f"{minutes}m"

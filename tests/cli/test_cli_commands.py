@@ -340,3 +340,16 @@ def test_a_reason_over_200_characters_is_refused_with_exit_code_2(run, hosts):
     assert err.value.returncode == 2
     assert str(err.value) == "INVALID_INPUT: reason must be text of at most 200 characters"
     assert not Node.objects.get(name="node-a").cordoned
+
+
+def test_a_booking_past_a_pool_limit_is_refused_with_policy_limit(run, hosts):
+    from datetime import timedelta
+
+    from capacity.services.pool_policy import set_policy
+
+    set_policy("lab-pool", {"max_duration": timedelta(days=7)})
+    with pytest.raises(CommandError) as failed:
+        run("reserve", *BOOK, "--gpus", "1", "--for", "8d")
+    assert failed.value.returncode == 2
+    assert str(failed.value) == "POLICY_LIMIT: maxDuration is 7d; this asks 8d"
+    assert not Reservation.objects.exists()

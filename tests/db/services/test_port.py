@@ -88,3 +88,19 @@ def test_two_calls_for_one_instance_at_once_book_one_allocation(tenant, make_nod
     assert len({(a.node, a.atoms) for a in answers}) == 1
     assert Allocation.objects.filter(instance_id="vm-42").count() == 1
     assert audit() == []
+
+
+def test_the_port_applies_the_pool_policy_limits(tenant, make_node):
+    from datetime import timedelta
+
+    from capacity.services.pool_policy import set_policy
+
+    make_node("node-a", gpus=4)
+    set_policy("lab-pool", {"max_duration": timedelta(hours=12)})
+    with pytest.raises(CapacityError) as refused:
+        book()  # a day
+    assert (refused.value.code, refused.value.message) == (
+        "POLICY_LIMIT",
+        "maxDuration is 12h; this asks 24h",
+    )
+    assert not Allocation.objects.exists()
