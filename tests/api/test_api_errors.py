@@ -28,6 +28,7 @@ def test_every_service_code_has_the_documented_status():
         "NOT_ACCEPTABLE": 406,
         "NOT_FOUND": 404,
         "PAYLOAD_TOO_LARGE": 413,
+        "POLICY_LIMIT": 422,
         "QUOTA_EXCEEDED": 409,
         "THROTTLED": 429,
         "UNAUTHENTICATED": 401,
