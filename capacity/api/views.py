@@ -114,7 +114,8 @@ class ReservationsView(BerthAPIView):
             "with the same input answers 200 with the first reservation, with other input 409 "
             "IDEMPOTENCY_CONFLICT. The `Idempotency-Key` header means exactly what idempotencyKey "
             "does (both present and different: 400). When placing it took spot work back, the 201 "
-            "says so in `preempted`."
+            "says so in `preempted`. A booking past a limit of the pool's policy (maxDuration, "
+            "maxLeadTime, maxFutureGpuHours) answers 422 POLICY_LIMIT naming the limit, and writes nothing."
         ),
         parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
