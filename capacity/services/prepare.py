@@ -77,7 +77,15 @@ def prepare(
     else:
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
-    check_window(request, pool.limits, now)
+    try:
+        check_window(request, pool.limits, now)
+    except CapacityError:
+        if digest is None:
+            raise
+        # A limit a kept lookup carried may have been lifted since: refuse only on one read now.
+        lookups.forget(request.tenant_id, request.pool_id)
+        tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=False)
+        check_window(request, pool.limits, now)
     if extra["keep_when_idle"]:
         check_keep_when_idle(pool.pk, request.pool_id)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)

@@ -72,3 +72,19 @@ def test_earliest_start_of_a_window_past_max_lead_time_is_policy_limit(tenant, m
     with pytest.raises(CapacityError) as long:
         earliest(ask(1, hours=49), now=NOW, config=config())
     assert long.value.message == "maxDuration is 2d; this asks 49h"
+
+
+def test_a_kept_lookup_follows_a_limit_set_or_lifted_since(tenant, make_node):
+    """The limits ride on the kept pool lookup: its digest goes stale when an operator changes them."""
+    from capacity.services import lookups
+
+    make_node("n1", gpus=4)
+    lookups.forget_all()
+    assert reserve(ask(1, hours=4)).reservation.status == "placed"  # kept: no limit
+    set_policy("lab-pool", {"max_duration": timedelta(hours=2)})
+    with pytest.raises(CapacityError) as refused:
+        reserve(ask(1, hours=4))
+    assert refused.value.message == "maxDuration is 2h; this asks 4h"
+    set_policy("lab-pool", {"max_duration": None})
+    assert reserve(ask(1, hours=4)).reservation.status == "placed"
+    assert Reservation.objects.count() == 2
