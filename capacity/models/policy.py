@@ -8,6 +8,16 @@ from django.db.models import Q
 from inventory.models import Pool
 
 
+def _positive(field: str, api_name: str) -> models.CheckConstraint:
+    """Return the constraint that a policy field, when set, is more than 0 (a duration or a count)."""
+    zero = 0 if field == "max_future_gpu_hours" else timedelta(0)
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gt": zero}),
+        name=f"poolpolicy_{field.removesuffix('_after')}_positive",
+        violation_error_message=f"{api_name} must be more than 0.",
+    )
+
+
 class PoolPolicy(models.Model):
     """One pool's policy (docs/policy.md): every field nullable or defaulted, one row per pool.
 
@@ -36,42 +46,18 @@ class PoolPolicy(models.Model):
     class Meta:
         ordering = ["pool"]
         verbose_name_plural = "pool policies"
+        # Each limit, when set, is more than 0: (field, its API name).
         constraints = [
-            models.CheckConstraint(
-                condition=Q(idle_warn_after__isnull=True) | Q(idle_warn_after__gt=timedelta(0)),
-                name="poolpolicy_idle_warn_positive",
-                violation_error_message="idleWarnAfter must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(idle_release_after__isnull=True) | Q(idle_release_after__gt=timedelta(0)),
-                name="poolpolicy_idle_release_positive",
-                violation_error_message="idleReleaseAfter must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(spot_notice__isnull=True) | Q(spot_notice__gt=timedelta(0)),
-                name="poolpolicy_spot_notice_positive",
-                violation_error_message="spotNotice must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(spot_min_runtime__isnull=True) | Q(spot_min_runtime__gt=timedelta(0)),
-                name="poolpolicy_spot_min_runtime_positive",
-                violation_error_message="spotMinRuntime must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(max_duration__isnull=True) | Q(max_duration__gt=timedelta(0)),
-                name="poolpolicy_max_duration_positive",
-                violation_error_message="maxDuration must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(max_lead_time__isnull=True) | Q(max_lead_time__gt=timedelta(0)),
-                name="poolpolicy_max_lead_time_positive",
-                violation_error_message="maxLeadTime must be more than 0.",
-            ),
-            models.CheckConstraint(
-                condition=Q(max_future_gpu_hours__isnull=True) | Q(max_future_gpu_hours__gt=0),
-                name="poolpolicy_max_future_gpu_hours_positive",
-                violation_error_message="maxFutureGpuHours must be more than 0.",
-            ),
+            _positive(field, api_name)
+            for field, api_name in (
+                ("idle_warn_after", "idleWarnAfter"),
+                ("idle_release_after", "idleReleaseAfter"),
+                ("spot_notice", "spotNotice"),
+                ("spot_min_runtime", "spotMinRuntime"),
+                ("max_duration", "maxDuration"),
+                ("max_lead_time", "maxLeadTime"),
+                ("max_future_gpu_hours", "maxFutureGpuHours"),
+            )
         ]
 
     def __str__(self) -> str:

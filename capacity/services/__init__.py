@@ -18,6 +18,7 @@ from capacity.access import (
 )
 from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
 from capacity.placers.ending import end_allocations
+from capacity.placers.notice import STARTS_LATER, preempt_at
 from capacity.placers.shares import BORROWED
 
 from .fair_queue import fair_shares, queue_body, queue_places, queue_text

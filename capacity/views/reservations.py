@@ -23,7 +23,6 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
-from capacity.placers.notice import STARTS_LATER, preempt_at
 from capacity.render import lent_from
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
@@ -108,7 +107,7 @@ class ReservationRow:
         """Return when spot work given notice is taken back (placers.notice), else None."""
         if self.reservation.status != Reservation.Status.PLACED:
             return None
-        at = preempt_at(self.reservation.conditions)
+        at = services.preempt_at(self.reservation.conditions)
         return datetime.fromisoformat(at) if at else None
 
     @property
@@ -116,7 +115,7 @@ class ReservationRow:
         """Return why a placed booking starts after its window does (spot work's notice), else ""."""
         if self.reservation.status != Reservation.Status.PLACED:
             return ""
-        return (self.reservation.condition(STARTS_LATER) or {}).get("message", "")
+        return (self.reservation.condition(services.STARTS_LATER) or {}).get("message", "")
 
     @property
     def kept(self) -> bool:
