@@ -74,8 +74,11 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
-    finish_due()  # spot work whose notice ran out ends preempted (before an end it may have reached)
+    # Spot work whose notice ran out ends preempted (before an end it may have reached); lent work
+    # among it counts the hours it ran on lent GPUs then.
+    services.count_lent_hours(finish_due())
     expired = services.expire_ended()
+    services.reclaim_for_processes()  # the owner's processes showed up on lent GPUs (the report's backstop)
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from inventory.attribution import attributed
 from inventory.changelog import record_event, recording
 from inventory.errors import IngestError
 from inventory.models import (
@@ -131,7 +132,7 @@ def _apply(node: Node, report: Any, by: Reporter, reported_at: datetime | None) 
         if labels is not None:
             labels_set, labels_removed = _replace_system_labels(node, labels, by)
         links = _sync_links(node, matrix) if matrix is not None else None
-        samples = _store_samples(node, devices) if devices is not None else 0
+        samples = _store_samples(node, devices, body.owners) if devices is not None else 0
         images = _replace_images(node, body.images) if body.images is not None else None
         said = _said(created, marked_unhealthy, became_healthy, unverified)
         if said:
@@ -366,8 +367,9 @@ def _withdraw(pks: list[int]) -> None:
     gone._raw_delete(gone.db)
 
 
-def _store_samples(node: Node, devices: list[DeviceIn]) -> int:
-    """Store this minute's sample of each device the report says is busy or idle (one upsert)."""
+def _store_samples(node: Node, devices: list[DeviceIn], owners: dict[int, int] | None) -> int:
+    """Store this minute's sample of each device the report says is busy or idle (one upsert), with
+    whose its processes are where the report attributes them (`owners`: pid -> reservation)."""
     used = [d for d in devices if d.usage is not None]
     if not used:
         return 0
@@ -381,6 +383,7 @@ def _store_samples(node: Node, devices: list[DeviceIn]) -> int:
             memory_used_mib=d.usage.memory_used_mib,
             processes=len(d.usage.processes),
             process_mib=sum(p.used_mib or 0 for p in d.usage.processes),
+            process_owners=None if owners is None else attributed((p.pid for p in d.usage.processes), owners),
         )
         for d in used
         if d.usage is not None
@@ -390,7 +393,7 @@ def _store_samples(node: Node, devices: list[DeviceIn]) -> int:
         rows,
         update_conflicts=True,
         unique_fields=["device", "minute"],
-        update_fields=["gpu_percent", "memory_used_mib", "processes", "process_mib"],
+        update_fields=["gpu_percent", "memory_used_mib", "processes", "process_mib", "process_owners"],
     )
     return len(rows)
 

@@ -2,7 +2,8 @@
 
 A report carries its devices either as `devices` (a list of objects) or as `nvidiaSmi` (the texts of
 `nvidia-smi -q -x`, `nvidia-smi -L` and `nvidia-smi topo -m`, read by the fleet import's parsers:
-what the reference agent sends), never both; then `labels`, `topology`, `images` and `replace`.
+what the reference agent sends), never both; then `labels`, `topology`, `images`, `replace` and
+`processOwners` (whose processes run on the GPUs, inventory.attribution).
 Every problem raises `IngestError` naming the field, so that a bad report writes nothing.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from inventory.attributes import AttributeProblem, check_attributes
+from inventory.attribution import read_owners
 from inventory.canonical import canonical_attributes
 from inventory.errors import IngestError
 from inventory.fleet_files import NodeFiles
@@ -26,7 +28,7 @@ from inventory.validators import validate_label_key
 
 __all__ = ["MAX_DEVICES", "MAX_IMAGES", "MAX_LABELS", "DeviceIn", "Report", "read_report"]
 
-_REPORT_FIELDS = ("devices", "nvidiaSmi", "labels", "topology", "images", "replace")
+_REPORT_FIELDS = ("devices", "nvidiaSmi", "labels", "topology", "images", "replace", "processOwners")
 _SMI_FIELDS = ("query", "list", "topo")
 # A DGX has 8 GPUs and up to 56 MIG slices; 256 devices leaves room for any real box, and bounds
 # what one report (and one node page) can cost.
@@ -74,6 +76,7 @@ class Report:
     matrix: TopoMatrix | None
     images: dict[str, str] | None  # image -> state
     replace: bool
+    owners: dict[int, int] | None = None  # pid -> reservation (inventory.attribution); None: not said
 
 
 def read_report(report: Any, node_name: str) -> Report:
@@ -103,7 +106,8 @@ def read_report(report: Any, node_name: str) -> Report:
             raise IngestError(f"topology: {exc}") from exc
     labels = _labels(report["labels"]) if "labels" in report else None
     images = _images(report["images"]) if "images" in report else None
-    return Report(devices, labels, matrix, images, replace)
+    owners = read_owners(report["processOwners"]) if "processOwners" in report else None
+    return Report(devices, labels, matrix, images, replace, owners)
 
 
 def _from_nvidia_smi(raw: Any, node_name: str) -> tuple[list[DeviceIn] | None, TopoMatrix | None]:

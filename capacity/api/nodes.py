@@ -311,6 +311,9 @@ class ReportView(OperatorView):
             record_refusal(node, IngestError(f"report: {exc.detail}"), by)
             raise
         result = apply_node_report(node, data, by=by, reported_at=timezone.now())
+        if result.samples and isinstance(data, dict) and "processOwners" in data:
+            # Committed: the owner's processes on lent GPUs take them back now, not a round later.
+            services.reclaim_after_report(node.pk)
         return Response(ReportResultSerializer(result.as_json()).data)
 
 

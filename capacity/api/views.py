@@ -204,8 +204,10 @@ class ReclaimView(BerthAPIView):
         summary="Reclaim a reservation's lent GPUs",
         description=(
             "The spot work lent this reservation's idle GPUs is preempted now and its Idle condition"
-            " ends. A reservation that lends nothing answers 200 with nothing to do (`reclaimed`: 0);"
-            " another tenant's reservation answers 404."
+            " ends. Where the pool has a spotNotice, the spot work is given notice instead and keeps"
+            " the GPUs, shared with the owner, until `preemptAt` (null without a notice); a second"
+            " reclaim meanwhile gives no second notice. A reservation that lends nothing answers 200"
+            " with nothing to do (`reclaimed`: 0); another tenant's reservation answers 404."
         ),
         parameters=[RESERVATION_ID],
         request=None,
@@ -214,13 +216,19 @@ class ReclaimView(BerthAPIView):
     def post(self, request, reservation_id):
         done = services.reclaim(reservation_id, scope=self.scope)
         count = len(done.preempted)
+        at = done.preempt_at.isoformat().replace("+00:00", "Z") if done.preempt_at else None
+        if at is not None:
+            detail = f"the spot work lent its GPUs has notice: they are the owner's alone from {at}"
+        elif count:
+            detail = f"took back {count} spot reservation(s) lent its GPUs"
+        else:
+            detail = "nothing to do"
         return Response(
             {
                 "reservation": render_reservation(done.reservation, self.scope),
                 "reclaimed": count,
-                "detail": f"took back {count} spot reservation(s) lent its GPUs"
-                if count
-                else "nothing to do",
+                "preemptAt": at,
+                "detail": detail,
             }
         )
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection
+from django.utils import timezone
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
@@ -36,16 +37,22 @@ from .sql import key_in
 from .types import Outcome, PlacerConfig
 
 IDLE_JSON = f'[{{"type": "{IDLE}"}}]'
+# A sample older than this says nothing of a GPU now (an agent reports every 30 s).
+SAMPLE_FRESH = timedelta(minutes=2)
 
 # Whether the pool lends idle GPUs (its policy's lend_idle; no policy: no).
 _LENDS_SQL = "SELECT coalesce((SELECT lend_idle FROM capacity_poolpolicy WHERE pool_id = %s), false)"
 
 # Every live booking of the pool's devices in the window, with whether it could be lent: the
 # owner's booking (layer 0), over the whole window, of a placed regular reservation of this pool
-# that is Idle and not kept when idle.
+# that is Idle and not kept when idle, on a GPU whose latest fresh sample shows no process (an idle
+# owner's process holding memory is still the owner's: it would be reclaimed for at once).
 _BOOKINGS_SQL = f"""
 SELECT b.device_id, a.reservation_id,
        b.layer = 0 AND b.during @> %(during)s::tstzrange AND r.id IS NOT NULL
+       AND coalesce((SELECT x.processes FROM inventory_devicesample x
+                      WHERE x.device_id = b.device_id AND x.minute > %(since)s::timestamptz
+                      ORDER BY x.minute DESC LIMIT 1), 0) = 0
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   LEFT JOIN capacity_reservation r
@@ -72,17 +79,27 @@ def lends_idle(pool: PoolRow) -> bool:
         return bool(cur.fetchone()[0])
 
 
-def lendable(pool: PoolRow, index: PoolIndex, request: PlacementRequest) -> dict[int, int]:
+def lendable(
+    pool: PoolRow, index: PoolIndex, request: PlacementRequest, now: datetime | None = None
+) -> dict[int, int]:
     """Return device pk -> lending reservation for the devices the request could borrow in its window.
 
     A device qualifies when its one booking in the window is an Idle owner's booking covering it all
-    (a device already lent, or booked by anyone else in part of the window, does not).
+    (a device already lent, or booked by anyone else in part of the window, does not) and its latest
+    sample of the last SAMPLE_FRESH shows no process.
     """
     rows: dict[int, list[tuple[int | None, bool]]] = defaultdict(list)
+    since = (now or timezone.now()) - SAMPLE_FRESH
     with prepared_cursor() as cur:
         cur.execute(
             _BOOKINGS_SQL,
-            {**index.keys, "pool": pool.pk, "during": window_range(request.during), "idle": IDLE_JSON},
+            {
+                **index.keys,
+                "pool": pool.pk,
+                "during": window_range(request.during),
+                "idle": IDLE_JSON,
+                "since": since,
+            },
         )
         for device, reservation, ok in cur.fetchall():
             if device in index.device_node:
@@ -120,7 +137,7 @@ def lend(
     def plan(req: PlacementRequest):
         static = pool_index(pool)
         lenders_of.clear()
-        lenders_of.update(lendable(pool, static, req))
+        lenders_of.update(lendable(pool, static, req, now))
         _taken, _short, used = plan_reads(static, req.during, req.resources)
         taken = set(static.device_node) - set(lenders_of)
         names = sorted({static.device_node[pk] for pk in lenders_of})

@@ -50,11 +50,13 @@ def take_back(
     *,
     wait: bool = True,
     notice: timedelta | None = None,
+    condition: dict | None = None,
 ) -> bool:
     """End the victims at `at`: bookings and claims cut, quota returned, status preempted.
 
     With a `notice` (the pool's spotNotice) they stay placed until `at` with a PreemptAt condition
-    instead; the worker marks them preempted then (capacity.placers.notice).
+    instead; the worker marks them preempted then (capacity.placers.notice). `condition` replaces
+    the Preempted condition each victim would carry (a reclaim of lent GPUs says so).
 
     With `wait` a victim another transaction holds (a release, another preemption) is waited
     for: the caller holds no pool lock yet, so nothing can wait on it in turn. A placer that
@@ -76,7 +78,12 @@ def take_back(
     if not locked:
         return True
     taken = [
-        preempted_condition(at, by, own[pk]) if spot[pk] else reclaimed_condition(at, by) for pk in locked
+        condition
+        if condition is not None
+        else preempted_condition(at, by, own[pk])
+        if spot[pk]
+        else reclaimed_condition(at, by)
+        for pk in locked
     ]
     if notice is not None:
         give_notice(locked, taken, at, notice, now)

@@ -25,7 +25,8 @@ from .fair_queue import fair_shares, queue_body, queue_places, queue_text
 from .inputs import normalize, parse_duration, stored_input, stored_request
 from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
 from .quota_report import QUOTA_REPORT_WINDOW, quota_report
-from .reclaim import reclaim, reclaim_lapsed
+from .reclaim import count_lent_hours, reclaim, reclaim_lapsed
+from .reclaim_processes import reclaim_after_report, reclaim_for_processes
 from .release import expire_ended, release, retry_pending
 from .reservations import allocations_for, allocations_of, get, list_reservations
 from .reserve import ReserveResult, admission_context, reserve

@@ -74,9 +74,19 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
         if instance:
             owner["instanceId"] = instance
         if layer:
-            # Lent GPUs run the spot work now too; once reclaimed, they are the owner's alone.
+            # Lent GPUs run the spot work now too; once reclaimed, they are the owner's alone. Given
+            # notice by a reclaim, it says until when: the spot work's agent writes ID.preempt, the
+            # owner's sees when its GPUs are its own again.
             if start <= now:
-                lent.setdefault(device, {**owner, "priority": priority or "spot", "end": _iso(end)})
+                lent.setdefault(
+                    device,
+                    {
+                        **owner,
+                        "priority": priority or "spot",
+                        "end": _iso(end),
+                        "preemptAt": _iso(datetime.fromisoformat(preempt)) if preempt else None,
+                    },
+                )
             continue
         if start <= now:
             if isinstance(idle, str):

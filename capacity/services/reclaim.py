@@ -1,7 +1,9 @@
 """Give lent GPUs back: the spot work running on an idle owner's GPUs is preempted (issue 46, item 4).
 
-The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, the button on its page): its
-`Idle` condition ends and the lent work is taken back now. The worker takes back, each round, lent
+The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, the button on its page), or its
+processes show up on them (capacity.services.reclaim_processes): its `Idle` condition ends and the
+lent work is taken back now, or at now + the pool's spotNotice (it keeps the GPUs, shared with the
+owner, until then; a reclaim during the notice gives no second one). The worker takes back, each round, lent
 work whose lenders no longer lend: released (a release takes it back at once), busy again (no
 longer `Idle`), kept when idle, or no longer holding the lent devices (moved by a repair or drain).
 Lent work's preemption does not wait for spotMinRuntime: the owner always comes first.
@@ -23,21 +25,29 @@ from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
 from capacity.models.reservations import IDLE, PREEMPTED_CONDITION
 from capacity.placers.commit import Owner
+from capacity.placers.notice import spot_policy
 from capacity.placers.take_back import take_back
 
 from .reservations import get
 
 RECLAIMED_BY_OWNER = "ReclaimedByOwner"
 BY_REQUEST, OWNER_BUSY, OWNER_ENDED = "request", "busy", "ended"
+OWNER_PROCESSES = "processes"  # the owner's processes showed up (capacity.services.reclaim_processes)
+# An owner whose booking ended has no GPUs to share: its lent work ends at once, notice or not.
+_AT_ONCE = {OWNER_ENDED}
 
 _IDLE = json.dumps([{"type": IDLE}])
 
-# The lent work of these lenders still running.
+# The lent work of these lenders still running, and when it leaves if it has notice already.
 _LENT_WORK_SQL = """
-SELECT id FROM capacity_reservation
+SELECT id, (SELECT c->>'at' FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
+  FROM capacity_reservation
  WHERE status = 'placed' AND priority = 'spot' AND lent_from && %(lenders)s::bigint[]
  ORDER BY id
 """
+_POOLS_SQL = (
+    "SELECT pool_id, array_agg(id ORDER BY id) FROM capacity_reservation WHERE id = ANY(%s) GROUP BY 1"
+)
 
 # Lent work one of whose lenders no longer lends: not placed, kept when idle, not Idle, or no
 # longer holding (layer 0) a device the work holds lent for what is left of its window. The
@@ -52,13 +62,14 @@ SELECT s.id, l.id, l.ended
         WHERE r.id IS NULL OR r.status <> 'placed' OR r.keep_when_idle OR NOT r.conditions @> %(idle)s::jsonb
         ORDER BY x.id LIMIT 1) AS l
  WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
+   AND NOT s.conditions @> '[{"type": "PreemptAt"}]'
 UNION ALL
 SELECT DISTINCT s.id, NULL::bigint, true
   FROM capacity_reservation s
   JOIN capacity_allocation a ON a.reservation_id = s.id AND a.released_at IS NULL
   JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
  WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
-   AND upper(b.during) > %(now)s::timestamptz
+   AND upper(b.during) > %(now)s::timestamptz AND NOT s.conditions @> '[{"type": "PreemptAt"}]'
    AND NOT EXISTS (
        SELECT 1 FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id
         WHERE o.device_id = b.device_id AND o.layer = 0 AND oa.reservation_id = ANY(s.lent_from)
@@ -68,10 +79,12 @@ SELECT DISTINCT s.id, NULL::bigint, true
 
 @dataclass(frozen=True)
 class Reclaimed:
-    """What a reclaim did: the lender and the lent work it took back (none: nothing to do)."""
+    """What a reclaim did: the lender, the lent work it took back or gave notice (none: nothing to
+    do), and when lent work under notice leaves (None: none is)."""
 
     reservation: Reservation | AnyReservation
     preempted: tuple[int, ...]
+    preempt_at: datetime | None = None
 
 
 def reclaimed_condition(at: datetime, cause: str) -> dict:
@@ -80,6 +93,7 @@ def reclaimed_condition(at: datetime, cause: str) -> dict:
         BY_REQUEST: "reclaimed by the owner of the lent GPUs",
         OWNER_BUSY: "reclaimed: the owner of the lent GPUs is using them again",
         OWNER_ENDED: "reclaimed: the owner's booking of the lent GPUs ended",
+        OWNER_PROCESSES: "reclaimed: the owner's processes showed up on the lent GPUs",
     }[cause]
     return {
         "type": PREEMPTED_CONDITION,
@@ -91,27 +105,37 @@ def reclaimed_condition(at: datetime, cause: str) -> dict:
     }
 
 
-def take_back_lent(victims: list[int], at: datetime, cause: str, by: int | None = None) -> tuple[int, ...]:
-    """Preempt lent work now (inside the caller's transaction): bookings cut, quota returned.
+def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None = None) -> tuple[int, ...]:
+    """Take lent work back for its owners (inside the caller's transaction): bookings cut, quota returned.
 
-    Return the reservations taken back (one already ended meanwhile is skipped).
+    Where the pool has a spotNotice (and the owner's booking goes on) the work is given notice
+    instead: it keeps the GPUs, shared with the owner, until now + spotNotice (its PreemptAt
+    condition); the worker ends it then (finish_due). Return the reservations taken back or given
+    notice (one ended meanwhile, or already under notice, is skipped: no second notice).
     """
     if not victims:
         return ()
-    take_back(sorted(victims), at, Owner(reservation_pk=by), at)
-    condition = json.dumps([reclaimed_condition(at, cause)])
     with connection.cursor() as cur:
-        cur.execute(
-            """UPDATE capacity_reservation SET conditions = %s::jsonb
-                WHERE id = ANY(%s) AND status = 'preempted' AND released_at = %s
-            RETURNING id, (SELECT slug FROM inventory_pool p WHERE p.id = pool_id)""",
-            [condition, sorted(victims), at],
-        )
-        rows = cur.fetchall()
-    count_lent_hours([pk for pk, _slug in rows])
-    by_pool = Counter(slug for _pk, slug in rows)
-    metrics.reclaims(dict(by_pool), cause)
-    return tuple(sorted(pk for pk, _slug in rows))
+        cur.execute(_POOLS_SQL, [sorted(victims)])
+        by_pool = sorted(cur.fetchall())
+    done: list[int] = []
+    for pool, pks in by_pool:
+        notice = None if cause in _AT_ONCE else spot_policy(pool).notice
+        at = now + notice if notice else now
+        condition = reclaimed_condition(at, cause)
+        take_back(pks, at, Owner(reservation_pk=by), now, notice=notice, condition=condition)
+        stamp = json.dumps([{"reason": RECLAIMED_BY_OWNER, "at": condition["at"], "cause": cause}])
+        with connection.cursor() as cur:
+            cur.execute(
+                """SELECT id, (SELECT slug FROM inventory_pool p WHERE p.id = pool_id), status = 'preempted'
+                     FROM capacity_reservation WHERE id = ANY(%s) AND conditions @> %s::jsonb""",
+                [pks, stamp],
+            )
+            rows = cur.fetchall()
+        count_lent_hours([pk for pk, _slug, ended in rows if ended])  # noticed work: when it ends
+        metrics.reclaims(dict(Counter(slug for _pk, slug, _ended in rows)), cause)
+        done += [pk for pk, _slug, _ended in rows]
+    return tuple(sorted(done))
 
 
 # The GPU-hours lent work's bookings (layer 1) hold, whole GPUs only, per pool: once the work has
@@ -138,10 +162,15 @@ def count_lent_hours(ended: list[int]) -> None:
 
 
 def lent_work(lenders: list[int]) -> list[int]:
-    """Return the running spot reservations lent these lenders' GPUs."""
+    """Return the running spot reservations lent these lenders' GPUs (those under notice too)."""
+    return sorted(lent_notices(lenders))
+
+
+def lent_notices(lenders: list[int]) -> dict[int, datetime | None]:
+    """Return the running spot work lent these lenders' GPUs, with when it leaves if given notice."""
     with connection.cursor() as cur:
         cur.execute(_LENT_WORK_SQL, {"lenders": lenders})
-        return [pk for (pk,) in cur.fetchall()]
+        return {pk: datetime.fromisoformat(at) if at else None for pk, at in cur.fetchall()}
 
 
 @retry_on_conflict
@@ -162,7 +191,8 @@ def reclaim(reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime
         owner.conditions = kept
         owner.save(update_fields=["conditions", "updated_at"])
     preempted = take_back_lent(lent_work([owner.pk]), now, BY_REQUEST, by=owner.pk)
-    return Reclaimed(owner, preempted)
+    leaving = [at for at in lent_notices([owner.pk]).values() if at is not None]
+    return Reclaimed(owner, preempted, max(leaving) if leaving else None)
 
 
 def reclaim_lapsed(now: datetime | None = None) -> int:

@@ -263,6 +263,13 @@ class NodeReportInputSerializer(serializers.Serializer):
     replace = serializers.BooleanField(
         required=False, help_text="Needed to mark more than half of the node's healthy devices unhealthy."
     )
+    processOwners = serializers.ListField(
+        child=serializers.DictField(),
+        max_length=4096,
+        required=False,
+        help_text='Whose the GPUs\' processes are: [{"pid", "reservationId"}], as the agent attributes them '
+        "(a process left out: not attributed). Left out: the report attributes nothing.",
+    )
 
 
 class TopologyInputSerializer(serializers.Serializer):

@@ -1,5 +1,6 @@
 """Per-device utilization as nodes report it: raw minutes (the usage app folds them into hours)."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 
@@ -22,6 +23,13 @@ class DeviceSample(models.Model):
     memory_used_mib = models.IntegerField(null=True, blank=True)
     processes = models.SmallIntegerField(default=0)
     process_mib = models.IntegerField(default=0)
+    process_owners = ArrayField(
+        models.BigIntegerField(),
+        null=True,
+        blank=True,
+        help_text="Whose the processes are, as the agent attributed them: the reservations, sorted, "
+        "0 for a process it could not attribute. Null: the report attributed nothing (an older agent).",
+    )
 
     class Meta:
         constraints = [
@@ -30,6 +38,11 @@ class DeviceSample(models.Model):
                 | models.Q(gpu_percent__isnull=True),
                 name="devicesample_percent_0_100",
                 violation_error_message="GPU utilization is a percentage from 0 to 100.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(process_owners__len__lte=256) | models.Q(process_owners__isnull=True),
+                name="devicesample_process_owners_max_256",
+                violation_error_message="A sample names at most 256 owners of processes (one per process).",
             ),
         ]
         indexes = [BrinIndex(fields=["minute"], name="devicesample_minute_brin")]
