@@ -16,6 +16,12 @@ file in OUTPUT/.tmp and renaming it into place (never a half-written file):
   OUTPUT/reservations/ID.preempt   while that spot reservation has notice of its preemption: JSON
                                    with preemptAt, when it loses its GPUs
 
+Each report says whose the GPUs' processes are (`processOwners`): a process whose environment
+holds BERTH_RESERVATION_ID naming a reservation the agent wrote an env file for is that
+reservation's; any other is left out (not attributed: on lent GPUs, Berth counts it as the
+owner's). An agent that may not read the processes' environments (not root) sends no
+`processOwners`, and neither does one talking to a Berth that refuses the field (older).
+
 When Berth cannot be reached it keeps the last files, says so in its log and retries with a capped
 backoff; a bad answer is logged and never ends the agent. See docs/agent.md (systemd unit included).
 """
@@ -39,9 +45,10 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ElementTree
 from typing import Any
 
-VERSION = "1.2"
+VERSION = "1.3"
 LOG = logging.getLogger("berth-agent")
 SMI_TIMEOUT = 30.0  # seconds: a hung driver must not stall the agent for good
 HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
@@ -49,6 +56,9 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an assignments answer larger than this is 
 MAX_IMAGES = 512  # Berth's cap on one report's images
 BACKOFF_FIRST, BACKOFF_MOST = 1.0, 60.0
 SMI_COMMANDS = (("query", ("-q", "-x")), ("list", ("-L",)), ("topo", ("topo", "-m")))
+OWNER_VARIABLE = b"BERTH_RESERVATION_ID="  # what each reservations/ID.env hands its jobs
+MAX_OWNED = 4096  # Berth's cap on one report's processOwners
+MAX_ENVIRON_BYTES = 1024 * 1024  # a process environment larger than this is read no further
 DEFAULTS = {
     "url": "http://127.0.0.1:8000",
     "node": "",
@@ -59,6 +69,7 @@ DEFAULTS = {
     "output": "/run/berth",
     "images_command": "",
     "images_dir": "",
+    "proc": "/proc",
 }
 
 
@@ -82,7 +93,9 @@ class Settings:
         self.output = values["output"]
         self.images_command = values["images_command"]
         self.images_dir = values["images_dir"]
+        self.proc = values["proc"]
         self.replace = replace
+        self.attribute = True  # send processOwners (off once Berth refuses the field: an older Berth)
 
 
 def _berth_url(text: str) -> str:
@@ -129,6 +142,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
     )
     parser.add_argument("--images-command", help="a command printing the cached images, one per line")
     parser.add_argument("--images-dir", help="a directory whose entries name the cached images (instead)")
+    parser.add_argument(
+        "--proc", help="where the processes' environments are read, PID/environ (default /proc)"
+    )
     parser.add_argument(
         "--once", action="store_true", help="report once, write the assignments once, and exit"
     )
@@ -275,8 +291,57 @@ def read_images(settings: Settings) -> list[str] | None:
     return unique[:MAX_IMAGES]
 
 
+def gpu_pids(query: str) -> list[int]:
+    """Return the ids of the processes `nvidia-smi -q -x` lists on any GPU (none if it does not parse)."""
+    try:
+        root = ElementTree.fromstring(query)
+    except ElementTree.ParseError:
+        return []
+    pids = set()
+    for info in root.iter("process_info"):
+        text = (info.findtext("pid") or "").strip()
+        if text.isdigit() and len(text) <= 10:
+            pids.add(int(text))
+    return sorted(pids)[:MAX_OWNED]
+
+
+def process_owners(pids: list[int], proc: str, known: set[str]) -> list[dict[str, Any]] | None:
+    """Return whose these processes are, [{"pid", "reservationId"}], from BERTH_RESERVATION_ID in each
+    one's environment, naming only reservations in `known` (those the agent wrote an env file for).
+
+    A process that is gone, or names nothing known, is left out (not attributed). Return None when
+    an environment may not be read (the agent is not root): then the agent attributes nothing.
+    """
+    owners = []
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, str(pid), "environ"), "rb") as f:
+                environ = f.read(MAX_ENVIRON_BYTES)
+        except PermissionError:
+            return None
+        except OSError:
+            continue  # gone since nvidia-smi looked, or not a process
+        for item in environ.split(b"\0"):
+            if item.startswith(OWNER_VARIABLE):
+                rid = item[len(OWNER_VARIABLE) :].decode("utf-8", "replace")
+                if rid in known:
+                    owners.append({"pid": pid, "reservationId": int(rid) if rid.isdigit() else rid})
+                break
+    return owners
+
+
+def known_reservations(output: str) -> set[str]:
+    """Return the reservations the agent wrote an env file for: the ones its jobs can name."""
+    try:
+        names = os.listdir(os.path.join(output, "reservations"))
+    except OSError:
+        return set()
+    return {name[: -len(".env")] for name in names if name.endswith(".env")}
+
+
 def build_report(settings: Settings) -> dict[str, Any]:
-    """Return the report body: nvidia-smi's texts (those that ran) and the cached images."""
+    """Return the report body: nvidia-smi's texts (those that ran), whose the GPUs' processes are,
+    and the cached images."""
     texts, problems = read_nvidia_smi(settings.nvidia_smi)
     for problem in problems:
         LOG.warning("%s", problem)
@@ -285,6 +350,16 @@ def build_report(settings: Settings) -> dict[str, Any]:
     # still be read, but GPUs are never dropped on a failed nvidia-smi: they are left as they were.
     if "query" in texts or "list" in texts:
         body["nvidiaSmi"] = texts
+    if "query" in texts and settings.attribute:
+        owners = process_owners(gpu_pids(texts["query"]), settings.proc, known_reservations(settings.output))
+        if owners is None:
+            LOG.warning(
+                "cannot read the GPU processes' environments under %s (run the agent as root): "
+                "the report does not say whose they are",
+                settings.proc,
+            )
+        else:
+            body["processOwners"] = owners
     images = read_images(settings)
     if images is not None:
         body["images"] = images
@@ -469,6 +544,11 @@ class Agent:
                     self.settings.node,
                 )
             return True
+        if status == 400 and "processOwners" in body and "'processOwners'" in str(answer.get("message")):
+            # An older Berth that does not know the field: report as agents before 1.3 did.
+            LOG.warning("Berth does not take processOwners; reporting without them from now on")
+            self.settings.attribute = False
+            return self.report_once()
         LOG.error("%s", self._refused("report", status, answer, raw))
         return False
 
