@@ -66,7 +66,7 @@ def test_the_agent_is_one_file_of_python_3_9_with_a_help(tmp_path):
     }
     assert imported <= {
         "__future__", "argparse", "configparser", "contextlib", "http", "json", "logging", "os", "shlex",
-        "signal", "socket", "subprocess", "sys", "tempfile", "threading", "time", "typing", "urllib",
+        "signal", "socket", "subprocess", "sys", "tempfile", "threading", "time", "typing", "urllib", "xml",
     }  # fmt: skip
     shown = subprocess.run([PYTHON, str(AGENT), "--help"], capture_output=True, text=True, timeout=30)
     assert shown.returncode == 0
