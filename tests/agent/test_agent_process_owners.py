@@ -2,8 +2,11 @@
 Berth takes lent GPUs back when their owner's process shows up."""
 
 import dataclasses
+import http.server
+import json
 import os
 import shutil
+import threading
 
 import pytest
 from agent_helpers import FIXTURES, fake_smi
@@ -101,3 +104,45 @@ def test_an_agent_that_may_not_read_environments_attributes_nothing(node_agent, 
     samples = DeviceSample.objects.filter(device__uuid=uuid).order_by("-minute")
     assert samples.values_list("process_owners", flat=True)[0] is None
     connection.close()
+
+
+class OlderBerth(http.server.BaseHTTPRequestHandler):
+    """A Berth from before processOwners: it refuses the field as an unknown one, takes the rest."""
+
+    bodies: list[dict] = []
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, status: int, body: dict) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        OlderBerth.bodies.append(body)
+        if "processOwners" in body:
+            message = "report: unknown field 'processOwners' (expected devices, nvidiaSmi, labels, topology)"
+            self._answer(400, {"code": "INVALID_INPUT", "message": message})
+        else:
+            self._answer(200, {"devices": 8, "created": 0, "markedUnhealthy": 0, "becameHealthy": 0})
+
+    def do_GET(self):
+        self._answer(200, {"node": "gpu-h100", "asOf": "2026-12-05T10:00:00Z", "devices": []})
+
+
+def test_an_older_berth_that_refuses_process_owners_gets_the_report_without_them(node_agent, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OlderBerth)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = node_agent("gpu-h100", "h100-8", url=f"http://127.0.0.1:{server.server_address[1]}")
+        ran = agent.once("--proc", str(tmp_path))
+    finally:
+        server.shutdown()
+    assert ran.returncode == 0, ran.stderr
+    assert "Berth does not take processOwners; reporting without them from now on" in ran.stderr
+    assert ["processOwners" in body for body in OlderBerth.bodies] == [True, False]
