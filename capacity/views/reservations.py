@@ -26,7 +26,7 @@ from capacity.placement.reasons import format_groups
 from capacity.render import lent_from
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
-from capacity.services.reclaim import lent_work
+from capacity.services.reclaim import lent_notices
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
 from config import csvcells
@@ -307,6 +307,7 @@ def reservation_detail(
     scope = scope_for(request.user)
     row = reservation_rows([reservation], scope)[0]
     row.queue = services.queue_text(reservation, scope)
+    notices = lent_notices([reservation.pk]) if isinstance(reservation, Reservation) else {}
     return page(
         request,
         "capacity/reservation_detail.html",
@@ -323,7 +324,10 @@ def reservation_detail(
             "lent_from": lent_from(lenders, scope)
             if (lenders := getattr(reservation, "lent_from", None))
             else None,
-            "lends": isinstance(reservation, Reservation) and bool(lent_work([reservation.pk])),
+            # An owner lending may reclaim; once reclaimed under the pool's spotNotice its GPUs are
+            # shared until the lent work's preemptAt, and the page says until when instead.
+            "lends": any(at is None for at in notices.values()),
+            "shared_until": max((at for at in notices.values() if at is not None), default=None),
         },
         status=status,
     )

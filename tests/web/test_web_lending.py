@@ -1,6 +1,9 @@
 """Lent GPUs on the pages: the owner's Reclaim button, the spot reservation's badge, the pool's week."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from capacity.models import PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
@@ -45,3 +48,17 @@ def test_another_tenant_cannot_reclaim_the_booking(lent, bob):
 def test_the_pool_page_shows_the_weeks_lending(lent, op):
     text = op.get("/pools/lab-pool/").content.decode()
     assert "GPU-hours lent" in text and "0 reclaimed by their owners" in text
+
+
+def test_with_a_spot_notice_the_owners_page_says_until_when_its_gpus_are_shared(lent, alice):
+    owner, work = lent
+    PoolPolicy.objects.filter(pool__slug="lab-pool").update(spot_notice=timedelta(minutes=10))
+    before = timezone.now()
+    assert alice.post(f"/reservations/{owner.pk}/reclaim/").status_code == 302
+    assert Reservation.objects.get(pk=work.pk).status == "placed"
+    page = alice.get(f"/reservations/{owner.pk}/").content.decode()
+    assert "Reclaim lent GPUs" not in page
+    assert "Lent GPUs reclaimed: shared with the spot work until" in page
+    at = (before + timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M")
+    after = (timezone.now() + timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M")
+    assert at in page or after in page
