@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from capacity.models import Reservation
-from capacity.models.reservations import IDLE
+from capacity.models.reservations import IDLE, RECLAIMED
 from capacity.services.pool_policy import Policy, defaults, stored_policies
 from capacity.services.release import release
 from capacity.services.repair import atoms_text
@@ -66,6 +66,18 @@ def lenders() -> set[int]:
         return {pk for (pk,) in cur.fetchall()}
 
 
+def reclaimed_at(reservations: list[int]) -> dict[int, datetime]:
+    """Return when each of these reservations last took its lent GPUs back (those that did)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT r.id, max((c->>'at')::timestamptz) FROM capacity_reservation r
+                CROSS JOIN LATERAL jsonb_array_elements(r.conditions) c
+                WHERE r.id = ANY(%s) AND r.conditions @> %s::jsonb AND c->>'type' = %s GROUP BY r.id""",
+            [reservations, f'[{{"type": "{RECLAIMED}"}}]', RECLAIMED],
+        )
+        return dict(cur.fetchall())
+
+
 def mark_idle(now: datetime) -> tuple[int, int]:
     """Give `Idle` to the running reservations idle for their pool's idleWarnAfter and take it from busy ones.
 
@@ -92,6 +104,10 @@ def mark_idle(now: datetime) -> tuple[int, int]:
         if mean < settings.IDLE_GPU_PERCENT:
             where = "; ".join(f"{node} {atoms_text(node, uuids)}" for node, uuids, *_ in parts)
             idle[rid] = f"{where} at {mean:.0f} % mean since {since_of[rid]:%H:%M} UTC"
+    # An owner that took its lent GPUs back is judged only on samples since (capacity.services.reclaim).
+    for rid, at in reclaimed_at(list(idle)).items():
+        if at > since_of[rid]:
+            del idle[rid]
     now_idle = set(
         Reservation.objects.filter(status="placed", conditions__contains=[{"type": IDLE}]).values_list(
             "pk", flat=True

@@ -12,6 +12,9 @@ NO_FIT = "NoFit"
 PREEMPTED_CONDITION = "Preempted"
 # A running reservation whose GPUs did almost nothing for hours (the usage app marks it; pages show it).
 IDLE = "Idle"
+# An owner that took its lent GPUs back (or whose processes showed up on them): not marked Idle again
+# on samples from before then (usage/idle.py), so that its GPUs are not lent again at once.
+RECLAIMED = "Reclaimed"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
 

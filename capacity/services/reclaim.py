@@ -23,7 +23,7 @@ from capacity.access import EVERYONE, Scope
 from capacity.db.retry import retry_on_conflict
 from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
-from capacity.models.reservations import IDLE, PREEMPTED_CONDITION
+from capacity.models.reservations import IDLE, PREEMPTED_CONDITION, RECLAIMED
 from capacity.placers.commit import Owner
 from capacity.placers.notice import spot_policy
 from capacity.placers.take_back import take_back
@@ -173,6 +173,30 @@ def lent_notices(lenders: list[int]) -> dict[int, datetime | None]:
         return {pk: datetime.fromisoformat(at) if at else None for pk, at in cur.fetchall()}
 
 
+def end_idle(owner: Reservation, now: datetime, cause: str, *, lent: bool) -> None:
+    """End the locked owner's `Idle` and note the reclaim (`Reclaimed`), when it was Idle or lent.
+
+    The idle check does not mark it Idle again on samples from before `now` (usage/idle.py): a
+    window of lent work's quiet minutes is no reason to lend its GPUs again at once.
+    """
+    kept = [c for c in owner.conditions if c.get("type") not in (IDLE, RECLAIMED)]
+    if len(kept) == len(owner.conditions) and not lent:
+        return
+    why = "its owner asked" if cause == BY_REQUEST else "its owner's processes showed up on them"
+    stamp = now.strftime("%Y-%m-%dT%H:%MZ")
+    kept.append(
+        {
+            "type": RECLAIMED,
+            "status": "True",
+            "reason": RECLAIMED_BY_OWNER,
+            "message": f"idle GPUs taken back at {stamp}: {why}",
+            "at": now.isoformat(),
+        }
+    )
+    owner.conditions = kept
+    owner.save(update_fields=["conditions", "updated_at"])
+
+
 @retry_on_conflict
 @transaction.atomic
 def reclaim(reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None) -> Reclaimed:
@@ -186,11 +210,9 @@ def reclaim(reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime
         return Reclaimed(found, ())  # moved to history: it lends nothing
     # The owner first (a lending commit holds it FOR SHARE: this waits for it, then sees its work).
     owner = Reservation.objects.select_for_update(of=("self",)).get(pk=found.pk)
-    kept = [c for c in owner.conditions if c.get("type") != IDLE]
-    if len(kept) != len(owner.conditions):
-        owner.conditions = kept
-        owner.save(update_fields=["conditions", "updated_at"])
-    preempted = take_back_lent(lent_work([owner.pk]), now, BY_REQUEST, by=owner.pk)
+    victims = lent_work([owner.pk])
+    end_idle(owner, now, BY_REQUEST, lent=bool(victims))
+    preempted = take_back_lent(victims, now, BY_REQUEST, by=owner.pk)
     leaving = [at for at in lent_notices([owner.pk]).values() if at is not None]
     return Reclaimed(owner, preempted, max(leaving) if leaving else None)
 

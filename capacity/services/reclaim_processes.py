@@ -20,9 +20,8 @@ from django.utils import timezone
 
 from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation
-from capacity.models.reservations import IDLE
 
-from .reclaim import OWNER_PROCESSES, take_back_lent
+from .reclaim import OWNER_PROCESSES, end_idle, take_back_lent
 
 # A sample older than this says nothing of now (an agent reports every 30 s).
 FRESH = timedelta(minutes=2)
@@ -77,10 +76,7 @@ def reclaim_for_processes(node_id: int | None = None, now: datetime | None = Non
 def _take_back(work: int, owners: list[int], now: datetime) -> tuple[int, ...]:
     """End the owners' Idle, then take their lent work back (the owners' rows first, as reclaim does)."""
     for owner in Reservation.objects.select_for_update(of=("self",)).filter(pk__in=owners).order_by("pk"):
-        kept = [c for c in owner.conditions if c.get("type") != IDLE]
-        if len(kept) != len(owner.conditions):
-            owner.conditions = kept
-            owner.save(update_fields=["conditions", "updated_at"])
+        end_idle(owner, now, OWNER_PROCESSES, lent=True)
     return take_back_lent([work], now, OWNER_PROCESSES, by=owners[0] if owners else None)
 
 

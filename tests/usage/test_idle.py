@@ -144,3 +144,26 @@ def test_an_operator_releases_from_the_page_with_a_reason_the_tenant_reads(two_l
         {"type": "Released", "status": "True", "reason": "ByRequest", "message": "ops: idle since Tuesday"}
     ]
     assert "ops: idle since Tuesday" in page.get(f"/reservations/{held.pk}/").text
+
+
+def test_an_owner_that_took_its_gpus_back_is_judged_only_on_samples_since(
+    two_labelled_hosts, tenant, book, settings
+):
+    settings.IDLE_AFTER, settings.IDLE_GPU_PERCENT = timedelta(hours=2), 5
+    held = book(gpus=4)
+    start = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    samples(held, start, 250, 1)
+    first = start + timedelta(minutes=130)
+    assert mark_idle(first) == (1, 0)
+    done = services.reclaim(held.pk, now=first + timedelta(minutes=1))
+    assert done.preempted == () and idle_condition(held) is None
+    [noted] = [c for c in Reservation.objects.get(pk=held.pk).conditions if c["type"] == "Reclaimed"]
+    assert noted["message"].startswith("idle GPUs taken back at ") and noted["message"].endswith(
+        "its owner asked"
+    )
+    # Five minutes on, two hours of quiet samples lie behind it, but most from before the reclaim.
+    assert mark_idle(first + timedelta(minutes=6)) == (0, 0)
+    assert idle_condition(held) is None
+    # Two hours of quiet since the reclaim: idle again.
+    assert mark_idle(first + timedelta(minutes=120 + 2)) == (1, 0)
+    assert idle_condition(held) is not None
