@@ -9,6 +9,7 @@ find nothing new (the steady state of a worker's housekeeping).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -17,7 +18,9 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.models import Reservation
+from capacity import services
+from capacity.conf import placer_config
+from capacity.models import PoolPolicy, Reservation
 from capacity.services.pool_policy import set_policy
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
@@ -55,8 +58,44 @@ SELECT t.device_id, %(minute)s - m * interval '1 minute', CASE WHEN t.rn %% 10 =
 """
 
 
-def run_idle(reservations: int, rounds: int, progress=None, pool_policy: bool = False) -> dict:
+def _lending_rounds(pool, lent: int, rounds: int) -> dict:
+    """Lend `lent` idle GPUs to spot work, then time the worker's lending checks `rounds` times."""
+    PoolPolicy.objects.update_or_create(pool=pool, defaults={"lend_idle": True})
+    now = timezone.now()
+    with connection.cursor() as cur:  # the idle tenth's GPUs run nothing now: they may be lent
+        cur.execute(
+            """UPDATE inventory_devicesample x SET processes = 0, process_mib = 0, process_owners = '{}'
+                WHERE x.minute > %s AND x.gpu_percent = 1 AND x.device_id IN (
+                      SELECT d.id FROM inventory_device d JOIN inventory_node n ON n.id = d.node_id
+                       WHERE n.pool_id = %s)""",
+            [now - timedelta(minutes=2), pool.pk],
+        )
+    config = dataclasses.replace(placer_config(), random=None)
+    ask = {"tenantId": "bench-0", "poolId": pool.slug, "devices": [{"class": "gpu", "count": 1}]}
+    placed = sum(
+        services.reserve({**ask, "duration": "1h", "priority": "spot"}, config=config).reservation.status
+        == "placed"
+        for _ in range(lent)
+    )
+    timings = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        services.reclaim_for_processes()
+        services.reclaim_lapsed()
+        timings.append((time.perf_counter() - t0) * 1000)
+    timings.sort()
+    return {
+        "lentSpotWork": placed,
+        "lendingChecksP50Ms": round(_pct(timings, 50), 1),
+        "lendingChecksP95Ms": round(_pct(timings, 95), 1),
+    }
+
+
+def run_idle(reservations: int, rounds: int, progress=None, pool_policy: bool = False, lent: int = 0) -> dict:
     """Fill the pool with running reservations and samples, then time the idle check.
+
+    With `lent`, the pool then lends: that many one-GPU spot requests are placed on idle GPUs (their
+    owners' latest samples showing no process), and the worker's two lending checks are timed.
 
     With `pool_policy` the pool gets a policy of its own (idleWarnAfter 2h, as the site's): the
     check then asks about it apart from the pools on the site's settings (docs/policy.md).
@@ -93,7 +132,9 @@ def run_idle(reservations: int, rounds: int, progress=None, pool_policy: bool = 
         pool=pool, status="placed", conditions__contains=[{"type": IDLE}]
     ).count()
     steady = sorted(timings[1:]) or timings
+    lending = _lending_rounds(pool, lent, rounds) if lent else {}
     return {
+        **lending,
         "runningReservations": reservations,
         "poolPolicy": pool_policy,
         "samples": reservations * 125,
