@@ -45,6 +45,7 @@ from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
 from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
+from .lend import lend, lends_idle
 from .loader import NodeIndex, PoolRow, load_pool
 from .shares import past_guarantees
 
@@ -221,15 +222,19 @@ def place_batch(
                             _place_inline(e, pool, config, now)
                 else:
                     _commit_all(entries, pool, config, ledger, now)
+            lending: bool | None = None
             for e in entries:
+                if e.committed or e.plan is None or e.plan.fits:
+                    continue
                 # Regular work that fits only by taking spot work back places inline (spec).
-                if (
-                    not e.committed
-                    and e.plan is not None
-                    and not e.plan.fits
-                    and e.request.priority == "regular"
-                ):
+                if e.request.priority == "regular":
                     _place_inline(e, pool, config, now)
+                # Spot work that found no room may run on idle owners' lent GPUs (placers.lend),
+                # where the pool lends them (asked once a batch).
+                elif e.request.priority == "spot" and e.request.gang is None:
+                    lending = lends_idle(pool) if lending is None else lending
+                    if lending:
+                        _lend_inline(e, pool, config, now)
         placed = [e.pk for e in entries if e.committed]
         if placed:
             _notify(placed)
@@ -351,6 +356,14 @@ def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) 
         e.preempted = outcome.preempted
     else:
         e.reason = outcome.reason
+
+
+def _lend_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) -> None:
+    # The batch may hold the pool row already: a lender another transaction holds is skipped.
+    outcome = lend(e.request, pool, Owner(e.pk), config, now, holds_pool=True)
+    if outcome is not None:
+        e.lost = [*e.lost, *outcome.lost]
+        e.committed = outcome.committed
 
 
 def _settle(entries: list[Entry], now: datetime) -> set[int]:

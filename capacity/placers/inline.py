@@ -68,5 +68,5 @@ def place(
     outcome = attempt(request, way, owner, config, now)
     if outcome.status == "pending" and request.priority == "spot":
         # No room on free capacity: idle owners' GPUs, where the pool lends them.
-        return lend(request, pool, owner, config, now, built) or outcome
+        return lend(request, pool, owner, config, now, built, holds_pool=holds_pool) or outcome
     return outcome

@@ -64,11 +64,13 @@ SELECT b.device_id, a.reservation_id,
 """
 
 # The lenders locked (before the pool, as the lock order has reservations), those still lending.
+# A pool-lease batch already holds the pool: it skips a lender another transaction holds (a
+# reclaim, a release) rather than wait for it against the lock order, and counts it a lost race.
 _LOCK_LENDERS_SQL = """
 SELECT id FROM capacity_reservation
  WHERE id = ANY(%(ids)s::bigint[]) AND status = 'placed' AND priority = 'regular'
    AND NOT keep_when_idle AND conditions @> %(idle)s::jsonb
- ORDER BY id FOR SHARE
+ ORDER BY id FOR SHARE{skip}
 """
 
 
@@ -118,10 +120,13 @@ def lend(
     config: PlacerConfig,
     now: datetime | None,
     built: Planner | None = None,
+    *,
+    holds_pool: bool = False,
 ) -> Outcome | None:
     """Place a spot request on idle owners' lent GPUs, or return None when there is nothing to lend.
 
-    Call it after the request found no room on free capacity, inside the caller's transaction.
+    Call it after the request found no room on free capacity, inside the caller's transaction;
+    `holds_pool` when the caller already holds the pool's lock (the pool-lease batch).
     """
     if (
         request.priority != "spot"
@@ -157,7 +162,10 @@ def lend(
         by_member = {m.node_id: lenders_for(m, index) for m in members}
         wanted = sorted({pk for pks in by_member.values() for pk in pks})
         with connection.cursor() as cur:
-            cur.execute(_LOCK_LENDERS_SQL, {"ids": wanted, "idle": IDLE_JSON})
+            cur.execute(
+                _LOCK_LENDERS_SQL.format(skip=" SKIP LOCKED" if holds_pool else ""),
+                {"ids": wanted, "idle": IDLE_JSON},
+            )
             if len(cur.fetchall()) < len(wanted):
                 node = members[0].node_id
                 raise LostRace(node, f"the owner of the idle GPUs on {node} is no longer lending them")
@@ -172,7 +180,9 @@ def lend(
         return committed
 
     lent: list[int] = []
-    way = Way(savepoint="capacity_lend", plan=plan, preemption=lambda req: None, commit=commit)
+    way = Way(
+        savepoint="capacity_lend", plan=plan, preemption=lambda req: None, commit=commit, waits=not holds_pool
+    )
     outcome = attempt(request, way, owner, config, now)
     if outcome.status != "placed":
         return None
