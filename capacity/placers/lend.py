@@ -10,7 +10,9 @@ The commit locks the lenders' rows (reservations come before the pool in the loc
 checks they still lend; the guarded commit then books layer 1 only where each device's owner
 booking covers the window, locking those bookings, and the EXCLUDE constraint lets at most one
 lent booking per device and instant. The spot reservation records its lenders (`lent_from`).
-capacity.services.reclaim takes lent work back.
+A GPU whose latest sample shows a process is not lent. The pool-lease batch lends too, holding
+the pool: it skips lenders another transaction holds. capacity.services.reclaim takes lent work
+back.
 """
 
 from __future__ import annotations

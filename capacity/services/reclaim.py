@@ -3,9 +3,10 @@
 The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, the button on its page), or its
 processes show up on them (capacity.services.reclaim_processes): its `Idle` condition ends and the
 lent work is taken back now, or at now + the pool's spotNotice (it keeps the GPUs, shared with the
-owner, until then; a reclaim during the notice gives no second one). The worker takes back, each round, lent
-work whose lenders no longer lend: released (a release takes it back at once), busy again (no
-longer `Idle`), kept when idle, or no longer holding the lent devices (moved by a repair or drain).
+owner, until then; a reclaim during the notice gives no second one). The worker takes back, each
+round, lent work whose lenders no longer lend: released (a release takes it back at once), busy
+again (no longer `Idle`), kept when idle, or no longer holding the lent devices (moved by a repair
+or drain).
 Lent work's preemption does not wait for spotMinRuntime: the owner always comes first.
 """
 
