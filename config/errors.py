@@ -57,7 +57,8 @@ CODES: Final[dict[str, Code]] = {
     IDEMPOTENCY_IN_FLIGHT: Code(409, "a request with this idempotency key is still running: retry it"),
     QUOTA_EXCEEDED: Code(409, "the tenant would hold more than a quota limit at some instant of the window"),
     SERIES_NOT_PLACED: Code(
-        409, "allOrNothing: some occurrences of a series would not place (listed); nothing was booked"
+        409,
+        "allOrNothing: some occurrences of a series would not place (listed in `occurrences`); nothing was booked",
     ),
     POLICY_LIMIT: Code(
         422, "the booking is past a limit of the pool's policy (maxDuration, maxLeadTime, maxFutureGpuHours)"

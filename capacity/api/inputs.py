@@ -28,7 +28,7 @@ from capacity.placement.fields import (
     TOPOLOGIES,
 )
 from capacity.placement.selectors import MAX_EXPRESSIONS, OPERATORS
-from capacity.placement.series import DAYS, FREQS, MAX_INTERVAL, MAX_OCCURRENCES
+from capacity.services.repeat import DAYS, FREQS, MAX_INTERVAL, MAX_OCCURRENCES
 from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

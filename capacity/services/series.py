@@ -1,7 +1,7 @@
 """Series: one recurrence rule, one reservation per occurrence, booked in one transaction.
 
 A series is prepared once, like any create (services.prepare: input, first window, tenant, pool,
-the pool's limits), its rule expanded once (capacity.placement.series) and every occurrence's
+the pool's limits), its rule expanded once (capacity.services.repeat) and every occurrence's
 window checked against the pool's limits, all before any lock. Then, in one transaction: the
 Series row, and per occurrence the charged insert and the inline placement a single create does
 (services.reserve), with the planner built once; the tenant's quota lock is taken by the first
@@ -29,7 +29,6 @@ from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation, Series
 from capacity.placement import INVALID_INPUT, NOT_FOUND, QUOTA_EXCEEDED, CapacityError, run_admit
 from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
-from capacity.placement.series import Repeat, expand, parse_repeat
 from capacity.placement.types import Window
 from capacity.placers.planning import Planner
 from capacity.placers.quota import QUOTA_EXCEEDED_REASON
@@ -40,6 +39,7 @@ from . import limits
 from .placing import set_pending
 from .prepare import Prepared, prepare
 from .release import release
+from .repeat import Repeat, expand, parse_repeat
 from .reserve import insert_routed, place_routed, reservation_fields, route
 
 SERIES_FIELDS = ("repeat", "allOrNothing")

@@ -4,7 +4,8 @@
 RFC 5545 rule over the first occurrence's window, in UTC, expanded by python-dateutil's rrule.
 The API, the booking form, the `reserve` command and the capacity port all call `expand`, so a
 rule is refused the same way wherever it comes from: INVALID_INPUT naming the field, before any
-row is read or lock taken. Pure: no Django, no I/O.
+row is read or lock taken. Plain computation: no Django, no I/O (kept out of the placement core,
+which takes no clock types or third-party packages).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final
 
 from dateutil import rrule
 
-from .errors import INVALID_INPUT, CapacityError
+from capacity.placement import INVALID_INPUT, CapacityError
 
 MAX_OCCURRENCES: Final = 200
 MAX_SPAN_DAYS: Final = 366
