@@ -38,6 +38,7 @@ from .common import (
     visible_tenants,
 )
 from .quota import quota_cards
+from .series import occurrence_context
 
 # --- reservations ----------------------------------------------------------------------------------
 
@@ -324,6 +325,7 @@ def reservation_detail(
             if (lenders := getattr(reservation, "lent_from", None))
             else None,
             "lends": isinstance(reservation, Reservation) and bool(lent_work([reservation.pk])),
+            "occurrence_of": occurrence_context(reservation, scope),
         },
         status=status,
     )
