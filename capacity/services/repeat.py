@@ -20,6 +20,7 @@ from typing import Final
 from dateutil import rrule
 
 from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.placement.fields import MAX_EPOCH_MS
 
 MAX_OCCURRENCES: Final = 200
 MAX_SPAN_DAYS: Final = 366
@@ -84,21 +85,21 @@ def _is_int(value: object) -> bool:
 
 def _until(value: object) -> int:
     """Return `until` as epoch ms: a time, or a date meaning to the end of that day (UTC)."""
-    if _is_int(value) and value >= 0:
+    if _is_int(value) and 0 <= value <= MAX_EPOCH_MS:
         return value
     if isinstance(value, str):
         text = value.strip()
         try:
             if DAY_RE.match(text):
                 day = date.fromisoformat(text)
-                end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1) - MS
+                end = datetime(day.year, day.month, day.day, tzinfo=UTC) + (timedelta(days=1) - MS)
                 return int((end - _utc(0)) / MS)
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             pass
         else:
-            if parsed.tzinfo is not None:
-                return int((parsed - _utc(0)) / MS)
+            if parsed.tzinfo is not None and _utc(0) <= parsed:
+                return min(int((parsed - _utc(0)) / MS), MAX_EPOCH_MS)
     raise _invalid(
         "repeat.until must be a date (2027-03-01), an ISO 8601 time with a zone or epoch milliseconds"
     )
@@ -162,6 +163,8 @@ def expand(repeat: Repeat, start: int, end: int) -> list[int]:
     )
     starts = [int((at - _utc(0)) / MS) for at in islice(rule, MAX_OCCURRENCES + 1)]
     field = "repeat.until" if repeat.until is not None else "repeat.count"
+    if repeat.count is not None and len(starts) < repeat.count:
+        raise _invalid(f"{field}: the series would run past 9999-12-31")
     if len(starts) > MAX_OCCURRENCES:
         raise _invalid(f"{field}: a series has at most {MAX_OCCURRENCES} occurrences; this rule makes more")
     length = end - start

@@ -110,3 +110,13 @@ def test_the_first_window_must_fall_on_a_day_of_the_rule_and_windows_may_not_ove
 def test_a_single_occurrence_is_a_series_of_one():
     assert starts({"freq": "weekly", "byDay": ["MO"], "count": 1}) == [datetime(2027, 1, 4, 9, tzinfo=UTC)]
     assert starts({"freq": "daily", "until": MONDAY}) == [datetime(2027, 1, 4, 9, tzinfo=UTC)]
+
+
+def test_a_rule_past_the_calendars_end_is_refused_not_a_fault():
+    late = ms(datetime(9999, 12, 20, 9, tzinfo=UTC))
+    assert (
+        refused({"freq": "daily", "count": 20}, start=late)
+        == "repeat.count: the series would run past 9999-12-31"
+    )
+    assert len(starts({"freq": "daily", "until": "9999-12-31"}, start=late)) == 12
+    assert refused({"freq": "daily", "until": 10**18}).startswith("repeat.until must be a date")
