@@ -178,6 +178,10 @@ def _create(ready: PreparedSeries, occurrences: list[Prepared], by: str) -> Seri
                     created_by=by[:150],
                 )
         except IntegrityError:
+            # The key's unique index waited for a concurrent request with it: answer its series.
+            existing = _replayed(prepared, key, ready.repeat, stored)
+            if existing is not None:
+                return existing
             raise CapacityError(
                 IDEMPOTENCY_IN_FLIGHT, f"idempotency key {key} is in use by a request in flight"
             ) from None

@@ -201,3 +201,34 @@ def test_another_tenants_series_is_not_found(as_acme, as_globex, lab, tenant, ot
     assert as_globex.get(f"/api/v1/series/{series['id']}").status_code == 404
     assert as_globex.post(f"/api/v1/series/{series['id']}/release").status_code == 404
     assert as_acme.get("/api/v1/series/999999").json()["code"] == "NOT_FOUND"
+
+
+def test_an_occurrence_past_the_quota_waits_pending_with_the_quotas_reason(as_acme, lab, tenant):
+    from capacity.models import Quota
+
+    Quota.objects.create(tenant=tenant, resource="gpu", limit=4)
+    second = next_monday() + timedelta(days=2)
+    taken = series_body(gpus=4, start=second)
+    del taken["repeat"]
+    assert as_acme.post(RESERVATIONS, taken, format="json").json()["status"] == "placed"
+    answer = as_acme.post(RESERVATIONS, series_body(gpus=2), format="json")
+    assert answer.status_code == 201, answer.json()
+    occurrences = answer.json()["series"]["occurrences"]
+    assert [o["status"] for o in occurrences] == ["placed", "pending", "placed", "placed"]
+    pending = Reservation.objects.get(pk=occurrences[1]["reservationId"])
+    assert pending.condition("Unschedulable")["reason"] == "QuotaExceeded"
+    assert occurrences[1]["reason"] == pending.condition("Unschedulable")["message"]
+
+
+def test_a_series_places_at_once_under_the_pool_lease_placer_and_leases_whole_nodes(
+    as_acme, lab, tenant, settings
+):
+    settings.CAPACITY = {**settings.CAPACITY, "PLACER": "pool-lease"}
+    answer = as_acme.post(RESERVATIONS, series_body(), format="json")
+    assert [o["status"] for o in answer.json()["series"]["occurrences"]] == ["placed"] * 4
+    body = series_body(binding="node", repeat={"freq": "daily", "count": 2})
+    del body["devices"]
+    answer = as_acme.post(RESERVATIONS, body, format="json")
+    assert answer.status_code == 201, answer.json()
+    leases = Reservation.objects.filter(series_id=answer.json()["series"]["id"])
+    assert [r.status for r in leases] == ["placed", "placed"] and {r.binding for r in leases} == {"node"}
