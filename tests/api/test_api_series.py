@@ -232,3 +232,13 @@ def test_a_series_places_at_once_under_the_pool_lease_placer_and_leases_whole_no
     assert answer.status_code == 201, answer.json()
     leases = Reservation.objects.filter(series_id=answer.json()["series"]["id"])
     assert [r.status for r in leases] == ["placed", "placed"] and {r.binding for r in leases} == {"node"}
+
+
+def test_preview_reads_the_first_occurrence_and_all_or_nothing_alone_is_refused(as_acme, lab, tenant):
+    preview = as_acme.post("/api/v1/capacity/preview", series_body(), format="json")
+    assert preview.status_code == 200 and preview.json()["fits"] is True
+    body = series_body(allOrNothing=True)
+    del body["repeat"]
+    answer = as_acme.post(RESERVATIONS, body, format="json")
+    assert answer.json() == {"code": "INVALID_INPUT", "message": "repeat is required for a series"}
+    assert not Reservation.objects.exists()
