@@ -156,11 +156,12 @@ def reserve_series(
 
 @retry_on_conflict
 def _create(ready: PreparedSeries, occurrences: list[Prepared], by: str) -> SeriesResult:
+    """Write the series and place its occurrences in one transaction (or answer a replayed key)."""
     prepared = ready.prepared
     key = prepared.extra["idempotency_key"]
     stored = {k: v for k, v in prepared.extra["input"].items() if k != "idempotencyKey"}
     with transaction.atomic():
-        existing = _replayed(prepared, key, ready.repeat, stored)
+        existing = _replayed(prepared, key, ready, stored)
         if existing is not None:
             return existing
         try:
@@ -179,7 +180,7 @@ def _create(ready: PreparedSeries, occurrences: list[Prepared], by: str) -> Seri
                 )
         except IntegrityError:
             # The key's unique index waited for a concurrent request with it: answer its series.
-            existing = _replayed(prepared, key, ready.repeat, stored)
+            existing = _replayed(prepared, key, ready, stored)
             if existing is not None:
                 return existing
             raise CapacityError(
@@ -252,14 +253,17 @@ def occurrences_of(series: Series) -> list[Occurrence]:
     ]
 
 
-def _replayed(prepared: Prepared, key: str | None, repeat: Repeat, stored: dict) -> SeriesResult | None:
+def _replayed(
+    prepared: Prepared, key: str | None, ready: PreparedSeries, stored: dict
+) -> SeriesResult | None:
     """Return the series an earlier request with this key created; refuse the key given other input."""
     if key is None:
         return None
     existing = Series.objects.filter(tenant=prepared.tenant, idempotency_key=key).first()
     if existing is None:
         return None
-    if existing.repeat != repeat.as_input() or existing.request != stored:
+    same = (existing.repeat, existing.all_or_nothing, existing.request)
+    if same != (ready.repeat.as_input(), ready.all_or_nothing, stored):
         raise CapacityError(
             IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
         )

@@ -190,8 +190,9 @@ def test_the_idempotency_key_answers_the_first_series_and_refuses_other_input(as
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["series"] == first.json()["series"]
     assert Reservation.objects.count() == 4
-    other = as_acme.post(RESERVATIONS, series_body(gpus=2, idempotencyKey="term-1"), format="json")
-    assert other.status_code == 409 and other.json()["code"] == "IDEMPOTENCY_CONFLICT"
+    for other in (series_body(gpus=2), series_body(allOrNothing=True)):
+        again = as_acme.post(RESERVATIONS, {**other, "idempotencyKey": "term-1"}, format="json")
+        assert again.status_code == 409 and again.json()["code"] == "IDEMPOTENCY_CONFLICT"
     header = as_acme.post(RESERVATIONS, series_body(), format="json", HTTP_IDEMPOTENCY_KEY="term-1")
     assert header.status_code == 200 and header.json()["series"]["id"] == first.json()["series"]["id"]
 
