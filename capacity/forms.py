@@ -18,6 +18,7 @@ from .models import Reservation
 from .placement import CapacityError
 from .placement.fields import request_body
 from .services.drain import DrainResult, drain
+from .services.repeat import DAYS, MAX_OCCURRENCES, MAX_SPAN_DAYS
 
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
 # First match wins, so longer prefixes come first.
@@ -42,6 +43,13 @@ FIELD_OF_MESSAGE = (
     (re.compile(r"^maxDuration is "), "duration"),
     (re.compile(r"^maxLeadTime is "), "start"),
     (re.compile(r"^maxFutureGpuHours is "), "count"),
+    # A series' rule (services.repeat) and its allOrNothing refusal (services.series).
+    (re.compile(r"^repeat\.byDay\b"), "repeat_on"),
+    (re.compile(r"^repeat\.until\b"), "repeat_until"),
+    (re.compile(r"^repeat\.count\b"), "repeat_count"),
+    (re.compile(r"^repeat\b"), "repeat"),
+    (re.compile(r"^during: each window must end before"), "end"),
+    (re.compile(r"^allOrNothing\b"), "all_or_nothing"),
     (re.compile(r"^tenantId\b|^no tenant |^you may not book for tenant "), "tenant"),
     (re.compile(r"^poolId\b|^no pool "), "pool"),
 )
@@ -56,6 +64,7 @@ def _selector_term(found: re.Match) -> str:
 
 # The API's paths in a service message, as the form names those fields.
 FORM_TERMS = (
+    (re.compile(r" \(during\.start\)"), ""),  # a series' until: "the first window's start" says it
     (
         re.compile(r"^during must be a non-empty window: during\.end must be after during\.start"),
         "the end must be after the start",
@@ -71,6 +80,10 @@ FORM_TERMS = (
     (re.compile(r"\bresources\.memoryGiB\b"), "memory GiB"),
     (re.compile(r"\bgang\.size\b"), "the number of nodes"),
     (re.compile(r"\bgang\.topologyKey\b"), "the sharing label"),
+    (re.compile(r"\brepeat\.byDay\b"), "the days"),
+    (re.compile(r"\brepeat\.until\b"), "until"),
+    (re.compile(r"\brepeat\.count\b"), "the count"),
+    (re.compile(r"\brepeat\.interval\b"), "the interval"),
     (re.compile(r"\btenantId\b"), "the tenant"),
     (re.compile(r"\bpoolId\b"), "the pool"),
     (re.compile(r" \(epoch milliseconds\)"), ""),
@@ -289,17 +302,72 @@ class BookForm(RequestForm):
         help_text="Never released for idleness (still marked idle), where the pool's policy allows it.",
     )
 
+    # A series (docs/series.md): "repeat weekly on … until …". The rule's limits are the services'
+    # (services.repeat): this form only shapes it, so its messages are the API's.
+    repeat = forms.ChoiceField(
+        required=False,
+        label="Repeat",
+        choices=[("", "Once"), ("daily", "Daily"), ("weekly", "Weekly")],
+        help_text="Each occurrence is a reservation of its own, at the same time of day (UTC).",
+    )
+    repeat_on = forms.MultipleChoiceField(
+        required=False,
+        label="On",
+        choices=list(zip(DAYS, ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"), strict=True)),
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "day-choice"}),
+        help_text="Weekly: the days. Daily: only these days (none: every day).",
+    )
+    repeat_until = forms.CharField(
+        required=False,
+        label="Until",
+        help_text="The last day (UTC), or give a count.",
+        widget=forms.TextInput(attrs={"placeholder": "YYYY-MM-DD", "class": "medium", "autocomplete": "off"}),
+    )
+    repeat_count = AsciiIntegerField(
+        required=False,
+        label="Times",
+        help_text=f"At most {MAX_OCCURRENCES}, within {MAX_SPAN_DAYS} days.",
+        widget=forms.NumberInput(attrs={"class": "narrow", "min": 1}),
+    )
+    all_or_nothing = forms.BooleanField(
+        required=False, label="All or nothing", help_text="Book every occurrence, or none if one would wait."
+    )
+    SERIES_FIELDS = ("repeat_on", "repeat_until", "repeat_count", "all_or_nothing")
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.is_bound:
             self.initial.setdefault("idempotency_key", f"web-{uuid.uuid4().hex}")
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("repeat") and any(data.get(name) for name in self.SERIES_FIELDS):
+            self.add_error("repeat", "choose daily or weekly to book a series")
+        return data
+
+    @property
+    def series(self) -> bool:
+        """Return whether the form books a series (a repeat chosen)."""
+        return bool(self.cleaned_data.get("repeat"))
+
     def request_data(self) -> dict[str, Any]:
         out = super().request_data()
-        if self.cleaned_data.get("idempotency_key"):
-            out["idempotencyKey"] = self.cleaned_data["idempotency_key"]
-        if self.cleaned_data.get("keep_when_idle"):
+        data = self.cleaned_data
+        if data.get("idempotency_key"):
+            out["idempotencyKey"] = data["idempotency_key"]
+        if data.get("keep_when_idle"):
             out["keepWhenIdle"] = True
+        if data.get("repeat"):
+            repeat: dict[str, Any] = {"freq": data["repeat"]}
+            if data.get("repeat_on") or data["repeat"] == "weekly":
+                repeat["byDay"] = list(data.get("repeat_on") or [])
+            if (data.get("repeat_until") or "").strip():
+                repeat["until"] = data["repeat_until"].strip()
+            if data.get("repeat_count") is not None:
+                repeat["count"] = data["repeat_count"]
+            out["repeat"] = repeat
+            if data.get("all_or_nothing"):
+                out["allOrNothing"] = True
         return out
 
 

@@ -12,6 +12,10 @@ decides what its instances may hold. The instance id is the idempotency key: whi
 a live allocation, asking again answers that booking and books nothing (a module that retries
 cannot double-allocate an instance). Capability labels are the module's to set (`node_labels`);
 capacity adds none to instance requests.
+
+A module that books a tenant's recurring time (a course's lab sessions for a term) books a
+series: `reserve_series`, the API's `repeat` with the same rule, limits and answer (docs/series.md).
+Those are the tenant's reservations, charged to its quota as the API charges them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from .models import Allocation, DeviceBooking
 from .placers.commit import Owner
 from .placers.inline import place
 from .services.prepare import prepare
+from .services.series import SeriesResult
+from .services.series import reserve_series as _reserve_series
 
 # Advisory lock class for one instance id: two calls for one instance book one allocation.
 INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"
@@ -91,6 +97,39 @@ def reserve_for_instance(
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]
     return InstanceBooking("placed", node=member.node, atoms=member.atoms)
+
+
+def reserve_series(
+    *,
+    tenant: str,
+    pool: str,
+    during: Mapping[str, Any],
+    repeat: Mapping[str, Any],
+    devices: Sequence[Mapping[str, Any]] = (),
+    resources: Mapping[str, int] | None = None,
+    all_or_nothing: bool = False,
+    idempotency_key: str | None = None,
+    admission: Any = None,
+    by: str = "",
+    now: datetime | None = None,
+    config: PlacerConfig | None = None,
+) -> SeriesResult:
+    """Book a tenant's series as the API does: one reservation per occurrence of `repeat` over `during`.
+
+    Raises CapacityError as the API answers (INVALID_INPUT naming the field, POLICY_LIMIT, and
+    SeriesNotPlaced for all_or_nothing), having written nothing.
+    """
+    data = request_body(
+        tenant_id=tenant,
+        pool_id=pool,
+        devices=list(devices) or None,
+        resources=dict(resources) if resources else None,
+        during=dict(during),
+        repeat=dict(repeat) if isinstance(repeat, Mapping) else repeat,
+        all_or_nothing=all_or_nothing or None,
+        idempotency_key=idempotency_key,
+    )
+    return _reserve_series(data, scope=EVERYONE, admission=admission, now=now, config=config, by=by)
 
 
 def _live_booking(instance_id: str, now: datetime) -> InstanceBooking | None:

@@ -6,6 +6,7 @@ from . import views
 from .metrics.view import metrics
 from .views.account import api_token
 from .views.reservations import rebook
+from .views.series import series_release
 
 urlpatterns = [
     path("", views.pools, name="pools"),
@@ -27,5 +28,6 @@ urlpatterns = [
     path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
+    path("series/<int:pk>/release/", series_release, name="series-release"),
     path("accounts/token/", api_token, name="api-token"),
 ]

@@ -30,6 +30,7 @@ CONFLICT: Final = "CONFLICT"
 IDEMPOTENCY_CONFLICT: Final = "IDEMPOTENCY_CONFLICT"
 IDEMPOTENCY_IN_FLIGHT: Final = "IDEMPOTENCY_IN_FLIGHT"
 QUOTA_EXCEEDED: Final = "QUOTA_EXCEEDED"
+SERIES_NOT_PLACED: Final = "SERIES_NOT_PLACED"
 POLICY_LIMIT: Final = "POLICY_LIMIT"
 PAYLOAD_TOO_LARGE: Final = "PAYLOAD_TOO_LARGE"
 UNSUPPORTED_MEDIA_TYPE: Final = "UNSUPPORTED_MEDIA_TYPE"
@@ -55,6 +56,10 @@ CODES: Final[dict[str, Code]] = {
     IDEMPOTENCY_CONFLICT: Code(409, "the idempotency key was already used for a different request"),
     IDEMPOTENCY_IN_FLIGHT: Code(409, "a request with this idempotency key is still running: retry it"),
     QUOTA_EXCEEDED: Code(409, "the tenant would hold more than a quota limit at some instant of the window"),
+    SERIES_NOT_PLACED: Code(
+        409,
+        "allOrNothing: some occurrences of a series would not place (listed in `occurrences`); nothing was booked",
+    ),
     POLICY_LIMIT: Code(
         422, "the booking is past a limit of the pool's policy (maxDuration, maxLeadTime, maxFutureGpuHours)"
     ),

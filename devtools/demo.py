@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.models import Quota, Reservation
+from capacity.models import Quota, Reservation, Series
 from capacity.rollups import refresh_rollups
 from capacity.services.pool_policy import parse_policy, set_policy
 from capacity.services.shares import set_share
@@ -294,6 +294,7 @@ def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict
     return node
 
 
+DEMO_SERIES = "demo-series-1"
 # (key, tenant, pool, GPUs, start offset, length) relative to the first seeding.
 BOOKINGS = (
     ("demo-past-1", "acme", "h100-prod", 8, timedelta(days=-10), timedelta(days=3)),
@@ -347,7 +348,30 @@ def build_bookings(tenants: dict[str, Tenant]) -> int:
         if end <= now:
             services.release(result.reservation.pk, now=end)
         created += 1
-    return created
+    return created + build_series(tenants["acme"], config, now)
+
+
+def build_series(acme: Tenant, config, now) -> int:
+    """Book acme's teaching lab: pcie-batch, 2 GPUs every Monday and Wednesday 09:00-12:00 UTC from
+    next Monday, six times (docs/series.md); return how many occurrences were new."""
+    if Series.objects.filter(tenant=acme, idempotency_key=DEMO_SERIES).exists():
+        return 0
+    monday = now.replace(hour=9) + timedelta(days=(7 - now.weekday()) % 7 or 7)
+    window = {"start": monday.isoformat(), "end": (monday + timedelta(hours=3)).isoformat()}
+    done = services.reserve_series(
+        {
+            "tenantId": acme.slug,
+            "poolId": "pcie-batch",
+            "devices": [{"class": "gpu", "count": 2}],
+            "resources": {"vcpu": 16, "memoryGiB": 128},
+            "during": window,
+            "repeat": {"freq": "weekly", "byDay": ["MO", "WE"], "count": 6},
+            "idempotencyKey": DEMO_SERIES,
+        },
+        config=config,
+        by="seed_demo",
+    )
+    return len(done.occurrences)
 
 
 def build_demo(progress=None) -> dict[str, int]:

@@ -3,7 +3,8 @@
 Each user has a secret URL, `/calendar/<token>.ics`, made on first use and rotatable; it lists
 their tenants' reservations (every tenant's for operators) that end at most 30 days ago, at most
 MAX_EVENTS of them, nearest first: one event per reservation, its status in the summary, its pool,
-nodes and GPUs in the description. A booking that held GPUs is CONFIRMED, also once it has ended;
+nodes and GPUs in the description; a series is one recurring event (its RRULE, its cancelled
+occurrences as EXDATEs, an occurrence that differs as an override). A booking that held GPUs is CONFIRMED, also once it has ended;
 one released or preempted early ends at that moment (spot work given notice, at its preemptAt,
 labelled preempting); one that never held GPUs and was released is CANCELLED; one waiting for GPUs is TENTATIVE.
 """
@@ -17,7 +18,7 @@ import icalendar
 from django.utils import timezone
 
 from capacity.access import feed_scope
-from capacity.models import Reservation
+from capacity.models import Reservation, Series
 from capacity.placers.notice import preempt_at
 from capacity.render import render_reservations
 
@@ -62,6 +63,92 @@ def shape(reservation: Reservation, held: bool) -> tuple[str, str, datetime, dat
     return reservation.status, "CONFIRMED", start, stopped  # released or preempted early: ends then
 
 
+def _event(reservation: Reservation, data: dict, now: datetime, base_url: str) -> icalendar.Event:
+    """Return one reservation's event."""
+    devices = sum(len(a.get("atoms") or []) for a in data["allocations"])
+    nodes = sorted({a["nodeId"] for a in data["allocations"] if a.get("nodeId")})
+    label, status, start, end = shape(reservation, held=bool(data["allocations"]))
+    link = f"{base_url}/reservations/{reservation.pk}/"
+    event = icalendar.Event()
+    event.add("uid", f"reservation-{reservation.pk}@berth")
+    event.add("dtstamp", _second(now))
+    event.add("dtstart", _second(start))
+    # A booking released within its first second still lasts one: an event may not end as it starts.
+    event.add("dtend", max(_second(end), _second(start) + timedelta(seconds=1)))
+    event.add(
+        "summary",
+        f"[{label}] {reservation.tenant.slug}: {_asked(reservation.request)} on {reservation.pool.slug}",
+    )
+    event.add(
+        "description",
+        "\n".join(
+            [
+                f"Reservation {reservation.pk} of {reservation.tenant.slug} in pool {reservation.pool.slug}",
+                f"Status: {label}",
+                f"Nodes: {', '.join(nodes) if nodes else 'none yet'}",
+                f"GPUs and slices: {devices}",
+                link,
+            ]
+        ),
+    )
+    event.add("location", reservation.pool.slug + (": " + ", ".join(nodes) if nodes else ""))
+    event.add("status", status)
+    event.add("url", link)
+    return event
+
+
+def _asked(request: dict) -> str:
+    asked = ", ".join(
+        f"{d.get('count', 1)} {d.get('class', 'gpu')}" for d in request.get("input", {}).get("devices", [])
+    )
+    return asked or "booking"
+
+
+def _series_events(
+    series: Series, occurrences: list[tuple[Reservation, dict]], now: datetime, base_url: str
+) -> list[icalendar.Event]:
+    """Return a series as one recurring event (its RRULE), with EXDATEs and the occurrences that differ.
+
+    An occurrence that never held GPUs and ended (released before it started, or never placed) is
+    an EXDATE: it does not happen. One that differs from the rule's plain booking (waiting for
+    GPUs, ended early, preempting) is an override of its own (RECURRENCE-ID: its start), as
+    RFC 5545 has it, so a calendar shows what each occurrence is.
+    """
+    uid = f"series-{series.pk}@berth"
+    link = f"{base_url}/reservations/{occurrences[0][0].pk}/"
+    master = icalendar.Event()
+    master.add("uid", uid)
+    master.add("dtstamp", _second(now))
+    master.add("dtstart", _second(series.starts_at))
+    master.add("dtend", _second(series.ends_at))
+    master.add("rrule", icalendar.vRecur.from_ical(series.rule))
+    master.add(
+        "summary", f"[series] {series.tenant.slug}: {_asked({'input': series.request})} on {series.pool.slug}"
+    )
+    master.add(
+        "description",
+        f"Series {series.pk} of {series.tenant.slug} in pool {series.pool.slug}: {series.rule} (UTC)\n"
+        "Each occurrence is a reservation of its own.\n" + link,
+    )
+    master.add("location", series.pool.slug)
+    master.add("status", "CONFIRMED")
+    master.add("url", link)
+    events = [master]
+    skipped = []
+    for reservation, data in occurrences:
+        label, status, _, end = shape(reservation, held=bool(data["allocations"]))
+        if status == "CANCELLED":
+            skipped.append(_second(reservation.starts_at))
+        elif status != "CONFIRMED" or end != reservation.ends_at or label not in ("placed", "ended"):
+            override = _event(reservation, data, now, base_url)
+            override["uid"] = uid
+            override.add("recurrence-id", _second(reservation.starts_at))
+            events.append(override)
+    if skipped:
+        master.add("exdate", skipped)
+    return events
+
+
 def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> bytes:
     """Return the feed's iCalendar text."""
     now = now or timezone.now()
@@ -79,38 +166,14 @@ def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> 
     cal.add("calscale", "GREGORIAN")
     cal.add("method", "PUBLISH")
     cal.add("x-wr-calname", "Berth: " + feed.owner.get_username())
+    members: dict[int, list[tuple[Reservation, dict]]] = {}
     for reservation, data in zip(reservations, shown, strict=True):
-        devices = sum(len(a.get("atoms") or []) for a in data["allocations"])
-        nodes = sorted({a["nodeId"] for a in data["allocations"] if a.get("nodeId")})
-        label, status, start, end = shape(reservation, held=bool(data["allocations"]))
-        asked = ", ".join(
-            f"{d.get('count', 1)} {d.get('class', 'gpu')}"
-            for d in reservation.request.get("input", {}).get("devices", [])
-        )
-        link = f"{base_url}/reservations/{reservation.pk}/"
-        event = icalendar.Event()
-        event.add("uid", f"reservation-{reservation.pk}@berth")
-        event.add("dtstamp", _second(now))
-        event.add("dtstart", _second(start))
-        # A booking released within its first second still lasts one: an event may not end as it starts.
-        event.add("dtend", max(_second(end), _second(start) + timedelta(seconds=1)))
-        event.add(
-            "summary", f"[{label}] {reservation.tenant.slug}: {asked or 'booking'} on {reservation.pool.slug}"
-        )
-        event.add(
-            "description",
-            "\n".join(
-                [
-                    f"Reservation {reservation.pk} of {reservation.tenant.slug} in pool {reservation.pool.slug}",
-                    f"Status: {label}",
-                    f"Nodes: {', '.join(nodes) if nodes else 'none yet'}",
-                    f"GPUs and slices: {devices}",
-                    link,
-                ]
-            ),
-        )
-        event.add("location", reservation.pool.slug + (": " + ", ".join(nodes) if nodes else ""))
-        event.add("status", status)
-        event.add("url", link)
-        cal.add_component(event)
+        if reservation.series_id is None:
+            cal.add_component(_event(reservation, data, now, base_url))
+        else:
+            members.setdefault(reservation.series_id, []).append((reservation, data))
+    found_series = Series.objects.select_related("tenant", "pool").in_bulk(list(members))
+    for series_id, occurrences in members.items():
+        for component in _series_events(found_series[series_id], occurrences, now, base_url):
+            cal.add_component(component)
     return cal.to_ical()

@@ -28,6 +28,7 @@ from capacity.placement.fields import (
     TOPOLOGIES,
 )
 from capacity.placement.selectors import MAX_EXPRESSIONS, OPERATORS
+from capacity.services.repeat import DAYS, FREQS, MAX_INTERVAL, MAX_OCCURRENCES
 from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -155,6 +156,18 @@ class WaitSerializer(serializers.Serializer):
     timeoutMs = serializers.IntegerField(min_value=0, max_value=MAX_WAIT_MS)
 
 
+class RepeatSerializer(serializers.Serializer):
+    """An RFC 5545 rule over the first window, in UTC: give count or until."""
+
+    freq = serializers.ChoiceField(choices=FREQS)
+    byDay = serializers.ListField(child=serializers.ChoiceField(choices=DAYS), required=False, min_length=1)
+    interval = serializers.IntegerField(min_value=1, max_value=MAX_INTERVAL, required=False)
+    count = serializers.IntegerField(min_value=1, max_value=MAX_OCCURRENCES, required=False)
+    until = serializers.CharField(
+        required=False, help_text="A date (inclusive, UTC), an ISO 8601 time, or epoch milliseconds."
+    )
+
+
 # How the schema describes each field the API takes; which fields, in which order, and their help
 # texts come from the request's one declaration (capacity.placement.fields).
 INPUT_SCHEMA: dict[str, Callable[..., serializers.Field]] = {
@@ -174,6 +187,8 @@ INPUT_SCHEMA: dict[str, Callable[..., serializers.Field]] = {
     "imageId": lambda **kw: serializers.CharField(required=False, allow_null=True, **kw),
     "wait": lambda **kw: WaitSerializer(required=False, **kw),
     "keepWhenIdle": lambda **kw: serializers.BooleanField(required=False, **kw),
+    "repeat": lambda **kw: RepeatSerializer(required=False, **kw),
+    "allOrNothing": lambda **kw: serializers.BooleanField(required=False, **kw),
 }
 if set(INPUT_SCHEMA) != API_FIELDS:
     raise RuntimeError(

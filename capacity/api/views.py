@@ -38,6 +38,7 @@ from .serializers import (
     QuotaReportSerializer,
     ReservationSerializer,
 )
+from .series import create_series
 
 TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
 
@@ -115,7 +116,10 @@ class ReservationsView(BerthAPIView):
             "IDEMPOTENCY_CONFLICT. The `Idempotency-Key` header means exactly what idempotencyKey "
             "does (both present and different: 400). When placing it took spot work back, the 201 "
             "says so in `preempted`. A booking past a limit of the pool's policy (maxDuration, "
-            "maxLeadTime, maxFutureGpuHours) answers 422 POLICY_LIMIT naming the limit, and writes nothing."
+            "maxLeadTime, maxFutureGpuHours) answers 422 POLICY_LIMIT naming the limit, and writes nothing. "
+            "With `repeat` it books a series (docs/series.md): 201 with `series: {id, occurrences: "
+            "[{reservationId, start, status}]}`, each occurrence placed or pending with its reason; "
+            "with `allOrNothing` 409 SERIES_NOT_PLACED lists the occurrences that would not place."
         ),
         parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
@@ -128,6 +132,8 @@ class ReservationsView(BerthAPIView):
     )
     def post(self, request):
         data = request_input(request)
+        if "repeat" in data or "allOrNothing" in data:
+            return create_series(self, request, data)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
         body = render_reservation(result.reservation, self.scope, queue=True)

@@ -5,6 +5,7 @@ from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
+from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
 
@@ -23,5 +24,6 @@ __all__ = [
     "Reservation",
     "ReservationEvent",
     "ScalarClaim",
+    "Series",
     "TokenLifetime",
 ]

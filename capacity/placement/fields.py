@@ -91,6 +91,21 @@ FIELDS: Final = (
         True,
         "Never release it for idleness (still marked Idle), where the pool's policy allows it.",
     ),
+    Field(
+        "repeat",
+        "repeat",
+        SERVICE,
+        True,
+        "A series (docs/series.md): {freq: daily|weekly, byDay, interval, count or until} over the"
+        " first occurrence's window; at most 200 occurrences over 366 days. Create only.",
+    ),
+    Field(
+        "allOrNothing",
+        "all_or_nothing",
+        SERVICE,
+        True,
+        "With repeat: book every occurrence or none (409 SERIES_NOT_PLACED listing those that would not place).",
+    ),
     # Set by capacity itself: the owner is the reservation it creates (or the port's instance),
     # excludeNodes is the placer's, nodeLabels are set by modules through the port, a lease by
     # `binding: node`.

@@ -31,5 +31,14 @@ from .release import expire_ended, release, retry_pending
 from .reservations import allocations_for, allocations_of, get, list_reservations
 from .reserve import ReserveResult, admission_context, reserve
 from .satisfiable import UNSATISFIABLE
+from .series import (
+    SeriesNotPlaced,
+    SeriesResult,
+    get_series,
+    occurrences_of,
+    prepare_series,
+    release_series,
+    reserve_series,
+)
 from .usage_hooks import usage_for, usage_series
 from .waiting import await_placer, is_queued

@@ -21,7 +21,7 @@ from capacity.conf import placer_config
 from capacity.db.literals import to_datetime
 from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation
-from capacity.placement import ARCHIVED_REASON, CapacityError, run_admit
+from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, run_admit
 from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
 from capacity.placers.index import pool_index
 from capacity.placers.planning import Planner, uses_shortlist
@@ -79,6 +79,9 @@ def reserve(
     """
     lookups.start()
     if prepared is None:
+        for name in ("repeat", "allOrNothing"):
+            if isinstance(data, Mapping) and name in data:
+                raise CapacityError(INVALID_INPUT, f"{name}: a series is booked by reserve_series")
         config = config or placer_config()
         # Admit hooks see each request once, so they see it with a lookup read afresh. Otherwise the
         # tenant and pool may come from an earlier request: the statement that inserts the
@@ -105,7 +108,7 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
     stage = route(prepared, planner)
     if prepared.digest is not None and not stage.charged:
         raise insert.StaleLookup  # only the charged insert checks a kept lookup
-    fields = _fields(prepared)
+    fields = reservation_fields(prepared)
     wait_ms = prepared.extra["wait_ms"]
     if stage.route == QUEUE and insert.can_commit_at_once():
         return _queue(stage, prepared, fields, admission, wait_ms)
@@ -116,10 +119,10 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
         if admission is not None and stage.route != ARCHIVED:
             # After the archived check: an archived pool answers pending, whatever policy or quota say.
             run_admit(prepared.config.plugins, stage.request, admission)
-        reservation = _insert(stage, prepared, fields)
+        reservation = insert_routed(stage, prepared, fields)
         if reservation is None:
             return ReserveResult(_taken_key(prepared), created=False)
-        outcome = _place(stage)
+        outcome = place_routed(stage)
         if outcome.status == "placed":
             # Under the tenant's quota lock, counting the booking just written (services.limits).
             limits.check_future_gpu_hours(
@@ -155,7 +158,7 @@ def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
     return stage
 
 
-def _fields(prepared: Prepared) -> dict[str, Any]:
+def reservation_fields(prepared: Prepared) -> dict[str, Any]:
     """Return the new reservation's columns."""
     request = prepared.request
     return {
@@ -175,7 +178,7 @@ def _fields(prepared: Prepared) -> dict[str, Any]:
     }
 
 
-def _insert(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> Reservation | None:
+def insert_routed(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> Reservation | None:
     """Insert the reservation (with its charges when routed so); None when its key was taken meanwhile.
 
     An inline placement's window reads travel in the insert's pipeline: one round trip fewer.
@@ -213,7 +216,7 @@ def _insert(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> Reserva
     return reservation
 
 
-def _place(stage: Stage) -> Outcome:
+def place_routed(stage: Stage) -> Outcome:
     """Place the inserted reservation as routed and record the outcome on it."""
     reservation = stage.reservation
     assert reservation is not None

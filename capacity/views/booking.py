@@ -16,6 +16,7 @@ from capacity import services
 from capacity.access import scope_for
 from capacity.db.literals import to_datetime
 from capacity.forms import BookForm, RequestForm, SelectorForm
+from capacity.models import Reservation
 from capacity.placement import (
     CapacityError,
     format_selector,
@@ -35,6 +36,7 @@ from .common import (
 )
 from .quota import booking_quota
 from .reservations import reservation_rows
+from .series import book_series, occurrence_context
 
 # --- preview and booking ---------------------------------------------------------------------------
 
@@ -286,9 +288,17 @@ def book(request: HttpRequest) -> HttpResponse:
     """Book capacity; answers placed with the node and atoms, or pending with the reason."""
     booked = None
     scope = scope_for(request.user)
+    booked_series = None
     if request.method == "POST":
         form = _request_form(request, BookForm, data=request.POST)
-        result = _book(request, form, scope) if form.is_valid() else None
+        if form.is_valid() and form.series:
+            # A series answers with its first occurrence, whose page lists the others.
+            done = book_series(request, form, scope)
+            first = Reservation.objects.get(pk=done.occurrences[0].reservation_id) if done else None
+            result = services.ReserveResult(first, created=True) if first else None
+            booked_series = occurrence_context(first, scope) if first else None
+        else:
+            result = _book(request, form, scope) if form.is_valid() else None
         if result is not None:
             if not wants_partial(request):
                 return redirect("reservation-detail", pk=result.reservation.pk)
@@ -305,6 +315,7 @@ def book(request: HttpRequest) -> HttpResponse:
             "nav": "book",
             "form": form,
             "booked": booked,
+            "booked_series": booked_series,
             "device_classes": _device_classes(request.user),
             # The chosen tenant's quota over the window the form asks for (updated with each answer).
             "quotas": booking_quota(form, scope),

@@ -38,6 +38,7 @@ from .common import (
     visible_tenants,
 )
 from .quota import quota_cards
+from .series import occurrence_context
 
 # --- reservations ----------------------------------------------------------------------------------
 
@@ -328,6 +329,7 @@ def reservation_detail(
             # shared until the lent work's preemptAt, and the page says until when instead.
             "lends": any(at is None for at in notices.values()),
             "shared_until": max((at for at in notices.values() if at is not None), default=None),
+            "occurrence_of": occurrence_context(reservation, scope),
         },
         status=status,
     )

@@ -30,6 +30,7 @@ def test_every_service_code_has_the_documented_status():
         "PAYLOAD_TOO_LARGE": 413,
         "POLICY_LIMIT": 422,
         "QUOTA_EXCEEDED": 409,
+        "SERIES_NOT_PLACED": 409,
         "THROTTLED": 429,
         "UNAUTHENTICATED": 401,
         "UNSUPPORTED": 422,

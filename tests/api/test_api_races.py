@@ -98,3 +98,30 @@ def test_one_tenant_creating_and_releasing_over_http_from_eight_clients_never_an
     assert statuses.count(201) == CLIENTS * ROUNDS
     assert Reservation.objects.filter(status="released").count() == CLIENTS * ROUNDS
     assert audit() == []
+
+
+def test_one_series_sent_four_times_at_once_with_one_key_is_booked_once(live_server, acme, make_node):
+    """node-0..node-3: 4 GPUs each. Four clients send the same weekly series with one key at once."""
+    from capacity.models import Series
+
+    for i in range(4):
+        make_node(f"node-{i}", gpus=4)
+    token = acme.auth_token.key
+    body = {**one_gpu(24), "idempotencyKey": "term-1", "repeat": {"freq": "daily", "count": 5}}
+    answers: list[tuple[int, int]] = []
+    start = threading.Barrier(4)
+
+    def client():
+        start.wait()
+        status, got = call(live_server.url, token, "POST", "reservations", body)
+        answers.append((status, got["series"]["id"] if status in (200, 201) else got["code"]))
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    series = Series.objects.get()
+    assert sorted(answers) == [(200, series.pk)] * 3 + [(201, series.pk)], answers
+    assert Reservation.objects.filter(series=series).count() == 5 == Reservation.objects.count()
+    assert audit() == []

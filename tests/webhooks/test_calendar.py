@@ -109,3 +109,45 @@ def test_spot_work_given_notice_ends_its_event_at_preempt_at(lab, people, book):
     (event,) = icalendar.Calendar.from_ical(calendar(feed_of(alice), "http://x")).walk("VEVENT")
     assert str(event["STATUS"]) == "CONFIRMED" and str(event["SUMMARY"]).startswith("[preempting] ")
     assert event.decoded("DTEND") == at.replace(microsecond=0)
+
+
+def test_a_series_is_one_recurring_event_with_its_rrule_exdates_and_overrides(lab, people):
+    from datetime import UTC, datetime
+
+    from capacity.models import Series
+
+    alice, _bob, _ops = people
+    today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    monday = today + timedelta(days=(7 - today.weekday()) % 7 or 7)
+    window = {"start": monday.isoformat(), "end": (monday + timedelta(hours=3)).isoformat()}
+    # Three occurrences: the second released before it starts, the third pending (4 GPUs taken).
+    third = monday + timedelta(days=14)
+    taken = {"start": third.isoformat(), "end": (third + timedelta(hours=3)).isoformat()}
+    for _ in range(2):
+        services.reserve(
+            {"tenantId": "globex", "poolId": "lab-pool", "devices": [{"count": 4}], "during": taken}
+        )
+    done = services.reserve_series(
+        {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": 1}],
+            "during": window,
+            "repeat": {"freq": "weekly", "byDay": ["MO"], "count": 3},
+        }
+    )
+    first, second, pending = (o.reservation_id for o in done.occurrences)
+    services.release(second)
+    cal = icalendar.Calendar.from_ical(calendar(feed_of(alice), "http://x"))
+    events = cal.walk("VEVENT")
+    series = Series.objects.get()
+    assert {str(e["UID"]) for e in events} == {f"series-{series.pk}@berth"}
+    (master,) = [e for e in events if "RECURRENCE-ID" not in e]
+    assert master["RRULE"].to_ical() == b"FREQ=WEEKLY;COUNT=3;BYDAY=MO"
+    assert master.decoded("DTSTART") == monday and master.decoded("DTEND") == monday + timedelta(hours=3)
+    assert [d.dt for d in master["EXDATE"].dts] == [monday + timedelta(days=7)]
+    (override,) = [e for e in events if "RECURRENCE-ID" in e]
+    assert override.decoded("RECURRENCE-ID") == third
+    assert str(override["STATUS"]) == "TENTATIVE" and str(override["SUMMARY"]).startswith("[pending] ")
+    assert f"/reservations/{pending}/" in str(override["URL"])
+    assert f"/reservations/{first}/" in str(master["URL"])

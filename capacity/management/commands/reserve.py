@@ -2,11 +2,18 @@
 
     manage.py reserve --tenant acme --pool h100-prod --gpus 8 --for 3d \\
         --selector "gpuProduct in (H100-SXM5-80GB), vramGiB >= 80" --nvlink
+
+A series (docs/series.md): the first window, then the rule.
+
+    manage.py reserve --tenant acme --pool h100-prod --gpus 8 --start 2027-01-04T09:00Z --for 3h \\
+        --repeat weekly --on MO,WE --until 2027-03-31 [--all-or-nothing]
 """
 
+import json
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.core.serializers.json import DjangoJSONEncoder
 
 from capacity import services
 from capacity.management.base import (
@@ -14,9 +21,15 @@ from capacity.management.base import (
     BerthCommand,
     add_request_arguments,
     admission,
+    refused,
     request_from_options,
 )
-from capacity.render import render_reservation
+from capacity.placement import CapacityError
+from capacity.render import occurrence_items, render_reservation, series_data
+from capacity.services.repeat import FREQS
+from inventory.changelog import recording
+
+SERIES_OPTIONS = ("on", "interval", "count", "until", "all_or_nothing")
 
 
 def describe(data: dict, *, replay_key: str | None = None) -> list[str]:
@@ -50,9 +63,28 @@ class Command(BerthCommand):
         parser.add_argument(
             "--fail-on-pending", action="store_true", help="Exit 3 when the reservation is pending."
         )
+        series = parser.add_argument_group("series (docs/series.md)")
+        series.add_argument(
+            "--repeat", choices=FREQS, help="Book a series: the window repeats daily or weekly."
+        )
+        series.add_argument("--on", help="With --repeat: the days, such as MO,WE (weekly needs them).")
+        series.add_argument("--interval", type=int, help="With --repeat: every n days or weeks (default 1).")
+        series.add_argument("--count", type=int, help="With --repeat: how many occurrences (at most 200).")
+        series.add_argument(
+            "--until", help="With --repeat: the last day (YYYY-MM-DD, UTC) or an ISO 8601 time."
+        )
+        series.add_argument(
+            "--all-or-nothing", action="store_true", help="With --repeat: book every occurrence or none."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self.call(request_from_options, options)
+        if options.get("repeat"):
+            return self.series(data, options)
+        if any(options.get(o) for o in SERIES_OPTIONS):
+            raise refused(
+                "INVALID_INPUT", "--on, --interval, --count, --until and --all-or-nothing need --repeat"
+            )
         result = self.call(services.reserve, data, scope=self.scope, admission=admission(data["tenantId"]))
         rendered = render_reservation(result.reservation)
         if options["json"]:
@@ -63,3 +95,43 @@ class Command(BerthCommand):
         if options["fail_on_pending"] and result.reservation.status == "pending":
             reason = result.reservation.condition(services.UNSCHEDULABLE) or {}
             raise CommandError(f"PENDING: {reason.get('message', 'not placed')}", returncode=PENDING)
+
+    def series(self, data: dict, options: dict[str, Any]) -> None:
+        """Book a series as the API does (the same rule and limits), and print each occurrence."""
+        repeat: dict[str, Any] = {"freq": options["repeat"]}
+        if options.get("on") is not None:
+            repeat["byDay"] = [d.strip().upper() for d in options["on"].split(",") if d.strip()]
+        for name in ("interval", "count", "until"):
+            if options.get(name) is not None:
+                repeat[name] = options[name]
+        data = {**data, "repeat": repeat, **({"allOrNothing": True} if options["all_or_nothing"] else {})}
+        try:
+            with recording(actor=self.actor()):
+                result = services.reserve_series(
+                    data, scope=self.scope, admission=admission(data["tenantId"]), by=self.actor()
+                )
+        except services.SeriesNotPlaced as missed:
+            lines = [
+                f"  {o['start']} {o['status']}: {o.get('reason', '')}"
+                for o in occurrence_items(missed.occurrences)
+            ]
+            self.stderr.write("\n".join(lines))
+            raise refused(missed.code, missed.message) from None
+        except CapacityError as err:
+            raise refused(err.code, err.message) from None
+        rendered = series_data(result.series, result.occurrences)
+        if options["json"]:
+            self.print_json(json.loads(json.dumps(rendered, cls=DjangoJSONEncoder)))
+        else:
+            replay = "" if result.created else f" (existing, idempotency key {data.get('idempotencyKey')})"
+            lines = [
+                f"series {rendered['id']}{replay}: {rendered['rule']}, {len(rendered['occurrences'])} occurrences"
+            ]
+            lines += [
+                f"  {o['start']} reservation {o['reservationId']} {o['status']}"
+                + (f": {o['reason']}" if o.get("reason") else "")
+                for o in rendered["occurrences"]
+            ]
+            self.stdout.write("\n".join(lines))
+        if options["fail_on_pending"] and any(o.status != "placed" for o in result.occurrences):
+            raise CommandError("PENDING: some occurrences are pending", returncode=PENDING)

@@ -20,6 +20,10 @@ from booking import NOW, ask, config, reserve
 INLINE_STATEMENTS = 7
 QUEUED_STATEMENTS = 1
 BATCH_STATEMENTS = 10
+# A series: its lookup, the series row and the link of its occurrences once; each occurrence its
+# insert with its charge and the placement (services.series).
+SERIES_FIXED = 7
+SERIES_PER_OCCURRENCE = 5
 
 
 def test_an_inline_placement_sends_a_pinned_number_of_statements(tenant, make_node):
@@ -79,3 +83,16 @@ def test_a_queued_placement_sends_one_statement_and_its_share_of_one_batch(tenan
     assert queued == [QUEUED_STATEMENTS] * 64
     assert len(statements.captured_queries) == BATCH_STATEMENTS
     assert (sum(queued) + BATCH_STATEMENTS) / 64 <= 1.3  # bench_placements' figure
+
+
+def test_a_series_places_each_occurrence_in_fewer_statements_than_a_single_create(tenant, make_node):
+    """A weekly series of ten: prepared once, one transaction, the planner and quota lock kept."""
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    reserve(ask(1))
+    body = {**ask(1, start=24 * 7, hours=2), "repeat": {"freq": "daily", "count": 10}}
+    with CaptureQueriesContext(connection) as statements:
+        done = services.reserve_series(body, now=NOW, config=config())
+    assert [o.status for o in done.occurrences] == ["placed"] * 10
+    assert len(statements.captured_queries) == SERIES_FIXED + 10 * SERIES_PER_OCCURRENCE
+    assert SERIES_PER_OCCURRENCE < INLINE_STATEMENTS

@@ -104,3 +104,36 @@ def test_the_port_applies_the_pool_policy_limits(tenant, make_node):
         "maxDuration is 12h; this asks 24h",
     )
     assert not Allocation.objects.exists()
+
+
+def test_a_module_books_a_series_through_the_port_with_the_apis_rule_and_limits(tenant, make_node):
+    from capacity.models import Reservation, Series
+
+    make_node("node-a", gpus=4)
+    window = ask(1)["during"]
+    first = port.reserve_series(
+        tenant="acme",
+        pool="lab-pool",
+        devices=[{"class": "gpu", "count": 1}],
+        during=window,
+        repeat={"freq": "daily", "count": 3},
+        now=NOW,
+        config=config(),
+    )
+    assert [o.status for o in first.occurrences] == ["placed"] * 3
+    assert Reservation.objects.filter(series=first.series).count() == 3
+    with pytest.raises(CapacityError) as refused:
+        port.reserve_series(
+            tenant="acme",
+            pool="lab-pool",
+            devices=[{"class": "gpu", "count": 1}],
+            during=window,
+            repeat={"freq": "weekly", "byDay": [], "count": 3},
+            now=NOW,
+            config=config(),
+        )
+    assert (refused.value.code, refused.value.message) == (
+        "INVALID_INPUT",
+        "repeat.byDay must name at least one day (MO, TU, WE, TH, FR, SA, SU)",
+    )
+    assert Series.objects.count() == 1

@@ -1,0 +1,303 @@
+"""Series: one recurrence rule, one reservation per occurrence, booked in one transaction.
+
+A series is prepared once, like any create (services.prepare: input, first window, tenant, pool,
+the pool's limits), its rule expanded once (capacity.services.repeat) and every occurrence's
+window checked against the pool's limits, all before any lock. Then, in one transaction: the
+Series row, and per occurrence the charged insert and the inline placement a single create does
+(services.reserve), with the planner built once; the tenant's quota lock is taken by the first
+insert and held to the commit; maxFutureGpuHours is checked once, after the last occurrence.
+Series always place inline, whichever placer the site runs: the answer says what each occurrence
+got, and allOrNothing needs to know before it commits. A refused quota charge leaves that
+occurrence pending with the quota's reason (the worker retries it, as any pending booking).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from capacity.access import EVERYONE, Scope
+from capacity.conf import placer_config
+from capacity.db.literals import to_datetime
+from capacity.db.retry import retry_on_conflict
+from capacity.models import Reservation, Series
+from capacity.placement import INVALID_INPUT, NOT_FOUND, QUOTA_EXCEEDED, CapacityError, run_admit
+from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
+from capacity.placement.types import Window
+from capacity.placers.planning import Planner
+from capacity.placers.quota import QUOTA_EXCEEDED_REASON
+from capacity.placers.types import INLINE, Outcome
+from config.errors import SERIES_NOT_PLACED
+
+from . import limits
+from .placing import set_pending
+from .prepare import Prepared, prepare
+from .release import release
+from .repeat import Repeat, expand, parse_repeat
+from .reserve import insert_routed, place_routed, reservation_fields, route
+
+SERIES_FIELDS = ("repeat", "allOrNothing")
+ENDED = (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One occurrence as a series' answer lists it: its reservation (None when nothing was booked)."""
+
+    start: datetime
+    status: str
+    reservation_id: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SeriesResult:
+    """A series after reserve_series: the row, its occurrences in start order, and whether it is new."""
+
+    series: Series
+    occurrences: list[Occurrence]
+    created: bool
+
+
+class SeriesNotPlaced(CapacityError):
+    """allOrNothing refused: the occurrences that would not place, each with its reason; nothing booked."""
+
+    def __init__(self, missed: list[Occurrence], total: int) -> None:
+        super().__init__(
+            SERIES_NOT_PLACED,
+            f"allOrNothing: {len(missed)} of {total} occurrences would not place; nothing was booked",
+        )
+        self.occurrences = missed
+
+
+@dataclass(frozen=True)
+class PreparedSeries:
+    """A series made ready before any lock: the first occurrence prepared, the rule, each one's start."""
+
+    prepared: Prepared
+    repeat: Repeat
+    all_or_nothing: bool
+    starts: list[int]
+
+    def occurrence(self, start: int) -> Prepared:
+        """Return the prepared request of the occurrence starting at `start` (epoch ms)."""
+        first = self.prepared
+        window = Window(start, start + first.request.during.end - first.request.during.start)
+        during = {"start": window.start, "end": window.end}
+        shown = {"start": to_datetime(window.start).isoformat(), "end": to_datetime(window.end).isoformat()}
+        kept = {k: v for k, v in first.extra["input"].items() if k not in ("duration", "idempotencyKey")}
+        return dataclasses.replace(
+            first,
+            core={**first.core, "during": during},
+            request=dataclasses.replace(first.request, during=window),
+            extra={**first.extra, "idempotency_key": None, "input": {**kept, "during": shown}},
+        )
+
+
+def prepare_series(
+    data: Mapping[str, Any], *, scope: Scope, now: datetime | None = None, config=None
+) -> PreparedSeries:
+    """Return the series prepared, or refuse it (INVALID_INPUT naming the field, POLICY_LIMIT) before any lock.
+
+    Every path (API, form, `reserve --repeat`, the port) comes here: one validator for all.
+    """
+    if not isinstance(data, Mapping):
+        raise CapacityError(INVALID_INPUT, "the request must be an object")
+    if "repeat" not in data:
+        raise CapacityError(INVALID_INPUT, "repeat is required for a series")
+    repeat = parse_repeat(data["repeat"])
+    all_or_nothing = data.get("allOrNothing", False)
+    if not isinstance(all_or_nothing, bool):
+        raise CapacityError(INVALID_INPUT, "allOrNothing must be true or false")
+    if "wait" in data:
+        raise CapacityError(INVALID_INPUT, "wait: a series is placed at once; it takes no wait")
+    rest = {k: v for k, v in data.items() if k not in SERIES_FIELDS}
+    prepared = prepare(rest, scope=scope, now=now, config=config or placer_config())
+    during = prepared.request.during
+    starts = expand(repeat, during.start, during.end)
+    ready = PreparedSeries(prepared, repeat, all_or_nothing, starts)
+    for n, start in enumerate(starts[1:], start=2):
+        try:
+            limits.check_window(ready.occurrence(start).request, prepared.pool.limits, prepared.now)
+        except CapacityError as err:
+            at = to_datetime(start).strftime("%Y-%m-%d %H:%M")
+            raise CapacityError(err.code, f"{err.message} (occurrence {n}, {at} UTC)") from None
+    return ready
+
+
+def reserve_series(
+    data: Mapping[str, Any],
+    *,
+    scope: Scope = EVERYONE,
+    admission: Any = None,
+    now: datetime | None = None,
+    config=None,
+    by: str = "",
+) -> SeriesResult:
+    """Create a series and place each occurrence; the same idempotency key answers the first series.
+
+    With allOrNothing, raise SeriesNotPlaced (nothing written) when any occurrence would not place.
+    """
+    ready = prepare_series(data, scope=scope, now=now, config=config)
+    prepared = ready.prepared
+    occurrences = [ready.occurrence(start) for start in ready.starts]
+    if admission is not None:
+        # Each occurrence is a request of its own to admit hooks; a refusal refuses the series.
+        for one in occurrences:
+            run_admit(prepared.config.plugins, one.request, admission)
+    return _create(ready, occurrences, by)
+
+
+@retry_on_conflict
+def _create(ready: PreparedSeries, occurrences: list[Prepared], by: str) -> SeriesResult:
+    """Write the series and place its occurrences in one transaction (or answer a replayed key)."""
+    prepared = ready.prepared
+    key = prepared.extra["idempotency_key"]
+    stored = {k: v for k, v in prepared.extra["input"].items() if k != "idempotencyKey"}
+    with transaction.atomic():
+        existing = _replayed(prepared, key, ready, stored)
+        if existing is not None:
+            return existing
+        try:
+            with transaction.atomic():
+                series = Series.objects.create(
+                    tenant=prepared.tenant,
+                    pool_id=prepared.pool.pk,
+                    rule=ready.repeat.rule_text(),
+                    repeat=ready.repeat.as_input(),
+                    request=stored,
+                    starts_at=to_datetime(prepared.request.during.start),
+                    ends_at=to_datetime(prepared.request.during.end),
+                    all_or_nothing=ready.all_or_nothing,
+                    idempotency_key=key,
+                    created_by=by[:150],
+                )
+        except IntegrityError:
+            # The key's unique index waited for a concurrent request with it: answer its series.
+            existing = _replayed(prepared, key, ready, stored)
+            if existing is not None:
+                return existing
+            raise CapacityError(
+                IDEMPOTENCY_IN_FLIGHT, f"idempotency key {key} is in use by a request in flight"
+            ) from None
+        # Placed inline whichever placer the site runs (the module docstring says why).
+        config = dataclasses.replace(prepared.config, placer=INLINE)
+        planner: Planner | None = None
+        answers: list[Occurrence] = []
+        booked: list[Reservation] = []
+        for one in occurrences:
+            one = dataclasses.replace(one, config=config)
+            reservation, outcome, planner = _book_one(one, planner, explain=not ready.all_or_nothing)
+            booked.append(reservation)
+            answers.append(_answer(reservation, outcome))
+        missed = [a for a in answers if a.status != Reservation.Status.PLACED]
+        if ready.all_or_nothing and missed:
+            raise SeriesNotPlaced([dataclasses.replace(a, reservation_id=None) for a in missed], len(answers))
+        if len(missed) < len(answers):
+            # Under the tenant's quota lock, counting every occurrence just written (services.limits).
+            limits.check_future_gpu_hours(
+                prepared.pool.limits, prepared.tenant.pk, prepared.tenant.slug, prepared.pool.pk, prepared.now
+            )
+        Reservation.objects.filter(pk__in=[r.pk for r in booked]).update(series=series)
+    return SeriesResult(series, answers, created=True)
+
+
+def _book_one(
+    one: Prepared, planner: Planner | None, *, explain: bool
+) -> tuple[Reservation, Outcome, Planner | None]:
+    """Insert, charge and place one occurrence as a single create is; the planner carries on."""
+    stage = route(one, planner)
+    stage.explain = explain
+    fields = reservation_fields(one)
+    try:
+        reservation = insert_routed(stage, one, fields)
+    except CapacityError as err:
+        if err.code != QUOTA_EXCEEDED:
+            raise
+        # Nothing was written: the occurrence waits uncharged, with the quota's reason.
+        stage.charged = False
+        reservation = insert_routed(stage, one, fields)
+        assert reservation is not None
+        set_pending(reservation, err.message, QUOTA_EXCEEDED_REASON)
+        reservation.save(update_fields=["status", "conditions", "updated_at"])
+        return reservation, Outcome("pending", reason=err.message), stage.planner or planner
+    assert reservation is not None  # occurrences carry no idempotency key
+    return reservation, place_routed(stage), stage.planner
+
+
+def _answer(reservation: Reservation, outcome: Outcome) -> Occurrence:
+    status = reservation.status
+    reason = "" if status == Reservation.Status.PLACED else (outcome.reason or _reason(reservation))
+    return Occurrence(reservation.starts_at, status, reservation.pk, reason)
+
+
+def _reason(reservation: Reservation) -> str:
+    for condition in reservation.conditions:
+        if condition.get("type") == "Unschedulable":
+            return condition.get("message", "")
+    return ""
+
+
+def occurrences_of(series: Series) -> list[Occurrence]:
+    """Return a series' occurrences still live, in start order (one statement)."""
+    rows = Reservation.objects.filter(series=series).order_by("starts_at", "pk")
+    return [
+        Occurrence(r.starts_at, r.status, r.pk, "" if r.status == Reservation.Status.PLACED else _reason(r))
+        for r in rows.only("pk", "starts_at", "status", "conditions")
+    ]
+
+
+def _replayed(
+    prepared: Prepared, key: str | None, ready: PreparedSeries, stored: dict
+) -> SeriesResult | None:
+    """Return the series an earlier request with this key created; refuse the key given other input."""
+    if key is None:
+        return None
+    existing = Series.objects.filter(tenant=prepared.tenant, idempotency_key=key).first()
+    if existing is None:
+        return None
+    same = (existing.repeat, existing.all_or_nothing, existing.request)
+    if same != (ready.repeat.as_input(), ready.all_or_nothing, stored):
+        raise CapacityError(
+            IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
+        )
+    return SeriesResult(existing, occurrences_of(existing), created=False)
+
+
+def get_series(series_id: int | str, *, scope: Scope = EVERYONE) -> Series:
+    """Return a series the caller may read; another tenant's answers NOT_FOUND, as a missing one."""
+    pk = int(series_id) if str(series_id).isascii() and str(series_id).isdigit() else None
+    found = Series.objects.select_related("tenant", "pool").filter(pk=pk).first() if pk else None
+    if found is None or not scope.allows(found.tenant.slug):
+        raise CapacityError(NOT_FOUND, f"no series {series_id}")
+    return found
+
+
+def release_series(
+    series_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
+) -> tuple[Series, list[int]]:
+    """Release every occurrence not yet ended (nor released); return the series and the ids released.
+
+    Each occurrence is released as a single release does it (quota refunded, bookings ended at now);
+    ones already over stay as they are. Releasing again releases nothing.
+    """
+    now = now or timezone.now()
+    series = get_series(series_id, scope=scope)
+    live = (
+        Reservation.objects.filter(series=series, ends_at__gt=now)
+        .exclude(status__in=ENDED)
+        .order_by("starts_at", "pk")
+        .values_list("pk", flat=True)
+    )
+    released = []
+    with transaction.atomic():
+        for pk in live:
+            release(pk, scope=scope, now=now)
+            released.append(pk)
+    return series, released
