@@ -317,12 +317,11 @@ class Engine:
         bookings `without` picks)."""
         window = request.during
         booked = [b for b in self.book.overlapping(window) if without is None or not without(b)]
-        taken: set[int] = set()
-        for b in booked:
-            taken.update(b.pks)
+        # One union in C: under contention thousands of bookings overlap the window.
+        taken: set[int] = set().union(*[b.pks for b in booked])
         self.index.tie_into(taken)
         held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
-        for b in booked:
+        for b in booked if self.book.claims else ():
             for node, resource, amount in b.claims:
                 held[node][resource].append((b.start, b.end, amount))
         used = WindowUse(held, window, request.resources)

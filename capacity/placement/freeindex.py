@@ -40,7 +40,7 @@ class Profile:
     group: str | None
 
     def until(self, need: Mapping[str, int], duration: int, at: int) -> int | None:
-        """Return the latest start up to which the node has the atoms needed, as free at `at`; None if it has not.
+        """Return the latest start at which the node still has the atoms needed as at `at`, or None.
 
         Valid from `at` until the node's next moment: no atom is freed before then.
         """
