@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from capacity.placement import PlacementRequest, Plan, Window
 from capacity.placement.earliest import NodeTime
+from capacity.placement.freeindex import FreeIndex
 from capacity.placement.lease import plan_lease
 from capacity.placement.shares import Share, Verdict, judge, within
 from capacity.placers.claims import WindowUse
@@ -78,6 +79,9 @@ class Book:
 
     `by_device` holds each device's live bookings and `version` counts changes per node, so the
     earliest-start search can keep a node's timeline until something on the node changes.
+    `changed` names the nodes whose bookings were added or cut short since the free index last
+    read them; `swept` those that only lost bookings ended by `swept_to`, which no search from
+    then on can see.
     """
 
     def __init__(self, device_node: dict[int, str]) -> None:
@@ -87,6 +91,9 @@ class Book:
         self.version: dict[str, int] = defaultdict(int)
         self.device_node = device_node
         self.claims = False  # whether any booking claims a scalar
+        self.changed: set[str] = set()
+        self.swept: set[str] = set()
+        self.swept_to = 0
 
     def add(self, booked: Booked) -> None:
         self.live.append(booked)
@@ -95,10 +102,11 @@ class Book:
             self.by_device[pk].append(booked)
         self.touched(booked)
 
-    def touched(self, booked: Booked) -> None:
-        """Note that the booking's nodes changed (it was added, cut short or set aside)."""
+    def touched(self, booked: Booked, changed: bool = True) -> None:
+        """Note that the booking's nodes changed (it was added or cut short; or set aside: not `changed`)."""
         for node in {self.device_node[pk] for pk in booked.pks}:
             self.version[node] += 1
+            (self.changed if changed else self.swept).add(node)
 
     def sweep(self, now: int) -> None:
         """Set aside what ended by `now`: no later request's window can reach back before its arrival."""
@@ -110,8 +118,9 @@ class Book:
             self.done.append(b)
             for pk in b.pks:
                 self.by_device[pk].remove(b)
-            self.touched(b)
+            self.touched(b, changed=False)
         self.live = keep
+        self.swept_to = max(self.swept_to, now)
 
     def overlapping(self, window: Window) -> list[Booked]:
         start, end = window.start, window.end
@@ -137,6 +146,7 @@ class Engine:
         self.book = Book(index.device_node)
         self.side = Side()
         self.times: dict[str, tuple[int, NodeTime]] = {}  # node -> (its book version, timeline)
+        self.free = FreeIndex()  # every node's free atoms over time, for the plain search
         self.names = [v.id for v in index.nodes.views]
         self.gpu_share = gpu_shares(index)
         self.held = {pk: float(gpu_share(c)) for pk, c in index.device_class.items()}
@@ -307,12 +317,11 @@ class Engine:
         bookings `without` picks)."""
         window = request.during
         booked = [b for b in self.book.overlapping(window) if without is None or not without(b)]
-        taken: set[int] = set()
-        for b in booked:
-            taken.update(b.pks)
+        # One union in C: under contention thousands of bookings overlap the window.
+        taken: set[int] = set().union(*[b.pks for b in booked])
         self.index.tie_into(taken)
         held: dict[str, dict[str, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
-        for b in booked:
+        for b in booked if self.book.claims else ():
             for node, resource, amount in b.claims:
                 held[node][resource].append((b.start, b.end, amount))
         used = WindowUse(held, window, request.resources)
@@ -348,6 +357,7 @@ class Engine:
                 latest,
                 planner,
                 lambda names: self.timelines(request, names),
+                self._fresh(request).earliest,
             )
         claims = [(n, r, b.start, b.end, a) for b in self.book.live for n, r, a in b.claims]
         horizon = horizon_of(self.index, self._spans(self.book.by_device), claims)
@@ -367,6 +377,23 @@ class Engine:
                 kept = self.times[name] = (version, node_times(request, self.index, horizon, [name])[name])
             out[name] = kept[1]
         return out
+
+    def _fresh(self, request: PlacementRequest) -> FreeIndex:
+        """Return the free index with every node changed since the last search read again.
+
+        Nodes that only lost bookings ended by `swept_to` are read again only for a search that
+        starts before then: from then on, those bookings hold nothing and end nothing it walks.
+        """
+        book, free = self.book, self.free
+        if not free.profiles or request.during.start < book.swept_to:
+            stale: Iterable[str] = self.names if not free.profiles else book.changed | book.swept
+            book.swept = set()
+        else:
+            stale = book.changed
+        for name in stale:
+            free.update(name, self.timelines(request, [name])[name])
+        book.changed = set()
+        return free
 
     def _spans(self, pks: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
         """Return these devices' live booked spans; a spot booking preemption cut to nothing holds none."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
 from capacity.placement import PlacementRequest, Plan, Window
-from capacity.placement.earliest import Claim, Interval, NodeTime, Shape, earliest_start
+from capacity.placement.earliest import Claim, Fits, Interval, NodeTime, Shape, earliest_start
 from capacity.placement.lease import plan_lease
 from capacity.placement.satisfiable import kinds
 from capacity.placement.timeline import peak
@@ -44,6 +44,10 @@ SELECT node_id, resource, (date_part('epoch', lower(during)) * 1000)::bigint,
  WHERE during && %(during)s::tstzrange AND resource = ANY(%(names)s::text[])
    AND {key_in("node_id", "%(node_low)s::bigint", "%(node_high)s::bigint")}
 """
+
+
+# earliest_start's signature: (shape, nodes, start, latest, fits) -> (start, nodes to plan) or None.
+Search = Callable[[Shape, Mapping[str, NodeTime], int, int, Fits], tuple[int, list[str]] | None]
 
 
 @dataclasses.dataclass
@@ -168,11 +172,13 @@ def earliest_in(
     latest: int,
     built: Planner | None = None,
     times: Callable[[Sequence[str]], dict[str, NodeTime]] | None = None,
+    search: Search = earliest_start,
 ) -> tuple[Window, Plan] | None:
     """Return find_earliest's answer from bookings already at hand (a what-if run keeps its own).
 
     `times(names)`, when given, returns the nodes' NodeTime as node_times() would (a caller that
-    keeps them between requests); by default they are built from the horizon.
+    keeps them between requests); by default they are built from the horizon. `search` answers as
+    earliest_start does (a what-if run's FreeIndex keeps what it knew between searches).
     """
     built = Planner.of(request, pool, config, built)
     duration = request.during.end - request.during.start
@@ -181,7 +187,7 @@ def earliest_in(
     names = [n for n in viable(request, pool, config, index, built) if n in allowed.names]
     nodes = times(names) if times is not None else node_times(request, index, horizon, names)
     plan_at = _planner_at(request, pool, config, index, nodes, duration, built)
-    found = earliest_start(shape_of(request), nodes, start, latest, plan_at)
+    found = search(shape_of(request), nodes, start, latest, plan_at)
     if found is None:
         return None
     at, fitting = found

@@ -241,3 +241,34 @@ def test_a_refused_window_is_tried_again_from_the_next_booking_end():
 
     assert next_end(spans((0, 5), (2, 9), (4, 4)), 3) == 5  # a booking cut to nothing never ends
     assert next_end(spans((0, 5)), 5) is None
+
+
+@pytest.mark.django_db
+def test_the_kept_free_index_answers_as_a_fresh_search_under_shares_spot_work_and_gangs(
+    four_nodes, monkeypatch
+):
+    """Refused windows tried again later, reclaims and preemptions cut bookings short: the engine's
+    kept index must answer every search as earliest_start over a horizon built afresh."""
+    from capacity.placers.horizon import earliest_in, horizon_of
+    from whatif import engine
+
+    busy = Inputs(
+        "lab-pool",
+        synthetic=Synthetic(count=300, seed=11, per_hour=50, mean_hours=8, spot_share=0.3, gang_share=0.1),
+        changes=Changes(shares=(("acme", 24, None, None), ("globex", 8, 4, 0))),
+    )
+    kept = json.dumps(simulate(busy))
+    changed = json.loads(kept)["changed"]
+    assert changed["placedAtOnce"] < 300 and changed["reclaims"] > 0 and changed["preemptions"] > 0
+
+    def fresh(self, request, planner, latest=None):
+        spans = {
+            pk: [(b.start, b.end) for b in booked if b.end > b.start]
+            for pk, booked in self.book.by_device.items()
+        }
+        horizon = horizon_of(self.index, {pk: s for pk, s in spans.items() if s}, [])
+        latest = latest if latest is not None else request.during.start + self.horizon
+        return earliest_in(request, self.pool, self.config, self.index, horizon, latest, planner)
+
+    monkeypatch.setattr(engine.Engine, "earliest", fresh)
+    assert json.dumps(simulate(busy)) == kept
