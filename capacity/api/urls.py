@@ -2,7 +2,19 @@
 
 from django.urls import path
 
-from . import agents, devices, drain, earliest_view, node_changelog, nodes, policy, shares, tokens, views
+from . import (
+    agents,
+    devices,
+    drain,
+    earliest_view,
+    maintenance,
+    node_changelog,
+    nodes,
+    policy,
+    shares,
+    tokens,
+    views,
+)
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -26,6 +38,8 @@ urlpatterns = [
     path("pools/<str:pool>/policy", policy.PolicyView.as_view(), name="api-pool-policy"),
     path("pools/<str:pool>/shares", shares.SharesView.as_view(), name="api-pool-shares"),
     path("pools/<str:pool>/shares/<str:tenant>", shares.ShareView.as_view(), name="api-pool-share"),
+    path("maintenance", maintenance.WindowsView.as_view(), name="api-maintenance"),
+    path("maintenance/<str:window_id>", maintenance.WindowView.as_view(), name="api-maintenance-window"),
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),
     path("nodes/<str:name>", nodes.NodeView.as_view(), name="api-node"),
     path("nodes/<str:name>/cordon", nodes.CordonView.as_view(), name="api-node-cordon"),

@@ -117,7 +117,6 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     starts = hour_starts(start, hours)
     first = starts[1] if hours > 1 else start + HOUR_MS
     end = first + (hours - 1) * HOUR_MS
-    last = hours - 1
     totals: dict[str, int] = defaultdict(int)
     lost: dict[str, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # difference arrays
     cover: dict[int, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # NVLink size -> coverage
@@ -147,11 +146,13 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
             for s, e in held:
                 if e <= start or s >= end:
                     continue
-                lo = 0 if s < first else 1 + (s - first) // HOUR_MS
-                # The block holding the end's last instant is the last one taken.
-                hi = hours if e >= end else 1 if e <= first else 2 + (e - 1 - first) // HOUR_MS
-                span = (lo if lo < last else last, hi)
+                span = _blocks(s, e, start, first, end, hours)
                 spans[span] = spans.get(span, 0) | takes[position]
+        # A maintenance window takes every atom of its node for its span, as a booking of them all.
+        for window in node.windows:
+            if window.end > start and window.start < end:
+                span = _blocks(window.start, window.end, start, first, end, hours)
+                spans[span] = spans.get(span, 0) | ((1 << len(node.devices)) - 1)
         if not spans:
             if whole:
                 cover[whole][0] += 1
@@ -166,6 +167,15 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
             max((size for size, counts in running.items() if counts[i] > 0), default=0) for i in range(hours)
         )
     return Availability(starts, end, dict(totals), free, nvlink, most)
+
+
+def _blocks(s: int, e: int, start: int, first: int, end: int, hours: int) -> tuple[int, int]:
+    """Return the hour blocks [lo, hi) that an interval [s, e) overlapping the span touches."""
+    lo = 0 if s < first else 1 + (s - first) // HOUR_MS
+    # The block holding the end's last instant is the last one taken.
+    hi = hours if e >= end else 1 if e <= first else 2 + (e - 1 - first) // HOUR_MS
+    last = hours - 1
+    return (lo if lo < last else last, hi)
 
 
 def _sweep(

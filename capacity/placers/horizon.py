@@ -134,7 +134,8 @@ def node_times(
                 atoms[index.device_class[pk]].append(pk)
         # A lease takes whole nodes: the search asks only whether a node is free, never its room.
         capacity = {r: index.capacities(r)[name] for r in request.resources if name in index.capacities(r)}
-        result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group)
+        closed = tuple((w.start, w.end) for w in index.by_name[name].windows)
+        result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group, closed)
     return result
 
 
