@@ -243,11 +243,13 @@ def viable(
 
 def _planner_at(request, pool, config, index, nodes, duration, built=None):
     """Return fits(start, names): the plan for the window at `start` over those nodes, when it fits."""
-    plan = planner(request, pool, config, built)
+    bound = Planner.of(request, pool, config, built)
 
     def fits(at: int, names: Sequence[str]) -> Plan | None:
         end = at + duration
         shifted = dataclasses.replace(request, during=Window(at, end))
+        # Bound to the shifted window (binding reads nothing): maintenance windows are checked against it.
+        plan = bound.bind(shifted)
         if request.lease:
             # passes() already found every device and claim of these nodes free in the window.
             result = plan_lease(shifted, [index.by_name[n] for n in names], pool.view, {})

@@ -8,7 +8,8 @@ the window when it is scheduled are listed; with `move` the ones that have not s
 off as drain moves them (BookingRepair's path; the worker moves what the request leaves, and
 retries what found no room). At the start the worker puts the nodes in maintenance, noting on
 each window node whether it did (`switched`: the node was not in maintenance then); at the end
-it takes out only the nodes it put in and that no other running window holds.
+it takes out only the nodes it put in, unless another running window covers them (which then
+takes them over). An operator's own maintenance switch is never undone by a window.
 """
 
 from __future__ import annotations
@@ -273,7 +274,8 @@ def switch_windows(now: datetime | None = None) -> tuple[int, int]:
 
     At the start a node not in maintenance is put in (and `switched` noted); one already in
     maintenance (an operator's switch, or another window's) is left as it is. At the end a node is
-    taken out only when this window switched it and no other running window holds it.
+    taken out only when this window switched it and no other running window covers it (that one
+    takes the node over and takes it out at its own end).
     """
     now = now or timezone.now()
     started = ended = 0
@@ -296,12 +298,23 @@ def switch_windows(now: datetime | None = None) -> tuple[int, int]:
 
 
 def _end(found: MaintenanceWindow, now: datetime) -> None:
+    """End a window: each node it put in maintenance comes out, unless another running window
+    covers the node; that window then holds it (its `switched`) and takes it out at its own end."""
     for row in MaintenanceWindowNode.objects.filter(window=found, switched=True).select_related("node"):
-        held = MaintenanceWindowNode.objects.filter(
-            node=row.node, switched=True, window__started_at__isnull=False, window__ended_at__isnull=True,
-            ends_at__gt=now,
-        ).exclude(window=found)  # fmt: skip
-        if row.node.maintenance and not held.exists():
+        other = (
+            MaintenanceWindowNode.objects.filter(
+                node=row.node,
+                window__started_at__isnull=False,
+                window__ended_at__isnull=True,
+                ends_at__gt=now,
+            )
+            .exclude(window=found)
+            .order_by("-ends_at", "pk")
+            .first()
+        )
+        if other is not None:
+            MaintenanceWindowNode.objects.filter(pk=other.pk).update(switched=True)
+        elif row.node.maintenance:
             inventory.set_maintenance(row.node, False, reason=f"maintenance window {found.pk} ended")
     MaintenanceWindow.objects.filter(pk=found.pk).update(ended_at=now)
 
