@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .pick import NV_RANK, link_rank
-from .types import NodeView
+from .types import MaintenanceSpan, NodeView
 
 HOUR_MS = 3_600_000
 
@@ -35,6 +35,9 @@ class Availability:
     # Per block, the most free GPUs on one node all linked by NVLink; None: no NVLink pair at all.
     nvlink: tuple[int, ...] | None
     nvlink_most: int = 0  # the largest NVLink block any node has with every GPU free
+    # The maintenance windows of the counted nodes that overlap the span, soonest first, each with
+    # the names of its nodes among them.
+    windows: tuple[tuple[MaintenanceSpan, tuple[str, ...]], ...] = ()
 
 
 def hour_starts(start: int, hours: int) -> tuple[int, ...]:
@@ -124,6 +127,7 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     memo: dict[tuple[int, tuple[int, ...]], int] = {}
     any_nvlink = False
     most = 0
+    closed: dict[MaintenanceSpan, list[str]] = {}
     get = busy.get
     for node in nodes:
         key = node.shape if node.shape is not None else node.id
@@ -151,6 +155,7 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
         # A maintenance window takes every atom of its node for its span, as a booking of them all.
         for window in node.windows:
             if window.end > start and window.start < end:
+                closed.setdefault(window, []).append(node.id)
                 span = _blocks(window.start, window.end, start, first, end, hours)
                 spans[span] = spans.get(span, 0) | ((1 << len(node.devices)) - 1)
         if not spans:
@@ -166,7 +171,11 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
         nvlink = tuple(
             max((size for size, counts in running.items() if counts[i] > 0), default=0) for i in range(hours)
         )
-    return Availability(starts, end, dict(totals), free, nvlink, most)
+    windows = tuple(
+        (span, tuple(sorted(names)))
+        for span, names in sorted(closed.items(), key=lambda i: (i[0].start, i[0].id))
+    )
+    return Availability(starts, end, dict(totals), free, nvlink, most, windows)
 
 
 def _blocks(s: int, e: int, start: int, first: int, end: int, hours: int) -> tuple[int, int]:

@@ -242,6 +242,13 @@ def windows(
     return found.distinct().order_by("starts_at", "pk")
 
 
+def windows_over(node_pk: int, start: datetime, end: datetime) -> QuerySet[MaintenanceWindow]:
+    """Return a node's windows that overlap [start, end), soonest first (the node page's timeline)."""
+    return MaintenanceWindow.objects.filter(
+        window_nodes__node_id=node_pk, starts_at__lt=end, ends_at__gt=start
+    ).order_by("starts_at", "pk")
+
+
 def window(window_id: object) -> MaintenanceWindow:
     """Return one window, or NOT_FOUND."""
     found = MaintenanceWindow.objects.filter(pk=window_id).first() if str(window_id).isdigit() else None
