@@ -18,10 +18,11 @@ from config.api.schema import errors
 
 from .views import bool_param, text_param
 
+WINDOW_STATES = ["scheduled", "active", "ended"]
 WINDOW_ID = OpenApiParameter("window_id", int, OpenApiParameter.PATH, description="Window id.")
 
 
-class WindowInputSerializer(serializers.Serializer):
+class MaintenanceWindowInputSerializer(serializers.Serializer):
     """A window to schedule: exactly one of nodes and pool."""
 
     nodes = serializers.ListField(child=serializers.CharField(), required=False, help_text="Node names.")
@@ -36,7 +37,7 @@ class WindowInputSerializer(serializers.Serializer):
     )
 
 
-class OverlapSerializer(serializers.Serializer):
+class MaintenanceOverlapSerializer(serializers.Serializer):
     """A booking on one of the window's nodes that overlaps it."""
 
     reservationId = serializers.IntegerField(allow_null=True)
@@ -47,7 +48,7 @@ class OverlapSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
 
 
-class WindowSerializer(serializers.Serializer):
+class MaintenanceWindowSerializer(serializers.Serializer):
     """A maintenance window."""
 
     id = serializers.IntegerField()
@@ -59,14 +60,14 @@ class WindowSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
     reason = serializers.CharField()
     move = serializers.BooleanField()
-    state = serializers.ChoiceField(choices=["scheduled", "active", "ended"])
+    state = serializers.ChoiceField(choices=WINDOW_STATES)
     createdBy = serializers.CharField()
 
 
-class ScheduledSerializer(WindowSerializer):
+class MaintenanceScheduledSerializer(MaintenanceWindowSerializer):
     """A window just scheduled, with the bookings it overlaps and what it moved."""
 
-    overlaps = OverlapSerializer(many=True)
+    overlaps = MaintenanceOverlapSerializer(many=True)
     moved = serializers.ListField(child=serializers.IntegerField(), help_text="Reservations moved off.")
     waiting = serializers.ListField(
         child=serializers.IntegerField(), help_text="Reservations that found no room: RepairPending, retried."
@@ -130,7 +131,7 @@ class WindowsView(_WindowsBase):
             OpenApiParameter("node", str, description="Windows on this node."),
             OpenApiParameter("active", bool, description="true: running now; false: not running now."),
         ],
-        responses={200: WindowSerializer(many=True), **errors(400, 401)},
+        responses={200: MaintenanceWindowSerializer(many=True), **errors(400, 401)},
     )
     def get(self, request):
         active = bool_param(request, "active") if "active" in request.query_params else None
@@ -157,8 +158,8 @@ class WindowsView(_WindowsBase):
             "put in. Bad input (a window in the past, end before start, unknown nodes, both or neither of "
             "nodes and pool) is a 400 INVALID_INPUT naming the field, and nothing is written."
         ),
-        request=WindowInputSerializer,
-        responses={201: ScheduledSerializer, **errors(400, 401, 403)},
+        request=MaintenanceWindowInputSerializer,
+        responses={201: MaintenanceScheduledSerializer, **errors(400, 401, 403)},
     )
     def post(self, request):
         self._require_operator()
@@ -178,7 +179,7 @@ class WindowsView(_WindowsBase):
             for o in result.overlaps
         ]
         data.update(moved=result.moved, waiting=result.waiting, left=result.left)
-        return Response(ScheduledSerializer(data).data, status=201)
+        return Response(MaintenanceScheduledSerializer(data).data, status=201)
 
 
 class WindowView(_WindowsBase):
@@ -189,7 +190,7 @@ class WindowView(_WindowsBase):
         tags=["maintenance"],
         summary="Get a maintenance window",
         parameters=[WINDOW_ID],
-        responses={200: WindowSerializer, **errors(401, 404)},
+        responses={200: MaintenanceWindowSerializer, **errors(401, 404)},
     )
     def get(self, request, window_id):
         found = maintenance.window(window_id)
@@ -197,7 +198,7 @@ class WindowView(_WindowsBase):
         data = self._render([found], visible)[0]
         if visible is not None and not data["nodes"]:
             maintenance.window("none")  # NOT_FOUND: not a window the caller may see
-        return Response(WindowSerializer(data).data)
+        return Response(MaintenanceWindowSerializer(data).data)
 
     @extend_schema(
         operation_id="maintenance_delete",

@@ -79,3 +79,27 @@ def test_a_queued_placement_sends_one_statement_and_its_share_of_one_batch(tenan
     assert queued == [QUEUED_STATEMENTS] * 64
     assert len(statements.captured_queries) == BATCH_STATEMENTS
     assert (sum(queued) + BATCH_STATEMENTS) / 64 <= 1.3  # bench_placements' figure
+
+
+def test_maintenance_windows_in_the_pool_add_no_statement(tenant, make_node):
+    """Windows ride on the pool index's node rows and the commit's label statement: with two nodes
+    closed over the requests' windows (and one later), a placement sends as many statements."""
+    from capacity.services.maintenance import schedule
+
+    from booking import from_real_now, iso_at
+
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    s = from_real_now(10)
+    schedule({"nodes": ["node-0", "node-1"], "start": iso_at(s), "end": iso_at(s + 24)})
+    schedule({"nodes": ["node-2"], "start": iso_at(s + 48), "end": iso_at(s + 50)})
+    reserve(ask(1, start=s))
+    counts, nodes = [], set()
+    for i in range(5):
+        with CaptureQueriesContext(connection) as statements:
+            result = reserve(ask(1, start=s + i, hours=2))
+        assert result.reservation.status == "placed"
+        nodes.update(a["nodeId"] for a in services.allocations_of(result.reservation))
+        counts.append(len(statements.captured_queries))
+    assert counts == [INLINE_STATEMENTS] * 5
+    assert not nodes & {"node-0", "node-1"}
