@@ -202,6 +202,20 @@ def schedule_windows(pool: Pool, count: int, seed: int) -> None:
         schedule(body, by="bench")
 
 
+def _inside_windows(pool: Pool) -> int:
+    """Return how many live allocations of the pool overlap a maintenance window of their node (0)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT count(*) FROM capacity_allocation a
+                 JOIN inventory_node n ON n.id = a.node_id
+                 JOIN capacity_maintenancewindownode w ON w.node_id = a.node_id
+                WHERE n.pool_id = %s AND a.released_at IS NULL
+                  AND a.starts_at < w.ends_at AND a.ends_at > w.starts_at""",
+            [pool.pk],
+        )
+        return cur.fetchone()[0]
+
+
 def _placer_worker(config, stop) -> None:
     """Run the pool-lease worker (no housekeeping) until told to stop and nothing is left."""
     code = 0
@@ -323,6 +337,7 @@ def run(
 
     latencies = sorted(x for s in streams for x in s.latencies)
     double = [line for line in booking_drift() if "overlap" in line]
+    inside = _inside_windows(pool) if windows else 0
     drift = audit()
     return {
         "placer": placer,
@@ -331,6 +346,7 @@ def run(
         "tenants": tenants,
         "shares": shares,
         "windows": windows,
+        "placed_inside_windows": inside,
         "borrowing": Reservation.objects.filter(pool=pool, borrowed_gpus__gt=0).count(),
         "requests": count,
         "placed": sum(s.placed for s in streams),

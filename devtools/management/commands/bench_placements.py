@@ -130,7 +130,11 @@ class Command(BaseCommand):
             f"on {figures['nodes']} nodes with {figures['clients']} client(s) of {figures['tenants']} tenant(s), "
             f"{placer} placer"
             + (f", {shares} tenants with shares ({figures['borrowing']} borrowing)" if shares else "")
-            + (f", {windows} maintenance windows" if windows else "")
+            + (
+                f", {windows} maintenance windows ({figures['placed_inside_windows']} placements inside one)"
+                if windows
+                else ""
+            )
             + "\n"
             f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
             f"{figures['queries_per_placement']} queries per placement\n"
