@@ -15,6 +15,8 @@ from inventory.models import Node
 from .models import (
     Allocation,
     DeviceBooking,
+    MaintenanceWindow,
+    MaintenanceWindowNode,
     PoolCapacityRollup,
     PoolPolicy,
     PoolShare,
@@ -297,3 +299,20 @@ class PoolPolicyAdmin(admin.ModelAdmin):
     form = PoolPolicyForm
     list_display = ("pool", "idle_warn_after", "idle_release_after", "allow_keep_when_idle", "lend_idle")
     search_fields = ("pool__slug",)
+
+
+class MaintenanceWindowNodeInline(admin.TabularInline):
+    model = MaintenanceWindowNode
+    fields = ("node", "switched")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(MaintenanceWindow)
+class MaintenanceWindowAdmin(ReadOnlyAdmin):
+    """Windows are scheduled and deleted through the API (its checks, locks and moves); read here."""
+
+    list_display = ("pk", "starts_at", "ends_at", "pool", "reason", "move", "started_at", "ended_at")
+    list_filter = ("pool",)
+    inlines = [MaintenanceWindowNodeInline]

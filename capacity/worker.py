@@ -22,6 +22,7 @@ from . import services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .placers.notice import finish_due
+from .services.maintenance import switch_windows
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
@@ -66,7 +67,7 @@ def _move_history(now) -> None:
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
     take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
-    reporting stale, repair bookings still on unusable atoms (they
+    reporting stale, start and end maintenance windows, repair bookings still on unusable atoms (they
     were waiting for room) and retry pending ones."""
     # Pools with shares take their work in fair order: the figures are read once a round (one
     # statement); a round without housekeeping lets the batches read them for the queued pools.
@@ -82,6 +83,9 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
+    # Maintenance windows due start (nodes into maintenance) and over end, before the repair
+    # moves what a started window's nodes still hold.
+    switch_windows(timezone.now())
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools, fair=fair)

@@ -222,6 +222,7 @@ SPECTACULAR_SETTINGS = {
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
+        "MaintenanceWindowStateEnum": "capacity.api.maintenance.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
     },
 }

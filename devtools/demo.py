@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.models import Quota, Reservation, Series
+from capacity.models import MaintenanceWindowNode, Quota, Reservation, Series
 from capacity.rollups import refresh_rollups
+from capacity.services.maintenance import schedule
 from capacity.services.pool_policy import parse_policy, set_policy
 from capacity.services.shares import set_share
 from devtools.demo_samples import build_samples
@@ -374,6 +375,25 @@ def build_series(acme: Tenant, config, now) -> int:
     return len(done.occurrences)
 
 
+DEMO_WINDOW_NODE = "ams1-dgx-02"
+
+
+def build_window() -> None:
+    """Schedule a firmware window on one h100-prod node, three days ahead, unless one is still to come.
+
+    Its node page and the pool's chart show it; new work keeps off it (docs/repair-and-drain.md).
+    """
+    if MaintenanceWindowNode.objects.filter(node__name=DEMO_WINDOW_NODE, ends_at__gt=timezone.now()).exists():
+        return
+    start = (timezone.now() + timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
+    body = {
+        "nodes": [DEMO_WINDOW_NODE],
+        "start": start.isoformat(),
+        "end": (start + timedelta(hours=12)).isoformat(),
+    }
+    schedule({**body, "reason": "firmware update"}, by="seed_demo")
+
+
 def build_demo(progress=None) -> dict[str, int]:
     """Build the whole demo; `progress` wraps the node iterable (a tqdm bar in the command)."""
     tenants = build_people()
@@ -391,6 +411,7 @@ def build_demo(progress=None) -> dict[str, int]:
     # A policy in one pool, as the site's settings would have it, for its pool page and the admin
     # to show (docs/policy.md); h100-prod keeps the site's defaults, to be changed on its page.
     set_policy("a100-mig", parse_policy({"idleWarnAfter": "2h", "allowKeepWhenIdle": True}))
+    build_window()
     # The first node's report, as an operator's import would leave it (the node page shows it).
     first = Node.objects.order_by("name").first()
     if first is not None:

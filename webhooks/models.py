@@ -16,7 +16,14 @@ RESERVATION_EVENTS = (
     "reservation.ending",
     "reservation.idle",
 )
-NODE_EVENTS = ("node.cordoned", "node.drained", "node.unhealthy", "node.stale", "node.unbooked_use")
+NODE_EVENTS = (
+    "node.cordoned",
+    "node.drained",
+    "node.unhealthy",
+    "node.stale",
+    "node.unbooked_use",
+    "node.maintenance_scheduled",
+)
 EVENT_TYPES = (*RESERVATION_EVENTS, "webhook.test", *NODE_EVENTS)
 
 

@@ -58,7 +58,8 @@ PREEMPTIONS = Counter(
 )
 REPAIRS = Counter(
     "berth_repairs",
-    "Allocations BookingRepair (kind repair) or drain (kind drain) tried to move: moved, or no_room "
+    "Allocations BookingRepair (kind repair), drain (kind drain) or a maintenance window (kind "
+    "maintenance) tried to move: moved, or no_room "
     "(kept as they were; the worker tries again every round, so each try counts).",
     ["kind", "outcome"],
     registry=None,

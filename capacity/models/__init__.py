@@ -1,6 +1,7 @@
 """Capacity models: what is booked."""
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
+from .maintenance import MaintenanceWindow, MaintenanceWindowNode
 from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
@@ -15,6 +16,8 @@ __all__ = [
     "AnyDeviceBooking",
     "AnyReservation",
     "DeviceBooking",
+    "MaintenanceWindow",
+    "MaintenanceWindowNode",
     "PoolCapacityRollup",
     "PoolPolicy",
     "PoolShare",

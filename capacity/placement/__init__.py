@@ -23,6 +23,7 @@ from .errors import (
     PluginConfigError,
 )
 from .fields import MAX_DEVICES, MAX_GANG_SIZE
+from .maintenance import WINDOW_FILTER, closes, overlapping, window_reason
 from .pick import (
     LINK_RANK,
     LINK_RANKS,
@@ -74,6 +75,7 @@ from .types import (
     DeviceRequest,
     Expression,
     Gang,
+    MaintenanceSpan,
     NodeView,
     PlacementRequest,
     Pool,
@@ -113,12 +115,14 @@ __all__ = [
     "TOPOLOGY_FILTER",
     "UNKNOWN_RANK",
     "UNSUPPORTED",
+    "WINDOW_FILTER",
     "Atom",
     "CapacityError",
     "DeviceRequest",
     "Expression",
     "Gang",
     "Ineligibility",
+    "MaintenanceSpan",
     "NodeView",
     "PickMemo",
     "Picker",
@@ -135,6 +139,7 @@ __all__ = [
     "SchedulerPlugin",
     "Window",
     "check_plugins",
+    "closes",
     "count_scores",
     "dedication_reason",
     "default_pick",
@@ -149,6 +154,7 @@ __all__ = [
     "may_be_schedulable",
     "memo_pick",
     "node_shape",
+    "overlapping",
     "parse_selector",
     "plan_placement",
     "rank_matrix",
@@ -159,5 +165,6 @@ __all__ = [
     "summarize",
     "validate_request",
     "weight_for",
+    "window_reason",
     "worst_rank",
 ]

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .pick import NV_RANK, link_rank
-from .types import NodeView
+from .types import MaintenanceSpan, NodeView
 
 HOUR_MS = 3_600_000
 
@@ -35,6 +35,9 @@ class Availability:
     # Per block, the most free GPUs on one node all linked by NVLink; None: no NVLink pair at all.
     nvlink: tuple[int, ...] | None
     nvlink_most: int = 0  # the largest NVLink block any node has with every GPU free
+    # The maintenance windows of the counted nodes that overlap the span, soonest first, each with
+    # the names of its nodes among them.
+    windows: tuple[tuple[MaintenanceSpan, tuple[str, ...]], ...] = ()
 
 
 def hour_starts(start: int, hours: int) -> tuple[int, ...]:
@@ -117,7 +120,6 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     starts = hour_starts(start, hours)
     first = starts[1] if hours > 1 else start + HOUR_MS
     end = first + (hours - 1) * HOUR_MS
-    last = hours - 1
     totals: dict[str, int] = defaultdict(int)
     lost: dict[str, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # difference arrays
     cover: dict[int, list[int]] = defaultdict(lambda: [0] * (hours + 1))  # NVLink size -> coverage
@@ -125,6 +127,7 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
     memo: dict[tuple[int, tuple[int, ...]], int] = {}
     any_nvlink = False
     most = 0
+    closed: dict[MaintenanceSpan, list[str]] = {}
     get = busy.get
     for node in nodes:
         key = node.shape if node.shape is not None else node.id
@@ -147,11 +150,14 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
             for s, e in held:
                 if e <= start or s >= end:
                     continue
-                lo = 0 if s < first else 1 + (s - first) // HOUR_MS
-                # The block holding the end's last instant is the last one taken.
-                hi = hours if e >= end else 1 if e <= first else 2 + (e - 1 - first) // HOUR_MS
-                span = (lo if lo < last else last, hi)
+                span = _blocks(s, e, start, first, end, hours)
                 spans[span] = spans.get(span, 0) | takes[position]
+        # A maintenance window takes every atom of its node for its span, as a booking of them all.
+        for window in node.windows:
+            if window.end > start and window.start < end:
+                closed.setdefault(window, []).append(node.id)
+                span = _blocks(window.start, window.end, start, first, end, hours)
+                spans[span] = spans.get(span, 0) | ((1 << len(node.devices)) - 1)
         if not spans:
             if whole:
                 cover[whole][0] += 1
@@ -165,7 +171,20 @@ def availability(nodes: Sequence[NodeView], busy: Busy, start: int, hours: int) 
         nvlink = tuple(
             max((size for size, counts in running.items() if counts[i] > 0), default=0) for i in range(hours)
         )
-    return Availability(starts, end, dict(totals), free, nvlink, most)
+    windows = tuple(
+        (span, tuple(sorted(names)))
+        for span, names in sorted(closed.items(), key=lambda i: (i[0].start, i[0].id))
+    )
+    return Availability(starts, end, dict(totals), free, nvlink, most, windows)
+
+
+def _blocks(s: int, e: int, start: int, first: int, end: int, hours: int) -> tuple[int, int]:
+    """Return the hour blocks [lo, hi) that an interval [s, e) overlapping the span touches."""
+    lo = 0 if s < first else 1 + (s - first) // HOUR_MS
+    # The block holding the end's last instant is the last one taken.
+    hi = hours if e >= end else 1 if e <= first else 2 + (e - 1 - first) // HOUR_MS
+    last = hours - 1
+    return (lo if lo < last else last, hi)
 
 
 def _sweep(

@@ -25,7 +25,8 @@ class NodeTime:
     """One node over the horizon: its atoms per class and what holds them, and its scalars.
 
     `busy` maps an atom to the intervals in which it cannot be booked: its own bookings and those
-    of its parent GPU or slices. `held` maps a scalar resource to its claims.
+    of its parent GPU or slices. `held` maps a scalar resource to its claims. `closed` holds the
+    node's maintenance windows, in which nothing new may run.
     """
 
     atoms: Mapping[str, Sequence[int]]
@@ -33,6 +34,8 @@ class NodeTime:
     capacity: Mapping[str, int]
     held: Mapping[str, Sequence[Claim]]
     group: str | None = None  # the gang's topology key value, when the request has one
+    # Maintenance windows: no window of the request may overlap one (the whole node is closed then).
+    closed: Sequence[Interval] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,8 @@ def _merged(spans: Iterable[Interval]) -> list[Interval]:
 def passes(node: NodeTime, shape: Shape, start: int, counts: Counts | None = None) -> bool:
     """Return whether the node has the atoms and scalar room the shape needs for the window at `start`."""
     end = start + shape.duration
+    if node.closed and any(s < end and e > start for s, e in node.closed):
+        return False
     if shape.whole_node:
         held_atoms = any(s < end and e > start for spans in node.busy.values() for s, e in spans)
         return not held_atoms and not any(s < end and e > start for c in node.held.values() for s, e, _ in c)
@@ -120,8 +125,9 @@ def passes(node: NodeTime, shape: Shape, start: int, counts: Counts | None = Non
 
 
 def moments(node: NodeTime, start: int, latest: int) -> list[int]:
-    """Return the requested start and every end of the node's bookings and claims up to `latest`."""
+    """Return the requested start and every end of the node's bookings, claims and windows up to `latest`."""
     ends = {e for spans in node.busy.values() for _, e in spans if start < e <= latest}
+    ends.update(e for _, e in node.closed if start < e <= latest)
     ends.update(e for claims in node.held.values() for _, e, _ in claims if start < e <= latest)
     return [start, *sorted(ends)]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from .eligibility import ineligibility
+from .maintenance import WINDOW_FILTER, overlapping, window_reason
 from .plan import EXCLUDED_FILTER, EXCLUDED_REASON, FITS_FILTER, LOST_RACE_REASON
 from .result import Plan, ranked_plan
 from .types import NodeView, PlacementRequest, Pool, Ranked, Rejection
@@ -80,6 +81,10 @@ def _evaluate(request: PlacementRequest, node: NodeView, pool: Pool, busy: Busy 
     found = ineligibility(node, pool, request.tenant_id)
     if found is not None:
         return Rejection(node.id, found.filter, found.reason)
+    if node.windows:
+        span = overlapping(node.windows, request.during.start, request.during.end)
+        if span is not None:
+            return Rejection(node.id, WINDOW_FILTER, window_reason(span))
     if node.id in request.exclude_nodes:
         lost = node.id in request.lost_nodes
         return Rejection(node.id, EXCLUDED_FILTER, LOST_RACE_REASON if lost else EXCLUDED_REASON)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .eligibility import ineligibility
+from .maintenance import WINDOW_FILTER, overlapping, window_reason
 from .pick import NV_RANK, PickMemo, default_pick, memo_pick, worst_rank
 from .plugins import PickFn, SchedulerPlugin, ScoreFn, check_plugins, filter_verdict
 from .result import SCORE_DIGITS, Plan, ranked_plan
@@ -138,6 +139,7 @@ class _Planner:
         self.tenant_id = request.tenant_id
         self.excluded = request.exclude_nodes
         self.lost = request.lost_nodes
+        self.start, self.end = request.during.start, request.during.end
         self.labels = tuple(request.node_labels.items())
         # A zero claim takes nothing, so it needs no resource row either.
         self.resources = tuple((name, n) for name, n in request.resources.items() if n > 0)
@@ -161,6 +163,10 @@ class _Planner:
         bad = ineligibility(node, self.pool, self.tenant_id)
         if bad is not None:
             return Rejection(node_id, bad.filter, bad.reason)
+        if node.windows:
+            span = overlapping(node.windows, self.start, self.end)
+            if span is not None:
+                return Rejection(node_id, WINDOW_FILTER, window_reason(span))
         if self.labels:
             have = node.labels
             for key, want in self.labels:

@@ -38,6 +38,7 @@ def emptied(node: NodeView) -> NodeView:
         cordoned=False,
         converged=True,
         no_schedule_reasons=(),
+        windows=(),
         devices=devices,
         free=devices,
         resources={r: Resource(v.allocatable, v.ratio, 0) for r, v in node.resources.items()},

@@ -81,6 +81,16 @@ class Resource:
 
 
 @dataclass(frozen=True, slots=True)
+class MaintenanceSpan:
+    """A maintenance window an operator planned on a node: no new work in [start, end) (epoch ms)."""
+
+    id: str
+    start: int
+    end: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """A read-only view of one node as the placer and plugins see it."""
 
@@ -101,6 +111,8 @@ class NodeView:
     free: tuple[Atom, ...] = ()
     resources: Mapping[str, Resource] = field(default_factory=dict)
     links: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The node's maintenance windows not yet over (any order): a request overlapping one is turned down.
+    windows: tuple[MaintenanceSpan, ...] = ()
     # pick.node_shape() of devices and links, or a stand-in equal exactly when it is (such as a
     # small int the caller interned it as): lets the planner share one atom pick and device count
     # among nodes built alike. It must describe this view's devices and links.

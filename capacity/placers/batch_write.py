@@ -67,15 +67,18 @@ WITH plans AS MATERIALIZED (
    WHERE d.id = ANY(%(picked)s::bigint[]) AND d.healthy AND d.bookable
    ORDER BY d.id FOR SHARE
 ), found AS MATERIALIZED (
-  -- Per plan: its labels still on the node (most plans ask for none), and its devices found.
+  -- Per plan: its labels still on the node (most plans ask for none) and no maintenance window
+  -- of the node over its window (one scheduled since the plan), and its devices found.
   SELECT p.i,
-         p.nlabels = 0 OR p.nlabels = (
+         (p.nlabels = 0 OR p.nlabels = (
            SELECT count(*)
              FROM unnest(%(label_plans)s::int[], %(label_keys)s::text[], %(label_values)s::text[]) AS w(i, key, value)
              JOIN inventory_nodelabel l
                ON l.node_id = p.node AND l.key = w.key AND (w.value = '*' OR l.value = w.value)
               AND (l.source = 'system' OR l.key NOT LIKE %(system_prefix)s)
-            WHERE w.i = p.i) AS labels_ok,
+            WHERE w.i = p.i))
+         AND NOT EXISTS (SELECT 1 FROM capacity_maintenancewindownode m
+                          WHERE m.node_id = p.node AND m.ends_at > p.lo AND m.starts_at < p.hi) AS labels_ok,
          coalesce(k.n, 0) AS ndevices
     FROM plans p
     LEFT JOIN (SELECT k.i, count(*) AS n

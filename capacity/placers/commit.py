@@ -68,15 +68,20 @@ SELECT p.archived, n.id IS NOT NULL, EXISTS (SELECT 1 FROM capacity_poolshare s 
 _HELD = ("capacity_scalarclaim", "node_id", "%(node)s::bigint", "c.resource", "%(during)s::tstzrange")
 _HELD_SUM, _HELD_PEAK = sum_sql(*_HELD), peak_sql(*_HELD)
 
-# Everything else in one statement, in lock order: labels (read again now that the node is
-# locked: this statement's snapshot is newer than the lock), devices, the bookings under the
+# Everything else in one statement, in lock order: labels and maintenance windows (read again now
+# that the node is locked: this statement's snapshot is newer than the lock), devices, the bookings under the
 # EXCLUDE constraint, scalar claims (resource rows locked in resource order). Pool capacity is
 # read from the bookings when asked, so the commit writes no counter.
 # Each guard that comes up short leaves the statements after it with nothing to do; the caller
 # reads which one and rolls back to the savepoint.
 _WRITE_SQL = f"""
 WITH labels AS (
-  SELECT count(*) = cardinality(%(label_keys)s::text[]) AS ok
+  -- With the node's maintenance windows: one that overlaps the window (scheduled since the plan
+  -- read the pool's index) makes the node no longer schedulable for it.
+  SELECT count(*) = cardinality(%(label_keys)s::text[])
+         AND NOT EXISTS (SELECT 1 FROM capacity_maintenancewindownode w
+                          WHERE w.node_id = %(node)s::bigint AND w.ends_at > %(start)s::timestamptz
+                            AND w.starts_at < %(end)s::timestamptz) AS ok
     FROM inventory_nodelabel l
     JOIN unnest(%(label_keys)s::text[], %(label_values)s::text[]) AS w(key, value)
       ON l.key = w.key AND (w.value = '*' OR l.value = w.value)

@@ -138,7 +138,8 @@ def node_times(
                 atoms[index.device_class[pk]].append(pk)
         # A lease takes whole nodes: the search asks only whether a node is free, never its room.
         capacity = {r: index.capacities(r)[name] for r in request.resources if name in index.capacities(r)}
-        result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group)
+        closed = tuple((w.start, w.end) for w in index.by_name[name].windows)
+        result[name] = NodeTime(dict(atoms), busy, capacity, horizon.held.get(name, {}), group, closed)
     return result
 
 
@@ -248,11 +249,13 @@ def viable(
 
 def _planner_at(request, pool, config, index, nodes, duration, built=None):
     """Return fits(start, names): the plan for the window at `start` over those nodes, when it fits."""
-    plan = planner(request, pool, config, built)
+    bound = Planner.of(request, pool, config, built)
 
     def fits(at: int, names: Sequence[str]) -> Plan | None:
         end = at + duration
         shifted = dataclasses.replace(request, during=Window(at, end))
+        # Bound to the shifted window (binding reads nothing): maintenance windows are checked against it.
+        plan = bound.bind(shifted)
         if request.lease:
             # passes() already found every device and claim of these nodes free in the window.
             result = plan_lease(shifted, [index.by_name[n] for n in names], pool.view, {})

@@ -24,6 +24,7 @@ from capacity.placement import (
     PlacementRequest,
     Resource,
     Window,
+    closes,
     ineligibility,
     link_rank,
     node_shape,
@@ -76,6 +77,8 @@ class PoolIndex:
     # The one class of every device, when all are of one class, healthy and bookable: then a
     # taken device counts for its node without looking at its class.
     single_class: str | None = None
+    # node -> its maintenance windows not yet over, for the nodes that have any (most have none).
+    windowed: dict[str, tuple] = dataclasses.field(default_factory=dict)
     # (tenant, required labels) -> the nodes eligible for it and carrying the labels; both depend
     # only on what the generation covers. Resource rows come and go with the generation too.
     allowed_cache: dict[tuple, Allowed] = dataclasses.field(default_factory=dict)
@@ -218,6 +221,7 @@ def index_of(nodes: NodeIndex, generation: int | None = None) -> PoolIndex:
         device_range=(min(device_node, default=0), max(device_node, default=0)),
         node_range=(min(nodes.node_pk.values(), default=0), max(nodes.node_pk.values(), default=0)),
         single_class=_single_class(device_class, device_node),
+        windowed={v.id: v.windows for v in nodes.views if v.windows},
         generation=generation,
         nodes=nodes,
         by_name={v.id: v for v in nodes.views},
@@ -310,8 +314,8 @@ def shortlist_order(
 ) -> Iterator[tuple[float, str]]:
     """Yield (reach, name) for every node that passes what the count-only ranking can check, best first.
 
-    Eligibility, labels and scalar room are checked exactly as the planner checks them; plugin
-    filters, selectors and links are left to the planner. `reach(free, total, name)` is a node's best
+    Eligibility, labels, maintenance windows and scalar room are checked exactly as the planner
+    checks them; plugin filters, selectors and links are left to the planner. `reach(free, total, name)` is a node's best
     possible total from its free and total atoms of the requested classes. Only nodes with an atom
     taken in the window are counted one by one; the others have every atom free, so each group of
     equal totals and link ceiling shares one reach and keeps its names in order.
@@ -357,9 +361,11 @@ def shortlist_order(
             continue
         total = sum(dict(counts).get(c, 0) for c in need)
         streams.append(_untouched(-reach(total, total, names[0]), names, booked, excluded))
+    # A node whose maintenance window overlaps the request is one the planner turns down.
+    closed = {name for name, spans in index.windowed.items() if closes(spans, request.during)}
     # Scalar room last, and only for the nodes taken from the stream: it may mean a sweep.
     for value, name in heapq.merge(*streams):
-        if name not in short:
+        if name not in short and name not in closed:
             yield -value, name
 
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
-from capacity.placement import Atom, NodeView, Pool, Resource, Window
+from capacity.placement import Atom, MaintenanceSpan, NodeView, Pool, Resource, Window
 from capacity.placement.timeline import peak
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
@@ -118,9 +118,16 @@ class NodeIndex:
     device_class: dict[str, str]  # device uuid -> class
 
 
+# A node's maintenance windows not yet over ride on its row (no statement more): [id, start ms,
+# end ms, reason] each, from the (node, ends_at) index.
 _NODES_SQL = """
 SELECT n.id, n.name, p.slug, s.slug, o.slug, n.role, n.provision_state, n.connectivity, n.trust,
-       n.maintenance, n.cordoned, n.converged, n.no_schedule_reasons
+       n.maintenance, n.cordoned, n.converged, n.no_schedule_reasons,
+       (SELECT json_agg(json_build_array(w.window_id, (date_part('epoch', w.starts_at) * 1000)::bigint,
+                                         (date_part('epoch', w.ends_at) * 1000)::bigint, mw.reason)
+                        ORDER BY w.starts_at, w.window_id)
+          FROM capacity_maintenancewindownode w JOIN capacity_maintenancewindow mw ON mw.id = w.window_id
+         WHERE w.node_id = n.id AND w.ends_at > now())
   FROM inventory_node n
   JOIN inventory_pool p ON p.id = n.pool_id
   JOIN inventory_site s ON s.id = p.site_id
@@ -170,10 +177,20 @@ def _attributes(raw: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
+def _windows(raw: object) -> tuple[MaintenanceSpan, ...]:
+    """Return a node's maintenance windows from their JSON (text or parsed, as the driver hands it)."""
+    if raw is None:
+        return ()
+    rows = json.loads(raw) if isinstance(raw, str) else raw
+    return tuple(
+        MaintenanceSpan(str(i), int(start), int(end), reason or "") for i, start, end, reason in rows
+    )
+
+
 def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None) -> NodeIndex:
     """Return the views of a pool's nodes (or of the named ones) with atoms free for `window`.
 
-    Six queries whatever the pool size: nodes, devices with their booked flag, links, labels,
+    Six queries whatever the pool size: nodes (with their maintenance windows not yet over), devices with their booked flag, links, labels,
     resources and the window's scalar claims (a resource's `allocated` is the most claimed at any
     instant of the window). A GPU split into MIG slices is in `devices` for topology but never
     free: its slices are the atoms. A slice is free only when its parent is not booked. A device
@@ -243,7 +260,22 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
         resources_by_node[node_id][name] = Resource(allocatable=allocatable, ratio=ratio, allocated=used)
 
     views = []
-    for pk, name, pool, site, owner, role, state, conn, trust, maint, cordoned, converged, reasons in nodes:
+    for (
+        pk,
+        name,
+        pool,
+        site,
+        owner,
+        role,
+        state,
+        conn,
+        trust,
+        maint,
+        cordoned,
+        converged,
+        reasons,
+        spans,
+    ) in nodes:
         views.append(
             NodeView(
                 id=name,
@@ -263,6 +295,7 @@ def load_node_views(pool_pk: int, window: Window, names: list[str] | None = None
                 free=tuple(free_by_node.get(pk, ())),
                 resources=resources_by_node.get(pk, {}),
                 links=links_by_node.get(pk, {}),
+                windows=_windows(spans),
             )
         )
     return NodeIndex(

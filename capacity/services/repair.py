@@ -54,10 +54,15 @@ REPAIRED = "Repaired"
 REPAIR_PENDING = "RepairPending"
 
 # Live allocations of placed reservations in these pools that hold something unusable from now on,
-# with why. A lease (binding node) counts only its node's state, not one device's.
+# with why. A lease (binding node) counts only its node's state, not one device's. A node that a
+# maintenance window put in maintenance (`switched`, running now) breaks only what starts before
+# the window ends; a window with `move` breaks what has not started and overlaps it, as drain does.
 _BROKEN_SQL = """
 SELECT a.id, a.reservation_id,
-       CASE WHEN n.maintenance THEN n.name || ' is in maintenance'
+       CASE WHEN n.maintenance AND a.starts_at < coalesce(
+                   (SELECT max(w.ends_at) FROM capacity_maintenancewindownode w
+                     WHERE w.node_id = n.id AND w.switched AND w.starts_at <= %(now)s AND w.ends_at > %(now)s),
+                   'infinity') THEN n.name || ' is in maintenance'
             WHEN n.connectivity <> 'connected' THEN n.name || ' is ' || n.connectivity
             WHEN 'NotReady' = ANY(n.no_schedule_reasons) THEN n.name || ' is NotReady'
             WHEN EXISTS (SELECT 1 FROM inventory_nodetaint t
@@ -65,6 +70,7 @@ SELECT a.id, a.reservation_id,
                             AND NOT (t.key = 'dedicated' AND t.value = tn.slug))
               THEN n.name || ' has a NoExecute taint'
             WHEN n.drain_started_at IS NOT NULL AND a.starts_at > %(now)s THEN n.name || ' is draining'
+            WHEN mw.id IS NOT NULL THEN n.name || ' has maintenance window ' || mw.id
             WHEN r.binding = 'node' THEN NULL
             ELSE (SELECT string_agg(d.uuid || CASE WHEN NOT d.healthy THEN ' unhealthy' ELSE ' unbookable' END,
                                     ', ' ORDER BY d.uuid)
@@ -75,6 +81,11 @@ SELECT a.id, a.reservation_id,
   JOIN capacity_reservation r ON r.id = a.reservation_id
   JOIN inventory_tenant tn ON tn.id = r.tenant_id
   JOIN inventory_node n ON n.id = a.node_id
+  LEFT JOIN LATERAL (
+       SELECT min(w.window_id) AS id FROM capacity_maintenancewindownode w
+         JOIN capacity_maintenancewindow m ON m.id = w.window_id
+        WHERE w.node_id = n.id AND m.move AND a.starts_at > %(now)s
+          AND w.starts_at < a.ends_at AND w.ends_at > a.starts_at) mw ON true
  WHERE n.pool_id = ANY(%(pools)s) AND r.status = 'placed' AND a.released_at IS NULL AND a.ends_at > %(now)s
  ORDER BY a.reservation_id, a.id
 """
@@ -230,8 +241,9 @@ def repair_reservation(
         # Work moved off a draining node is a drain's, whoever moved it first (the drain, or
         # BookingRepair as the drain's cordon committed).
         drained = kind == "drain" or all(why.endswith(" is draining") for _, why in allocations)
+        windowed = kind == "maintenance" or all(" has maintenance window " in why for _, why in allocations)
         if notes:
-            reason = "Drained" if drained else "AtomsUnusable"
+            reason = "Drained" if drained else "MaintenanceWindow" if windowed else "AtomsUnusable"
             conditions.append(
                 {
                     "type": REPAIRED,
@@ -244,7 +256,11 @@ def repair_reservation(
             conditions.append(
                 {"type": REPAIR_PENDING, "status": "True", "reason": "NoFit", "message": "; ".join(waiting)}
             )
-        metrics.repair("drain" if drained else kind, moved=len(notes), no_room=len(waiting))
+        metrics.repair(
+            "drain" if drained else "maintenance" if windowed else kind,
+            moved=len(notes),
+            no_room=len(waiting),
+        )
         # The commit of a move marks the row placed with no conditions; put ours back.
         Reservation.objects.filter(pk=reservation.pk).update(
             status=Reservation.Status.PLACED, conditions=conditions, updated_at=now

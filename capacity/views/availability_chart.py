@@ -55,6 +55,15 @@ class Panel:
 
 
 @dataclass
+class WindowMark:
+    """A maintenance window drawn across the panels: its span in the plot and what hovering says."""
+
+    x: float
+    width: float
+    title: str
+
+
+@dataclass
 class Chart:
     """A pool's availability chart: panels, day ticks and what the whole figure says in words."""
 
@@ -71,6 +80,7 @@ class Chart:
     right_edge: int = 0
     panel_height: int = PANEL
     summary: list[str] = field(default_factory=list)
+    windows: list[WindowMark] = field(default_factory=list)  # drawn over every panel's plot
 
     @property
     def plot_width(self) -> int:
@@ -155,6 +165,13 @@ def build_chart(pool: str, found: Availability) -> Chart:
         right_edge=int(x(end)),
     )
     chart.summary = [f"{p.title}: at least {p.least} of {p.most}, first at {p.least_at} UTC" for p in panels]
+    for span, nodes in found.windows:
+        lo, hi = max(span.start, start), min(span.end, end)
+        named = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        said = f"maintenance window {span.id} on {named}, {_when(span.start)} – {_when(span.end)} UTC"
+        title = f"{said}: {span.reason}" if span.reason else said
+        chart.windows.append(WindowMark(x(lo), round(x(hi) - x(lo), 2), title))
+        chart.summary.append(title)
     return chart
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm, TimelineForm
+from capacity.services import maintenance
 from capacity.services.drain import Booked, DrainResult, booked_on, drain_state, live_on, moves_since
 from capacity.services.usage_hooks import unbooked_use_on
 from config.replica import replica_reads
@@ -51,8 +53,17 @@ class Lane:
     node: bool = False  # the whole node's lane: its leases, each drawn once
 
 
-def timeline(devices: list[Device], user, now: datetime, first_day: date | None = None) -> dict:
+def timeline(
+    devices: list[Device],
+    user,
+    now: datetime,
+    first_day: date | None = None,
+    windows: Callable[[datetime, datetime], list] | None = None,
+) -> dict:
     """Return timeline lanes for the devices over two days back to a week ahead (one query).
+
+    `windows(start, end)`, when given, returns the node's maintenance windows overlapping the span:
+    they are drawn on a lane of their own at the top and as a band across every device's lane.
 
     From `first_day` (midnight UTC) the window is as long and starts there instead: the page moves
     through time a week at a time. A whole-node lease books every device; it is drawn once, on a
@@ -100,6 +111,24 @@ def timeline(devices: list[Device], user, now: datetime, first_day: date | None 
             for b in leases.values()
         ]
         lanes.insert(0, Lane("Whole node", "", False, node_bars, node=True))
+    bands = []
+    for w in windows(start, end) if windows is not None else ():
+        left = pos(w.starts_at)
+        title = f"Maintenance window {w.pk}, {w.starts_at:%b %d %H:%M} – {w.ends_at:%b %d %H:%M} UTC"
+        bands.append(
+            {
+                "left": left,
+                "width": max(0.4, pos(w.ends_at) - left),
+                "title": f"{title}: {w.reason}" if w.reason else title,
+                "text": f"window {w.pk}" + (f": {w.reason}" if w.reason else ""),
+                "when": "past" if w.ends_at <= now else "now" if w.starts_at <= now else "later",
+                "spot": False,
+                "held": False,
+                "window": True,
+            }
+        )
+    if bands:
+        lanes.insert(0, Lane("Maintenance", "", False, bands, node=True))
     midnight = start.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     ticks = []
     while midnight < end:
@@ -111,6 +140,7 @@ def timeline(devices: list[Device], user, now: datetime, first_day: date | None 
     shown = first_day or start.date()
     return {
         "lanes": lanes,
+        "bands": bands,
         "ticks": ticks,
         "now": pos(now) if start <= now <= end else None,
         "start": start,
@@ -274,14 +304,20 @@ def _node_context(
     }
 
 
-def _timeline_context(request: HttpRequest, devices: list[Device], now: datetime, booked: Booked) -> dict:
+def _timeline_context(
+    request: HttpRequest, node: Node, devices: list[Device], now: datetime, booked: Booked
+) -> dict:
     """Return the timeline from the page's `?from=` (a bad one shows its error and the current days)."""
     form = TimelineForm(request.GET if "from" in request.GET else None)
     first_day = form.cleaned_data["start"] if form.is_bound and form.is_valid() else None
+
+    def windows(start: datetime, end: datetime) -> list:
+        return list(maintenance.windows_over(node.pk, start, end))
+
     # Running and upcoming together, as the operators' panel counts them: a node running work
     # never reads as having none.
     return {
-        "timeline": timeline(devices, request.user, now, first_day),
+        "timeline": timeline(devices, request.user, now, first_day, windows),
         "timeline_form": form,
         "booked": booked_text(booked.running, booked.later),
         "next_start": booked.first_later,
@@ -308,7 +344,7 @@ def _node_page_context(request: HttpRequest, node: Node, bound: dict | None = No
         "row": row,
         "devices": device_rows,
         "topology": topology(devices, list(DeviceLink.objects.filter(node=node))),
-        **_timeline_context(request, devices, now, booked),
+        **_timeline_context(request, node, devices, now, booked),
         **_node_context(node, bound, scope_for(request.user), booked),
         **({"history": history_page(node)} if is_operator(request.user) else {}),
     }

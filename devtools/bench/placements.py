@@ -18,12 +18,13 @@ from django.utils import timezone
 from capacity import services
 from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, PoolShare, Quota, Reservation
+from capacity.models import Allocation, DeviceBooking, MaintenanceWindow, PoolShare, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import QUEUED
 from capacity.placers.batch import place_queued
 from capacity.placers.types import POOL_LEASE
 from capacity.rollups import refresh_rollups
+from capacity.services.maintenance import schedule
 from capacity.services.shares import bookable_gpus
 from capacity.worker import serve
 from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
@@ -66,6 +67,7 @@ def build_pool(nodes: int, clients: int, *, progress=None, shares: int = 0) -> P
         Allocation.objects.filter(reservation__in=reservations).delete()
         reservations.delete()
         # Quota charges and scalar claims go with their reservations and allocations.
+        MaintenanceWindow.objects.filter(window_nodes__node__pool=pool).delete()  # a --windows run's
     existing = Node.objects.filter(pool=pool).count()
     chunks = [range(i, min(i + BUILD_CHUNK, nodes)) for i in range(existing, nodes, BUILD_CHUNK)]
     for chunk in progress(chunks) if progress else chunks:
@@ -185,6 +187,35 @@ def requests_for(
     return per_client
 
 
+def schedule_windows(pool: Pool, count: int, seed: int) -> None:
+    """Schedule `count` 12-hour maintenance windows on seeded nodes of the pool within two weeks."""
+    rng = random.Random(seed + 7)
+    names = sorted(Node.objects.filter(pool=pool).values_list("name", flat=True))
+    now = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    for _ in range(count):
+        start = now + timedelta(hours=rng.randrange(0, 14 * 24))
+        body = {
+            "nodes": [rng.choice(names)],
+            "start": start.isoformat(),
+            "end": (start + timedelta(hours=12)).isoformat(),
+        }
+        schedule(body, by="bench")
+
+
+def _inside_windows(pool: Pool) -> int:
+    """Return how many live allocations of the pool overlap a maintenance window of their node (0)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT count(*) FROM capacity_allocation a
+                 JOIN inventory_node n ON n.id = a.node_id
+                 JOIN capacity_maintenancewindownode w ON w.node_id = a.node_id
+                WHERE n.pool_id = %s AND a.released_at IS NULL
+                  AND a.starts_at < w.ends_at AND a.ends_at > w.starts_at""",
+            [pool.pk],
+        )
+        return cur.fetchone()[0]
+
+
 def _placer_worker(config, stop) -> None:
     """Run the pool-lease worker (no housekeeping) until told to stop and nothing is left."""
     code = 0
@@ -209,14 +240,20 @@ def run(
     placer: str = "inline",
     one_tenant: bool = False,
     shares: int = 0,
+    windows: int = 0,
 ) -> dict:
     """Build the pool, place the stream, and return the figures.
+
+    With `windows`, that many 12-hour maintenance windows (one node each, seeded) are scheduled
+    over the stream's two weeks first: placements then plan around them.
 
     With the pool-lease placer, clients only queue their requests; a placer process (forked, so
     it shares this process's settings) places them in batches, and the clock stops when the last
     one has left the queue.
     """
     pool = build_pool(nodes, clients, progress=progress, shares=shares)
+    if windows:
+        schedule_windows(pool, windows, seed)
     config = dataclasses.replace(placer_config(), placer=placer)
     batching = placer == POOL_LEASE
     streams = [Stream() for _ in range(clients)]
@@ -300,6 +337,7 @@ def run(
 
     latencies = sorted(x for s in streams for x in s.latencies)
     double = [line for line in booking_drift() if "overlap" in line]
+    inside = _inside_windows(pool) if windows else 0
     drift = audit()
     return {
         "placer": placer,
@@ -307,6 +345,8 @@ def run(
         "clients": clients,
         "tenants": tenants,
         "shares": shares,
+        "windows": windows,
+        "placed_inside_windows": inside,
         "borrowing": Reservation.objects.filter(pool=pool, borrowed_gpus__gt=0).count(),
         "requests": count,
         "placed": sum(s.placed for s in streams),

@@ -78,6 +78,8 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/pools/{pool}/policy",
         "/api/v1/pools/{pool}/shares",
         "/api/v1/pools/{pool}/shares/{tenant}",
+        "/api/v1/maintenance",
+        "/api/v1/maintenance/{window_id}",
         "/api/v1/nodes",
         "/api/v1/nodes/{name}",
         "/api/v1/nodes/{name}/cordon",

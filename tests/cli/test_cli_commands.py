@@ -353,3 +353,25 @@ def test_a_booking_past_a_pool_limit_is_refused_with_policy_limit(run, hosts):
     assert failed.value.returncode == 2
     assert str(failed.value) == "POLICY_LIMIT: maxDuration is 7d; this asks 8d"
     assert not Reservation.objects.exists()
+
+
+def test_maintenance_window_schedules_lists_and_deletes_and_refuses_bad_input(run, shell, hosts):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from capacity.models import MaintenanceWindow
+
+    start = (timezone.now() + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+    end = start + timedelta(hours=4)
+    out = run("maintenance_window", "schedule", "--nodes", "node-a", "--start", start.isoformat(),
+              "--end", end.isoformat(), "--reason", "firmware")  # fmt: skip
+    window = MaintenanceWindow.objects.get()
+    assert out.startswith(f"maintenance window {window.pk}: {start:%Y-%m-%d %H:%M}")
+    assert window.created_by.startswith("manage.py maintenance_window")
+    assert run("maintenance_window", "list", "--node", "node-a").split()[0] == str(window.pk)
+    code, _out, err = shell("maintenance_window", "schedule", "--nodes", "node-a", "--start",
+                            end.isoformat(), "--end", start.isoformat())  # fmt: skip
+    assert code == 2 and "INVALID_INPUT: end:" in err
+    assert run("maintenance_window", "delete", str(window.pk)) == f"deleted maintenance window {window.pk}\n"
+    assert not MaintenanceWindow.objects.exists()

@@ -78,3 +78,10 @@ def from_real_now(hours=0):
     from django.utils import timezone
 
     return int((timezone.now() - NOW).total_seconds() // 3600) + 1 + hours
+
+
+def iso_at(offset_hours):
+    """Return NOW plus `offset_hours` hours as ISO 8601 (a maintenance window's start or end)."""
+    from datetime import timedelta
+
+    return (NOW + timedelta(hours=offset_hours)).isoformat()

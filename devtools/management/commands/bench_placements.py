@@ -35,6 +35,12 @@ class Command(BaseCommand):
             help="give this many tenants even shares of the pool, and spread the requests over them",
         )
         parser.add_argument(
+            "--windows",
+            type=int,
+            default=0,
+            help="schedule this many 12-hour maintenance windows (one node each) over the two weeks first",
+        )
+        parser.add_argument(
             "--placer",
             choices=PLACERS,
             default=INLINE,
@@ -74,6 +80,7 @@ class Command(BaseCommand):
         earliest,
         one_tenant,
         shares,
+        windows,
         **options,
     ):
         def bar(items):
@@ -115,6 +122,7 @@ class Command(BaseCommand):
             placer=placer,
             one_tenant=one_tenant,
             shares=shares,
+            windows=windows,
         )
         self.stdout.write(
             f"{figures['placements_per_s']} placements/s over {figures['requests']} requests "
@@ -122,6 +130,11 @@ class Command(BaseCommand):
             f"on {figures['nodes']} nodes with {figures['clients']} client(s) of {figures['tenants']} tenant(s), "
             f"{placer} placer"
             + (f", {shares} tenants with shares ({figures['borrowing']} borrowing)" if shares else "")
+            + (
+                f", {windows} maintenance windows ({figures['placed_inside_windows']} placements inside one)"
+                if windows
+                else ""
+            )
             + "\n"
             f"latency p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms; "
             f"{figures['queries_per_placement']} queries per placement\n"

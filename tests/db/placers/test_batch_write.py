@@ -14,9 +14,10 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import Allocation, ScalarClaim
 from capacity.placers.batch import place_batch
+from capacity.services.maintenance import schedule
 from inventory.models import Device, Node, NodeLabel
 
-from booking import HOUR, MS, NOW, ask, config
+from booking import HOUR, MS, NOW, ask, config, from_real_now, iso_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -154,3 +155,23 @@ def test_a_later_plan_fits_beside_earlier_plans_of_its_round_that_never_overlap(
     assert result.placed == [r.pk for r in queued]
     assert result.lost == []
     assert {node_of(r) for r in queued} == {"node-a"}
+
+
+def test_a_maintenance_window_scheduled_while_the_batch_planned_sends_its_plan_elsewhere(tenant, make_node):
+    """
+    node-a: [ ][ ]  ← a window over the request is scheduled once the batch planned
+    node-b: [ ][ ]
+    """
+
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    s = from_real_now(10)
+    queued = queue(ask(2, start=s + 1, hours=2))
+
+    def window():
+        schedule({"nodes": ["node-a"], "start": iso_at(s), "end": iso_at(s + 4)})
+
+    result = place_batch(queued.pool_id, lease({"node-a": window}))
+    assert result.placed == [queued.pk]
+    assert result.lost == ["node-a is no longer schedulable"]
+    assert node_of(queued) == "node-b"

@@ -15,10 +15,11 @@ from capacity.placement import define_scheduler_plugin, validate_request
 from capacity.placers.commit import LostRace, Owner, commit_member
 from capacity.placers.loader import load_pool
 from capacity.placers.planning import plan_request
+from capacity.services.maintenance import schedule
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel, NodeResource
 
-from booking import NOW, ask, config
+from booking import NOW, ask, config, from_real_now, iso_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,3 +194,24 @@ def test_a_request_racing_one_in_flight_with_its_idempotency_key_gets_the_first_
     assert first.created and not again.created
     assert again.reservation.pk == first.reservation.pk
     assert Reservation.objects.count() == 1
+
+
+def test_a_maintenance_window_scheduled_meanwhile_loses_the_race_and_the_request_goes_elsewhere(
+    tenant, make_node
+):
+    """
+    node-a: [ ][ ]  ← an operator schedules a window over the request while its plan is made
+    node-b: [ ][ ]
+    """
+
+    make_node("node-a", gpus=2)
+    make_node("node-b", gpus=2)
+    s = from_real_now(10)
+
+    def window():
+        schedule({"nodes": ["node-a"], "start": iso_at(s), "end": iso_at(s + 4)})
+
+    result = services.reserve(ask(2, start=s + 1, hours=2), config=racing_config({"node-a": window}), now=NOW)
+    assert result.reservation.status == "placed"
+    assert result.outcome.lost == ["node-a is no longer schedulable"]
+    assert services.allocations_of(result.reservation)[0]["nodeId"] == "node-b"

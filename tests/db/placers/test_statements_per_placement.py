@@ -96,3 +96,27 @@ def test_a_series_places_each_occurrence_in_fewer_statements_than_a_single_creat
     assert [o.status for o in done.occurrences] == ["placed"] * 10
     assert len(statements.captured_queries) == SERIES_FIXED + 10 * SERIES_PER_OCCURRENCE
     assert SERIES_PER_OCCURRENCE < INLINE_STATEMENTS
+
+
+def test_maintenance_windows_in_the_pool_add_no_statement(tenant, make_node):
+    """Windows ride on the pool index's node rows and the commit's label statement: with two nodes
+    closed over the requests' windows (and one later), a placement sends as many statements."""
+    from capacity.services.maintenance import schedule
+
+    from booking import from_real_now, iso_at
+
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    s = from_real_now(10)
+    schedule({"nodes": ["node-0", "node-1"], "start": iso_at(s), "end": iso_at(s + 24)})
+    schedule({"nodes": ["node-2"], "start": iso_at(s + 48), "end": iso_at(s + 50)})
+    reserve(ask(1, start=s))
+    counts, nodes = [], set()
+    for i in range(5):
+        with CaptureQueriesContext(connection) as statements:
+            result = reserve(ask(1, start=s + i, hours=2))
+        assert result.reservation.status == "placed"
+        nodes.update(a["nodeId"] for a in services.allocations_of(result.reservation))
+        counts.append(len(statements.captured_queries))
+    assert counts == [INLINE_STATEMENTS] * 5
+    assert not nodes & {"node-0", "node-1"}
