@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 SYSTEM = "system"
 
@@ -80,6 +80,10 @@ def stamped() -> Iterator[None]:
     try:
         yield
     finally:
-        # A later statement on this connection (another request's) must not be named for this one.
-        with connection.cursor() as cur:
-            cur.execute(_SET, ["", False, "", False])
+        # A later statement on this connection (another request's) must not be named for this one:
+        # where the names cannot be taken back, the connection goes (the next query opens another).
+        try:
+            with connection.cursor() as cur:
+                cur.execute(_SET, ["", False, "", False])
+        except DatabaseError:
+            connection.close()

@@ -121,19 +121,19 @@ INSERT INTO capacity_reservationevent (reservation_id, at, status, conditions, a
 SELECT %(base)s + g / 2, %(start)s + (g * %(step)s) * interval '1 microsecond',
        CASE WHEN g %% 2 = 0 THEN 'pending' ELSE 'placed' END, '[]'::jsonb,
        'user-' || ((g / 2) %% %(users)s), md5(g::text)
-  FROM generate_series(0, %(rows)s - 1) g
+  FROM generate_series(0::bigint, %(rows)s - 1) g
 """
 _TRAIL = """
 INSERT INTO trail_auditrecord (at, actor, action, object, before, after, reason, request_id)
 SELECT %(start)s + (g * %(step)s) * interval '1 microsecond', 'user-' || (g %% %(users)s), 'share.set',
        'share:bench/t' || g, '{"guaranteed_gpus": 1}'::jsonb, '{"guaranteed_gpus": 2}'::jsonb, '', md5(g::text)
-  FROM generate_series(0, 999) g
+  FROM generate_series(0::bigint, 999) g
 """
 _SIGN_INS = """
 INSERT INTO identity_signinevent (at, method, succeeded, username, issuer, subject, reason, request_id)
 SELECT %(start)s + (g * %(step)s) * interval '1 microsecond', 'sso', true, 'user-' || (g %% %(users)s),
        'https://idp.example', 'sub-' || g, '', md5(g::text)
-  FROM generate_series(0, 1999) g
+  FROM generate_series(0::bigint, 1999) g
 """
 
 
