@@ -203,10 +203,13 @@ def _past(source: Source, position: tuple, older: bool) -> Q:
     beyond = "lt" if older else "gt"
     strictly = Q(**{f"{source.at}__{beyond}": at})
     same_time = Q(**{source.at: at})
+    # The OR below is no index bound: this one is, so a deep page starts its scan at the position
+    # instead of reading (and dropping) every row before it.
+    bound = Q(**{f"{source.at}__{beyond}e": at})
     if source.rank == rank:
-        return strictly | (same_time & Q(**{f"{source.id}__{beyond}": row_id}))
+        return bound & (strictly | (same_time & Q(**{f"{source.id}__{beyond}": row_id})))
     if (source.rank < rank) == older:
-        return strictly | same_time
+        return bound
     return strictly
 
 

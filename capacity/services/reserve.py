@@ -27,7 +27,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
-from trail.context import stamp, stamped
+from trail.context import stamp
 
 from . import insert, limits, lookups
 from .placing import (
@@ -111,7 +111,8 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
     if stage.route == QUEUE and insert.can_commit_at_once():
         return _queue(stage, prepared, fields, admission, wait_ms)
     with transaction.atomic():
-        stamp()  # the reservation's events name who asked, and in which request
+        if not stage.charged:
+            stamp()  # the charged insert names who asks itself (insert_function.py)
         existing = _replayed(prepared)
         if existing is not None:
             return ReserveResult(existing, created=False)
@@ -252,10 +253,9 @@ def _queue(
         return ReserveResult(existing, created=False)
     if admission is not None:
         run_admit(stage.config.plugins, stage.request, admission)
-    with stamped():
-        reservation = insert.insert_charged(
-            fields, stage.request, queued=True, commit=True, digest=prepared.digest
-        )
+    reservation = insert.insert_charged(
+        fields, stage.request, queued=True, commit=True, digest=prepared.digest
+    )
     if reservation is None:
         return ReserveResult(_taken_key(prepared), created=False)
     if wait_ms:

@@ -28,11 +28,11 @@ class Command(BaseCommand):
         }
         b, r, e = figures["booking"], figures["reports"], figures["export"]
         self.stdout.write(
-            f"per booking: {b['statementsPerBooking']} statements ({b['stampStatementsPerBooking']} naming actor "
+            f"per booking: {b['statementsPerBooking']} statements ({b['stampStatementsPerBooking']} added to name actor "
             f"and request), {b['eventsPerBooking']} audit rows (reservation events)"
         )
         self.stdout.write(
-            f"per release: {b['statementsPerRelease']} statements ({b['stampStatementsPerRelease']} naming), "
+            f"per release: {b['statementsPerRelease']} statements ({b['stampStatementsPerRelease']} added to name them), "
             f"{b['eventsPerRelease']} audit rows"
         )
         self.stdout.write(
