@@ -240,25 +240,43 @@ def key(row: dict) -> tuple:
 
 
 def audit_source(filters: Filters):
-    """Return the page source (config/api/pages.py) of the audit list, newest first."""
+    """Return the page source (config/api/pages.py) of the audit list, newest first.
+
+    Two passes: each source's next `limit` positions alone (no row built), merged and cut to
+    `limit`; then only the rows that made the page, read by id from their sources. A page used to
+    build six sources' worth of rows to keep one source's worth.
+    """
+    ranked = {each.rank: each for each in SOURCES}
 
     def source(position, backwards, limit) -> list[dict[str, Any]]:
         older = not backwards
-        found = []
+        sign = "-" if older else ""
+        keys = []
         for each in SOURCES:
             rows = _filtered(each, filters)
             if rows is None:
                 continue
             if position is not None:
                 rows = rows.filter(_past(each, position, older))
-            sign = "-" if older else ""
-            for row in rows.order_by(f"{sign}{each.at}", f"{sign}{each.id}")[:limit]:
-                entry = each.entry(row)
-                moment = row[each.at].astimezone(dt.UTC)
-                entry["_key"] = (moment.isoformat(timespec="microseconds"), each.rank, row[each.id])
-                entry["_sort"] = (moment, each.rank, row[each.id])
-                found.append(entry)
-        found.sort(key=lambda entry: entry["_sort"], reverse=older)
-        return found[:limit]
+            ordered = rows.order_by(f"{sign}{each.at}", f"{sign}{each.id}").values_list(each.at, each.id)
+            keys += [(at.astimezone(dt.UTC), each.rank, row_id) for at, row_id in ordered[:limit]]
+        keys.sort(reverse=older)
+        keys = keys[:limit]
+        wanted: dict[int, list] = {}
+        for _at, rank, row_id in keys:
+            wanted.setdefault(rank, []).append(row_id)
+        rows = {}
+        for rank, ids in wanted.items():
+            each = ranked[rank]
+            rows.update({(rank, row[each.id]): row for row in each.rows().filter(**{f"{each.id}__in": ids})})
+        found = []
+        for moment, rank, row_id in keys:
+            row = rows.get((rank, row_id))
+            if row is None:
+                continue  # deleted between the passes (retention)
+            entry = ranked[rank].entry(row)
+            entry["_key"] = (moment.isoformat(timespec="microseconds"), rank, row_id)
+            found.append(entry)
+        return found
 
     return source
