@@ -198,6 +198,24 @@ class TokenAdmin(authtoken_admin.TokenAdmin):
     list_select_related = ["user", "lifetime"]
     actions = ["revoke"]
 
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # In the admin's transaction; never the key.
+        after = {"expiresAt": token_expiry(obj).isoformat()}
+        record(
+            "token.issue" if not change else "token.change", f"token:{obj.user.get_username()}", after=after
+        )
+
+    def delete_model(self, request, obj):
+        record("token.delete", f"token:{obj.user.get_username()}")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for token in queryset.select_related("user"):
+                record("token.delete", f"token:{token.user.get_username()}")
+            super().delete_queryset(request, queryset)
+
     @admin.display(description="expires")
     def expires(self, token):
         return token_expiry(token)

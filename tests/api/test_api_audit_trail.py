@@ -151,3 +151,23 @@ def test_filters_reach_the_trail_and_answer_nothing_for_a_stranger(as_operator, 
     field, _, value = query.partition("=")
     rows = audit(as_operator, **{field: value})
     assert [r["object"] for r in rows] == (["quota:acme/gpu"] if query == "action=quota.set" else [])
+
+
+def test_tokens_added_and_deleted_in_the_admin_are_recorded(as_operator, make_user):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    pat = get_user_model().objects.create_user("pat")
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+    assert client.post("/admin/authtoken/tokenproxy/add/", {"user": pat.pk}).status_code == 302
+    key = Token.objects.get(user=pat).key
+    client.post(
+        "/admin/authtoken/tokenproxy/",
+        {"action": "delete_selected", "_selected_action": [key], "post": "yes"},
+    )
+    assert not Token.objects.filter(user=pat).exists()
+    rows = audit(as_operator, object="token:pat")
+    assert [(r["action"], r["actor"]) for r in rows] == [("token.delete", "root"), ("token.issue", "root")]
+    assert key not in str(rows)
