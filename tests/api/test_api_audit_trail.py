@@ -171,3 +171,14 @@ def test_tokens_added_and_deleted_in_the_admin_are_recorded(as_operator, make_us
     rows = audit(as_operator, object="token:pat")
     assert [(r["action"], r["actor"]) for r in rows] == [("token.delete", "root"), ("token.issue", "root")]
     assert key not in str(rows)
+
+
+def test_tokens_issued_and_revoked_by_command_name_the_command(as_operator, acme):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("issue_token", "acme", stdout=StringIO())
+    call_command("revoke_token", "acme", stdout=StringIO())
+    actors = [r["actor"] for r in audit(as_operator, object="token:acme")]
+    assert [a.split(" (")[0] for a in actors] == ["manage.py revoke_token", "manage.py issue_token"]
