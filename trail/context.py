@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import DatabaseError, connection
+from django.db import connection
 
 SYSTEM = "system"
 
@@ -66,24 +66,3 @@ def stamp() -> None:
     """Name the actor and request id to the database for the rest of the caller's transaction."""
     with connection.cursor() as cur:
         cur.execute(_SET, [actor(), True, request_id() or "", True])
-
-
-@contextmanager
-def stamped() -> Iterator[None]:
-    """Name them for the statements inside, each its own transaction when none is open; unset after."""
-    if connection.in_atomic_block:
-        stamp()
-        yield
-        return
-    with connection.cursor() as cur:
-        cur.execute(_SET, [actor(), False, request_id() or "", False])
-    try:
-        yield
-    finally:
-        # A later statement on this connection (another request's) must not be named for this one:
-        # where the names cannot be taken back, the connection goes (the next query opens another).
-        try:
-            with connection.cursor() as cur:
-                cur.execute(_SET, ["", False, "", False])
-        except DatabaseError:
-            connection.close()

@@ -19,7 +19,6 @@ from capacity.placement import NOT_FOUND, CapacityError
 from inventory import services as inventory
 from inventory.errors import InventoryError
 from inventory.models import Node
-from trail.context import stamped
 
 from .repair import REPAIR_PENDING, broken, repair_reservation, wake_worker
 
@@ -74,28 +73,24 @@ def drain(node_name: str, *, reason: str = "", now: datetime | None = None) -> D
     result.left = max(0, len(later) - REQUEST_MOVE_LIMIT)
     if result.left:
         wake_worker([Node.objects.get(name=node_name).pool_id])
-    with stamped():  # the moved reservations' events name the operator who drained, and the request
-        for reservation in later[:REQUEST_MOVE_LIMIT]:
-            allocations = list(
-                Allocation.objects.filter(
-                    reservation_id=reservation,
-                    node__name=node_name,
-                    released_at__isnull=True,
-                    starts_at__gt=now,
-                ).values_list("pk", flat=True)
+    for reservation in later[:REQUEST_MOVE_LIMIT]:
+        allocations = list(
+            Allocation.objects.filter(
+                reservation_id=reservation, node__name=node_name, released_at__isnull=True, starts_at__gt=now
+            ).values_list("pk", flat=True)
+        )
+        if allocations:
+            repair_reservation(
+                reservation,
+                [(pk, f"{node_name} is draining") for pk in allocations],
+                now=now,
+                avoid=node_name,
+                kind="drain",
             )
-            if allocations:
-                repair_reservation(
-                    reservation,
-                    [(pk, f"{node_name} is draining") for pk in allocations],
-                    now=now,
-                    avoid=node_name,
-                    kind="drain",
-                )
-            still = Allocation.objects.filter(
-                reservation_id=reservation, node__name=node_name, released_at__isnull=True, ends_at__gt=now
-            ).exists()
-            (result.waiting if still else result.moved).append(reservation)
+        still = Allocation.objects.filter(
+            reservation_id=reservation, node__name=node_name, released_at__isnull=True, ends_at__gt=now
+        ).exists()
+        (result.waiting if still else result.moved).append(reservation)
     result.running = running_on(node_name, now)
     return result
 
