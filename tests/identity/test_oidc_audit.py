@@ -45,3 +45,20 @@ def test_a_switched_off_user_is_named_with_their_sub_in_the_export(client, sso):
     (row,) = api.get("/api/v1/audit", {"action": "sign-in.failed"}).json()["results"]
     assert (row["actor"], row["object"], row["after"]["sub"]) == ("alice", "user:alice", identity.subject)
     assert "switched off" in row["reason"] and row["requestId"]
+
+
+@pytest.mark.parametrize("answer", ["html", "empty"])
+def test_a_token_endpoint_answering_html_or_nothing_signs_no_one_in_and_says_so(client, sso, answer):
+    sso.set(token_answer=answer)
+    page, _ = sign_in(client, "alice")
+    assert page.status_code == 400 and not page.wsgi_request.user.is_authenticated
+    assert "did not answer as an OpenID provider" in page.content.decode()
+    assert not User.objects.exists() and not ProviderIdentity.objects.exists()
+    assert _failed().reason.startswith("The sign-in service did not answer")
+
+
+def test_a_name_claim_longer_than_the_field_is_refused_not_cut(client, sso):
+    sso.user("alice", extra={"given_name": "G" * 151})
+    page, _ = sign_in(client, "alice")
+    assert page.status_code == 400 and "longer than Berth keeps" in page.content.decode()
+    assert not User.objects.exists()
