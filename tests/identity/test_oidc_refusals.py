@@ -1,4 +1,4 @@
-"""Failed SSO sign-ins in the audit: whom the provider vouched for (its sub) where the token checked out."""
+"""Refused SSO sign-ins: said in words, nothing created; in the audit with the sub where the token checked out."""
 
 import pytest
 from django.contrib.auth.models import User
