@@ -93,9 +93,10 @@ class AuditView(BerthAPIView):
         tags=["audit"],
         summary="Export the audit log",
         description=(
-            "Who changed what, when, newest first: sign-ins and failed sign-ins (with the provider's "
-            "sub), reservation status changes, node, taint and label changes. `?format=csv` for CSV. "
-            "Operators only."
+            "Who changed what, when and in which request (X-Request-Id), newest first: sign-ins and "
+            "failed sign-ins (with the provider's sub), reservation status changes, node, taint and "
+            "label changes and what node reports changed, quotas, shares, pool policies, webhooks, "
+            "calendar feeds and API tokens. `?format=csv` for CSV. Operators only."
         ),
         parameters=[
             OpenApiParameter("actor", OpenApiTypes.STR, description="a username, or a command's name"),

@@ -1,7 +1,8 @@
-"""Keep sign-ins BERTH_AUDIT_DAYS: the worker deletes older ones every hour.
+"""Keep the audit's own rows BERTH_AUDIT_DAYS: the worker deletes older ones every hour.
 
-The other sources keep their own rows as long as their own rules say (node history and reservation
-events are kept for good); sign-ins carry addresses, so they go once the audit no longer needs them.
+The audit owns its trail (trail.AuditRecord: quotas, shares, policies, webhooks, feeds, tokens) and
+the sign-ins (which carry addresses). The histories it reuses keep their rows as their own pages
+need them: reservation events and node history are kept for good, never deleted here.
 """
 
 from __future__ import annotations
@@ -15,17 +16,21 @@ from django.utils import timezone
 
 from capacity.worker_jobs import survive
 from identity.models import SignInEvent
+from trail.models import AuditRecord
 
 log = logging.getLogger(__name__)
 EVERY_SECONDS = 3600
 
 
 def run_once() -> str:
-    """Delete the sign-ins older than BERTH_AUDIT_DAYS; say how many ("" for none)."""
-    deleted, _ = SignInEvent.objects.filter(
-        at__lt=timezone.now() - timedelta(days=settings.AUDIT_DAYS)
-    ).delete()
-    return f"deleted {deleted} sign-ins older than {settings.AUDIT_DAYS} days" if deleted else ""
+    """Delete the sign-ins and trail rows older than BERTH_AUDIT_DAYS; say how many ("" for none)."""
+    before = timezone.now() - timedelta(days=settings.AUDIT_DAYS)
+    # Nothing refers to either table: each is one DELETE.
+    sign_ins, _ = SignInEvent.objects.filter(at__lt=before).delete()
+    changes, _ = AuditRecord.objects.filter(at__lt=before).delete()
+    if not (sign_ins or changes):
+        return ""
+    return f"deleted {sign_ins} sign-ins and {changes} changes older than {settings.AUDIT_DAYS} days"
 
 
 def serve(stop: threading.Event) -> None:

@@ -7,10 +7,12 @@ through the pages, the API, the CLI and the port. Quotas are the operators' to s
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from rest_framework.authtoken import admin as authtoken_admin
 from rest_framework.authtoken.models import TokenProxy
 
 from inventory.models import Node
+from trail.record import record
 
 from .models import (
     Allocation,
@@ -30,8 +32,8 @@ from .models.tokens import token_expiry, token_revoked_at
 from .placement import CapacityError
 from .services.inputs import duration_text
 from .services.pool_policy import FIELDS as POLICY_FIELDS
-from .services.pool_policy import parse_policy
-from .services.shares import check_guarantees, set_share
+from .services.pool_policy import parse_policy, row_body
+from .services.shares import SHARE_FIELDS, check_guarantees, set_share
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
 
@@ -48,11 +50,51 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class AuditedAdmin(admin.ModelAdmin):
+    """Record each change and delete an operator makes here, in the admin's transaction (trail)."""
+
+    audit_kind = ""  # quota, share, policy: the action's and object's first part
+
+    def audit_object(self, obj) -> str:
+        raise NotImplementedError
+
+    def audit_values(self, obj) -> dict:
+        raise NotImplementedError
+
+    def save_model(self, request, obj, form, change):
+        before = self.audit_values(type(obj).objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+        after = self.audit_values(obj)
+        if before is not None:  # what changed, alone
+            changed = [name for name in after if before.get(name) != after[name]]
+            before, after = {n: before.get(n) for n in changed}, {n: after[n] for n in changed}
+        if after:
+            record(f"{self.audit_kind}.set", self.audit_object(obj), before=before, after=after)
+
+    def delete_model(self, request, obj):
+        record(f"{self.audit_kind}.delete", self.audit_object(obj), before=self.audit_values(obj))
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        # The admin's "delete selected" deletes in bulk (no signal): each row is recorded first.
+        with transaction.atomic():
+            for obj in queryset:
+                record(f"{self.audit_kind}.delete", self.audit_object(obj), before=self.audit_values(obj))
+            super().delete_queryset(request, queryset)
+
+
 @admin.register(Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(AuditedAdmin):
     list_display = ["tenant", "resource", "limit"]
     list_filter = ["resource"]
     search_fields = ["tenant__slug", "resource"]
+    audit_kind = "quota"
+
+    def audit_object(self, obj) -> str:
+        return f"quota:{obj.tenant.slug}/{obj.resource}"
+
+    def audit_values(self, obj) -> dict:
+        return {"limit": obj.limit}
 
 
 @admin.register(QuotaCharge)
@@ -169,6 +211,24 @@ class TokenAdmin(authtoken_admin.TokenAdmin):
     list_select_related = ["user", "lifetime"]
     actions = ["revoke"]
 
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # In the admin's transaction; never the key.
+        after = {"expiresAt": token_expiry(obj).isoformat()}
+        record(
+            "token.issue" if not change else "token.change", f"token:{obj.user.get_username()}", after=after
+        )
+
+    def delete_model(self, request, obj):
+        record("token.delete", f"token:{obj.user.get_username()}")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for token in queryset.select_related("user"):
+                record("token.delete", f"token:{token.user.get_username()}")
+            super().delete_queryset(request, queryset)
+
     @admin.display(description="expires")
     def expires(self, token):
         return token_expiry(token)
@@ -239,13 +299,20 @@ class PoolShareForm(forms.ModelForm):
 
 
 @admin.register(PoolShare)
-class PoolShareAdmin(admin.ModelAdmin):
+class PoolShareAdmin(AuditedAdmin):
     """Operators set shares here as through the API; the pool's guarantees stay within its GPUs."""
 
     form = PoolShareForm
     list_display = ("pool", "tenant", "guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
     list_filter = ("pool",)
     search_fields = ("tenant__slug", "pool__slug")
+    audit_kind = "share"  # saved through set_share, which records; deletes recorded here
+
+    def audit_object(self, obj) -> str:
+        return f"share:{obj.pool.slug}/{obj.tenant.slug}"
+
+    def audit_values(self, obj) -> dict:
+        return {name: getattr(obj, name) for name in SHARE_FIELDS}
 
     def save_model(self, request, obj, form, change):
         # Through the service: under the pool's lock the sum is checked again (a concurrent writer).
@@ -293,12 +360,19 @@ class PoolPolicyForm(forms.ModelForm):
 
 
 @admin.register(PoolPolicy)
-class PoolPolicyAdmin(admin.ModelAdmin):
+class PoolPolicyAdmin(AuditedAdmin):
     """Operators change a pool's policy here as through the API (docs/policy.md)."""
 
     form = PoolPolicyForm
     list_display = ("pool", "idle_warn_after", "idle_release_after", "allow_keep_when_idle", "lend_idle")
     search_fields = ("pool__slug",)
+    audit_kind = "policy"
+
+    def audit_object(self, obj) -> str:
+        return f"policy:{obj.pool.slug}"
+
+    def audit_values(self, obj) -> dict:
+        return row_body(obj)
 
 
 class MaintenanceWindowNodeInline(admin.TabularInline):

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django_filters",
     "axes",
     "simple_history",
+    "trail",
     "inventory",
     "capacity",
     "usage",
@@ -68,6 +69,9 @@ SECURE_CSP = {
 }
 
 MIDDLEWARE = [
+    # First: every answer, errors included, carries the request's id (X-Request-Id), and every audit
+    # row written while serving it names it (trail/middleware.py).
+    "trail.middleware.RequestId",
     # Outermost: whatever answers an error under /api/ (Django itself included), it reads as JSON.
     "config.middleware.ApiErrorsAreJson",
     "django.middleware.security.SecurityMiddleware",

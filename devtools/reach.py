@@ -22,7 +22,7 @@ from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devtools", "agent")
+APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devtools", "agent", "trail")
 
 
 @dataclass(frozen=True)

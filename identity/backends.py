@@ -22,7 +22,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from identity import discovery
 from identity.groups import BadGroupsClaim, apply_groups, groups_from
-from identity.models import ProviderIdentity
+from identity.models import ProviderIdentity, SignInEvent
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,13 @@ ENDPOINTS = {
 
 
 class SignInRefused(Exception):
-    """The provider's answer does not sign anyone in; the message says why, in words."""
+    """The provider's answer does not sign anyone in; the message says why, in words.
+
+    Refused after the ID token checked out, it names the token's issuer and sub for the audit.
+    """
+
+    issuer = ""
+    subject = ""
 
 
 class LocalPasswordBackend(ModelBackend):
@@ -143,6 +149,17 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def get_or_create_user(self, access_token, id_token, payload):
         """Return the user for (issuer, sub), created on first sign-in, with memberships from the groups."""
+        try:
+            return self._signed_in(access_token, id_token, payload)
+        except SignInRefused as err:
+            # The token checked out: the failed sign-in names whom it was for (where the field holds it).
+            for name, claim in (("issuer", "iss"), ("subject", "sub")):
+                value = payload.get(claim)
+                if isinstance(value, str) and len(value) <= SignInEvent._meta.get_field(name).max_length:
+                    setattr(err, name, value)
+            raise
+
+    def _signed_in(self, access_token, id_token, payload):
         claims = dict(payload)
         if self.OIDC_OP_USER_ENDPOINT and access_token:
             userinfo = self.get_userinfo(access_token, id_token, payload)

@@ -45,6 +45,7 @@ class SignInEvent(models.Model):
     subject = models.CharField(max_length=255, blank=True, help_text="The provider's sub (SSO).")
     reason = models.CharField(max_length=300, blank=True, help_text="Why a sign-in failed, in words.")
     address = models.GenericIPAddressField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, null=True, blank=True, help_text="The sign-in's request.")
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -7,6 +7,7 @@ from django.dispatch import receiver
 
 from config.accounts import client_ip
 from identity.models import ProviderIdentity, SignInEvent
+from trail.context import request_id
 
 OIDC_BACKEND = "identity.backends.OidcBackend"
 USERNAME_MAX = 150
@@ -30,6 +31,7 @@ def signed_in(sender, request, user, **kwargs):
         issuer=identity.issuer if identity else "",
         subject=identity.subject if identity else "",
         address=address_of(request),
+        request_id=request_id(),
     )
 
 
@@ -44,11 +46,19 @@ def password_refused(sender, credentials, request=None, **kwargs):
         username=str(credentials["username"])[:USERNAME_MAX],
         reason="wrong username or password",
         address=address_of(request),
+        request_id=request_id(),
     )
 
 
-def sso_refused(request, reason: str) -> None:
-    """Record an SSO sign-in that did not happen, and why."""
+def sso_refused(request, reason: str, *, issuer: str = "", subject: str = "", username: str = "") -> None:
+    """Record an SSO sign-in that did not happen, and why; whom it was for where the token said."""
     SignInEvent.objects.create(
-        method=SignInEvent.SSO, succeeded=False, reason=reason[:300], address=address_of(request)
+        method=SignInEvent.SSO,
+        succeeded=False,
+        reason=reason[:300],
+        address=address_of(request),
+        request_id=request_id(),
+        issuer=issuer,
+        subject=subject,
+        username=username,
     )

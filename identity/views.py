@@ -50,14 +50,22 @@ class LoginView(auth_views.LoginView):
         return context
 
 
-def refused(request: HttpRequest, reason: str, *, sign_out: bool = False) -> HttpResponse:
+def refused(
+    request: HttpRequest,
+    reason: str,
+    *,
+    sign_out: bool = False,
+    issuer: str = "",
+    subject: str = "",
+    username: str = "",
+) -> HttpResponse:
     """Answer a sign-in that did not happen: the sign-in page, saying why.
 
     sign_out: the answer was for this browser (its state matched), so a session it had ends too:
     a re-check the provider or Berth refused must not leave the old session running.
     """
     log.warning("SSO sign-in refused: %s", reason)
-    sso_refused(request, reason)
+    sso_refused(request, reason, issuer=issuer, subject=subject, username=username)
     if sign_out and request.user.is_authenticated:
         auth.logout(request)
     form = auth_views.AuthenticationForm(request)
@@ -108,7 +116,7 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
         try:
             response = super().get(request)
         except SignInRefused as err:
-            return refused(request, str(err), sign_out=True)
+            return refused(request, str(err), sign_out=True, issuer=err.issuer, subject=err.subject)
         except discovery.ProviderDown as err:
             return refused(request, str(err) + SSO_DOWN_SUFFIX, sign_out=True)
         except SuspiciousOperation as err:
@@ -126,7 +134,15 @@ class Callback(oidc_views.OIDCAuthenticationCallbackView):
         if user is None:
             return refused(request, "The sign-in service did not vouch for anyone.", sign_out=True)
         if not user.is_active:
-            return refused(request, "Your Berth account is switched off: ask an operator.", sign_out=True)
+            identity = getattr(user, "provider_identity", None)
+            return refused(
+                request,
+                "Your Berth account is switched off: ask an operator.",
+                sign_out=True,
+                issuer=identity.issuer if identity else "",
+                subject=identity.subject if identity else "",
+                username=user.get_username(),
+            )
         return response
 
 

@@ -20,6 +20,8 @@ from django.dispatch import receiver
 from simple_history.models import HistoricalRecords
 from simple_history.signals import pre_create_historical_record
 
+from trail.context import acting_as, request_id
+
 SYSTEM = "system"
 REASON_MAX = 200
 REASON_PROBLEM = f"reason must be text of at most {REASON_MAX} characters"
@@ -40,7 +42,8 @@ def recording(*, actor: str | None = None, reason: str | None = None) -> Iterato
     given = {k: v for k, v in (("actor", actor), ("reason", reason)) if v}
     token = _context.set(MappingProxyType({**_context.get(), **given}))
     try:
-        yield
+        with acting_as(actor):  # the audit trail's other rows name the same actor
+            yield
     finally:
         _context.reset(token)
 
@@ -62,6 +65,7 @@ class HistoryFields(models.Model):
     actor = models.CharField(max_length=150, default=SYSTEM)
     action = models.CharField(max_length=30, help_text="cordon, taint-add, label-set, …")
     change = models.CharField(max_length=600, help_text="What changed, in words.")
+    request_id = models.CharField(max_length=64, null=True, blank=True, help_text="The request that made it.")
 
     class Meta:
         abstract = True
@@ -151,6 +155,7 @@ def _fill_words(sender, instance, history_instance, history_user, **kwargs) -> N
     limit = HistoryFields._meta.get_field("change").max_length
     history_instance.action = action
     history_instance.change = change if len(change) <= limit else change[: limit - 1] + "…"
+    history_instance.request_id = request_id()
     history_instance.actor = (
         history_user.get_username() if history_user is not None else _context.get().get("actor", SYSTEM)
     )

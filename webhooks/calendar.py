@@ -15,12 +15,14 @@ import secrets
 from datetime import datetime, timedelta
 
 import icalendar
+from django.db import transaction
 from django.utils import timezone
 
 from capacity.access import feed_scope
 from capacity.models import Reservation, Series
 from capacity.placers.notice import preempt_at
 from capacity.render import render_reservations
+from trail.record import record
 
 from .models import CalendarFeed
 
@@ -34,10 +36,15 @@ def feed_of(user, *, rotate: bool = False) -> CalendarFeed:
     """Return the user's feed, made on first use; `rotate` gives it a new token (the old URL stops)."""
     feed = CalendarFeed.objects.filter(owner=user).first()
     if feed is None:
-        return CalendarFeed.objects.create(owner=user, token=secrets.token_urlsafe(32))
+        with transaction.atomic():
+            feed = CalendarFeed.objects.create(owner=user, token=secrets.token_urlsafe(32))
+            record("calendar-token.issue", f"calendar:{user.get_username()}")  # never the token
+        return feed
     if rotate:
         feed.token = secrets.token_urlsafe(32)
-        feed.save(update_fields=["token"])
+        with transaction.atomic():
+            feed.save(update_fields=["token"])
+            record("calendar-token.rotate", f"calendar:{user.get_username()}")
     return feed
 
 

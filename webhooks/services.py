@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from capacity.access import may_watch_nodes
 from capacity.placement import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityError
+from trail.record import record
 
 from .models import EVENT_TYPES, NODE_EVENTS, Attempt, Delivery, Event, Subscription
 from .outbox import body_of
@@ -66,13 +67,15 @@ def subscribe(user, data: Any) -> Subscription:
             raise CapacityError(
                 INVALID_INPUT, f"you have {MAX_SUBSCRIPTIONS} webhooks, the most one user may"
             )
-        return Subscription.objects.create(
+        subscription = Subscription.objects.create(
             owner=user,
             url=url,
             events=list(dict.fromkeys(events)),
             description=description,
             secret=new_secret(),
         )
+        record("webhook.create", f"webhook:{subscription.pk}", after=audited(subscription))
+        return subscription
 
 
 def _check_mail(user, address: str) -> None:
@@ -101,22 +104,30 @@ def own(user, subscription_id: Any) -> Subscription:
 
 def remove(user, subscription_id: Any) -> None:
     """Delete the caller's subscription and its pending deliveries."""
-    own(user, subscription_id).delete()
+    with transaction.atomic():
+        subscription = own(user, subscription_id)
+        record("webhook.delete", f"webhook:{subscription.pk}", before=audited(subscription))
+        subscription.delete()
 
 
 def rotate_secret(user, subscription_id: Any) -> Subscription:
     """Give the subscription a new secret (shown once); deliveries from now on are signed with it."""
     subscription = own(user, subscription_id)
     subscription.secret = new_secret()
-    subscription.save(update_fields=["secret"])
+    with transaction.atomic():
+        subscription.save(update_fields=["secret"])
+        record("webhook.rotate-secret", f"webhook:{subscription.pk}")  # never the secret itself
     return subscription
 
 
 def enable(user, subscription_id: Any) -> Subscription:
     """Turn a disabled subscription back on; its failure clock starts again."""
     subscription = own(user, subscription_id)
+    before = {"enabled": subscription.enabled, "disabledReason": subscription.disabled_reason or None}
     subscription.enabled, subscription.disabled_reason, subscription.failing_since = True, "", None
-    subscription.save(update_fields=["enabled", "disabled_reason", "failing_since"])
+    with transaction.atomic():
+        subscription.save(update_fields=["enabled", "disabled_reason", "failing_since"])
+        record("webhook.enable", f"webhook:{subscription.pk}", before=before, after={"enabled": True})
     return subscription
 
 
@@ -180,6 +191,19 @@ def describe_deliveries(deliveries: list[Delivery]) -> list[dict]:
         }
         for d in deliveries
     ]
+
+
+def audited(subscription: Subscription) -> dict:
+    """Return what the audit keeps of a subscription: its owner, where it sends (no path or query,
+    which may hold the receiver's own secret), its events and description."""
+    url = subscription.url
+    target = url if url.startswith("mailto:") else "/".join(url.split("/", 3)[:3])
+    return {
+        "owner": subscription.owner.get_username(),
+        "target": target,
+        "events": subscription.events,
+        "description": subscription.description,
+    }
 
 
 def describe(subscription: Subscription, *, with_secret: bool = False) -> dict:

@@ -198,6 +198,10 @@ class ReservationEvent(models.Model):
     at = models.DateTimeField()
     status = models.CharField(max_length=10)
     conditions = models.JSONField(default=list)
+    # Who made the change and in which request, as the writer named them (trail.context.stamp);
+    # null where none did: the worker, or a path that does not say.
+    actor = models.CharField(max_length=150, null=True, blank=True)
+    request_id = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["at", "id"]
@@ -205,6 +209,10 @@ class ReservationEvent(models.Model):
             models.Index(fields=["reservation", "at"], name="reservation_event_at_idx"),
             # The audit export (auditlog/) pages every reservation's events newest first.
             models.Index(fields=["-at", "-id"], name="reservation_event_audit_idx"),
+            # Its actor filter: only events a writer named (the worker's, null, are most of the rest).
+            models.Index(
+                fields=["actor", "-at"], name="reservation_event_actor_idx", condition=Q(actor__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -29,6 +29,7 @@ from capacity.models.reservations import queued as queued_condition
 from capacity.placement import PlacementRequest
 from capacity.placers import quota
 from capacity.placers.loader import lookup_digest_sql
+from trail.context import actor, request_id
 
 from . import lookups
 from .insert_function import Function
@@ -108,6 +109,9 @@ def insert_charged(
         "digest": digest,
         "tenant_slug": fields["tenant"].slug,
         "pool_slug": request.pool_id,
+        # The call names who acts for the reservation's events: no statement of its own.
+        "actor": actor(),
+        "request_id": request_id() or "",
     }
     CHARGED.ensure()
     if also is None:

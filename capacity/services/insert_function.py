@@ -38,6 +38,8 @@ ARGUMENTS = (
     ("tenant_slug", "text"),
     ("pool_slug", "text"),
     ("keep", "boolean"),
+    ("actor", "text"),
+    ("request_id", "text"),
 )
 # What the insert's last SELECT returns, as the function declares it.
 RESULT = (
@@ -58,7 +60,10 @@ class Function:
         # Arguments are prefixed so that none is taken for a column of the same name.
         lock, insert = (_PLACEHOLDER.sub(r"a_\1", s).replace("%%", "%") for s in (lock_sql, insert_sql))
         # The result's column names are variables in the body too: names in its SQL mean columns.
-        body = f"#variable_conflict use_column\nBEGIN\n  PERFORM ({lock.removeprefix('SELECT ').strip()});\n  RETURN QUERY {insert.strip()};\nEND"
+        # First, who acts and in which request, for the reservation trigger (trail.context.stamp), as
+        # transaction settings: the rest of the caller's transaction, or this call's own, keeps them.
+        names = "set_config('berth.actor', a_actor, true), set_config('berth.request_id', a_request_id, true)"
+        body = f"#variable_conflict use_column\nBEGIN\n  PERFORM {names};\n  PERFORM ({lock.removeprefix('SELECT ').strip()});\n  RETURN QUERY {insert.strip()};\nEND"
         arguments = ", ".join(f"a_{name} {kind}" for name, kind in ARGUMENTS)
         digest = hashlib.sha256(f"{arguments}|{RESULT}|{body}".encode()).hexdigest()[:12]
         self.name = f"{prefix}_{digest}"

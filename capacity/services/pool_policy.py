@@ -20,6 +20,7 @@ from capacity.access import Scope, pool_for
 from capacity.models import PoolPolicy
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
 from inventory.models import Pool
+from trail.record import record
 
 from .inputs import duration_text, parse_duration
 
@@ -67,6 +68,11 @@ _ATTRS = tuple(f.name for f in fields(Policy) if f.name != "stored")
 
 def _from_row(row: PoolPolicy) -> Policy:
     return Policy(**{name: getattr(row, name) for name in _ATTRS}, stored=True)
+
+
+def row_body(row: PoolPolicy) -> dict[str, Any]:
+    """Return a policy row as the API writes it (what the audit keeps before and after a change)."""
+    return policy_body(_from_row(row))
 
 
 def policy_of(pool: Pool | int) -> Policy:
@@ -128,10 +134,24 @@ def set_policy(pool_slug: str, changes: dict[str, Any]) -> Policy:
         if row is None:
             start = defaults()
             row = PoolPolicy(pool=pool, **{name: getattr(start, name) for name in _ATTRS})
+        before = policy_body(_from_row(row))
         for attr, value in changes.items():
             setattr(row, attr, value)
         row.save()
+        record_policy_change(pool.slug, before, policy_body(_from_row(row)))
     return _from_row(row)
+
+
+def record_policy_change(pool_slug: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Record the fields of a pool's policy that changed (none: no row), in the caller's transaction."""
+    changed = sorted(name for name in after if before.get(name) != after[name])
+    if changed:
+        record(
+            "policy.set",
+            f"policy:{pool_slug}",
+            before={name: before.get(name) for name in changed},
+            after={name: after[name] for name in changed},
+        )
 
 
 def policy_body(policy: Policy) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from capacity.models.reservations import IDLE, PREEMPTED_CONDITION, RECLAIMED
 from capacity.placers.commit import Owner
 from capacity.placers.notice import spot_policy
 from capacity.placers.take_back import take_back
+from trail.context import stamp
 
 from .reservations import get
 
@@ -206,6 +207,7 @@ def reclaim(reservation_id: int | str, *, scope: Scope = EVERYONE, now: datetime
     A reservation another tenant owns is NOT_FOUND; one that lends nothing has nothing to do.
     """
     now = now or timezone.now()
+    stamp()  # the owner's and the lent work's events name who reclaimed, and in which request
     found = get(reservation_id, scope=scope)
     if not isinstance(found, Reservation):
         return Reclaimed(found, ())  # moved to history: it lends nothing

@@ -22,6 +22,7 @@ from capacity.placers import quota
 from capacity.placers.ending import end_allocations
 from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.placers.types import PlacerConfig
+from trail.context import stamp
 
 from .fair_queue import FairShares, fair_shares, retry_order
 from .inputs import stored_request
@@ -57,6 +58,7 @@ def release(
     pool: the lock order has pools after quota).
     """
     now = now or timezone.now()
+    stamp()  # the release's event names who released, and in which request
     reservation = get(reservation_id, scope=scope)
     if not isinstance(reservation, Reservation):
         return reservation  # moved to history: released or preempted long ago

@@ -46,6 +46,7 @@ from capacity.placers.lease import place_lease
 from capacity.placers.loader import PoolRow, load_pool
 from capacity.placers.types import Outcome, PlacerConfig
 from inventory.models import Device, NodeLabel
+from trail.context import stamp as name_actor
 
 from .inputs import stored_request
 from .misshapen import misshapen
@@ -215,6 +216,7 @@ def repair_reservation(
     """
     config = config or placer_config()
     with transaction.atomic():
+        name_actor()  # the moves name who asked (an operator's drain) or the system (the worker's repair)
         reservation = (
             Reservation.objects.select_for_update(of=("self",))
             .select_related("tenant")

@@ -27,6 +27,7 @@ from capacity.placers.index import pool_index
 from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
+from trail.context import stamp
 
 from . import insert, limits, lookups
 from .placing import (
@@ -113,6 +114,8 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
     if stage.route == QUEUE and insert.can_commit_at_once():
         return _queue(stage, prepared, fields, admission, wait_ms)
     with transaction.atomic():
+        if not stage.charged:
+            stamp()  # the charged insert names who asks itself (insert_function.py)
         existing = _replayed(prepared)
         if existing is not None:
             return ReserveResult(existing, created=False)

@@ -24,6 +24,7 @@ from capacity.placement.fairshare import decayed_gpu_hours, fair_share
 from capacity.rollups import stored_rollups
 from inventory.gpu_share import gpu_share, gpu_share_sql
 from inventory.models import Pool, Tenant
+from trail.record import record
 
 FIELDS = ("guaranteedGpus", "borrowingLimitGpus", "lendingLimitGpus")
 # Bookings older than this many half-lives weigh under 0.1 %: not read.
@@ -121,6 +122,10 @@ def check_guarantees(pool: Pool, tenant: Tenant, guaranteed: int) -> None:
         )
 
 
+# What the audit keeps of a share, before and after a change.
+SHARE_FIELDS = ("guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
+
+
 def set_share(
     pool_slug: str, tenant_slug: str, guaranteed: int, borrowing: int | None, lending: int | None
 ) -> PoolShare:
@@ -133,6 +138,7 @@ def set_share(
         # The pool's row is the shares' lock: a second writer waits here and then sees the first's row.
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
         check_guarantees(pool, tenant, guaranteed)
+        before = PoolShare.objects.filter(pool=pool, tenant=tenant).values(*SHARE_FIELDS).first()
         share, _ = PoolShare.objects.update_or_create(
             pool=pool,
             tenant=tenant,
@@ -142,6 +148,9 @@ def set_share(
                 "lending_limit_gpus": lending,
             },
         )
+        after = {name: getattr(share, name) for name in SHARE_FIELDS}
+        if after != before:
+            record("share.set", f"share:{pool.slug}/{tenant.slug}", before=before, after=after)
     return share
 
 
@@ -150,7 +159,10 @@ def delete_share(pool_slug: str, tenant_slug: str) -> None:
     pool, tenant = _pool_and_tenant(pool_slug, tenant_slug)
     with transaction.atomic():
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
+        before = PoolShare.objects.filter(pool=pool, tenant=tenant).values(*SHARE_FIELDS).first()
         deleted, _ = PoolShare.objects.filter(pool=pool, tenant=tenant).delete()
+        if deleted:
+            record("share.delete", f"share:{pool.slug}/{tenant.slug}", before=before)
     if not deleted:
         raise CapacityError(NOT_FOUND, f"{tenant_slug} has no share of {pool_slug}")
 

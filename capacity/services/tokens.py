@@ -14,16 +14,23 @@ from capacity.access import NODE_USER_PREFIX
 from capacity.models.tokens import TokenLifetime, token_expiry, token_revoked_at
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Node
+from trail.record import record
 
 
 def issue_token(user: AbstractBaseUser, days: int | None = None, now: datetime | None = None) -> Token:
     """Give the user a new token (replacing any old one), expiring after `days` or TOKEN_DAYS."""
     now = now or timezone.now()
     with transaction.atomic():
-        Token.objects.filter(user=user).delete()
+        replaced, _ = Token.objects.filter(user=user).delete()
         token = Token.objects.create(user=user)
         if days is not None:
             TokenLifetime.objects.create(token=token, expires_at=now + timedelta(days=days))
+        record(  # never the key
+            "token.issue",
+            f"token:{user.get_username()}",
+            before={"replaced": True} if replaced else None,
+            after={"expiresAt": token_expiry(token).isoformat()},
+        )
     return token
 
 
@@ -65,11 +72,19 @@ def replaced_key_note(node_name: str, replaced: bool) -> str:
 def revoke_token(token: Token, by: str, now: datetime | None = None) -> datetime:
     """Revoke the token (it answers 401 from now on) and return when; revoking twice keeps the first."""
     now = now or timezone.now()
-    lifetime, _ = TokenLifetime.objects.get_or_create(token=token)
-    if lifetime.revoked_at is None:
-        lifetime.revoked_at = now
-        lifetime.revoked_by = by[:150]
-        lifetime.save(update_fields=["revoked_at", "revoked_by"])
+    with transaction.atomic():
+        lifetime, _ = TokenLifetime.objects.get_or_create(token=token)
+        if lifetime.revoked_at is None:
+            lifetime.revoked_at = now
+            lifetime.revoked_by = by[:150]
+            lifetime.save(update_fields=["revoked_at", "revoked_by"])
+            record(
+                "token.revoke",
+                f"token:{token.user.get_username()}",
+                before={"revokedAt": None},
+                after={"revokedAt": now.isoformat()},
+                reason=by,
+            )
     return lifetime.revoked_at
 
 

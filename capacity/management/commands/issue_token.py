@@ -38,7 +38,7 @@ class Command(BerthCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise refused("NOT_FOUND", f"no user {options['user']!r}")
-            token = issue_token(user, days=days)
+            token = self.call(issue_token, user, days=days)
         expires = token_expiry(token).isoformat(timespec="minutes").replace("+00:00", "Z")
         self.stdout.write(f"{token.key}  ({user.get_username()}, expires {expires})")
         if note:

@@ -32,6 +32,6 @@ class Command(BerthCommand):
             found.append(token)
         by = f"{os_user()} (manage.py revoke_token)"
         for token in found:
-            when = revoke_token(token, by=by)
+            when = self.call(revoke_token, token, by=by)
             stamp = when.isoformat(timespec="minutes").replace("+00:00", "Z")
             self.stdout.write(f"revoked {token.user.get_username()}'s token {token.key[:6]}… at {stamp}")

@@ -8,7 +8,7 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as toolkit
 
-from oidc_provider.validator import ec_key
+from oidc_provider.validator import ec_key, knobs
 
 
 @csrf_exempt
@@ -46,8 +46,20 @@ def jwks(request):
     return answer
 
 
+@csrf_exempt
+def token(request):
+    """The toolkit's token endpoint, or an HTML page or an empty answer when the knobs say so."""
+    answer = knobs().get("token_answer")
+    if answer == "html":
+        return HttpResponse("<html><body>Sign-in service under maintenance</body></html>")
+    if answer == "empty":
+        return HttpResponse(b"", content_type="application/json")
+    return toolkit.TokenView.as_view()(request)
+
+
 urlpatterns = [
     path("login/", login),
+    path("o/token/", token),
     path("o/.well-known/openid-configuration", discovery),
     path("o/.well-known/jwks.json", jwks),
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
