@@ -126,12 +126,12 @@ def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None
         at = now + notice if notice else now
         condition = reclaimed_condition(at, cause)
         take_back(pks, at, Owner(reservation_pk=by), now, notice=notice, condition=condition)
-        stamp = json.dumps([{"reason": RECLAIMED_BY_OWNER, "at": condition["at"], "cause": cause}])
+        marked = json.dumps([{"reason": RECLAIMED_BY_OWNER, "at": condition["at"], "cause": cause}])
         with connection.cursor() as cur:
             cur.execute(
                 """SELECT id, (SELECT slug FROM inventory_pool p WHERE p.id = pool_id), status = 'preempted'
                      FROM capacity_reservation WHERE id = ANY(%s) AND conditions @> %s::jsonb""",
-                [pks, stamp],
+                [pks, marked],
             )
             rows = cur.fetchall()
         count_lent_hours([pk for pk, _slug, ended in rows if ended])  # noticed work: when it ends
@@ -185,13 +185,13 @@ def end_idle(owner: Reservation, now: datetime, cause: str, *, lent: bool) -> No
     if len(kept) == len(owner.conditions) and not lent:
         return
     why = "its owner asked" if cause == BY_REQUEST else "its owner's processes showed up on them"
-    stamp = now.strftime("%Y-%m-%dT%H:%MZ")
+    taken_at = now.strftime("%Y-%m-%dT%H:%MZ")
     kept.append(
         {
             "type": RECLAIMED,
             "status": "True",
             "reason": RECLAIMED_BY_OWNER,
-            "message": f"idle GPUs taken back at {stamp}: {why}",
+            "message": f"idle GPUs taken back at {taken_at}: {why}",
             "at": now.isoformat(),
         }
     )
