@@ -76,6 +76,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
         return Round(batch)
     finish_due()  # spot work whose notice ran out ends preempted (before an end it may have reached)
     expired = services.expire_ended()
+    services.release_unapproved()  # bookings no operator decided on within their approvalHold
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())

@@ -15,6 +15,9 @@ RESERVATION_EVENTS = (
     "reservation.starting",
     "reservation.ending",
     "reservation.idle",
+    "reservation.awaiting_approval",
+    "reservation.approved",
+    "reservation.denied",
 )
 NODE_EVENTS = ("node.cordoned", "node.drained", "node.unhealthy", "node.stale", "node.unbooked_use")
 EVENT_TYPES = (*RESERVATION_EVENTS, "webhook.test", *NODE_EVENTS)

@@ -2,7 +2,19 @@
 
 from django.urls import path
 
-from . import agents, devices, drain, earliest_view, node_changelog, nodes, policy, shares, tokens, views
+from . import (
+    agents,
+    approvals,
+    devices,
+    drain,
+    earliest_view,
+    node_changelog,
+    nodes,
+    policy,
+    shares,
+    tokens,
+    views,
+)
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
@@ -17,6 +29,12 @@ urlpatterns = [
         views.ReclaimView.as_view(),
         name="api-reservation-reclaim",
     ),
+    path(
+        "reservations/<str:reservation_id>/approve",
+        approvals.ApproveView.as_view(),
+        name="api-reservation-approve",
+    ),
+    path("reservations/<str:reservation_id>/deny", approvals.DenyView.as_view(), name="api-reservation-deny"),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),

@@ -17,6 +17,7 @@ from capacity.models import Reservation
 from capacity.models.reservations import NO_FIT, unschedulable
 from capacity.placement import NOT_FOUND, CapacityError, PlacementRequest, reason_rest
 from capacity.placers import quota
+from capacity.placers.approval import hold_if_above
 from capacity.placers.commit import Owner
 from capacity.placers.inline import place
 from capacity.placers.lease import place_lease
@@ -102,6 +103,8 @@ def place_and_record(stage: Stage) -> Outcome:
         reservation.lent_from = list(outcome.lent_from)
         # As the row reads: a change never before the creation (migration 0021's trigger).
         reservation.updated_at = max(stage.now, reservation.created_at)
+        # Above the pool's approvalAboveGpuHours: held for an operator (services.approvals).
+        hold_if_above(reservation, pool.limits if pool is not None else None, stage.now)
     else:
         # A pending reservation holds no quota; a retry charges it again.
         quota.refund([reservation.pk])

@@ -28,7 +28,7 @@ from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
-from . import insert, limits, lookups
+from . import insert, limits, lookups, outside_check
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -87,6 +87,8 @@ def reserve(
         prepared = prepare(
             data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
         )
+    # The pool's outside check, before any lock: no transaction is open while it is asked.
+    outside_check.consult(prepared, _identity(admission))
     try:
         return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
@@ -97,6 +99,11 @@ def reserve(
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
         return _create(afresh(prepared, scope), admission, planner)
+
+
+def _identity(admission: Any) -> str:
+    """Return who asks, as admit hooks see it (admission_context), or ""."""
+    return str(admission.get("identity") or "") if isinstance(admission, Mapping) else ""
 
 
 @retry_on_conflict

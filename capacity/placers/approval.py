@@ -1,0 +1,66 @@
+"""Mark a just-placed booking AwaitingApproval when it is above its pool's approvalAboveGpuHours.
+
+The DB half of approvals (capacity.services.approvals decides them): one statement, in the
+placement's transaction, so the node agent never reads the booking unmarked.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.db import connection
+
+from capacity.models import Reservation
+from inventory.gpu_share import gpu_share_sql
+
+from .loader import Limits
+
+AWAITING = "AwaitingApproval"
+APPROVED = "Approved"
+AWAITING_JSON = json.dumps([{"type": AWAITING}])
+
+# Mark the reservation AwaitingApproval when its bookings hold more whole-GPU-hours than the limit:
+# one statement, in the placement's transaction (the agent never sees it unmarked).
+_HOLD_SQL = f"""
+UPDATE capacity_reservation r
+   SET conditions = r.conditions || jsonb_build_array(jsonb_build_object(
+         'type', '{AWAITING}', 'status', 'True', 'reason', 'AboveApprovalLimit',
+         'message', format('%%s GPU-hours, above approvalAboveGpuHours %%s: waits for an operator until %%s',
+                           trim_scale(round(h.hours, 1)), %(limit)s::int, %(until_text)s::text),
+         'holdUntil', %(until_text)s::text, 'gpuHours', round(h.hours, 1)))
+  FROM (SELECT coalesce(sum({gpu_share_sql("d.device_class")}
+                            * extract(epoch FROM upper(b.during) - lower(b.during)) / 3600), 0) AS hours
+          FROM capacity_devicebooking b
+          JOIN capacity_allocation a ON a.id = b.allocation_id
+          JOIN inventory_device d ON d.id = b.device_id
+         WHERE a.reservation_id = %(id)s AND b.layer = 0) h
+ WHERE r.id = %(id)s AND h.hours > %(limit)s AND NOT r.conditions @> %(awaiting)s::jsonb
+RETURNING r.conditions
+"""
+
+
+def hold_if_above(reservation: Reservation, limits: Limits | None, now: datetime) -> bool:
+    """Mark a just-placed reservation AwaitingApproval when it is above its pool's limit; return whether.
+
+    No statement in a pool without approvals. `reservation.conditions` follows the row.
+    """
+    if limits is None or limits.approval_above_gpu_hours is None:
+        return False
+    until = now + limits.approval_hold if limits.approval_hold is not None else now
+    with connection.cursor() as cur:
+        cur.execute(
+            _HOLD_SQL,
+            {
+                "id": reservation.pk,
+                "limit": limits.approval_above_gpu_hours,
+                "until_text": until.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "awaiting": AWAITING_JSON,
+            },
+        )
+        row = cur.fetchone()
+    if row is None:
+        return False
+    conditions = row[0]
+    reservation.conditions = json.loads(conditions) if isinstance(conditions, str) else conditions
+    return True
