@@ -88,7 +88,7 @@ def reserve(
             data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
         )
     # The pool's outside check, before any lock: no transaction is open while it is asked.
-    outside_check.consult(prepared, _identity(admission))
+    prepared, asked = _consult(prepared, scope, admission, None)
     try:
         return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
@@ -98,7 +98,28 @@ def reserve(
         # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        return _create(afresh(prepared, scope), admission, planner)
+        fresh, _ = _consult(afresh(prepared, scope), scope, admission, asked)
+        return _create(fresh, admission, planner)
+
+
+def _consult(prepared: Prepared, scope: Scope, admission: Any, asked: tuple | None) -> tuple[Prepared, tuple]:
+    """Ask the pool's outside check (services.outside_check) unless `asked` is the same check.
+
+    A check is never asked on a kept lookup (an operator may have moved it): its pool is read afresh
+    first. Returns the request as asked and which check was asked.
+    """
+    limits = prepared.pool.limits
+    if limits is None or not limits.policy_webhook:
+        return prepared, ()
+    if prepared.digest is not None:
+        prepared = afresh(prepared, scope)
+        limits = prepared.pool.limits
+        if limits is None or not limits.policy_webhook:
+            return prepared, ()
+    which = (limits.policy_webhook, limits.policy_webhook_secret, limits.policy_webhook_on_error)
+    if which != asked:
+        outside_check.consult(prepared, _identity(admission))
+    return prepared, which
 
 
 def _identity(admission: Any) -> str:
