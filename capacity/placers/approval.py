@@ -28,7 +28,7 @@ UPDATE capacity_reservation r
          'type', '{AWAITING}', 'status', 'True', 'reason', 'AboveApprovalLimit',
          'message', format('%%s GPU-hours, above approvalAboveGpuHours %%s: waits for an operator until %%s',
                            trim_scale(round(h.hours, 1)), %(limit)s::int, %(until_text)s::text),
-         'holdUntil', %(until_text)s::text, 'gpuHours', round(h.hours, 1)))
+         'holdUntil', %(until_text)s::text, 'gpuHours', trim_scale(round(h.hours, 1))))
   FROM (SELECT coalesce(sum({gpu_share_sql("d.device_class")}
                             * extract(epoch FROM upper(b.during) - lower(b.during)) / 3600), 0) AS hours
           FROM capacity_devicebooking b
