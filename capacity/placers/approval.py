@@ -11,7 +11,6 @@ from datetime import datetime
 
 from django.db import connection
 
-from capacity.models import Reservation
 from inventory.gpu_share import gpu_share_sql
 
 from .loader import Limits
@@ -40,19 +39,20 @@ RETURNING r.conditions
 """
 
 
-def hold_if_above(reservation: Reservation, limits: Limits | None, now: datetime) -> bool:
-    """Mark a just-placed reservation AwaitingApproval when it is above its pool's limit; return whether.
+def hold_if_above(reservation_pk: int, limits: Limits | None, now: datetime) -> list | None:
+    """Mark a just-placed reservation AwaitingApproval when it is above its pool's limit.
 
-    No statement in a pool without approvals. `reservation.conditions` follows the row.
+    Returns its conditions as written, or None when it is not held (no statement in a pool
+    without approvals).
     """
     if limits is None or limits.approval_above_gpu_hours is None:
-        return False
+        return None
     until = now + limits.approval_hold if limits.approval_hold is not None else now
     with connection.cursor() as cur:
         cur.execute(
             _HOLD_SQL,
             {
-                "id": reservation.pk,
+                "id": reservation_pk,
                 "limit": limits.approval_above_gpu_hours,
                 "until_text": until.isoformat(timespec="seconds").replace("+00:00", "Z"),
                 "awaiting": AWAITING_JSON,
@@ -60,7 +60,5 @@ def hold_if_above(reservation: Reservation, limits: Limits | None, now: datetime
         )
         row = cur.fetchone()
     if row is None:
-        return False
-    conditions = row[0]
-    reservation.conditions = json.loads(conditions) if isinstance(conditions, str) else conditions
-    return True
+        return None
+    return json.loads(row[0]) if isinstance(row[0], str) else row[0]
