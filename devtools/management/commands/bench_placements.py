@@ -115,7 +115,7 @@ class Command(BaseCommand):
                 f = figures[name]
                 self.stdout.write(
                     f"{name}: {f['placements_per_s']} placements/s ({f['placed']} placed), latency p50 "
-                    f"{f['p50_ms']} ms, p95 {f['p95_ms']} ms, {f['statements_first_request']} statements"
+                    f"{f['p50_ms']} ms, p95 {f['p95_ms']} ms, {f['statements_per_request']} statements per request"
                 )
             self.stdout.write(
                 f"{count} requests from {clients} client(s) on {nodes} nodes, check answering in {policy_check} ms\n"
