@@ -324,6 +324,8 @@ def reservation_detail(
             if (lenders := getattr(reservation, "lent_from", None))
             else None,
             "lends": isinstance(reservation, Reservation) and bool(lent_work([reservation.pk])),
+            # Held for an operator (services.approvals): said at the top, with the operators' buttons.
+            "awaiting": services.awaiting(reservation) if isinstance(reservation, Reservation) else None,
         },
         status=status,
     )

@@ -40,3 +40,12 @@ def test_tenants_may_not_see_the_queue_nor_decide(alice, held):
     assert alice.get("/approvals/").status_code == 403
     assert alice.post(f"/approvals/{held.pk}/approve/").status_code == 403
     assert Reservation.objects.get(pk=held.pk).condition("AwaitingApproval")
+
+
+def test_the_reservation_page_says_it_awaits_approval_to_its_owner_and_offers_operators_approve(
+    op, alice, held
+):
+    mine = alice.get(f"/reservations/{held.pk}/").content.decode()
+    assert 'id="awaiting-approval"' in mine and "192 GPU-hours, above approvalAboveGpuHours 100" in mine
+    assert f"/approvals/{held.pk}/approve/" not in mine
+    assert f"/approvals/{held.pk}/approve/" in op.get(f"/reservations/{held.pk}/").content.decode()
