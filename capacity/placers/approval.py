@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from capacity.placement import PlacementRequest
 from inventory.gpu_share import gpu_share_sql
 
 from .loader import Limits
@@ -39,13 +40,28 @@ RETURNING r.conditions
 """
 
 
-def hold_if_above(reservation_pk: int, limits: Limits | None, now: datetime) -> list | None:
+def most_gpu_hours(request: PlacementRequest) -> float | None:
+    """Return the most whole-GPU-hours a request can book (a device counts 1, a slice less), or
+    None for a lease, whose node decides."""
+    if request.lease:
+        return None
+    members = request.gang.size if request.gang else 1
+    hours = (request.during.end - request.during.start) / 3_600_000
+    return members * sum(d.count for d in request.devices) * hours
+
+
+def hold_if_above(
+    reservation_pk: int, limits: Limits | None, now: datetime, request: PlacementRequest | None = None
+) -> list | None:
     """Mark a just-placed reservation AwaitingApproval when it is above its pool's limit.
 
-    Returns its conditions as written, or None when it is not held (no statement in a pool
-    without approvals).
+    Returns its conditions as written, or None when it is not held. No statement in a pool
+    without approvals, nor for a `request` that cannot reach the limit.
     """
     if limits is None or limits.approval_above_gpu_hours is None:
+        return None
+    most = most_gpu_hours(request) if request is not None else None
+    if most is not None and most <= limits.approval_above_gpu_hours:
         return None
     until = now + limits.approval_hold if limits.approval_hold is not None else now
     with connection.cursor() as cur:

@@ -232,8 +232,9 @@ def place_batch(
                 ):
                     _place_inline(e, pool, config, now)
         placed = [e.pk for e in entries if e.committed]
-        for pk in placed if pool is not None else ():
-            hold_if_above(pk, pool.limits, now)  # above approvalAboveGpuHours: held for an operator
+        for e in entries if pool is not None else ():
+            if e.committed:  # above approvalAboveGpuHours: held for an operator
+                hold_if_above(e.pk, pool.limits, now, e.request)
         if placed:
             _notify(placed)
     settled = _settle([e for e in entries if not e.committed], now)

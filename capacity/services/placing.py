@@ -104,7 +104,7 @@ def place_and_record(stage: Stage) -> Outcome:
         # As the row reads: a change never before the creation (migration 0021's trigger).
         reservation.updated_at = max(stage.now, reservation.created_at)
         # Above the pool's approvalAboveGpuHours: held for an operator (services.approvals).
-        held = hold_if_above(reservation.pk, pool.limits if pool is not None else None, stage.now)
+        held = hold_if_above(reservation.pk, pool.limits if pool is not None else None, stage.now, request)
         if held is not None:
             reservation.conditions = held
     else:
