@@ -17,9 +17,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
-from capacity.models import Reservation
+from capacity.models import AnyReservation, Reservation
 from capacity.placement import CONFLICT, FORBIDDEN, INVALID_INPUT, CapacityError
-from capacity.placers.approval import APPROVED, AWAITING, AWAITING_JSON
+from capacity.placers.approval import APPROVED, AWAITING
 
 from .release import MAX_REASON, release
 from .reservations import get
@@ -34,11 +34,16 @@ def awaiting(reservation: Reservation) -> dict | None:
     return reservation.condition(AWAITING)
 
 
-def _decidable(reservation_id: int | str, scope: Scope, operator: bool) -> Reservation:
-    """Return the reservation locked, awaiting approval; NOT_FOUND, FORBIDDEN or CONFLICT otherwise."""
+def _allowed(reservation_id: int | str, scope: Scope, operator: bool) -> Reservation | AnyReservation:
+    """Return the reservation an operator decides on (read, not locked); NOT_FOUND or FORBIDDEN."""
     found = get(reservation_id, scope=scope)  # another tenant's: NOT_FOUND, as everywhere
     if not operator:
         raise CapacityError(FORBIDDEN, "only operators may approve or deny a booking")
+    return found
+
+
+def _decidable(found: Reservation | AnyReservation) -> Reservation:
+    """Return the reservation locked, awaiting approval; CONFLICT otherwise."""
     if not isinstance(found, Reservation):
         raise CapacityError(CONFLICT, f"reservation {found.pk} is {found.status}: nothing awaits approval")
     reservation = (
@@ -64,7 +69,7 @@ def approve(
 ) -> Reservation:
     """Approve a booking awaiting approval: its AwaitingApproval condition becomes Approved."""
     now = now or timezone.now()
-    reservation = _decidable(reservation_id, scope, operator)
+    reservation = _decidable(_allowed(reservation_id, scope, operator))
     kept = [c for c in reservation.conditions if c.get("type") != AWAITING]
     at = now.isoformat().replace("+00:00", "Z")
     approved = {
@@ -90,21 +95,23 @@ def deny(
     now: datetime | None = None,
 ) -> Reservation:
     """Deny a booking awaiting approval: released now, its Released condition (ApprovalDenied) saying why."""
+    found = _allowed(reservation_id, scope, operator)
     if not isinstance(reason, str) or not reason.strip():
         raise CapacityError(INVALID_INPUT, "reason: say why the booking is denied (its owner reads it)")
     if len(reason) > MAX_REASON:
         raise CapacityError(INVALID_INPUT, f"reason: at most {MAX_REASON} characters")
     now = now or timezone.now()
     with transaction.atomic():
-        reservation = _decidable(reservation_id, scope, operator)
+        reservation = _decidable(found)
         return release(reservation.pk, now=now, reason=f"denied: {reason.strip()}", by=by, why=DENIED)
 
 
-# Placed bookings still awaiting approval whose hold has passed.
+# Placed bookings still awaiting approval whose hold has passed (reservation_awaiting_idx: the
+# condition written out, as the index's predicate is).
 _DUE_SQL = """
 SELECT r.id, c->>'holdUntil'
   FROM capacity_reservation r CROSS JOIN LATERAL jsonb_array_elements(r.conditions) c
- WHERE r.status = 'placed' AND r.conditions @> %(awaiting)s::jsonb AND c->>'type' = %(type)s
+ WHERE r.status = 'placed' AND r.conditions @> '[{"type": "AwaitingApproval"}]'::jsonb AND c->>'type' = %(type)s
    AND (c->>'holdUntil')::timestamptz <= %(now)s
  ORDER BY r.id
 """
@@ -114,7 +121,7 @@ def release_unapproved(now: datetime | None = None) -> int:
     """Release the bookings no operator decided on within their approvalHold; return how many."""
     now = now or timezone.now()
     with connection.cursor() as cur:
-        cur.execute(_DUE_SQL, {"awaiting": AWAITING_JSON, "type": AWAITING, "now": now})
+        cur.execute(_DUE_SQL, {"type": AWAITING, "now": now})
         due = cur.fetchall()
     released = 0
     for pk, until in due:

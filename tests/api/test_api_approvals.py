@@ -127,6 +127,8 @@ def test_tenants_cannot_approve_their_own_403_or_another_tenants_404(as_acme, as
     big = create(as_acme, ask, gpus=4, duration="2d")
     own = as_acme.post(f"/api/v1/reservations/{big['id']}/approve")
     assert own.status_code == 403 and own.json()["code"] == "FORBIDDEN"
+    # Who may comes before what is asked: a tenant's deny without a reason is 403, not 400.
+    assert as_acme.post(f"/api/v1/reservations/{big['id']}/deny", {}, format="json").status_code == 403
     other = as_globex.post(f"/api/v1/reservations/{big['id']}/deny", {"reason": "no"}, format="json")
     assert other.status_code == 404 and other.json()["code"] == "NOT_FOUND"
     assert condition(as_acme.get(f"/api/v1/reservations/{big['id']}").json(), "AwaitingApproval")
