@@ -154,3 +154,25 @@ def test_approval_fields_are_checked_and_the_hold_is_not_off(as_operator, lab):
         response = as_operator.put(POLICY, body, format="json")
         assert response.status_code == 400, (body, response.json())
         assert response.json()["message"].startswith(message), response.json()
+
+
+def test_a_repair_moves_a_held_booking_and_it_stays_held_with_one_event(
+    as_operator, as_acme, lab, subscribed, ask, django_capture_on_commit_callbacks
+):
+    as_operator.put(POLICY, {"approvalAboveGpuHours": 10}, format="json")
+    held = create(as_acme, ask, gpus=2, duration="1d")  # 48 GPU-hours
+    node = held["allocations"][0]["nodeId"]
+    broken = held["allocations"][0]["atoms"][0]
+    devices = [
+        {"uuid": f"GPU-{node}-{i}", "index": i, "healthy": f"GPU-{node}-{i}" != broken} for i in range(4)
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_operator.post(f"/api/v1/nodes/{node}/report", {"devices": devices}, format="json")
+    assert response.status_code == 200
+    after = as_acme.get(f"/api/v1/reservations/{held['id']}").json()
+    assert condition(after, "Repaired") is not None, after["conditions"]
+    assert condition(after, "AwaitingApproval") == condition(held, "AwaitingApproval")
+    assert str(held["id"]) not in handed_out("node-a") | handed_out("node-b")
+    kinds = list(Event.objects.filter(reservation_id=held["id"]).values_list("type", flat=True))
+    assert kinds.count("reservation.awaiting_approval") == 1, kinds
+    assert "reservation.approved" not in kinds

@@ -50,7 +50,10 @@ BEGIN
       END IF;
     END IF;
   ELSIF kind = 'reservation.awaiting_approval'
-        AND webhooks_condition(OLD.conditions, 'AwaitingApproval') IS NULL THEN
+        AND webhooks_condition(OLD.conditions, 'AwaitingApproval') IS NULL
+        -- Once per reservation: a repair's move clears the conditions and puts them back.
+        AND NOT EXISTS (SELECT 1 FROM webhooks_event e
+                         WHERE e.reservation_id = NEW.id AND e.type = 'reservation.awaiting_approval') THEN
     -- Held in the transaction that placed it: the placed event of this transaction becomes this one.
     UPDATE webhooks_event SET type = kind, reason = coalesce(why, '')
      WHERE reservation_id = NEW.id AND xact = txid_current() AND NOT fanned_out
@@ -76,7 +79,9 @@ BEGIN
       PERFORM webhooks_add('reservation.preempted', NEW.id, NEW.tenant_id, NULL, notice->>'message');
     END IF;
     approved := webhooks_condition(NEW.conditions, 'Approved');
-    IF approved IS NOT NULL AND webhooks_condition(OLD.conditions, 'Approved') IS NULL THEN
+    IF approved IS NOT NULL AND webhooks_condition(OLD.conditions, 'Approved') IS NULL
+       AND NOT EXISTS (SELECT 1 FROM webhooks_event e
+                        WHERE e.reservation_id = NEW.id AND e.type = 'reservation.approved') THEN
       PERFORM webhooks_add('reservation.approved', NEW.id, NEW.tenant_id, NULL, approved->>'message');
     END IF;
     idle := webhooks_condition(NEW.conditions, 'Idle');
