@@ -28,7 +28,7 @@ from capacity.placers.planning import Planner, uses_shortlist
 from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
-from . import insert, limits, lookups, outside_check
+from . import insert, lookups, outside_check
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -147,12 +147,7 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
         reservation = _insert(stage, prepared, fields)
         if reservation is None:
             return ReserveResult(_taken_key(prepared), created=False)
-        outcome = _place(stage)
-        if outcome.status == "placed":
-            # Under the tenant's quota lock, counting the booking just written (services.limits).
-            limits.check_future_gpu_hours(
-                prepared.pool.limits, prepared.tenant.pk, prepared.tenant.slug, prepared.pool.pk, prepared.now
-            )
+        outcome = _place(stage)  # maxFutureGpuHours is checked where it is placed (services.placing)
     if stage.route == QUEUE and wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -174,13 +169,19 @@ def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
         stage.route = ARCHIVED
     elif request.lease:
         stage.route = LEASE
-    elif config.placer == POOL_LEASE and request.gang is None:
+    elif config.placer == POOL_LEASE and request.gang is None and not _counts_gpu_hours(pool):
         stage.never = never_fits(
             request, pool, prepared.tenant.pk, config, plan_empty=False, check_quota=False
         )
         stage.route = QUEUE if stage.never is None else NEVER_FITS
     stage.charged = stage.route in (QUEUE, INLINE_ROUTE)
     return stage
+
+
+def _counts_gpu_hours(pool) -> bool:
+    """Return whether the pool's policy sets maxFutureGpuHours: its creates place inline, where the
+    tenant's GPU-hours are counted under its quota lock (a batch takes no quota lock)."""
+    return pool.limits is not None and pool.limits.max_future_gpu_hours is not None
 
 
 def _fields(prepared: Prepared) -> dict[str, Any]:
