@@ -66,7 +66,8 @@ def test_a_booking_above_the_limit_is_placed_but_awaits_approval_and_is_not_hand
     held = condition(big, "AwaitingApproval")
     assert held is not None and held["reason"] == "AboveApprovalLimit", big["conditions"]
     assert held["message"].startswith("192 GPU-hours, above approvalAboveGpuHours 100"), held
-    assert condition(small, "AwaitingApproval") is None
+    assert condition(small, "AwaitingApproval") is None and small["awaitingApproval"] is None
+    assert big["awaitingApproval"] == {"holdUntil": held["message"].rsplit(" ", 1)[1], "gpuHours": 192.0}
     # Its devices are held, as any placed booking's.
     assert DeviceBooking.objects.filter(allocation__reservation_id=big["id"]).count() == 4
     handed = handed_out("node-a") | handed_out("node-b")
