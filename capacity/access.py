@@ -100,6 +100,11 @@ def may_set_policy(user) -> bool:
     return is_operator(user)
 
 
+def may_approve(user) -> bool:
+    """Return whether the user may approve or deny a booking awaiting approval (operators)."""
+    return is_operator(user)
+
+
 def may_watch_nodes(user) -> bool:
     """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
     return is_operator(user)

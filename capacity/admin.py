@@ -31,6 +31,7 @@ from .models import (
 from .models.tokens import token_expiry, token_revoked_at
 from .placement import CapacityError
 from .services.inputs import duration_text
+from .services.outside_check import new_secret
 from .services.pool_policy import FIELDS as POLICY_FIELDS
 from .services.pool_policy import parse_policy, row_body
 from .services.shares import SHARE_FIELDS, check_guarantees, set_share
@@ -328,7 +329,9 @@ class PoolShareAdmin(AuditedAdmin):
             self.message_user(request, str(err), messages.ERROR)
 
 
-_POLICY_DURATIONS = {attr: name for name, (attr, kind) in POLICY_FIELDS.items() if kind == "duration"}
+_POLICY_DURATIONS = {
+    attr: name for name, (attr, kind) in POLICY_FIELDS.items() if kind in ("duration", "hold")
+}
 
 
 class PoolPolicyForm(forms.ModelForm):
@@ -344,13 +347,24 @@ class PoolPolicyForm(forms.ModelForm):
             value = getattr(self.instance, attr) if self.instance.pk else None
             self.initial[attr] = duration_text(value) if value else ""
             self.fields[attr] = forms.CharField(
-                required=False, help_text="30m, 2h, 3d or 2w; blank: off", label=self.fields[attr].label
+                required=False,
+                help_text="30m, 2h, 3d or 2w; blank: " + ("24h" if attr == "approval_hold" else "off"),
+                label=self.fields[attr].label,
             )
+        self.fields["policy_webhook_on_error"].required = False
 
     def clean(self):
         data = super().clean()
+        data["policy_webhook_on_error"] = data.get("policy_webhook_on_error") or "deny"
+        url = (data.get("policy_webhook") or "").strip() or None
+        try:
+            data.update(parse_policy({"policyWebhook": url}))  # checked as webhook URLs are
+        except CapacityError as err:
+            self.add_error("policy_webhook", err.message)
         for attr, name in _POLICY_DURATIONS.items():
             text = (data.get(attr) or "").strip() or None
+            if attr == "approval_hold":
+                text = text or "24h"  # it cannot be off
             try:
                 data.update(parse_policy({name: text}))
             except CapacityError as err:
@@ -364,6 +378,14 @@ class PoolPolicyAdmin(AuditedAdmin):
     """Operators change a pool's policy here as through the API (docs/policy.md)."""
 
     form = PoolPolicyForm
+
+    def save_model(self, request, obj, form, change):
+        # An outside check set here gets a secret as the API's PUT makes one; the admin never shows
+        # it: an operator sets a known one with PUT {"policyWebhookSecret"} (docs/policy.md).
+        if obj.policy_webhook and not obj.policy_webhook_secret:
+            obj.policy_webhook_secret = new_secret()
+        super().save_model(request, obj, form, change)
+
     list_display = ("pool", "idle_warn_after", "idle_release_after", "allow_keep_when_idle", "lend_idle")
     search_fields = ("pool__slug",)
     audit_kind = "policy"

@@ -37,6 +37,7 @@ from .access import EVERYONE
 from .models import Allocation, DeviceBooking
 from .placers.commit import Owner
 from .placers.inline import place
+from .services import outside_check
 from .services.prepare import prepare
 from .services.series import SeriesResult
 from .services.series import reserve_series as _reserve_series
@@ -86,6 +87,9 @@ def reserve_for_instance(
         data, scope=EVERYONE, now=now, config=config, node_labels=node_labels, owner_allowed=True
     )
     request, config, now = prepared.request, prepared.config, prepared.now
+    # The pool's outside check, before Berth takes any lock (services.outside_check).
+    who = admission.get("identity") if isinstance(admission, Mapping) else ""
+    outside_check.consult(prepared, str(who or ""))
     with transaction.atomic():
         existing = _live_booking(instance_id, now)
         if existing is not None:

@@ -16,6 +16,7 @@ from capacity import services
 from capacity.access import EVERYONE, Scope, nodes_for, redacted_conditions
 from capacity.models import Reservation
 from capacity.placement import scalar_capacity
+from capacity.placers.approval import AWAITING
 from capacity.placers.notice import preempt_at
 from capacity.rollups import claimed_at
 from inventory.api.serializers import (
@@ -86,6 +87,13 @@ class LentFromSerializer(serializers.Serializer):
     others = serializers.IntegerField()
 
 
+class AwaitingApprovalSerializer(serializers.Serializer):
+    """A booking held for an operator's approval: until when, and how large it is."""
+
+    holdUntil = serializers.DateTimeField()
+    gpuHours = serializers.FloatField(help_text="Whole-GPU-hours its devices hold (a MIG slice its share).")
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -109,6 +117,11 @@ class ReservationSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Spot work given notice (the pool's spotNotice, docs/policy.md): when it is taken back;"
         " it keeps its devices until then. Null otherwise.",
+    )
+    awaitingApproval = AwaitingApprovalSerializer(
+        allow_null=True,
+        help_text="Placed above its pool's approvalAboveGpuHours (docs/policy.md, Approvals): its GPUs are"
+        " held, nothing starts until an operator approves it, and it is released at holdUntil. Null otherwise.",
     )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
@@ -158,6 +171,7 @@ def reservation_data(
         "borrowedGpus": round(getattr(reservation, "borrowed_gpus", 0.0), 4),
         "keepWhenIdle": getattr(reservation, "keep_when_idle", False),
         "preemptAt": _preempt_at(reservation),
+        "awaitingApproval": _awaiting(reservation),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
@@ -176,6 +190,14 @@ def lent_from(lenders: list[int], scope: Scope) -> dict:
     slugs = dict(Reservation.objects.filter(pk__in=lenders).values_list("pk", "tenant__slug"))
     readable = sorted(pk for pk in lenders if pk in slugs and scope.allows(slugs[pk]))
     return {"reservations": readable, "others": len(lenders) - len(readable)}
+
+
+def _awaiting(reservation) -> dict | None:
+    """Return a placed reservation's hold for approval ({"holdUntil", "gpuHours"}), else None."""
+    held = reservation.condition(AWAITING) if reservation.status == "placed" else None
+    if held is None:
+        return None
+    return {"holdUntil": datetime.fromisoformat(held["holdUntil"]), "gpuHours": float(held["gpuHours"])}
 
 
 def _preempt_at(reservation) -> datetime | None:

@@ -52,7 +52,11 @@ CODES: Final[dict[str, Code]] = {
     NOT_FOUND: Code(404, "no such object, or not one the caller may see"),
     METHOD_NOT_ALLOWED: Code(405, "the endpoint does not take this HTTP method"),
     NOT_ACCEPTABLE: Code(406, "the endpoint cannot answer in the media type asked for"),
-    CONFLICT: Code(409, "the input contradicts another object (a device that belongs to another node)"),
+    CONFLICT: Code(
+        409,
+        "the input contradicts another object (a device that belongs to another node; approving a"
+        " booking that does not await approval)",
+    ),
     IDEMPOTENCY_CONFLICT: Code(409, "the idempotency key was already used for a different request"),
     IDEMPOTENCY_IN_FLIGHT: Code(409, "a request with this idempotency key is still running: retry it"),
     QUOTA_EXCEEDED: Code(409, "the tenant would hold more than a quota limit at some instant of the window"),
@@ -61,7 +65,9 @@ CODES: Final[dict[str, Code]] = {
         "allOrNothing: some occurrences of a series would not place (listed in `occurrences`); nothing was booked",
     ),
     POLICY_LIMIT: Code(
-        422, "the booking is past a limit of the pool's policy (maxDuration, maxLeadTime, maxFutureGpuHours)"
+        422,
+        "the booking is past a limit of the pool's policy (maxDuration, maxLeadTime, maxFutureGpuHours)"
+        " or its outside check (policyWebhook) refused it",
     ),
     PAYLOAD_TOO_LARGE: Code(413, "the request body is larger than the endpoint accepts"),
     UNSUPPORTED_MEDIA_TYPE: Code(415, "the body is not JSON (or the type the endpoint reads)"),

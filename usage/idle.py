@@ -36,6 +36,10 @@ SELECT a.reservation_id, n.name, array_agg(DISTINCT d.uuid), avg(x.gpu_percent),
   JOIN inventory_node n ON n.id = d.node_id
   LEFT JOIN inventory_devicesample x ON x.device_id = b.device_id AND x.minute >= %(since)s AND x.minute < %(now)s
  WHERE r.status = 'placed' AND r.starts_at <= %(since)s
+   -- A booking awaiting approval cannot have started; an approved one counts from its approval.
+   AND NOT r.conditions @> '[{"type": "AwaitingApproval"}]'::jsonb
+   AND coalesce((SELECT (c->>'at')::timestamptz FROM jsonb_array_elements(r.conditions) c
+                  WHERE c->>'type' = 'Approved' LIMIT 1), '-infinity') <= %(since)s
    AND (%(only)s::bigint[] IS NULL OR r.pool_id = ANY(%(only)s::bigint[]))
    AND r.pool_id <> ALL(%(other)s::bigint[])
  GROUP BY a.reservation_id, n.name

@@ -32,11 +32,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.worker_jobs import LOST_DATABASE, survive
+from config.outbound.targets import DEADLINE, Answer, Attempts
 
 from .models import Delivery, Event, Subscription
 from .outbox import add_timed_events, fan_out
 from .sending import notify_disabled, record, retry_delay, send
-from .targets import DEADLINE, Answer, Attempts
 
 CHANNEL = "berth_webhooks"
 CLAIM_BATCH = 64  # deliveries claimed per subscription at a time (a backlog drains in fewer claims)

@@ -15,6 +15,9 @@ RESERVATION_EVENTS = (
     "reservation.starting",
     "reservation.ending",
     "reservation.idle",
+    "reservation.awaiting_approval",
+    "reservation.approved",
+    "reservation.denied",
 )
 NODE_EVENTS = (
     "node.cordoned",

@@ -32,6 +32,7 @@ INSERT INTO webhooks_event (type, at, reservation_id, tenant_id, reason, fanned_
 SELECT %(type)s, %(now)s, r.id, r.tenant_id, '', false
   FROM capacity_reservation r
  WHERE r.status = 'placed' AND r.{column} > %(now)s AND r.{column} <= %(until)s
+   AND NOT r.conditions @> '[{{"type": "AwaitingApproval"}}]'::jsonb
    AND NOT EXISTS (SELECT 1 FROM webhooks_event e WHERE e.reservation_id = r.id AND e.type = %(type)s)
 """
 

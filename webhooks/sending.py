@@ -12,9 +12,10 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
 
+from config.outbound.signing import headers
+from config.outbound.targets import Answer, Attempts, post, printable
+
 from .models import Attempt, Delivery, Subscription
-from .signing import headers
-from .targets import Answer, Attempts, post, printable
 
 FIRST_RETRY, LAST_RETRY = 5.0, 3600.0  # seconds
 

@@ -17,12 +17,12 @@ from django.utils import timezone
 
 from capacity.access import may_watch_nodes
 from capacity.placement import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityError
+from config.outbound.signing import new_secret
+from config.outbound.targets import TargetError, check_url, printable, resolve
 from trail.record import record
 
 from .models import EVENT_TYPES, NODE_EVENTS, Attempt, Delivery, Event, Subscription
 from .outbox import body_of
-from .signing import new_secret
-from .targets import TargetError, check_url, printable, resolve
 
 MAX_SUBSCRIPTIONS = 20  # per user
 MAX_URL = 2000

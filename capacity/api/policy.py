@@ -59,15 +59,46 @@ class PolicySerializer(serializers.Serializer):
         help_text="The most whole-GPU-hours one tenant's bookings in the pool may hold from now on (a MIG"
         " slice counts its share); past it answers 422 POLICY_LIMIT. Null: no limit.",
     )
+    approvalAboveGpuHours = serializers.IntegerField(
+        allow_null=True,
+        min_value=1,
+        help_text="A booking of more whole-GPU-hours is placed but awaits an operator's approval"
+        " (docs/policy.md, Approvals). Null: no approval needed.",
+    )
+    approvalHold = serializers.CharField(
+        help_text="How long a booking awaits approval before it is released (default 24h). A duration."
+    )
+    policyWebhook = serializers.URLField(
+        allow_null=True,
+        help_text="The outside check: called on every create, signed (Standard Webhooks), 2 s deadline;"
+        " 2xx allows, 403 refuses with its message (docs/policy.md, Outside check). Null: none.",
+    )
+    policyWebhookOnError = serializers.ChoiceField(
+        choices=["allow", "deny"],
+        help_text="What a create does when the check answers neither 2xx nor 403, or not in time.",
+    )
 
 
 class PolicyInputSerializer(PolicySerializer):
     """The fields a PUT may name: only those named change."""
 
+    policyWebhookSecret = serializers.CharField(
+        help_text="Set the check's signing secret (whsec_ and base64 of 24 to 64 bytes). Without one,"
+        " Berth makes one when policyWebhook is first set. Write-only: shown only in the PUT that set it."
+    )
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             field.required = False
+
+
+class PolicyAnswerSerializer(PolicySerializer):
+    """A PUT's answer: the policy, and the check's secret when this PUT set or made it."""
+
+    policyWebhookSecret = serializers.CharField(
+        required=False, help_text="Only in the answer of the PUT that set or made it: keep it."
+    )
 
 
 class PolicyView(BerthAPIView):
@@ -99,7 +130,7 @@ class PolicyView(BerthAPIView):
         ),
         parameters=[POOL],
         request=PolicyInputSerializer,
-        responses={200: PolicySerializer, **errors(400, 401, 403, 404)},
+        responses={200: PolicyAnswerSerializer, **errors(400, 401, 403, 404)},
     )
     def put(self, request, pool):
         if not may_set_policy(request.user):
@@ -107,4 +138,4 @@ class PolicyView(BerthAPIView):
             pool_policy.visible_policy(self.scope, pool)
             raise PermissionDenied("only operators may change a pool's policy")
         changes = pool_policy.parse_policy(request.data)
-        return Response(pool_policy.policy_body(pool_policy.set_policy(pool, changes)))
+        return Response(pool_policy.put_body(pool, changes))

@@ -1,4 +1,4 @@
-"""A pool's policy: how long a booking may sit idle, whether owners may keep theirs, what spot work may do."""
+"""A pool's policy: idle rules, what spot work may do, booking limits, approvals and the outside check."""
 
 from datetime import timedelta
 
@@ -10,12 +10,22 @@ from inventory.models import Pool
 
 def _positive(field: str, api_name: str) -> models.CheckConstraint:
     """Return the constraint that a policy field, when set, is more than 0 (a duration or a count)."""
-    zero = 0 if field == "max_future_gpu_hours" else timedelta(0)
+    zero = 0 if field.endswith("_gpu_hours") else timedelta(0)
     return models.CheckConstraint(
         condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gt": zero}),
         name=f"poolpolicy_{field.removesuffix('_after')}_positive",
         violation_error_message=f"{api_name} must be more than 0.",
     )
+
+
+APPROVAL_HOLD = timedelta(hours=24)
+
+
+class OnError(models.TextChoices):
+    """What the outside check's failure (no answer, or not 2xx nor 403) does to a booking."""
+
+    ALLOW = "allow"
+    DENY = "deny"
 
 
 class PoolPolicy(models.Model):
@@ -28,7 +38,9 @@ class PoolPolicy(models.Model):
     `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` is stored and
     shown, read by placement in a later part. The booking limits (`max_duration`, `max_lead_time`,
     `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
-    and checked by capacity.services.limits.
+    and checked by capacity.services.limits. Approvals (`approval_above_gpu_hours`, null: none
+    needed; `approval_hold`) are capacity.services.approvals; the outside check (`policy_webhook`,
+    its secret and `policy_webhook_on_error`) capacity.services.outside_check.
     """
 
     pool = models.OneToOneField(Pool, on_delete=models.CASCADE, related_name="policy")
@@ -41,6 +53,15 @@ class PoolPolicy(models.Model):
     max_duration = models.DurationField(null=True, blank=True)
     max_lead_time = models.DurationField(null=True, blank=True)
     max_future_gpu_hours = models.PositiveIntegerField(null=True, blank=True)
+    # Approvals (docs/policy.md, Approvals): a booking of more whole-GPU-hours is placed but waits
+    # for an operator (condition AwaitingApproval), released when none decided within approval_hold.
+    approval_above_gpu_hours = models.PositiveIntegerField(null=True, blank=True)
+    approval_hold = models.DurationField(default=APPROVAL_HOLD)
+    # The outside check (docs/policy.md, Outside check): called on every create, signed with the
+    # secret (Standard Webhooks), before any lock; on no usable answer, on_error decides.
+    policy_webhook = models.URLField(max_length=2000, null=True, blank=True)
+    policy_webhook_secret = models.CharField(max_length=100, blank=True, default="")
+    policy_webhook_on_error = models.CharField(max_length=5, choices=OnError, default=OnError.DENY)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -57,6 +78,14 @@ class PoolPolicy(models.Model):
                 ("max_duration", "maxDuration"),
                 ("max_lead_time", "maxLeadTime"),
                 ("max_future_gpu_hours", "maxFutureGpuHours"),
+                ("approval_above_gpu_hours", "approvalAboveGpuHours"),
+                ("approval_hold", "approvalHold"),
+            )
+        ] + [
+            models.CheckConstraint(
+                condition=Q(policy_webhook_on_error__in=OnError.values),
+                name="poolpolicy_on_error_known",
+                violation_error_message="policyWebhookOnError must be allow or deny.",
             )
         ]
 

@@ -125,6 +125,13 @@ class Reservation(Conditions, models.Model):
                 condition=Q(series__isnull=False),
                 name="reservation_series_idx",
             ),
+            # Bookings awaiting an operator's approval (capacity.services.approvals): the worker's
+            # hold check each round and the approval queue read these few, not every placed row.
+            models.Index(
+                fields=["id"],
+                condition=Q(status="placed", conditions__contains=[{"type": "AwaitingApproval"}]),
+                name="reservation_awaiting_idx",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -39,6 +39,7 @@ from capacity.placers.attempt import gave_up
 from capacity.placers.planning import plan_shortlist, planner, uses_shortlist
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
+from .approval import hold_if_above
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
 from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
@@ -236,6 +237,9 @@ def place_batch(
                     if lending:
                         _lend_inline(e, pool, config, now)
         placed = [e.pk for e in entries if e.committed]
+        for e in entries if pool is not None else ():
+            if e.committed:  # above approvalAboveGpuHours: held for an operator
+                hold_if_above(e.pk, pool.limits, now, e.request)
         if placed:
             _notify(placed)
     settled = _settle([e for e in entries if not e.committed], now)

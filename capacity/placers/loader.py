@@ -34,11 +34,20 @@ class PoolRow:
 
 @dataclass(frozen=True)
 class Limits:
-    """The booking limits of a pool's policy (docs/policy.md, Limits); None: no limit."""
+    """The booking limits of a pool's policy (docs/policy.md, Limits); None: no limit.
+
+    A pool sets limits (a Limits, not None) when any limit, approvals or the outside check is on.
+    """
 
     max_duration: timedelta | None = None
     max_lead_time: timedelta | None = None
     max_future_gpu_hours: int | None = None
+    # Approvals and the outside check (docs/policy.md) ride here too: read with the pool, no statement more.
+    approval_above_gpu_hours: int | None = None
+    approval_hold: timedelta | None = None
+    policy_webhook: str | None = None
+    policy_webhook_secret: str = ""
+    policy_webhook_on_error: str = "deny"
 
 
 def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
@@ -56,7 +65,9 @@ def load_pool(slug: str) -> PoolRow | None:
 _LOOKUP_COLUMNS = """u.id, u.slug, u.name,
            p.id, p.slug, s.slug, p.archived, t.slug, g.generation, p.owner_tenant_id,
            ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1),
-           pp.max_duration, pp.max_lead_time, pp.max_future_gpu_hours"""
+           pp.max_duration, pp.max_lead_time, pp.max_future_gpu_hours,
+           pp.approval_above_gpu_hours, pp.approval_hold, pp.policy_webhook, pp.policy_webhook_secret,
+           pp.policy_webhook_on_error"""
 _LOOKUP_FROM = """
       FROM (SELECT 1) AS one
       LEFT JOIN inventory_tenant u ON u.slug = {tenant}
@@ -96,15 +107,15 @@ def lookup(tenant: str, pool: str) -> Lookup:
         row = cur.fetchone()
     tenant_row = row[0:3] if row[0] is not None else None
     if row[3] is None:
-        return Lookup(tenant_row, None, row[14])
+        return Lookup(tenant_row, None, row[19])
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
     # The policy's limits ride on the pool's lookup: no statement more, and a kept lookup goes stale
     # (its digest differs) when an operator changes them.
-    limits = Limits(row[11], row[12], row[13]) if any(v is not None for v in row[11:14]) else None
+    limits = Limits(*row[11:19]) if any(row[i] is not None for i in (11, 12, 13, 14, 16)) else None
     pool_row = PoolRow(
         row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]), limits=limits
     )
-    return Lookup(tenant_row, pool_row, row[14])
+    return Lookup(tenant_row, pool_row, row[19])
 
 
 @dataclass

@@ -21,6 +21,7 @@ from capacity.placers.ending import end_allocations
 from capacity.placers.notice import STARTS_LATER, preempt_at
 from capacity.placers.shares import BORROWED
 
+from .approvals import approval_queue, approve, awaiting, deny, release_unapproved
 from .fair_queue import fair_shares, queue_body, queue_places, queue_text
 from .inputs import normalize, parse_duration, stored_input, stored_request
 from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview

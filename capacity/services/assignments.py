@@ -25,7 +25,8 @@ from inventory.states import node_states
 from .pool_policy import Policy, policy_of
 
 # Each live booking of the node's devices (ending after now), soonest first, with its owner; a
-# lent booking (layer 1: spot work on an idle owner's GPUs, capacity.placers.lend) says so.
+# lent booking (layer 1: spot work on an idle owner's GPUs, capacity.placers.lend) says so. A
+# booking awaiting approval (services.approvals) is not handed out: its devices read as free here.
 _BOOKINGS_SQL = """
 SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
        r.binding, t.slug, r.pool_id, r.keep_when_idle,
@@ -36,6 +37,7 @@ SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id,
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
   LEFT JOIN inventory_tenant t ON t.id = r.tenant_id
  WHERE b.device_id = ANY(%s) AND upper(b.during) > %s
+   AND (r.id IS NULL OR NOT r.conditions @> '[{"type": "AwaitingApproval"}]'::jsonb)
  ORDER BY lower(b.during), b.device_id
 """
 

@@ -18,11 +18,13 @@ from django.db import transaction
 
 from capacity.access import Scope, pool_for
 from capacity.models import PoolPolicy
+from capacity.models.policy import APPROVAL_HOLD, OnError
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
 from inventory.models import Pool
 from trail.record import record
 
 from .inputs import duration_text, parse_duration
+from .outside_check import check_secret, check_webhook_url, new_secret
 
 # API name -> (attribute, kind); kinds: "duration" (text or null), "bool", "int" (a positive whole
 # number or null). The limits (maxDuration, maxLeadTime, maxFutureGpuHours) are checked by
@@ -37,7 +39,13 @@ FIELDS: dict[str, tuple[str, str]] = {
     "maxDuration": ("max_duration", "duration"),
     "maxLeadTime": ("max_lead_time", "duration"),
     "maxFutureGpuHours": ("max_future_gpu_hours", "int"),
+    "approvalAboveGpuHours": ("approval_above_gpu_hours", "int"),
+    "approvalHold": ("approval_hold", "hold"),
+    "policyWebhook": ("policy_webhook", "url"),
+    "policyWebhookOnError": ("policy_webhook_on_error", "on_error"),
 }
+# Write-only: a PUT may set the outside check's secret; no GET shows it (services.outside_check).
+SECRET = "policyWebhookSecret"
 MAX_GPU_HOURS = 10**9
 
 
@@ -54,6 +62,11 @@ class Policy:
     max_duration: timedelta | None = None
     max_lead_time: timedelta | None = None
     max_future_gpu_hours: int | None = None
+    approval_above_gpu_hours: int | None = None
+    approval_hold: timedelta = APPROVAL_HOLD
+    policy_webhook: str | None = None
+    policy_webhook_secret: str = ""
+    policy_webhook_on_error: str = OnError.DENY
     stored: bool = False
 
 
@@ -91,13 +104,26 @@ def parse_policy(data: object) -> dict[str, Any]:
     """Return attribute -> value for the fields a PUT names, or raise INVALID_INPUT naming the field."""
     if not isinstance(data, dict):
         raise CapacityError(INVALID_INPUT, "the request must be a JSON object")
-    unknown = sorted(set(data) - set(FIELDS))
+    unknown = sorted(set(data) - set(FIELDS) - {SECRET})
     if unknown:
         raise CapacityError(INVALID_INPUT, f"unknown field {unknown[0]!r} (expected {', '.join(FIELDS)})")
     changes: dict[str, Any] = {}
     for name, value in data.items():
+        if name == SECRET:
+            changes["policy_webhook_secret"] = check_secret(value)
+            continue
         attr, kind = FIELDS[name]
-        if kind == "bool":
+        if kind == "on_error":
+            if value not in OnError.values:
+                raise CapacityError(INVALID_INPUT, f"{name} must be allow or deny")
+            changes[attr] = value
+        elif kind == "hold":
+            if not isinstance(value, str):
+                raise CapacityError(INVALID_INPUT, f"{name} must be a duration such as 24h")
+            changes[attr] = parse_duration(value.strip(), name)
+        elif kind == "url":
+            changes[attr] = None if value is None else check_webhook_url(value, name)
+        elif kind == "bool":
             if not isinstance(value, bool):
                 raise CapacityError(INVALID_INPUT, f"{name} must be true or false")
             changes[attr] = value
@@ -137,6 +163,9 @@ def set_policy(pool_slug: str, changes: dict[str, Any]) -> Policy:
         before = policy_body(_from_row(row))
         for attr, value in changes.items():
             setattr(row, attr, value)
+        # An outside check gets a secret of its own the first time it is set (shown in this answer).
+        if row.policy_webhook and not row.policy_webhook_secret:
+            row.policy_webhook_secret = new_secret()
         row.save()
         record_policy_change(pool.slug, before, policy_body(_from_row(row)))
     return _from_row(row)
@@ -154,12 +183,23 @@ def record_policy_change(pool_slug: str, before: dict[str, Any], after: dict[str
         )
 
 
+def put_body(pool_slug: str, changes: dict[str, Any]) -> dict[str, Any]:
+    """Change a pool's policy and return the PUT's answer: the policy, and the check's secret when
+    this PUT set or made it (it is shown nowhere else)."""
+    before = policy_of(Pool.objects.filter(slug=pool_slug).values_list("pk", flat=True).first() or 0)
+    policy = set_policy(pool_slug, changes)
+    body = policy_body(policy)
+    if policy.policy_webhook_secret and policy.policy_webhook_secret != before.policy_webhook_secret:
+        body[SECRET] = policy.policy_webhook_secret
+    return body
+
+
 def policy_body(policy: Policy) -> dict[str, Any]:
     """Return the policy as the API writes it: camelCase, durations as text, null for off."""
     body: dict[str, Any] = {}
     for name, (attr, kind) in FIELDS.items():
         value = getattr(policy, attr)
-        body[name] = duration_text(value) if kind == "duration" and value is not None else value
+        body[name] = duration_text(value) if kind in ("duration", "hold") and value is not None else value
     return body
 
 

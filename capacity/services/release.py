@@ -17,7 +17,7 @@ from capacity.conf import placer_config
 from capacity.db.retry import retry_on_conflict
 from capacity.models import Reservation
 from capacity.models.reservations import NO_FIT, QUEUED
-from capacity.placement import QUOTA_EXCEEDED, CapacityError
+from capacity.placement import POLICY_LIMIT, QUOTA_EXCEEDED, CapacityError
 from capacity.placers import quota
 from capacity.placers.ending import end_allocations
 from capacity.placers.quota import QUOTA_EXCEEDED_REASON
@@ -32,6 +32,7 @@ from .reservations import get
 from .satisfiable import UNSATISFIABLE
 
 PENDING_RETRY_BATCH = 50
+POLICY_LIMIT_REASON = "PolicyLimit"  # a retry past maxFutureGpuHours: its Unschedulable reason
 # Pending reservations a release retries before it answers (the worker retries every one).
 RELEASE_RETRY_BATCH = 8
 
@@ -153,7 +154,10 @@ def retry_pending(
                         Stage(reservation.tenant, request, config, now, reservation=reservation)
                     )
             except CapacityError as err:
-                kind = QUOTA_EXCEEDED_REASON if err.code == QUOTA_EXCEEDED else NO_FIT
+                # Past maxFutureGpuHours it waits until the tenant's other bookings end or shrink.
+                kind = {QUOTA_EXCEEDED: QUOTA_EXCEEDED_REASON, POLICY_LIMIT: POLICY_LIMIT_REASON}.get(
+                    err.code, NO_FIT
+                )
                 set_pending(reservation, err.message, kind)
                 reservation.save(update_fields=["status", "conditions", "updated_at"])
                 continue

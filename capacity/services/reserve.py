@@ -29,7 +29,7 @@ from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 from trail.context import stamp
 
-from . import insert, limits, lookups
+from . import insert, lookups, outside_check
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -91,6 +91,8 @@ def reserve(
         prepared = prepare(
             data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
         )
+    # The pool's outside check, before any lock: no transaction is open while it is asked.
+    prepared, asked = _consult(prepared, scope, admission, None)
     try:
         return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
@@ -100,7 +102,33 @@ def reserve(
         # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        return _create(afresh(prepared, scope), admission, planner)
+        fresh, _ = _consult(afresh(prepared, scope), scope, admission, asked)
+        return _create(fresh, admission, planner)
+
+
+def _consult(prepared: Prepared, scope: Scope, admission: Any, asked: tuple | None) -> tuple[Prepared, tuple]:
+    """Ask the pool's outside check (services.outside_check) unless `asked` is the same check.
+
+    A check is never asked on a kept lookup (an operator may have moved it): its pool is read afresh
+    first. Returns the request as asked and which check was asked.
+    """
+    limits = prepared.pool.limits
+    if limits is None or not limits.policy_webhook:
+        return prepared, ()
+    if prepared.digest is not None:
+        prepared = afresh(prepared, scope)
+        limits = prepared.pool.limits
+        if limits is None or not limits.policy_webhook:
+            return prepared, ()
+    which = (limits.policy_webhook, limits.policy_webhook_secret, limits.policy_webhook_on_error)
+    if which != asked:
+        outside_check.consult(prepared, _identity(admission))
+    return prepared, which
+
+
+def _identity(admission: Any) -> str:
+    """Return who asks, as admit hooks see it (admission_context), or ""."""
+    return str(admission.get("identity") or "") if isinstance(admission, Mapping) else ""
 
 
 @retry_on_conflict
@@ -125,12 +153,7 @@ def _create(prepared: Prepared, admission: Any, planner: Planner | None) -> Rese
         reservation = insert_routed(stage, prepared, fields)
         if reservation is None:
             return ReserveResult(_taken_key(prepared), created=False)
-        outcome = place_routed(stage)
-        if outcome.status == "placed":
-            # Under the tenant's quota lock, counting the booking just written (services.limits).
-            limits.check_future_gpu_hours(
-                prepared.pool.limits, prepared.tenant.pk, prepared.tenant.slug, prepared.pool.pk, prepared.now
-            )
+        outcome = place_routed(stage)  # maxFutureGpuHours is checked where it is placed (services.placing)
     if stage.route == QUEUE and wait_ms:
         reservation = await_placer(reservation, wait_ms)
     return ReserveResult(reservation, created=True, outcome=outcome)
@@ -152,13 +175,19 @@ def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
         stage.route = ARCHIVED
     elif request.lease:
         stage.route = LEASE
-    elif config.placer == POOL_LEASE and request.gang is None:
+    elif config.placer == POOL_LEASE and request.gang is None and not _counts_gpu_hours(pool):
         stage.never = never_fits(
             request, pool, prepared.tenant.pk, config, plan_empty=False, check_quota=False
         )
         stage.route = QUEUE if stage.never is None else NEVER_FITS
     stage.charged = stage.route in (QUEUE, INLINE_ROUTE)
     return stage
+
+
+def _counts_gpu_hours(pool) -> bool:
+    """Return whether the pool's policy sets maxFutureGpuHours: its creates place inline, where the
+    tenant's GPU-hours are counted under its quota lock (a batch takes no quota lock)."""
+    return pool.limits is not None and pool.limits.max_future_gpu_hours is not None
 
 
 def reservation_fields(prepared: Prepared) -> dict[str, Any]:

@@ -43,6 +43,25 @@ class PolicyForm(forms.Form):
         min_value=1,
         help_text="whole-GPU-hours of its bookings not yet ended (a MIG slice its share); blank: no limit",
     )
+    approvalAboveGpuHours = forms.IntegerField(
+        label="Approval above GPU-hours",
+        required=False,
+        min_value=1,
+        help_text="a larger booking is placed but waits for an operator (Approvals page); blank: none needed",
+    )
+    approvalHold = forms.CharField(
+        label="Release unapproved after", required=False, help_text="30m, 2h, 3d or 2w; blank: 24h"
+    )
+    policyWebhook = forms.CharField(
+        label="Outside check URL",
+        required=False,
+        help_text="asked on every create, 2 s; 403 refuses (its secret is shown once, when first set); blank: none",
+    )
+    policyWebhookOnError = forms.ChoiceField(
+        label="When the check fails",
+        required=False,
+        choices=[("deny", "deny the booking"), ("allow", "allow the booking")],
+    )
 
 
 def policy_initial(policy: pool_policy.Policy) -> dict:
@@ -79,6 +98,9 @@ def policy_context(request: HttpRequest, pool, form: PolicyForm | None = None, e
         now = timezone.now()
         context["lent_week"] = lending_since(pool.pk, now - timedelta(days=7), now)
     if scope_for(request.user).tenants is None:
+        shown = request.session.pop("policy_secret", None) if hasattr(request, "session") else None
+        if shown and shown[0] == pool.slug:
+            context["policy_secret"] = shown[1]
         context["policy_form"] = form or PolicyForm(prefix="policy", initial=policy_initial(policy))
         context["kept_reservations"] = kept_reservations(pool)
     return context
@@ -94,12 +116,19 @@ def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
     if not form.is_valid():
         return form, ""
     data = {k: (v.strip() or None) if isinstance(v, str) else v for k, v in form.cleaned_data.items()}
+    # The hold cannot be off: blank is the default; a form without the switch leaves it as it is.
+    data["approvalHold"] = data.get("approvalHold") or "24h"
+    if data.get("policyWebhookOnError") is None:
+        data.pop("policyWebhookOnError", None)
     try:
-        pool_policy.set_policy(pool.slug, pool_policy.parse_policy(data))
+        body = pool_policy.put_body(pool.slug, pool_policy.parse_policy(data))
     except CapacityError as err:
         field = err.message.split(" ", 1)[0].rstrip(":")
         if field in form.fields:
             form.add_error(field, err.message)
             return form, ""
         return form, err.message
+    if pool_policy.SECRET in body:
+        # Shown once, as the API's PUT shows it: the receiver needs it to verify the calls.
+        request.session["policy_secret"] = (pool.slug, body[pool_policy.SECRET])
     return None, ""

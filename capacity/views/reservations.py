@@ -330,6 +330,8 @@ def reservation_detail(
             "lends": any(at is None for at in notices.values()),
             "shared_until": max((at for at in notices.values() if at is not None), default=None),
             "occurrence_of": occurrence_context(reservation, scope),
+            # Held for an operator (services.approvals): said at the top, with the operators' buttons.
+            "awaiting": services.awaiting(reservation) if isinstance(reservation, Reservation) else None,
         },
         status=status,
     )

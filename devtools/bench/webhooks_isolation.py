@@ -25,11 +25,11 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import Reservation
+from config.outbound.targets import DEADLINE
 from devtools.bench.placements import _pct, build_pool, requests_for
 from devtools.bench.webhooks import BENCH_USER, _Receiver, _round, _start_worker, _stop
 from webhooks import services as hooks
 from webhooks.models import Delivery, Event, Subscription
-from webhooks.targets import DEADLINE
 
 EVENTS = ["reservation.placed"]
 DRIBBLE_EVERY = 2.0  # seconds between header lines

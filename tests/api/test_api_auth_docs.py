@@ -70,6 +70,8 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/reservations/{reservation_id}/reclaim",
         "/api/v1/series/{series_id}",
         "/api/v1/series/{series_id}/release",
+        "/api/v1/reservations/{reservation_id}/approve",
+        "/api/v1/reservations/{reservation_id}/deny",
         "/api/v1/capacity/preview",
         "/api/v1/capacity/earliest",
         "/api/v1/tenants/{slug}/quota",

@@ -17,6 +17,10 @@ DEFAULTS = {
     "maxDuration": None,
     "maxLeadTime": None,
     "maxFutureGpuHours": None,
+    "approvalAboveGpuHours": None,
+    "approvalHold": "1d",
+    "policyWebhook": None,
+    "policyWebhookOnError": "deny",
 }
 
 

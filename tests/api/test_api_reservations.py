@@ -17,9 +17,10 @@ def test_creating_a_reservation_answers_201_with_the_placed_reservation(as_acme,
     data = response.json()
     assert set(data) == {
         "id", "tenantId", "poolId", "status", "priority", "binding", "start", "end",
-        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "conditions", "allocations", "request",
-        "usage",
+        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "awaitingApproval", "conditions",
+        "allocations", "request", "usage",
     }  # fmt: skip
+    assert data["awaitingApproval"] is None  # a pool that asks no approval
     assert data["usage"] is None  # no sample from its node yet
     assert data["borrowedGpus"] == 0.0  # a pool without shares
     assert (data["tenantId"], data["poolId"], data["status"]) == ("acme", "lab-pool", "placed")

@@ -184,3 +184,21 @@ def test_the_metric_counts_idle_bookings_kept_when_idle_per_pool(two_labelled_ho
     mark_idle(start + timedelta(minutes=40))
     assert gauge("berth_idle_reservations") == {"lab-pool": 2}
     assert gauge("berth_idle_kept_reservations") == {"lab-pool": 1}
+
+
+def test_a_booking_awaiting_approval_is_never_idle_and_an_approved_one_counts_from_its_approval(
+    two_labelled_hosts, book
+):
+    set_policy("lab-pool", {"idle_warn_after": timedelta(minutes=30), "approval_above_gpu_hours": 10})
+    held = book(gpus=4)  # 96 GPU-hours: awaits approval
+    assert held.condition("AwaitingApproval") is not None
+    start = minute()
+    samples(held, start, 40, 0)
+    assert mark_idle(start + timedelta(minutes=40)) == (0, 0)  # nothing could run on it
+    assert idle_condition(held) is None
+    services.approve(held.pk, by="op", operator=True, now=start + timedelta(minutes=40))
+    samples(held, start + timedelta(minutes=40), 20, 0)
+    assert mark_idle(start + timedelta(minutes=60)) == (0, 0)  # approved 20 minutes ago, not 30
+    samples(held, start + timedelta(minutes=60), 15, 0)
+    assert mark_idle(start + timedelta(minutes=75)) == (1, 0)
+    assert idle_condition(held) is not None

@@ -61,3 +61,34 @@ def test_a_start_past_max_lead_time_shows_next_to_the_start(op, lab):
     html = op.post("/book/", {**BASE, "start": "2099-01-02T10:00"}).text
     assert "maxLeadTime is 30d; this starts in" in error_next_to(html, "start")
     assert not Reservation.objects.exists()
+
+
+def test_an_outside_check_refusal_shows_above_the_form_and_books_nothing(op, lab, monkeypatch):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"message": "grant G-12 is spent"}).encode()
+            self.send_response(403)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        set_policy("lab-pool", {"policy_webhook": f"http://127.0.0.1:{server.server_address[1]}/check"})
+        html = op.post("/book/", BASE).text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "grant G-12 is spent" in html
+    assert not Reservation.objects.exists()

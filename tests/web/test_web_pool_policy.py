@@ -138,3 +138,30 @@ def test_the_admin_takes_durations_as_the_api_writes_them(two_hosts, pool):
     )
     page = client.get(f"/admin/capacity/poolpolicy/{row.pk}/change/").content.decode()
     assert 'value="90m"' in page and 'value="6h"' in page
+
+
+def test_an_operator_sets_approvals_and_an_outside_check_and_sees_its_secret_once(op, two_hosts, monkeypatch):
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+    url = "http://127.0.0.1:9/check"
+    response = post_policy(op, approvalAboveGpuHours="500", approvalHold="", policyWebhook=url)
+    assert response.status_code == 200
+    text = response.content.decode()
+    row = PoolPolicy.objects.get()
+    assert (row.approval_above_gpu_hours, row.approval_hold, row.policy_webhook) == (
+        500,
+        timedelta(hours=24),
+        url,
+    )
+    assert row.policy_webhook_on_error == "deny" and row.policy_webhook_secret.startswith("whsec_")
+    assert "500 GPU-hours" in text and "asked on every booking" in text
+    assert row.policy_webhook_secret in text  # shown this once
+    again = op.get("/pools/lab-pool/").content.decode()
+    assert row.policy_webhook_secret not in again
+
+
+def test_a_bad_outside_check_url_is_shown_next_to_its_field_and_writes_nothing(op, two_hosts):
+    response = post_policy(op, policyWebhook="ftp://example.com/check")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "has-error" in text and "policyWebhook: only http and https URLs" in text
+    assert not PoolPolicy.objects.exists()

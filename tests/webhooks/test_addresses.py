@@ -4,8 +4,8 @@ forms judged as the address they carry; the private setting opens loopback, RFC 
 import pytest
 
 from capacity.placement import CapacityError
+from config.outbound.addresses import refusal
 from webhooks import services as hooks
-from webhooks.addresses import refusal
 
 ALWAYS = "never a webhook target, not even with BERTH_WEBHOOKS_ALLOW_PRIVATE=1"
 UNLESS = "refused unless BERTH_WEBHOOKS_ALLOW_PRIVATE=1 is set"

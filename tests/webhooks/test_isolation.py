@@ -9,10 +9,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from config.outbound.targets import ANSWER_READ, DEADLINE, post
 from webhooks import services as hooks
 from webhooks.deliver import Dispatcher, deliver_due, fan_out, serve
 from webhooks.models import Attempt, Delivery
-from webhooks.targets import ANSWER_READ, DEADLINE, post
 
 
 def test_an_attempt_to_a_receiver_that_dribbles_its_headers_ends_at_its_deadline(dribbler):

@@ -8,7 +8,7 @@ import time
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from webhooks.signing import headers, new_secret
+from config.outbound.signing import headers, new_secret
 
 
 def test_the_signature_is_hmac_sha256_over_id_timestamp_and_body_keyed_with_the_secrets_bytes():

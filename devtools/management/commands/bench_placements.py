@@ -8,6 +8,7 @@ from tqdm import tqdm
 from capacity.placers.types import INLINE, PLACERS, POOL_LEASE
 from devtools.bench.earliest_timing import run_earliest
 from devtools.bench.placements import BUILD_CHUNK, run
+from devtools.bench.policy_check import run_policy_check
 from devtools.bench.preempt import run_preemption
 from devtools.bench.repair import run_repair
 
@@ -60,6 +61,13 @@ class Command(BaseCommand):
             "--previews earliest-start queries and check a sample against preview.",
         )
         parser.add_argument(
+            "--policy-check",
+            type=float,
+            metavar="MS",
+            help="Policy run: place --count requests from --clients threads with no policy, with the pool"
+            " policy's limits, and with them and an outside check on 127.0.0.1 answering in MS ms.",
+        )
+        parser.add_argument(
             "--spot-fill",
             type=float,
             help="Preemption run: fill this share of the nodes with spot work and the rest with regular "
@@ -81,6 +89,7 @@ class Command(BaseCommand):
         one_tenant,
         shares,
         windows,
+        policy_check,
         **options,
     ):
         def bar(items):
@@ -104,6 +113,19 @@ class Command(BaseCommand):
                 f"{figures['nodes']} nodes with {figures['bookings']} bookings; gang of 4 x 8 GPUs "
                 f"{figures['gang_of_4x8_ms']} ms; {figures['checked_against_preview']} answers checked against "
                 f"preview, {len(figures['errors'])} wrong\n"
+                f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
+            )
+            return self.finish(figures)
+        if policy_check is not None:
+            figures = run_policy_check(nodes, count, clients, seed, policy_check, progress=bar)
+            for name in ("no_policy", "policy", "policy_and_check"):
+                f = figures[name]
+                self.stdout.write(
+                    f"{name}: {f['placements_per_s']} placements/s ({f['placed']} placed), latency p50 "
+                    f"{f['p50_ms']} ms, p95 {f['p95_ms']} ms, {f['statements_per_request']} statements per request"
+                )
+            self.stdout.write(
+                f"{count} requests from {clients} client(s) on {nodes} nodes, check answering in {policy_check} ms\n"
                 f"double-booked devices: {figures['double_booked']}; check_capacity drift: {figures['drift']}"
             )
             return self.finish(figures)

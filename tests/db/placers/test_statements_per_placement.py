@@ -45,6 +45,9 @@ def test_an_inline_placement_sends_a_pinned_number_of_statements(tenant, make_no
         ({"max_duration": timedelta(days=7), "max_lead_time": timedelta(days=30)}, 0),
         # The tenant's quota lock and the one read of what it holds in the pool.
         ({"max_future_gpu_hours": 10_000}, 2),
+        # Approvals: a booking that cannot reach the limit sends nothing more; one that may, one UPDATE.
+        ({"approval_above_gpu_hours": 2}, 0),
+        ({"approval_above_gpu_hours": 1}, 1),
     ],
 )
 def test_a_pool_policy_limit_adds_no_statement_but_the_gpu_hours_read(tenant, make_node, limits, more):

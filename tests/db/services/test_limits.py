@@ -88,3 +88,43 @@ def test_a_kept_lookup_follows_a_limit_set_or_lifted_since(tenant, make_node):
     set_policy("lab-pool", {"max_duration": None})
     assert reserve(ask(1, hours=4)).reservation.status == "placed"
     assert Reservation.objects.count() == 2
+
+
+def test_a_pending_booking_placed_by_the_retry_is_held_to_max_future_gpu_hours_and_waits(tenant, make_node):
+    from capacity import services
+    from inventory.models import Pool
+
+    make_node("node-a", gpus=2)
+    first = reserve(ask(2, hours=24)).reservation  # 48 GPU-hours
+    extra = reserve(ask(1, start=24, hours=24)).reservation  # 24 more, the day after
+    later = reserve(ask(2, hours=24)).reservation  # no room: pending
+    assert later.status == "pending"
+    set_policy("lab-pool", {"max_future_gpu_hours": 60})
+    pool = Pool.objects.get(slug="lab-pool").pk
+    services.release(first.pk, now=NOW)  # room again; acme holds 24
+    assert services.retry_pending([pool], config=config(), now=NOW) == 0  # 24 + 48 > 60
+    waiting = Reservation.objects.get(pk=later.pk)
+    assert (
+        waiting.status == "pending"
+        and not DeviceBooking.objects.filter(allocation__reservation=waiting).exists()
+    )
+    said = waiting.condition("Unschedulable")
+    assert (said["reason"], said["message"]) == ("PolicyLimit", "maxFutureGpuHours is 60; acme would hold 72")
+    services.release(extra.pk, now=NOW)
+    assert services.retry_pending([pool], config=config(), now=NOW) == 1  # 48: within
+    assert Reservation.objects.get(pk=later.pk).status == "placed"
+
+
+def test_the_pool_lease_placer_places_inline_where_max_future_gpu_hours_is_set(tenant, make_node):
+    make_node("node-a", gpus=2)
+    from capacity import services
+
+    def queue(data):
+        return services.reserve(data, now=NOW, config=config(placer="pool-lease")).reservation
+
+    assert queue(ask(1)).condition("Queued") is not None  # no limit: queued for a batch
+    set_policy("lab-pool", {"max_future_gpu_hours": 30})
+    assert queue(ask(1, start=24)).status == "placed"  # counted at once, under the tenant's quota lock
+    with pytest.raises(CapacityError) as refused:
+        queue(ask(1, start=48))
+    assert refused.value.message == "maxFutureGpuHours is 30; acme would hold 48"

@@ -42,6 +42,7 @@ class Answer:
     error: str
     duration_ms: int
     cut: bool = False  # cut short because the worker is stopping, not by the receiver
+    longer: bool = False  # the body went on past ANSWER_READ bytes (read `whole`)
 
     @property
     def ok(self) -> bool:
@@ -214,9 +215,14 @@ def post(
     headers: dict[str, str],
     deadline: float = DEADLINE,
     attempts: Attempts | None = None,
+    whole: bool = False,
 ) -> Answer:
     """POST `body` to `url` at the address just checked, within `deadline`; never follow a redirect,
-    never raise."""
+    never raise.
+
+    The answer's text is its first ANSWER_KEPT printable characters, or with `whole` its first
+    ANSWER_READ bytes as sent (for a caller that parses it), `longer` when it went on.
+    """
     started = time.monotonic()
 
     def took() -> int:
@@ -251,10 +257,13 @@ def post(
     try:
         conn.request("POST", path, body=body, headers={**headers, "Content-Type": "application/json"})
         answer = conn.getresponse()
-        text = answer.read(ANSWER_READ).decode("utf-8", "replace")
+        raw = answer.read(ANSWER_READ + 1 if whole else ANSWER_READ)
         if cutter.fired:
             raise TimeoutError
-        return Answer(answer.status, printable(text), "", took())
+        if whole:
+            text = raw[:ANSWER_READ].decode("utf-8", "replace")
+            return Answer(answer.status, text, "", took(), longer=len(raw) > ANSWER_READ)
+        return Answer(answer.status, printable(raw.decode("utf-8", "replace")), "", took())
     except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
         if cutter.stopping:
             return Answer(None, "", "the worker stopped mid-send", took(), cut=True)

@@ -1,0 +1,51 @@
+"""The approval queue (docs/policy.md, Approvals): operators approve or deny large bookings here."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from capacity import services
+from capacity.access import may_approve
+from capacity.placement import CapacityError
+from config.web import login_required, page
+
+
+@require_GET
+@login_required
+def approvals(request: HttpRequest) -> HttpResponse:
+    """List the bookings awaiting approval, soonest hold first, each with Approve and Deny."""
+    return _queue(request)
+
+
+def _queue(request: HttpRequest, errors: dict[int, str] | None = None, status: int = 200) -> HttpResponse:
+    if not may_approve(request.user):
+        raise PermissionDenied("only operators approve bookings")
+    rows = services.approval_queue()
+    return page(
+        request,
+        "capacity/approvals.html",
+        {"nav": "approvals", "rows": rows, "errors": errors or {}},
+        status=status,
+    )
+
+
+@require_POST
+@login_required
+def decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+    """Approve or deny one booking (the API's approve and deny); an error is shown on its row."""
+    operator = may_approve(request.user)
+    if not operator:
+        raise PermissionDenied("only operators approve bookings")
+    by = request.user.get_username()
+    try:
+        if decision == "approve":
+            services.approve(pk, by=by, operator=operator)
+        else:
+            services.deny(pk, request.POST.get("reason", ""), by=by, operator=operator)
+    except CapacityError as err:
+        return _queue(request, {pk: err.message}, status=409 if err.code == "CONFLICT" else 400)
+    return redirect(reverse("approvals"))
