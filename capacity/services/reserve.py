@@ -92,7 +92,7 @@ def reserve(
             data, scope=scope, now=now, config=config, node_labels=node_labels, kept=None if fresh else True
         )
     # The pool's outside check, before any lock: no transaction is open while it is asked.
-    prepared, asked = _consult(prepared, scope, admission, None)
+    prepared, asked = consult_outside(prepared, scope, admission, None)
     try:
         return _create(prepared, admission, planner)
     except (insert.StaleLookup, CapacityError) as stop:
@@ -102,11 +102,13 @@ def reserve(
         # pool are read again, and it is routed on them.
         if isinstance(stop, CapacityError) and not lookups.used_kept():
             raise
-        fresh, _ = _consult(afresh(prepared, scope), scope, admission, asked)
+        fresh, _ = consult_outside(afresh(prepared, scope), scope, admission, asked)
         return _create(fresh, admission, planner)
 
 
-def _consult(prepared: Prepared, scope: Scope, admission: Any, asked: tuple | None) -> tuple[Prepared, tuple]:
+def consult_outside(
+    prepared: Prepared, scope: Scope, admission: Any, asked: tuple | None = None
+) -> tuple[Prepared, tuple]:
     """Ask the pool's outside check (services.outside_check) unless `asked` is the same check.
 
     A check is never asked on a kept lookup (an operator may have moved it): its pool is read afresh

@@ -40,7 +40,7 @@ from .placing import set_pending
 from .prepare import Prepared, prepare
 from .release import release
 from .repeat import Repeat, expand, parse_repeat
-from .reserve import insert_routed, place_routed, reservation_fields, route
+from .reserve import consult_outside, insert_routed, place_routed, reservation_fields, route
 
 SERIES_FIELDS = ("repeat", "allOrNothing")
 ENDED = (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED)
@@ -151,7 +151,23 @@ def reserve_series(
         # Each occurrence is a request of its own to admit hooks; a refusal refuses the series.
         for one in occurrences:
             run_admit(prepared.config.plugins, one.request, admission)
+    _ask_outside_check(ready, scope, admission)
     return _create(ready, occurrences, by)
+
+
+def _ask_outside_check(ready: PreparedSeries, scope: Scope, admission: Any) -> None:
+    """Ask the pool's outside check once for the whole series, before any lock (POLICY_LIMIT if it
+    refuses): it is sent the request as the caller sent it, repeat and allOrNothing included."""
+    prepared = ready.prepared
+    key = prepared.extra["idempotency_key"]
+    if key is not None and Series.objects.filter(tenant=prepared.tenant, idempotency_key=key).exists():
+        return  # a replay: the series was asked about when it was made
+    sent = {
+        **prepared.extra["input"],
+        "repeat": ready.repeat.as_input(),
+        "allOrNothing": ready.all_or_nothing,
+    }
+    consult_outside(dataclasses.replace(prepared, extra={**prepared.extra, "input": sent}), scope, admission)
 
 
 @retry_on_conflict
@@ -199,11 +215,8 @@ def _create(ready: PreparedSeries, occurrences: list[Prepared], by: str) -> Seri
         missed = [a for a in answers if a.status != Reservation.Status.PLACED]
         if ready.all_or_nothing and missed:
             raise SeriesNotPlaced([dataclasses.replace(a, reservation_id=None) for a in missed], len(answers))
-        if len(missed) < len(answers):
-            # Under the tenant's quota lock, counting every occurrence just written (services.limits).
-            limits.check_future_gpu_hours(
-                prepared.pool.limits, prepared.tenant.pk, prepared.tenant.slug, prepared.pool.pk, prepared.now
-            )
+        # maxFutureGpuHours was checked as each occurrence placed (services.placing), under the
+        # tenant's quota lock and counting the occurrences before it: past the limit, none is kept.
         Reservation.objects.filter(pk__in=[r.pk for r in booked]).update(series=series)
     return SeriesResult(series, answers, created=True)
 

@@ -3,7 +3,7 @@
 import json
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -182,3 +182,25 @@ def test_the_check_is_called_with_no_transaction_open(as_acme, checked, ask):
     response = as_acme.post("/api/v1/reservations", ask(gpus=1), format="json")
     assert response.status_code == 201, response.json()
     assert states == ["idle", 0], states
+
+
+def test_a_series_asks_the_check_once_with_its_repeat_and_a_403_books_nothing(as_acme, checked, ask):
+    start = (datetime.now(UTC) + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+    body = {**ask(gpus=1), "repeat": {"freq": "daily", "count": 3}}
+    del body["duration"]
+    body["during"] = {"start": start.isoformat(), "end": (start + timedelta(hours=1)).isoformat()}
+    checked.answer(403, {"message": "teaching slots are booked by the registrar"})
+    response = as_acme.post("/api/v1/reservations", body, format="json")
+    assert response.status_code == 422
+    assert response.json() == {
+        "code": "POLICY_LIMIT",
+        "message": "teaching slots are booked by the registrar",
+    }
+    assert not Reservation.objects.exists()
+    checked.answer(200, {})
+    response = as_acme.post("/api/v1/reservations", body, format="json")
+    assert response.status_code == 201, response.json()
+    assert [o["status"] for o in response.json()["series"]["occurrences"]] == ["placed"] * 3
+    assert len(checked.seen) == 2  # once per series, not per occurrence
+    sent = Webhook(SECRET).verify(checked.seen[-1][1], checked.seen[-1][0])
+    assert sent["data"]["request"]["repeat"]["count"] == 3
