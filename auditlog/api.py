@@ -59,6 +59,13 @@ def _moment(name: str, raw: str | None) -> dt.datetime | None:
         raise ValidationError({name: "an ISO 8601 time, e.g. 2026-05-01T00:00:00Z"}) from None
     if value.tzinfo is None:
         raise ValidationError({name: "give the time zone, e.g. 2026-05-01T00:00:00Z"})
+    # In UTC: Postgres refuses offsets with seconds, and an offset may carry a time past year 1 or 9999.
+    try:
+        value = value.astimezone(dt.UTC)
+    except OverflowError:
+        value = None
+    if value is None or not 1970 <= value.year <= 9998:
+        raise ValidationError({name: "a time between 1970 and 9998, e.g. 2026-05-01T00:00:00Z"})
     return value
 
 

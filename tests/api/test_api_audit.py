@@ -86,3 +86,18 @@ def test_sign_ins_older_than_the_audit_days_are_deleted_by_the_worker_job(db, se
     SignInEvent.objects.filter(pk=old.pk).update(at=timezone.now() - timedelta(days=401))
     assert JOBS["audit-retention"].run_once() == "deleted 1 sign-ins and 0 changes older than 400 days"
     assert list(SignInEvent.objects.values_list("username", flat=True)) == ["b"]
+
+
+@pytest.mark.parametrize(
+    "moment",
+    ["0001-01-01T00:30:00+01:00", "9999-12-31T23:00:00-02:00", "1969-12-31T00:00Z"],
+)
+def test_a_time_postgres_cannot_hold_answers_400_naming_the_field(as_operator, changes, moment):
+    answer = as_operator.get("/api/v1/audit", {"from": moment})
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["code"] == "INVALID_INPUT" and "from" in answer.json()["message"]
+
+
+def test_an_offset_with_seconds_is_read_in_utc(as_operator, changes):
+    answer = as_operator.get("/api/v1/audit", {"to": "2099-05-01T00:00:00+05:30:15"})
+    assert answer.status_code == 200, answer.content
