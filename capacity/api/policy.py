@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
@@ -110,14 +112,20 @@ class PolicyView(BerthAPIView):
         summary="Get a pool's policy",
         description=(
             "A pool that never had its policy written reads the defaults: the site's idle settings,"
-            " keeping allowed, nothing lent, no notice, no booking limits. A pool the caller may not use answers 404."
+            " keeping allowed, nothing lent, no notice, no booking limits. Tenants read the outside check's address"
+            " without its path and query. A pool the caller may not use answers 404."
         ),
         parameters=[POOL],
         responses={200: PolicySerializer, **errors(401, 404)},
     )
     def get(self, request, pool):
         _, policy = pool_policy.visible_policy(self.scope, pool)
-        return Response(pool_policy.policy_body(policy))
+        body = pool_policy.policy_body(policy)
+        if body.get("policyWebhook") and not may_set_policy(request.user):
+            # Tenants see where the check is, not its path or query (they may carry a token).
+            parts = urlsplit(body["policyWebhook"])
+            body["policyWebhook"] = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/…"
+        return Response(body)
 
     @extend_schema(
         operation_id="pools_policy_set",
