@@ -20,6 +20,7 @@ from capacity.access import EVERYONE, Scope
 from capacity.models import AnyReservation, Reservation
 from capacity.placement import CONFLICT, FORBIDDEN, INVALID_INPUT, CapacityError
 from capacity.placers.approval import APPROVED, AWAITING
+from trail.context import stamp
 
 from .release import MAX_REASON, release
 from .reservations import get
@@ -81,6 +82,7 @@ def approve(
     }
     reservation.conditions = [*kept, approved]
     reservation.updated_at = max(now, reservation.created_at)
+    stamp()  # the approval's event names the operator and the request
     reservation.save(update_fields=["conditions", "updated_at"])
     return reservation
 

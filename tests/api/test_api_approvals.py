@@ -177,3 +177,13 @@ def test_a_repair_moves_a_held_booking_and_it_stays_held_with_one_event(
     kinds = list(Event.objects.filter(reservation_id=held["id"]).values_list("type", flat=True))
     assert kinds.count("reservation.awaiting_approval") == 1, kinds
     assert "reservation.approved" not in kinds
+
+
+def test_an_approval_names_the_operator_and_the_request_in_the_audit(as_operator, as_acme, approvals, ask):
+    held = create(as_acme, ask, gpus=4, duration="2d")  # 192 GPU-hours, above 100
+    answer = as_operator.post(
+        f"/api/v1/reservations/{held['id']}/approve", {}, format="json", headers={"X-Request-Id": "approve-1"}
+    )
+    assert answer.status_code == 200, answer.json()
+    rows = as_operator.get("/api/v1/audit", {"object": f"reservation:{held['id']}"}).json()["results"]
+    assert (rows[0]["actor"], rows[0]["requestId"]) == ("operator", "approve-1")
