@@ -473,7 +473,7 @@ def test_a_node_report_writes_devices_and_system_labels(as_operator, lab):
         ([], "report: must be a JSON object"),
         (
             {"gpus": []},
-            "report: unknown field 'gpus' (expected devices, nvidiaSmi, labels, topology, images, replace)",
+            "report: unknown field 'gpus' (expected devices, nvidiaSmi, labels, topology, images, replace, processOwners)",
         ),
         (
             {"devices": [{"uuid": ""}]},

@@ -2,7 +2,6 @@
 
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from capacity import services
@@ -60,10 +59,8 @@ def test_a_batch_in_a_pool_that_does_not_lend_leaves_spot_work_pending(idle_owne
 def test_a_lender_another_transaction_holds_is_skipped_not_waited_for(idle_owner):
     """A reclaim holding the owner's row: the batch, holding the pool, leaves the work pending."""
     work = queue(2)
-    db = settings.DATABASES["default"]
-    other = psycopg.connect(
-        host=db["HOST"], port=db["PORT"], user=db["USER"], password=db["PASSWORD"], dbname=db["NAME"]
-    )
+    # The test database's own parameters: the embedded server listens on a socket of its own.
+    other = psycopg.connect(**{k: v for k, v in connection.get_connection_params().items() if k != "context"})
     try:
         other.execute("BEGIN")
         other.execute("SELECT 1 FROM capacity_reservation WHERE id = %s FOR UPDATE", [idle_owner.pk])
