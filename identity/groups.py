@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 
 from inventory.models import Tenant
+from trail.record import record
 
 # capacity.access.OPERATORS_GROUP: identity sits beside capacity, not on it.
 OPERATORS_GROUP = "operators"
@@ -43,11 +44,32 @@ def apply_groups(user, groups: list[str]) -> None:
     unknown = wanted - {tenant.slug for tenant in tenants}
     for slug in sorted(unknown):
         log.warning("Sign-in of %s: group %s%s names no tenant; ignored.", user.get_username(), prefix, slug)
-    user.tenants.set(tenants)
     operators = Group.objects.get_or_create(name=OPERATORS_GROUP)[0]
+    before = _roles(user, operators)
+    user.tenants.set(tenants)
     if settings.BERTH_OIDC_OPERATOR_GROUP in groups:
         user.groups.add(operators)
     else:
         user.groups.remove(operators)
+    after = {"tenants": sorted(tenant.slug for tenant in tenants), "operator": operators in user.groups.all()}
+    if after != before:
+        # The provider's groups changed what this user may do (at a sign-in or a session's re-check,
+        # whoever is signed in): the audit says what, and when, as the provider's doing.
+        record(
+            "user.groups-set",
+            f"user:{user.get_username()}",
+            before=before,
+            after=after,
+            reason="the groups claim at sign-in",
+            by="identity-provider",
+        )
     for cached in ("_berth_operator", "_berth_tenants"):
         user.__dict__.pop(cached, None)
+
+
+def _roles(user, operators: Group) -> dict:
+    """Return the user's tenants and operator role as the audit shows them."""
+    return {
+        "tenants": sorted(user.tenants.values_list("slug", flat=True)),
+        "operator": user.groups.filter(pk=operators.pk).exists(),
+    }

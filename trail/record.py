@@ -10,11 +10,13 @@ from trail.context import actor, request_id
 from trail.models import ACTOR_MAX, AuditRecord
 
 
-def record(action: str, obj: str, *, before: Any = None, after: Any = None, reason: str = "") -> None:
-    """Record `action` on `obj` (e.g. "quota.set", "quota:acme/gpu") by whoever acts now."""
+def record(
+    action: str, obj: str, *, before: Any = None, after: Any = None, reason: str = "", by: str = ""
+) -> None:
+    """Record `action` on `obj` (e.g. "quota.set", "quota:acme/gpu") by `by`, else whoever acts now."""
     AuditRecord.objects.create(
         at=timezone.now(),
-        actor=actor()[:ACTOR_MAX],
+        actor=(by or actor())[:ACTOR_MAX],
         action=action,
         object=obj,
         before=before,

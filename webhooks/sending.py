@@ -14,6 +14,7 @@ from django.db.models import F
 
 from config.outbound.signing import headers
 from config.outbound.targets import Answer, Attempts, post, printable
+from trail.record import record as audit_record
 
 from .models import Attempt, Delivery, Subscription
 
@@ -146,5 +147,13 @@ def _failed(subscription, delivery, answer, now, rng, changed: set[str]) -> bool
             f"{since:%Y-%m-%d %H:%M} UTC; the last: {said}"
         )
         changed.update(("enabled", "disabled_reason"))
+        # In the delivery round's transaction, with the subscription's save.
+        audit_record(
+            "webhook.disable",
+            f"webhook:{subscription.pk}",
+            before={"enabled": True},
+            after={"enabled": False},
+            reason=subscription.disabled_reason,
+        )
         return True
     return False

@@ -255,3 +255,34 @@ def test_an_error_answer_with_a_state_this_browser_never_sent_does_not_sign_it_o
     answer = client.get("/oidc/callback/?error=login_required&state=made-up")
     assert answer.status_code == 400
     assert client.get("/").wsgi_request.user.username == "alice"
+
+
+def test_the_audit_says_what_each_sign_in_changed_in_tenants_and_role(client, sso):
+    from trail.models import AuditRecord
+
+    make_tenant("acme")
+    make_tenant("globex")
+    sso.user("carol", groups=["berth-tenant-acme"])
+    sign_in(client, "carol")
+    sign_in(client, "carol")  # nothing changed: no row
+    sso.user("carol", groups=["berth-tenant-globex", "berth-operators"])
+    sign_in(client, "carol")
+    rows = list(
+        AuditRecord.objects.filter(object="user:carol")
+        .order_by("id")
+        .values("action", "actor", "before", "after")
+    )
+    assert rows == [
+        {
+            "action": "user.groups-set",
+            "actor": "identity-provider",
+            "before": {"tenants": [], "operator": False},
+            "after": {"tenants": ["acme"], "operator": False},
+        },
+        {
+            "action": "user.groups-set",
+            "actor": "identity-provider",
+            "before": {"tenants": ["acme"], "operator": False},
+            "after": {"tenants": ["globex"], "operator": True},
+        },
+    ]

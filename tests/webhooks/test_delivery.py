@@ -91,6 +91,10 @@ def test_after_24_hours_of_failures_the_delivery_is_given_up_and_the_subscriptio
     sub.refresh_from_db()
     assert not sub.enabled
     assert sub.disabled_reason.startswith("Disabled ") and "the last: answered 500" in sub.disabled_reason
+    from trail.models import AuditRecord
+
+    (row,) = AuditRecord.objects.filter(object=f"webhook:{sub.pk}", action="webhook.disable")
+    assert (row.actor, row.after, row.reason) == ("system", {"enabled": False}, sub.disabled_reason[:300])
     # Disabled: no new event is written for it, and nothing more is sent.
     book(gpus=1)
     run_once(start + timedelta(hours=25))
