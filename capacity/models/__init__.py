@@ -4,7 +4,7 @@ from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking
 from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
-from .rollups import PoolCapacityRollup
+from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
 from .shares import PoolShare
 from .tokens import TokenLifetime
 
@@ -13,6 +13,8 @@ __all__ = [
     "AnyAllocation",
     "AnyDeviceBooking",
     "AnyReservation",
+    "BookedHours",
+    "BookedHoursChange",
     "DeviceBooking",
     "PoolCapacityRollup",
     "PoolPolicy",
