@@ -65,7 +65,7 @@ def heading(column: str, bucket: str) -> str:
 # every reservation ever made (7 s for two weeks).
 _BOOKINGS = """
   SELECT {columns}, bk.device_id, bk.layer, {share} AS share, bk.during * {window} AS held
-    FROM capacity_devicebooking_all bk
+    FROM {source}
     LEFT JOIN capacity_allocation la ON la.id = bk.allocation_id
     CROSS JOIN LATERAL (
       SELECT coalesce(la.reservation_id, (SELECT x.reservation_id FROM capacity_allocationhistory x
@@ -79,6 +79,14 @@ _BOOKINGS = """
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id"""
+
+_ALL_BOOKINGS = "capacity_devicebooking_all bk"
+# Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
+# live and the history tables' GiST indexes (a join on the device let the planner read them all).
+_SAMPLED_BOOKINGS = """sampled s CROSS JOIN LATERAL (
+      SELECT * FROM capacity_devicebooking_all x
+       WHERE int8range(x.device_id, x.device_id, '[]') && int8range(s.id, s.id, '[]')
+         AND x.during && tstzrange(%(start)s, %(end)s)) bk"""
 
 # Each piece of a booking's hours in the bucket, as hours: before now (booked to date), after now
 # (ahead), and before now on lent GPUs (layer 1).
@@ -122,16 +130,16 @@ WITH f AS (
      GROUP BY {{keys}}, lo) x
    GROUP BY {{keys}}, lo
 ), sampled AS MATERIALIZED (
-  -- GPUs with a sample in the period (one probe a device): used hours read only their bookings.
+  -- GPUs with a sample in the period, one index probe a device (OFFSET 0 keeps each EXISTS a
+  -- probe: hashed, it read every sample of the period): used hours read only their bookings.
   SELECT d.id FROM inventory_device d
    WHERE EXISTS (SELECT 1 FROM inventory_devicesamplehour h WHERE h.device_id = d.id
-                    AND h.hour >= %(start)s AND h.hour < least(%(end)s, (SELECT at FROM f)))
+                    AND h.hour >= %(start)s AND h.hour < least(%(end)s, (SELECT at FROM f)) OFFSET 0)
       OR EXISTS (SELECT 1 FROM inventory_devicesample x WHERE x.device_id = d.id
-                    AND x.minute >= greatest(%(start)s, (SELECT at FROM f)) AND x.minute < %(end)s)
+                    AND x.minute >= greatest(%(start)s, (SELECT at FROM f)) AND x.minute < %(end)s OFFSET 0)
 ), b AS (
   {{bookings_used}}
-    JOIN sampled s ON int8range(bk.device_id, bk.device_id, '[]') && int8range(s.id, s.id, '[]')
-   WHERE bk.during && tstzrange(%(start)s, %(end)s) {{scoped}}
+   WHERE true {{scoped}}
 ), used_hours AS (
   -- Folded hours: a whole hour inside the booking counts whole; one it covers in part counts as
   -- that part of the hour, but only once its raw minutes are gone (before that, used_raw reads them).
@@ -234,8 +242,12 @@ def usage_report(
     share = gpu_share_sql("d.device_class")
     sql = _SQL.format(
         kept_columns=", ".join(f"{KEPT_GROUPS[g]} AS g_{g}" for g in group_by),
-        bookings_today=_BOOKINGS.format(columns=columns, share=share, window="%(today_range)s::tstzrange"),
-        bookings_used=_BOOKINGS.format(columns=columns, share=share, window="tstzrange(%(start)s, %(end)s)"),
+        bookings_today=_BOOKINGS.format(
+            columns=columns, share=share, window="%(today_range)s::tstzrange", source=_ALL_BOOKINGS
+        ),
+        bookings_used=_BOOKINGS.format(
+            columns=columns, share=share, window="tstzrange(%(start)s, %(end)s)", source=_SAMPLED_BOOKINGS
+        ),
         scoped="AND t.slug = ANY(%(tenants)s)" if scope.tenants is not None else "",
         keys=", ".join(keys),
         keys_out=", ".join(f"booked.{k}" for k in keys),
