@@ -60,33 +60,31 @@ def heading(column: str, bucket: str) -> str:
 
 
 # A booking's keys, device and window cut to `window`, looked up as the rollup's triggers do: its
-# allocation and reservation from the live tables, and by id in history only for those not there
-# (12 monthly partitions a probe). Joined to the views whole, their estimates made the planner sort
-# every reservation ever made (7 s for two weeks).
+# allocation and its reservation, live or in history, one probe each (LIMIT keeps them probes: as
+# joins, the planner hashed every allocation and reservation to meet a few thousand bookings).
 _BOOKINGS = """
   SELECT {columns}, bk.device_id, bk.layer, {share} AS share, bk.during * {window} AS held
     FROM {source}
-    LEFT JOIN capacity_allocation la ON la.id = bk.allocation_id
     CROSS JOIN LATERAL (
-      SELECT coalesce(la.reservation_id, (SELECT x.reservation_id FROM capacity_allocationhistory x
-                                           WHERE x.id = bk.allocation_id)) AS reservation_id) a
-    LEFT JOIN capacity_reservation lr ON lr.id = a.reservation_id
+      SELECT reservation_id FROM capacity_allocation WHERE id = bk.allocation_id
+      UNION ALL
+      SELECT reservation_id FROM capacity_allocationhistory WHERE id = bk.allocation_id LIMIT 1) a
     CROSS JOIN LATERAL (
-      SELECT coalesce(lr.tenant_id, (SELECT y.tenant_id FROM capacity_reservationhistory y
-                                      WHERE y.id = a.reservation_id)) AS tenant_id,
-             coalesce(lr.pool_id, (SELECT y.pool_id FROM capacity_reservationhistory y
-                                    WHERE y.id = a.reservation_id)) AS pool_id) r
+      SELECT tenant_id, pool_id FROM capacity_reservation WHERE id = a.reservation_id
+      UNION ALL
+      SELECT tenant_id, pool_id FROM capacity_reservationhistory WHERE id = a.reservation_id LIMIT 1) r
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id"""
 
 _ALL_BOOKINGS = "capacity_devicebooking_all bk"
 # Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
-# live and the history tables' GiST indexes (a join on the device let the planner read them all).
+# live and the history tables' GiST indexes. OFFSET 0 keeps it a probe per GPU: flattened into a
+# join, the planner read every booking of the period (70 s with the lookups, bench_usage).
 _SAMPLED_BOOKINGS = """sampled s CROSS JOIN LATERAL (
       SELECT * FROM capacity_devicebooking_all x
        WHERE int8range(x.device_id, x.device_id, '[]') && int8range(s.id, s.id, '[]')
-         AND x.during && tstzrange(%(start)s, %(end)s)) bk"""
+         AND x.during && tstzrange(%(start)s, %(end)s) OFFSET 0) bk"""
 
 # Each piece of a booking's hours in the bucket, as hours: before now (booked to date), after now
 # (ahead), and before now on lent GPUs (layer 1).
@@ -173,6 +171,8 @@ WITH f AS (
             least(upper(b.held), (SELECT at FROM f)))) AS r(lo, hi)
     JOIN inventory_devicesample x ON x.device_id = b.device_id AND x.minute >= r.lo AND x.minute < r.hi
    WHERE NOT isempty(b.held) AND r.lo < r.hi AND x.gpu_percent IS NOT NULL
+     -- Only a booking that reaches past the fold or into the raw horizon has raw minutes to read.
+     AND upper(b.held) > least(%(raw)s, (SELECT at FROM f))
    GROUP BY {{keys}}, date_trunc(%(bucket)s, x.minute)
 ), used AS (
   SELECT {{keys}}, lo, sum(hours) AS hours
