@@ -212,3 +212,17 @@ def test_the_rollup_equals_a_recount_over_random_bookings_releases_slices_lendin
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM capacity_devicebooking_all WHERE layer = 1")
         assert (cur.fetchone()[0] > 0) == (lent > 0)
+
+
+def test_a_worker_round_folds_the_changes_once_a_minute(fleet, tenant, monkeypatch):
+    from capacity import worker
+    from capacity.conf import placer_config
+
+    reserve(ask(2, hours=30))
+    monkeypatch.setattr(worker, "_hours_folded", [float("-inf")])  # a fold is due now
+    worker.run_round(placer_config())
+    assert not BookedHoursChange.objects.exists() and BookedHours.objects.count() == 2
+    reserve(ask(1, hours=2))
+    worker.run_round(placer_config())  # within the minute: the change waits, the figures are whole
+    assert BookedHoursChange.objects.count() == 1
+    assert kept() == recount()
