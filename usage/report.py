@@ -131,10 +131,13 @@ WITH f AS (
   -- GPUs with a sample in the period, one index probe a device (OFFSET 0 keeps each EXISTS a
   -- probe: hashed, it read every sample of the period): used hours read only their bookings.
   SELECT d.id FROM inventory_device d
-   WHERE EXISTS (SELECT 1 FROM inventory_devicesamplehour h WHERE h.device_id = d.id
+   -- None at all (a fleet without agents): one look at each table's BRIN summary, no probe a GPU.
+   WHERE (EXISTS (SELECT 1 FROM inventory_devicesamplehour WHERE hour >= %(start)s AND hour < %(end)s)
+          OR EXISTS (SELECT 1 FROM inventory_devicesample WHERE minute >= %(start)s AND minute < %(end)s))
+     AND (EXISTS (SELECT 1 FROM inventory_devicesamplehour h WHERE h.device_id = d.id
                     AND h.hour >= %(start)s AND h.hour < least(%(end)s, (SELECT at FROM f)) OFFSET 0)
       OR EXISTS (SELECT 1 FROM inventory_devicesample x WHERE x.device_id = d.id
-                    AND x.minute >= greatest(%(start)s, (SELECT at FROM f)) AND x.minute < %(end)s OFFSET 0)
+                    AND x.minute >= greatest(%(start)s, (SELECT at FROM f)) AND x.minute < %(end)s OFFSET 0))
 ), b AS (
   {{bookings_used}}
    WHERE true {{scoped}}
