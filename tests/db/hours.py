@@ -23,7 +23,9 @@ def recount() -> dict[tuple[int, int, str, date], tuple[Fraction, Fraction]]:
         if reservation is None:
             continue
         tenant, pool = reservations[reservation]
-        device = devices[b.device_id]
+        device = devices.get(b.device_id)
+        if device is None:  # deleted: the report joins no device, so counts nothing
+            continue
         model = (device.attributes or {}).get("productName") or device.device_class
         lo, hi = b.during.lower, b.during.upper
         day = lo.astimezone(UTC).date()

@@ -226,3 +226,13 @@ def test_a_worker_round_folds_the_changes_once_a_minute(fleet, tenant, monkeypat
     worker.run_round(placer_config())  # within the minute: the change waits, the figures are whole
     assert BookedHoursChange.objects.count() == 1
     assert kept() == recount()
+
+
+def test_a_device_deleted_after_its_bookings_moved_to_history_takes_its_hours_out(fleet, tenant):
+    """The report no longer finds bookings of a device that is gone; neither does the rollup."""
+    placed = reserve(ask(4, hours=5)).reservation
+    services.release(placed.pk, now=NOW + timedelta(hours=2))
+    move_history(NOW + 40 * DAY)
+    Device.objects.filter(node__name="node-a", index=3).delete()
+    assert sum(b for b, _ in kept().values()) == 3 * 2  # node-a's other three GPUs, 2 h each
+    assert kept() == recount()
