@@ -1,4 +1,5 @@
-"""Recompute what capacity keeps by deltas and report every drift: rollups, scalars, quota, bookings."""
+"""Recompute what capacity keeps by deltas and report every drift: rollups, scalars, quota, bookings,
+booked hours."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.db.models import Q
 from capacity.placers import quota
 from inventory.models import Pool
 
+from .booked_hours import booked_hours_drift
 from .models import Allocation, QuotaCharge, Reservation, ScalarClaim
 from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
@@ -30,7 +32,15 @@ def audit() -> list[str]:
 
 
 def _all() -> list[str]:
-    return [*rollup_drift(), *scalar_drift(), *quota_drift(), *load_drift(), *booking_drift(), *atom_drift()]
+    return [
+        *rollup_drift(),
+        *scalar_drift(),
+        *quota_drift(),
+        *load_drift(),
+        *booking_drift(),
+        *atom_drift(),
+        *booked_hours_drift(),
+    ]
 
 
 def rollup_drift() -> list[str]:

@@ -6,8 +6,10 @@ midnight to the next. Page, API, CSV and usage_report read it the same way (usag
 Booked hours are each device booking's overlap with the period and the bucket (a released
 booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
-compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Used hours are the booked devices'
-samples inside their bookings: each minute's utilization times a minute (slices have no samples
+compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Every day but
+today is read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and
+UTC day), today from its bookings, split at now. Used hours are the booked devices' samples inside
+their bookings (only bookings of GPUs that have samples in the period are read): each minute's utilization times a minute (slices have no samples
 of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
 booking covers in part from its raw minutes while they are kept (USAGE_RAW_DAYS), after that as
 the covered part of the hour's use. Tenants see their own rows; operators all.
@@ -19,9 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 from django.utils import timezone
 
 from capacity.access import Scope
+from capacity.models.rollups import GPU_HOUR
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
 from inventory.gpu_share import gpu_share_sql
@@ -32,6 +36,8 @@ GROUPS = {
     "pool": "p.slug",
     "model": "coalesce(d.attributes->>'productName', d.device_class)",
 }
+# The same groups over the booked-hours rollup's rows (`k`), which keep the model as it was named.
+KEPT_GROUPS = {**GROUPS, "model": "k.gpu_model"}
 BUCKETS = ("day", "week", "month")
 MAX_PERIOD = timedelta(days=366)
 MAX_ROWS = 10_000
@@ -53,58 +59,92 @@ def heading(column: str, bucket: str) -> str:
     return BUCKET_HEADINGS[bucket] if column == "bucket" else HEADINGS[column]
 
 
-_SQL = """
+# A booking's keys, device and window cut to `window`, looked up as the rollup's triggers do: its
+# allocation and its reservation, live or in history, one probe each (LIMIT keeps them probes: as
+# joins, the planner hashed every allocation and reservation to meet a few thousand bookings).
+_BOOKINGS = """
+  SELECT {columns}, bk.device_id, bk.layer, {share} AS share, bk.during * {window} AS held
+    FROM {source}
+    CROSS JOIN LATERAL (
+      SELECT reservation_id FROM capacity_allocation WHERE id = bk.allocation_id
+      UNION ALL
+      SELECT reservation_id FROM capacity_allocationhistory WHERE id = bk.allocation_id LIMIT 1) a
+    CROSS JOIN LATERAL (
+      SELECT tenant_id, pool_id FROM capacity_reservation WHERE id = a.reservation_id
+      UNION ALL
+      SELECT tenant_id, pool_id FROM capacity_reservationhistory WHERE id = a.reservation_id LIMIT 1) r
+    JOIN inventory_tenant t ON t.id = r.tenant_id
+    JOIN inventory_pool p ON p.id = r.pool_id
+    JOIN inventory_device d ON d.id = bk.device_id"""
+
+_ALL_BOOKINGS = "capacity_devicebooking_all bk"
+# Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
+# live and the history tables' GiST indexes. OFFSET 0 keeps it a probe per GPU: flattened into a
+# join, the planner read every booking of the period (70 s with the lookups, bench_usage).
+_SAMPLED_BOOKINGS = """sampled s CROSS JOIN LATERAL (
+      SELECT * FROM capacity_devicebooking_all x
+       WHERE int8range(x.device_id, x.device_id, '[]') && int8range(s.id, s.id, '[]')
+         AND x.during && tstzrange(%(start)s, %(end)s) OFFSET 0) bk"""
+
+# Each piece of a booking's hours in the bucket, as hours: before now (booked to date), after now
+# (ahead), and before now on lent GPUs (layer 1).
+_PART = "sum(b.share * coalesce(extract(epoch FROM upper(b.held * {cut}) - lower(b.held * {cut})), 0) / 3600)"
+_BEFORE, _AFTER = _PART.format(cut="tstzrange(NULL, %(now)s)"), _PART.format(cut="tstzrange(%(now)s, NULL)")
+
+_SQL = f"""
 WITH f AS (
   -- Hours before this are folded (none before the first fold: every minute is raw).
   SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
-), b AS (
-  SELECT {columns}, bk.device_id, bk.layer,
-         {share} AS share,
-         tstzrange(greatest(lower(bk.during), %(start)s), least(upper(bk.during), %(end)s)) AS held
-    FROM capacity_devicebooking_all bk
-    -- A booking's allocation and reservation: joined from the live tables, and looked up by id in
-    -- history only for those not there (12 monthly partitions a probe). Joined to the views whole,
-    -- their estimates made the planner sort every reservation ever made (7 s for two weeks).
-    LEFT JOIN capacity_allocation la ON la.id = bk.allocation_id
-    CROSS JOIN LATERAL (
-      SELECT coalesce(la.reservation_id, (SELECT x.reservation_id FROM capacity_allocationhistory x
-                                           WHERE x.id = bk.allocation_id)) AS reservation_id) a
-    LEFT JOIN capacity_reservation lr ON lr.id = a.reservation_id
-    CROSS JOIN LATERAL (
-      SELECT coalesce(lr.tenant_id, (SELECT y.tenant_id FROM capacity_reservationhistory y
-                                      WHERE y.id = a.reservation_id)) AS tenant_id,
-             coalesce(lr.pool_id, (SELECT y.pool_id FROM capacity_reservationhistory y
-                                    WHERE y.id = a.reservation_id)) AS pool_id) r
-    JOIN inventory_tenant t ON t.id = r.tenant_id
-    JOIN inventory_pool p ON p.id = r.pool_id
-    JOIN inventory_device d ON d.id = bk.device_id
-   WHERE bk.during && tstzrange(%(start)s, %(end)s) {scoped}
+), kept AS (
+  -- Every whole day but today's from the booked-hours rollup (capacity.booked_hours): its folded
+  -- rows and the changes the worker has not folded yet. A day before today is booked to date, one
+  -- after it booked ahead.
+  SELECT tenant_id, pool_id, gpu_model, day, sum(booked) AS booked, sum(lent) AS lent FROM (
+    SELECT tenant_id, pool_id, gpu_model, day, booked, lent FROM capacity_bookedhours
+     WHERE day >= %(first)s AND day <= %(last)s AND day <> %(today)s
+    UNION ALL
+    SELECT tenant_id, pool_id, gpu_model, day, booked, lent FROM capacity_bookedhourschange
+     WHERE day >= %(first)s AND day <= %(last)s AND day <> %(today)s) x
+   GROUP BY 1, 2, 3, 4 HAVING sum(booked) <> 0
+), rolled AS (
+  SELECT {{kept_columns}}, date_trunc(%(bucket)s, k.day::timestamp AT TIME ZONE 'UTC') AS lo,
+         sum(k.booked) FILTER (WHERE k.day < %(today)s) / {GPU_HOUR}.0 AS hours,
+         sum(k.booked) FILTER (WHERE k.day > %(today)s) / {GPU_HOUR}.0 AS ahead,
+         sum(k.lent) FILTER (WHERE k.day < %(today)s) / {GPU_HOUR}.0 AS lent
+    FROM kept k JOIN inventory_tenant t ON t.id = k.tenant_id JOIN inventory_pool p ON p.id = k.pool_id
+   WHERE true {{scoped}}
+   GROUP BY {{keys}}, lo
+), b_today AS (
+  -- Today (UTC) from its bookings: the part before now is booked to date, the rest ahead.
+  {{bookings_today}}
+   WHERE bk.during && %(today_range)s::tstzrange AND upper(bk.during) > lower(%(today_range)s::tstzrange) {{scoped}}
 ), booked AS (
-  -- Each booking meets only the buckets it spans (a two-day booking two days), not all of them;
-  -- its part before now is booked to date, the rest booked ahead.
-  SELECT {keys}, k.lo,
-         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(NULL, %(now)s))
-                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(NULL, %(now)s))), 0) / 3600) AS hours,
-         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(%(now)s, NULL))
-                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(%(now)s, NULL))), 0) / 3600) AS ahead,
-         -- Of the hours to date, those spot work ran on an idle owner's lent GPUs (layer 1).
-         sum(b.share * coalesce(extract(epoch FROM upper(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(NULL, %(now)s))
-                                                 - lower(b.held * tstzrange(k.lo, k.lo + %(step)s::interval)
-                                                         * tstzrange(NULL, %(now)s))), 0) / 3600)
-           FILTER (WHERE b.layer = 1) AS lent
-    FROM b CROSS JOIN LATERAL generate_series(
-           date_trunc(%(bucket)s, lower(b.held)), upper(b.held) - interval '1 microsecond', %(step)s::interval) AS k(lo)
-   WHERE NOT isempty(b.held)
-   GROUP BY {keys}, k.lo
+  SELECT {{keys}}, lo, sum(hours) AS hours, sum(ahead) AS ahead, sum(lent) AS lent FROM (
+    SELECT * FROM rolled
+    UNION ALL
+    SELECT {{keys}}, date_trunc(%(bucket)s, lower(b.held)) AS lo, {_BEFORE}, {_AFTER},
+           {_BEFORE} FILTER (WHERE b.layer = 1)
+      FROM b_today b WHERE NOT isempty(b.held)
+     GROUP BY {{keys}}, lo) x
+   GROUP BY {{keys}}, lo
+), sampled AS MATERIALIZED (
+  -- GPUs with a sample in the period, one index probe a device (OFFSET 0 keeps each EXISTS a
+  -- probe: hashed, it read every sample of the period): used hours read only their bookings.
+  SELECT d.id FROM inventory_device d
+   -- None at all (a fleet without agents): one look at each table's BRIN summary, no probe a GPU.
+   WHERE (EXISTS (SELECT 1 FROM inventory_devicesamplehour WHERE hour >= %(start)s AND hour < %(end)s)
+          OR EXISTS (SELECT 1 FROM inventory_devicesample WHERE minute >= %(start)s AND minute < %(end)s))
+     AND (EXISTS (SELECT 1 FROM inventory_devicesamplehour h WHERE h.device_id = d.id
+                    AND h.hour >= %(start)s AND h.hour < least(%(end)s, (SELECT at FROM f)) OFFSET 0)
+      OR EXISTS (SELECT 1 FROM inventory_devicesample x WHERE x.device_id = d.id
+                    AND x.minute >= greatest(%(start)s, (SELECT at FROM f)) AND x.minute < %(end)s OFFSET 0))
+), b AS (
+  {{bookings_used}}
+   WHERE true {{scoped}}
 ), used_hours AS (
   -- Folded hours: a whole hour inside the booking counts whole; one it covers in part counts as
   -- that part of the hour, but only once its raw minutes are gone (before that, used_raw reads them).
-  SELECT {keys}, date_trunc(%(bucket)s, h.hour) AS lo,
+  SELECT {{keys}}, date_trunc(%(bucket)s, h.hour) AS lo,
          sum(h.gpu_percent_sum * CASE
                WHEN h.hour >= lower(b.held) AND h.hour + interval '1 hour' <= upper(b.held) THEN 1.0
                ELSE extract(epoch FROM upper(b.held * tstzrange(h.hour, h.hour + interval '1 hour'))
@@ -115,11 +155,11 @@ WITH f AS (
      AND h.hour < least(upper(b.held), (SELECT at FROM f))
    WHERE NOT isempty(b.held)
      AND ((h.hour >= lower(b.held) AND h.hour + interval '1 hour' <= upper(b.held)) OR h.hour < %(raw)s)
-   GROUP BY {keys}, date_trunc(%(bucket)s, h.hour)
+   GROUP BY {{keys}}, date_trunc(%(bucket)s, h.hour)
 ), used_raw AS (
   -- Raw minutes: what is not folded yet, and the part-covered first and last hours while kept.
   -- Bounds, not `held @> minute`: the (device, minute) key serves a range, not a containment.
-  SELECT {keys}, date_trunc(%(bucket)s, x.minute) AS lo, sum(x.gpu_percent) / 100.0 / 60 AS hours
+  SELECT {{keys}}, date_trunc(%(bucket)s, x.minute) AS lo, sum(x.gpu_percent) / 100.0 / 60 AS hours
     FROM b CROSS JOIN LATERAL (VALUES
            (greatest((SELECT at FROM f), lower(b.held)), upper(b.held)),
            (CASE WHEN date_trunc('hour', lower(b.held)) >= %(raw)s
@@ -134,15 +174,18 @@ WITH f AS (
             least(upper(b.held), (SELECT at FROM f)))) AS r(lo, hi)
     JOIN inventory_devicesample x ON x.device_id = b.device_id AND x.minute >= r.lo AND x.minute < r.hi
    WHERE NOT isempty(b.held) AND r.lo < r.hi AND x.gpu_percent IS NOT NULL
-   GROUP BY {keys}, date_trunc(%(bucket)s, x.minute)
+     -- Only a booking that reaches past the fold or into the raw horizon has raw minutes to read.
+     AND upper(b.held) > least(%(raw)s, (SELECT at FROM f))
+   GROUP BY {{keys}}, date_trunc(%(bucket)s, x.minute)
 ), used AS (
-  SELECT {keys}, lo, sum(hours) AS hours
+  SELECT {{keys}}, lo, sum(hours) AS hours
     FROM (SELECT * FROM used_hours UNION ALL SELECT * FROM used_raw) u
-   GROUP BY {keys}, lo
+   GROUP BY {{keys}}, lo
 )
-SELECT {keys_out}, booked.lo, booked.hours, booked.ahead, coalesce(booked.lent, 0), coalesce(used.hours, 0)
-  FROM booked LEFT JOIN used USING ({keys_using}, lo)
- ORDER BY booked.lo, {keys_order}
+SELECT {{keys_out}}, booked.lo, coalesce(booked.hours, 0), coalesce(booked.ahead, 0), coalesce(booked.lent, 0),
+       coalesce(used.hours, 0)
+  FROM booked LEFT JOIN used USING ({{keys_using}}, lo)
+ ORDER BY booked.lo, {{keys_order}}
  LIMIT %(limit)s
 """
 
@@ -198,18 +241,35 @@ def usage_report(
         raise CapacityError(INVALID_INPUT, f"groupBy: one or more of {', '.join(GROUPS)}, each once")
     now = now or timezone.now()
     keys = [f"g_{g}" for g in group_by]
+    columns = ", ".join(f"{GROUPS[g]} AS g_{g}" for g in group_by)
+    share = gpu_share_sql("d.device_class")
     sql = _SQL.format(
-        columns=", ".join(f"{GROUPS[g]} AS g_{g}" for g in group_by),
-        share=gpu_share_sql("d.device_class"),
+        kept_columns=", ".join(f"{KEPT_GROUPS[g]} AS g_{g}" for g in group_by),
+        bookings_today=_BOOKINGS.format(
+            columns=columns, share=share, window="%(today_range)s::tstzrange", source=_ALL_BOOKINGS
+        ),
+        bookings_used=_BOOKINGS.format(
+            columns=columns, share=share, window="tstzrange(%(start)s, %(end)s)", source=_SAMPLED_BOOKINGS
+        ),
         scoped="AND t.slug = ANY(%(tenants)s)" if scope.tenants is not None else "",
         keys=", ".join(keys),
         keys_out=", ".join(f"booked.{k}" for k in keys),
         keys_using=", ".join(keys),
         keys_order=", ".join(f"booked.{k}" for k in keys),
     )
+    start = datetime.combine(first, time(), tzinfo=UTC)
+    end = datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
+    # Today's part of the period (UTC): read from its bookings, split at now; empty outside it.
+    today = now.astimezone(UTC).date()
+    midnight = datetime.combine(today, time(), tzinfo=UTC)
+    lo, hi = max(start, midnight), min(end, midnight + timedelta(days=1))
     params = {
-        "start": datetime.combine(first, time(), tzinfo=UTC),
-        "end": datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC),
+        "start": start,
+        "end": end,
+        "first": first,
+        "last": last,
+        "today": today,
+        "today_range": DateTimeTZRange(lo, hi, "[)") if lo < hi else DateTimeTZRange(start, start, "[)"),
         "now": now,
         "bucket": bucket,
         "step": f"1 {bucket}",

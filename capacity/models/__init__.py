@@ -5,7 +5,7 @@ from .maintenance import MaintenanceWindow, MaintenanceWindowNode
 from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
-from .rollups import PoolCapacityRollup
+from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
@@ -15,6 +15,8 @@ __all__ = [
     "AnyAllocation",
     "AnyDeviceBooking",
     "AnyReservation",
+    "BookedHours",
+    "BookedHoursChange",
     "DeviceBooking",
     "MaintenanceWindow",
     "MaintenanceWindowNode",

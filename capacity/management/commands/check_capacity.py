@@ -1,4 +1,4 @@
-"""Audit capacity: recompute rollups, scalar claims and quota charges, and report every drift."""
+"""Audit capacity: recompute rollups, scalar claims, quota charges and booked hours; report every drift."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,7 +7,8 @@ from capacity.audit import audit
 
 class Command(BaseCommand):
     help = (
-        "Recompute rollups, scalar claims and quota charges from reservations and bookings; exit 1 on drift."
+        "Recompute rollups, scalar claims, quota charges and booked hours from reservations and bookings; "
+        "exit 1 on drift."
     )
 
     def handle(self, *args, **options):

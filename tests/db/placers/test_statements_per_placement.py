@@ -123,3 +123,22 @@ def test_maintenance_windows_in_the_pool_add_no_statement(tenant, make_node):
         counts.append(len(statements.captured_queries))
     assert counts == [INLINE_STATEMENTS] * 5
     assert not nodes & {"node-0", "node-1"}
+
+
+# Measured on the code before the booked-hours rollup (2026-12-05), and after: the same (its
+# triggers run inside the statements that write bookings).
+RELEASE_STATEMENTS = 14
+
+
+def test_a_release_sends_a_pinned_number_of_statements(tenant, make_node):
+    """Six 8-GPU nodes; a running one-GPU booking released, after a warm-up, three times over."""
+    for i in range(6):
+        make_node(f"node-{i}", gpus=8)
+    placed = [reserve(ask(1, start=0, hours=24)).reservation for _ in range(4)]
+    services.release(placed[0].pk, now=NOW + timedelta(hours=1))
+    counts = []
+    for reservation in placed[1:]:
+        with CaptureQueriesContext(connection) as statements:
+            services.release(reservation.pk, now=NOW + timedelta(hours=1))
+        counts.append(len(statements.captured_queries))
+    assert counts == [RELEASE_STATEMENTS] * 3
