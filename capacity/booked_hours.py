@@ -57,7 +57,7 @@ def fold_booked_hours() -> Folded:
 # history) cut into UTC days by range intersection, its device's share in sevenths of a GPU.
 _RECOUNT_SQL = """
 WITH days AS (
-  SELECT r.tenant_id, r.pool_id, coalesce(d.attributes->>'productName', d.device_class) AS gpu_model,
+  SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200) AS gpu_model,
          b.layer, k.day,
          (CASE WHEN d.device_class LIKE 'mig-%%'
                THEN coalesce(substring(d.device_class FROM 'mig-(?:[0-9]+c[.])?([0-9]+)g')::bigint, 1)

@@ -34,7 +34,8 @@ from usage.folds import raw_horizon
 GROUPS = {
     "tenant": "t.slug",
     "pool": "p.slug",
-    "model": "coalesce(d.attributes->>'productName', d.device_class)",
+    # Cut as the booked-hours rollup keeps it (its column holds 200): a node may name its GPUs at any length.
+    "model": "left(coalesce(d.attributes->>'productName', d.device_class), 200)",
 }
 # The same groups over the booked-hours rollup's rows (`k`), which keep the model as it was named.
 KEPT_GROUPS = {**GROUPS, "model": "k.gpu_model"}

@@ -23,7 +23,7 @@ LIVE_DEVICE = "JOIN inventory_device d ON d.id = b.device_id"
 def contributions(rows: str, sign: int, device: str = LIVE_DEVICE) -> str:
     """Return SELECT tenant_id, pool_id, gpu_model, day, booked, lent: each of `rows`' days, times `sign`."""
     return f"""
-SELECT r.tenant_id, r.pool_id, coalesce(d.attributes->>'productName', d.device_class) AS gpu_model,
+SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200) AS gpu_model,
        (k.day AT TIME ZONE 'UTC')::date AS day,
        {sign} * ({SEVENTHS}) * {MICROS} AS booked,
        CASE WHEN b.layer = 1 THEN {sign} * ({SEVENTHS}) * {MICROS} ELSE 0 END AS lent

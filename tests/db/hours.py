@@ -26,7 +26,9 @@ def recount() -> dict[tuple[int, int, str, date], tuple[Fraction, Fraction]]:
         device = devices.get(b.device_id)
         if device is None:  # deleted: the report joins no device, so counts nothing
             continue
-        model = (device.attributes or {}).get("productName") or device.device_class
+        model = ((device.attributes or {}).get("productName") or device.device_class)[
+            :200
+        ]  # as the rollup keeps it
         lo, hi = b.during.lower, b.during.upper
         day = lo.astimezone(UTC).date()
         while datetime.combine(day, time(), tzinfo=UTC) < hi:

@@ -147,6 +147,17 @@ def test_a_device_renamed_moves_its_hours_to_the_new_model(fleet, tenant):
     assert kept() == recount()
 
 
+def test_a_model_name_longer_than_the_rollup_keeps_is_cut_at_200_in_the_rollup_and_the_report(fleet, tenant):
+    """A node may name its GPUs at any length (found by the stored-attributes property test)."""
+    long_name = "NVIDIA H100 " + "x" * 5000
+    Device.objects.filter(node__name="node-a").update(attributes={"productName": long_name})
+    reserve(ask(4, hours=3))
+    assert {k[2] for k in kept()} == {long_name[:200]}
+    assert kept() == recount()
+    fold_booked_hours()
+    assert kept() == recount()
+
+
 def test_the_audit_reports_booked_hours_that_disagree_with_the_bookings(fleet, tenant):
     reserve(ask(1, hours=2))
     fold_booked_hours()
