@@ -38,6 +38,26 @@ def metrics_dir(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def booking_version_at_once(request):
+    """Bump pool booking versions at each statement in tests that never commit (the `db` fixture).
+
+    The triggers (capacity migration 0031) fire at commit; a test inside one rolled-back transaction
+    would otherwise read pages cached before its own bookings. Tests with `transaction_db` commit,
+    and so check the timing production has.
+    """
+    if "db" not in request.fixturenames or "transactional_db" in request.fixturenames:
+        return
+    request.getfixturevalue("db")
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
+            " nodetaint_booking_version IMMEDIATE"
+        )
+
+
+@pytest.fixture(autouse=True)
 def capacity_audit(request):
     """Run check_capacity's audit after every test that touched the database: it must find nothing."""
     used = [f for f in ("transactional_db", "db") if f in request.fixturenames]

@@ -8,6 +8,7 @@ from .rollups import PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
+from .versions import PoolBookingVersion
 
 __all__ = [
     "Allocation",
@@ -15,6 +16,7 @@ __all__ = [
     "AnyDeviceBooking",
     "AnyReservation",
     "DeviceBooking",
+    "PoolBookingVersion",
     "PoolCapacityRollup",
     "PoolPolicy",
     "PoolShare",
