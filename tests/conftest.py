@@ -26,6 +26,22 @@ def fast_password_hasher():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def cache_of_this_run():
+    """Give this run's cache keys a prefix of their own: a shared Redis may hold another run's.
+
+    Keys hold pool versions from sequences that restart with each test database.
+    """
+    import os
+    import time
+
+    if "DJANGO_SETTINGS_MODULE" not in os.environ:
+        return
+    from django.core.cache import cache
+
+    cache.key_prefix = f"berth-test-{os.getpid()}-{time.time_ns()}"
+
+
+@pytest.fixture(autouse=True, scope="session")
 def metrics_dir(tmp_path_factory):
     """Count this run's metrics in a directory of its own (worker processes it starts inherit it).
 
