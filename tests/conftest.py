@@ -71,6 +71,8 @@ def booking_version_at_once(request):
             "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
             " nodetaint_booking_version IMMEDIATE"
         )
+        # One transaction holds the whole test: bump again after each write, not once.
+        cur.execute("SELECT set_config('berth.booking_version_every_row', 'on', true)")
 
 
 @pytest.fixture(autouse=True)

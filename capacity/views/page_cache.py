@@ -55,14 +55,21 @@ def pool_fragment(
     pool_pk: int,
     scope: Scope,
     draw: Callable[[str], tuple[str, datetime | None]],
+    *,
+    per_url: bool = True,
 ) -> str:
     """Return the fragment `name` of a pool's page, drawn by `draw(csrf_placeholder)` when not kept.
 
     `draw` returns the HTML and when time alone would change it (None: not before the cap).
+    `per_url`: the fragment reads the query (filters, page) and says where its forms return.
     """
-    generation, version = pool_versions(pool_pk)
+    # Read once per request: its fragments are drawn from one state of the pool.
+    read = request.__dict__.setdefault("_pool_versions", {})
+    if pool_pk not in read:
+        read[pool_pk] = pool_versions(pool_pk)
+    generation, version = read[pool_pk]
     htmx = bool(getattr(request, "htmx", False))
-    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path()}"
+    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path() if per_url else ''}"
     key = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
     now = timezone.now()
     kept = cache.get(key)
@@ -74,7 +81,7 @@ def pool_fragment(
         if changes_at is not None:
             seconds = min(seconds, (changes_at - now).total_seconds())
         # A pool without a generation has had no node yet: nothing would change its key.
-        if seconds >= 1 and generation is not None:
+        if seconds > 0 and generation is not None:
             valid_until = now + timedelta(seconds=seconds)
             cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
     return html.replace(CSRF_PLACEHOLDER, get_token(request))

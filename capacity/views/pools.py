@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from functools import partial
+from datetime import datetime, timedelta
 
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -159,6 +158,16 @@ def pool_page(
         html = render_to_string("capacity/pool_detail.html#nodes", nodes_context, request)
         return html, min((r.changes_at for r in rows if r.changes_at is not None), default=None)
 
+    def draw_chart(_csrf_token: str) -> tuple[str, datetime | None]:
+        chart_context = {
+            "availability": pool_charts([pool], scope),
+            "availability_tenant_view": scope.tenants is not None,
+        }
+        html = render_to_string("capacity/availability_chart.html", chart_context, request)
+        # It starts "now", to the minute: drawn again when the minute it names has passed.
+        now = timezone.now()
+        return html, now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
     # The nodes section (half of the page's time) is kept until the pool's nodes or bookings change.
     nodes_html = mark_safe(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes))
     if wants_partial(request):
@@ -171,9 +180,9 @@ def pool_page(
         {
             **context,
             "nodes_html": nodes_html,
-            # Called by the template only when it draws the chart: not for the nodes partial.
-            "availability": partial(pool_charts, [pool], scope),
-            "availability_tenant_view": scope.tenants is not None,
+            "chart_html": mark_safe(
+                pool_fragment(request, "chart", pool.pk, scope, draw_chart, per_url=False)
+            ),
             **shares_context(request, pool, share_form, share_error),
             **policy_context(request, pool, policy_form, policy_error),
         },
