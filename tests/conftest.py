@@ -69,6 +69,7 @@ def booking_version_at_once(request):
     with connection.cursor() as cur:
         cur.execute(
             "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
+            " devicebooking_booking_version_delete, scalarclaim_booking_version_delete,"
             " nodetaint_booking_version IMMEDIATE"
         )
         # One transaction holds the whole test: bump again after each write, not once.

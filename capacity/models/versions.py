@@ -7,8 +7,9 @@ class PoolBookingVersion(models.Model):
     """A number that changes when a transaction commits a change to a pool's bookings.
 
     Deferred triggers (migration 0031) set it from a sequence once per pool and transaction, at
-    commit, on any insert, update or delete of a device booking, scalar claim or node taint: the
-    row is locked only while its transaction commits, so bookings in one pool do not queue on it.
+    commit, on any insert or update of a device booking or scalar claim, the delete of one not yet
+    ended, and any change of a node taint: the row is locked only while its transaction commits,
+    so bookings in one pool do not queue on it.
     With the pool's inventory generation it keys the cached fragments of the pool page.
     """
 

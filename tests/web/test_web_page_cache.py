@@ -127,3 +127,47 @@ def test_a_kept_read_costs_one_indexed_statement_past_the_rest_of_the_page(two_h
     for marker in drawn:
         assert not any(marker in s for s in statements), marker
     assert len(statements) == 11 + 2 * in_database  # as tests/web/test_web_pool_pages.py counts them
+
+
+@pytest.mark.django_db(transaction=True)
+def test_moving_ended_bookings_to_history_leaves_the_version_and_a_release_moves_it(two_hosts, settings):
+    import dataclasses
+    from datetime import UTC, datetime, timedelta
+
+    from capacity.archive import move_history
+    from capacity.conf import placer_config
+
+    now = datetime.now(UTC)
+    old = now - settings.HISTORY_AFTER - timedelta(days=3)
+    config = dataclasses.replace(placer_config(), random=None)
+    ended = services.reserve(
+        {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": 2}],
+            "during": {
+                "start": int(old.timestamp() * 1000),
+                "end": int((old + timedelta(hours=1)).timestamp() * 1000),
+            },
+        },
+        now=old,
+        config=config,
+    ).reservation
+    services.release(ended.pk, now=now)
+    pool = Pool.objects.get(slug="lab-pool")
+    before = pool_versions(pool.pk)
+    assert move_history(now).bookings == 2
+    assert pool_versions(pool.pk) == before  # nothing a kept page draws changed
+    running = services.reserve(
+        {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": 1}],
+            "duration": "1h",
+        },
+        config=config,
+    )
+    bumped = pool_versions(pool.pk)
+    assert bumped != before
+    services.release(running.reservation.pk)
+    assert pool_versions(pool.pk) != bumped
