@@ -63,6 +63,8 @@ def pool_fragment(
     `draw` returns the HTML and when time alone would change it (None: not before the cap).
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
     """
+    if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
+        return draw(get_token(request))[0]
     # Read once per request: its fragments are drawn from one state of the pool.
     read = request.__dict__.setdefault("_pool_versions", {})
     if pool_pk not in read:

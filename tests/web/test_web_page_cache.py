@@ -171,3 +171,14 @@ def test_moving_ended_bookings_to_history_leaves_the_version_and_a_release_moves
     assert bumped != before
     services.release(running.reservation.pk)
     assert pool_versions(pool.pk) != bumped
+
+
+def test_zero_seconds_keeps_nothing_and_reads_nothing_kept(two_hosts, op, settings):
+    op.get(POOL)  # kept
+    settings.PAGE_CACHE_SECONDS = 0
+    with CaptureQueriesContext(connection) as captured:
+        html = op.get(POOL).text
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert not any("berth_cache" in s or "capacity_poolbookingversion" in s for s in statements)
+    assert any('"capacity_devicebooking"."device_id" AS "device_id"' in s for s in statements)
+    assert CSRF_PLACEHOLDER not in html and 'name="csrfmiddlewaretoken"' in html
