@@ -11,12 +11,13 @@ The CSRF token is drawn as a placeholder and each reader's own token put in its 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from django.utils import timezone
@@ -24,6 +25,7 @@ from django.utils import timezone
 from capacity.access import Scope
 from config.access import is_operator
 
+log = logging.getLogger("berth.cache")
 CSRF_PLACEHOLDER = "berth-csrf-placeholder-0f3a9c"  # what a cached fragment holds instead of a token
 
 VERSIONS_SQL = """
@@ -85,5 +87,8 @@ def pool_fragment(
         # A pool without a generation has had no node yet: nothing would change its key.
         if seconds > 0 and generation is not None:
             valid_until = now + timedelta(seconds=seconds)
-            cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
+            try:
+                cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
+            except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
+                log.warning("page fragment not kept", exc_info=True)
     return html.replace(CSRF_PLACEHOLDER, get_token(request))
