@@ -9,7 +9,7 @@ class PoolBookingVersion(models.Model):
     Deferred triggers (migration 0031) set it from a sequence once per pool and transaction, at
     commit, on any insert or update of a device booking or scalar claim, the delete of one not yet
     ended, and any change of a node taint: the row is locked only while its transaction commits,
-    so bookings in one pool do not queue on it.
+    so a booking in a pool waits at most for another's commit, not for its whole transaction.
     With the pool's inventory generation it keys the cached fragments of the pool page.
     """
 
