@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -26,6 +26,7 @@ from capacity.access import Scope
 from config.access import is_operator
 
 log = logging.getLogger("berth.cache")
+NOT_KEPT = datetime.min.replace(tzinfo=UTC)  # what `draw` returns for a fragment never to keep
 CSRF_PLACEHOLDER = "berth-csrf-placeholder-0f3a9c"  # what a cached fragment holds instead of a token
 
 VERSIONS_SQL = """
@@ -62,7 +63,8 @@ def pool_fragment(
 ) -> str:
     """Return the fragment `name` of a pool's page, drawn by `draw(csrf_placeholder)` when not kept.
 
-    `draw` returns the HTML and when time alone would change it (None: not before the cap).
+    `draw` returns the HTML and when time alone would change it (None: not before the cap;
+    NOT_KEPT: it may change any time).
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
     """
     if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored

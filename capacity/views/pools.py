@@ -33,7 +33,7 @@ from .common import (
     visible_pool,
     visible_pools,
 )
-from .page_cache import pool_fragment
+from .page_cache import NOT_KEPT, pool_fragment
 from .policy import PolicyForm, apply_policy, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
@@ -156,6 +156,9 @@ def pool_page(
             "query": query.urlencode(),
         }
         html = render_to_string("capacity/pool_detail.html#nodes", nodes_context, request)
+        if request.GET.get("free_gpus"):
+            # Which nodes match changes when a booking on a node not drawn ends: not kept.
+            return html, NOT_KEPT
         return html, min((r.changes_at for r in rows if r.changes_at is not None), default=None)
 
     def draw_chart(_csrf_token: str) -> tuple[str, datetime | None]:

@@ -182,3 +182,14 @@ def test_zero_seconds_keeps_nothing_and_reads_nothing_kept(two_hosts, op, settin
     assert not any("berth_cache" in s or "capacity_poolbookingversion" in s for s in statements)
     assert any('"capacity_devicebooking"."device_id" AS "device_id"' in s for s in statements)
     assert CSRF_PLACEHOLDER not in html and 'name="csrfmiddlewaretoken"' in html
+
+
+def test_the_free_gpus_filter_is_never_kept(two_hosts, op):
+    url = POOL + "?free_gpus=1"
+    op.get(url)
+    with CaptureQueriesContext(connection) as captured:
+        op.get(url)
+    # Drawn again: which nodes have a free GPU changes as bookings on nodes not drawn end.
+    assert any(
+        '"capacity_devicebooking"."device_id" AS "device_id"' in q["sql"] for q in captured.captured_queries
+    )
