@@ -186,7 +186,9 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": "berth_cache",
-            "OPTIONS": {"MAX_ENTRIES": 20_000},
+            # Fragments live 30 s at most but their rows go only when the table is culled (past
+            # this many): each is tens of KB, so the table stays small whatever the churn.
+            "OPTIONS": {"MAX_ENTRIES": 2_000},
         }
     }
 # How long a fragment may stand for pages whose bookings did not change: what time alone changes
