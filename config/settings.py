@@ -173,6 +173,32 @@ REPLICA_PIN_SECONDS = env.number("BERTH_REPLICA_PIN_SECONDS", 15)
 # A replica that did not answer is asked again after this long; reads go to the primary meanwhile.
 REPLICA_RETRY_SECONDS = env.number("BERTH_REPLICA_RETRY_SECONDS", 10)
 
+# Rendered fragments of the pool page (capacity/page_cache.py), shared by every process and host:
+# the database's own cache table by default (no other service to run; a read costs one statement),
+# Redis when BERTH_REDIS_URL is set (no statement at all). docs/operations.md, Caching.
+BERTH_REDIS_URL = os.environ.get("BERTH_REDIS_URL", "").strip()
+if BERTH_REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": BERTH_REDIS_URL,
+            "KEY_PREFIX": os.environ.get("BERTH_CACHE_PREFIX", "berth"),
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "berth_cache",
+            # Fragments live 30 s at most but their rows go only when the table is culled (past
+            # this many): each is tens of KB, so the table stays small whatever the churn.
+            "OPTIONS": {"MAX_ENTRIES": 2_000},
+        }
+    }
+# How long a fragment may stand for pages whose bookings did not change: what time alone changes
+# (a booking a week ahead entering the grid) shows within this many seconds.
+PAGE_CACHE_SECONDS = env.number("BERTH_PAGE_CACHE_SECONDS", 30)
+
 # Fair share (docs/shares.md): GPU-hours booked weigh half after this many hours (default 7 days).
 FAIRSHARE_HALF_LIFE_HOURS = env.number("BERTH_FAIRSHARE_HALF_LIFE", 7 * 24)
 if FAIRSHARE_HALF_LIFE_HOURS <= 0:

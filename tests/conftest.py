@@ -26,6 +26,22 @@ def fast_password_hasher():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def cache_of_this_run():
+    """Give this run's cache keys a prefix of their own: a shared Redis may hold another run's.
+
+    Keys hold pool versions from sequences that restart with each test database.
+    """
+    import os
+    import time
+
+    if "DJANGO_SETTINGS_MODULE" not in os.environ:
+        return
+    from django.core.cache import cache
+
+    cache.key_prefix = f"berth-test-{os.getpid()}-{time.time_ns()}"
+
+
+@pytest.fixture(autouse=True, scope="session")
 def metrics_dir(tmp_path_factory):
     """Count this run's metrics in a directory of its own (worker processes it starts inherit it).
 
@@ -35,6 +51,29 @@ def metrics_dir(tmp_path_factory):
     import os
 
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path_factory.mktemp("metrics"))
+
+
+@pytest.fixture(autouse=True)
+def booking_version_at_once(request):
+    """Bump pool booking versions at each statement in tests that never commit (the `db` fixture).
+
+    The triggers (capacity migration 0036) fire at commit; a test inside one rolled-back transaction
+    would otherwise read pages cached before its own bookings. Tests with `transaction_db` commit,
+    and so check the timing production has.
+    """
+    if "db" not in request.fixturenames or "transactional_db" in request.fixturenames:
+        return
+    request.getfixturevalue("db")
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
+            " devicebooking_booking_version_delete, scalarclaim_booking_version_delete,"
+            " nodetaint_booking_version IMMEDIATE"
+        )
+        # One transaction holds the whole test: bump again after each write, not once.
+        cur.execute("SELECT set_config('berth.booking_version_every_row', 'on', true)")
 
 
 @pytest.fixture(autouse=True)

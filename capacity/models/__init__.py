@@ -9,6 +9,7 @@ from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
+from .versions import PoolBookingVersion
 
 __all__ = [
     "Allocation",
@@ -20,6 +21,7 @@ __all__ = [
     "DeviceBooking",
     "MaintenanceWindow",
     "MaintenanceWindowNode",
+    "PoolBookingVersion",
     "PoolCapacityRollup",
     "PoolPolicy",
     "PoolShare",

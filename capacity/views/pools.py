@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from datetime import datetime, timedelta
 
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
+from config.access import is_operator
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, safe_next, wants_partial
 from inventory.filtersets import NodeFilterSet
@@ -29,6 +33,7 @@ from .common import (
     visible_pool,
     visible_pools,
 )
+from .page_cache import NOT_KEPT, pool_fragment
 from .policy import PolicyForm, apply_policy, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
@@ -125,36 +130,65 @@ def pool_page(
     # The API's filters (NodeFilterSet): its form shows each error next to its field.
     filterset = NodeFilterSet(request.GET, queryset, tenants=scope.tenants)
     form = filterset.form
-    filter_error = filterset.first_error()
-    queryset = queryset.none() if filter_error is not None else filterset.qs
-    paginator = Paginator(queryset, NODES_PER_PAGE)
-    page_obj = paginator.get_page(request.GET.get("page"))
-    now = timezone.now()
-    rows = node_rows(list(page_obj.object_list), pool, request.user, now)
-    common_labels = split_common_labels(rows)
-    query = request.GET.copy()
-    query.pop("page", None)
+    context = {
+        "nav": "pools",
+        "pool": pool,
+        "form": form,
+        "next": request.get_full_path(),
+        "cell_text": CELL_TEXT,
+    }
+
+    def draw_nodes(csrf_token: str) -> tuple[str, datetime | None]:
+        filter_error = filterset.first_error()
+        nodes = queryset.none() if filter_error is not None else filterset.qs
+        page_obj = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
+        rows = node_rows(list(page_obj.object_list), pool, request.user, timezone.now())
+        query = request.GET.copy()
+        query.pop("page", None)
+        nodes_context = {
+            **context,
+            "is_operator": is_operator(request.user),
+            "csrf_token": csrf_token,
+            "filter_error": filter_error,
+            "rows": rows,
+            "common_labels": split_common_labels(rows),
+            "page_obj": page_obj,
+            "query": query.urlencode(),
+        }
+        html = render_to_string("capacity/pool_detail.html#nodes", nodes_context, request)
+        if request.GET.get("free_gpus"):
+            # Which nodes match changes when a booking on a node not drawn ends: not kept.
+            return html, NOT_KEPT
+        return html, min((r.changes_at for r in rows if r.changes_at is not None), default=None)
+
+    def draw_chart(_csrf_token: str) -> tuple[str, datetime | None]:
+        chart_context = {
+            "availability": pool_charts([pool], scope),
+            "availability_tenant_view": scope.tenants is not None,
+        }
+        html = render_to_string("capacity/availability_chart.html", chart_context, request)
+        # It starts "now", to the minute: drawn again when the minute it names has passed.
+        now = timezone.now()
+        return html, now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+    # The nodes section (half of the page's time) is kept until the pool's nodes or bookings change.
+    nodes_html = mark_safe(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes))
+    if wants_partial(request):
+        response = HttpResponse(nodes_html, status=status)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
     return page(
         request,
         "capacity/pool_detail.html",
         {
-            "nav": "pools",
-            "pool": pool,
-            "form": form,
-            "filter_error": filter_error,
-            "rows": rows,
-            "common_labels": common_labels,
-            "page_obj": page_obj,
-            "query": query.urlencode(),
-            "next": request.get_full_path(),
-            "cell_text": CELL_TEXT,
-            # Called by the template only when it draws the chart: not for the nodes partial.
-            "availability": partial(pool_charts, [pool], scope_for(request.user)),
-            "availability_tenant_view": scope_for(request.user).tenants is not None,
+            **context,
+            "nodes_html": nodes_html,
+            "chart_html": mark_safe(
+                pool_fragment(request, "chart", pool.pk, scope, draw_chart, per_url=False)
+            ),
             **shares_context(request, pool, share_form, share_error),
             **policy_context(request, pool, policy_form, policy_error),
         },
-        partial="nodes",
         status=status,
     )
 

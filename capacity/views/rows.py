@@ -97,6 +97,7 @@ class NodeRow:
     own_labels: list[NodeLabel] | None = None  # the labels not shared by every row of the page
     lease: LeaseBlock | None = None
     states: list[NodeState] = field(default_factory=list)  # inventory.states, as the viewer sees them
+    changes_at: datetime | None = None  # the next start or end of a booking drawn: the row differs then
 
     @property
     def state_text(self) -> str:
@@ -299,9 +300,16 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
                 actions=["uncordon" if node.cordoned else "cordon"],
                 lease=lease_now(devices, bookings, now),
                 states=states,
+                changes_at=_changes_at(devices, bookings, now),
             )
         )
     return rows
+
+
+def _changes_at(devices: list[Device], bookings: dict[int, list[Booking]], now: datetime) -> datetime | None:
+    """Return when the next booking of these devices starts or ends (what time alone changes)."""
+    moments = [t for d in devices for b in bookings.get(d.pk, []) for t in (b.start, b.end) if t > now]
+    return min(moments, default=None)
 
 
 def _free_now(cell: Cell) -> bool:
