@@ -198,6 +198,10 @@ else:
 # How long a fragment may stand for pages whose bookings did not change: what time alone changes
 # (a booking a week ahead entering the grid) shows within this many seconds.
 PAGE_CACHE_SECONDS = env.number("BERTH_PAGE_CACHE_SECONDS", 30)
+if "replica" in DATABASES and not BERTH_REDIS_URL:
+    # The database cache cannot keep fragments through a replica's connection, and a stopped
+    # replica held the pool page past 30 s (tests/ha): with a replica, Redis keeps them or nothing does.
+    PAGE_CACHE_SECONDS = 0
 
 # Fair share (docs/shares.md): GPU-hours booked weigh half after this many hours (default 7 days).
 FAIRSHARE_HALF_LIFE_HOURS = env.number("BERTH_FAIRSHARE_HALF_LIFE", 7 * 24)
