@@ -70,3 +70,22 @@ def reserve_as(client_for):
         return response.json()
 
     return make
+
+
+@pytest.fixture
+def lent(as_acme, as_globex, make_node, deterministic_placement):
+    """acme's idle 2-GPU booking on node-a, lent to globex's 4-hour spot work: (owner id, work)."""
+    from capacity.models import PoolPolicy, Reservation
+    from capacity.models.reservations import IDLE
+    from inventory.models import Pool
+
+    make_node("node-a", gpus=2)
+    PoolPolicy.objects.create(pool=Pool.objects.get(slug="lab-pool"), lend_idle=True)
+    owner = as_acme.post("/api/v1/reservations", body(2), format="json").json()
+    idle = {"type": IDLE, "status": "True", "reason": "LowUtilization", "message": "0 %"}
+    Reservation.objects.filter(pk=owner["id"]).update(conditions=[idle])
+    work = as_globex.post(
+        "/api/v1/reservations", body(2, tenant="globex", priority="spot", duration="4h"), format="json"
+    )
+    assert work.status_code == 201, work.json()
+    return owner["id"], work.json()

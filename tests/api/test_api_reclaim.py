@@ -1,35 +1,9 @@
 """Lent GPUs over HTTP: the spot reservation says whose; its owner reclaims them (200), nobody else (404)."""
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
 from capacity.models.reservations import IDLE
-from inventory.models import Pool
-
-
-def body(gpus, tenant="acme", **extra):
-    return {
-        "tenantId": tenant,
-        "poolId": "lab-pool",
-        "devices": [{"class": "gpu", "count": gpus}],
-        "duration": "1d",
-        **extra,
-    }
-
-
-@pytest.fixture
-def lent(as_acme, as_globex, make_node, deterministic_placement):
-    make_node("node-a", gpus=2)
-    PoolPolicy.objects.create(pool=Pool.objects.get(slug="lab-pool"), lend_idle=True)
-    owner = as_acme.post("/api/v1/reservations", body(2), format="json").json()
-    idle = {"type": IDLE, "status": "True", "reason": "LowUtilization", "message": "0 %"}
-    Reservation.objects.filter(pk=owner["id"]).update(conditions=[idle])
-    work = as_globex.post(
-        "/api/v1/reservations", body(2, tenant="globex", priority="spot", duration="4h"), format="json"
-    )
-    assert work.status_code == 201
-    return owner["id"], work.json()
 
 
 def test_spot_work_on_lent_gpus_says_whose_only_to_those_who_may_read_them(lent, as_globex, as_operator):

@@ -12,32 +12,15 @@ from rest_framework.test import APIClient
 from capacity.models import PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
 from capacity.services.tokens import issue_node_token
-from inventory.models import DeviceSample, Pool
-
-
-def body(gpus, tenant="acme", **extra):
-    return {
-        "tenantId": tenant,
-        "poolId": "lab-pool",
-        "devices": [{"class": "gpu", "count": gpus}],
-        "duration": "1d",
-        **extra,
-    }
+from inventory.models import DeviceSample
 
 
 @pytest.fixture
-def lent(as_acme, as_globex, make_node, deterministic_placement):
-    """acme's idle 2-GPU booking on node-a, lent to globex's spot work."""
-    make_node("node-a", gpus=2)
-    PoolPolicy.objects.create(pool=Pool.objects.get(slug="lab-pool"), lend_idle=True)
-    owner = as_acme.post("/api/v1/reservations", body(2), format="json").json()
-    idle = {"type": IDLE, "status": "True", "reason": "LowUtilization", "message": "0 %"}
-    Reservation.objects.filter(pk=owner["id"]).update(conditions=[idle])
-    work = as_globex.post(
-        "/api/v1/reservations", body(2, tenant="globex", priority="spot", duration="4h"), format="json"
-    )
-    assert work.json()["lentFrom"] == {"reservations": [], "others": 1}
-    return owner["id"], work.json()["id"]
+def lent(lent):
+    """The API tests' lent booking (acme's idle 2 GPUs on node-a, globex's spot work): (owner id, work id)."""
+    owner, work = lent
+    assert work["lentFrom"] == {"reservations": [], "others": 1}
+    return owner, work["id"]
 
 
 @pytest.fixture
