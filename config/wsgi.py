@@ -1,4 +1,4 @@
-"""WSGI entry point."""
+"""WSGI entry point: the application, warmed before it answers (config/warmup.py)."""
 
 import os
 
@@ -6,3 +6,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
+
+if os.environ.get("BERTH_WARMUP", "1") != "0":
+    from config.warmup import warm
+
+    warm()

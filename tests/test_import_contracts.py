@@ -42,6 +42,7 @@ LAZY_ALLOWED = {
     ("auditlog.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the sign-in retention job",
     ("auditlog.apps", "auditlog.retention"): "AppConfig.ready: retention imports models, not loaded yet",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
+    ("devtools.bench.cold_page", "config.wsgi"): "a new process: Django is set up first, then the app loads",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",

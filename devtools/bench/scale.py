@@ -249,7 +249,23 @@ def _clients() -> dict[str, Client]:
     return clients
 
 
-def time_asks(repeats: int, progress: Callable | None = None) -> dict[str, dict]:
+def time_cold(clients: dict[str, Client], pool: str, times: int) -> dict:
+    """Ask the pool page first in `times` new web processes (devtools/bench/cold_page.py)."""
+    cookie = "; ".join(f"{k}={v.value}" for k, v in clients["ops"].cookies.items())
+    runs = cold_pages(f"/pools/{pool}/", cookie, times)
+    bad = [r for r in runs if r["status"] != 200]
+    if bad:
+        raise RuntimeError(f"poolPageCold: {bad[0]}")
+    wall = sorted(r["wallMs"] for r in runs)
+    return {
+        "p50Ms": round(_pct(wall, 50), 1),
+        "p95Ms": round(_pct(wall, 95), 1),
+        "statements": round(sum(r["statements"] for r in runs) / len(runs), 1),
+        "cpuMsP50": round(_pct(sorted(r["cpuMs"] for r in runs), 50), 1),
+    }
+
+
+def time_asks(repeats: int, progress: Callable | None = None, cold: int = 0) -> dict[str, dict]:
     """Ask each endpoint `repeats` times after one warm-up; return p50, p95 and statements per name."""
     pool = "scale-0"
     node = Node.objects.filter(pool__slug=pool).order_by("name").values_list("name", flat=True).first()
@@ -293,16 +309,19 @@ def time_asks(repeats: int, progress: Callable | None = None) -> dict[str, dict]
             "p95Ms": round(_pct(times, 95), 1),
             "statements": round(len(seen) / repeats, 1),
         }
+    if cold:
+        # New processes read only what is committed: the sign-in above is (bench_scale runs in autocommit).
+        figures["poolPageCold"] = time_cold(clients, pool, cold)
     return figures
 
 
-def run_scale(nodes: int, history: int, live: int, repeats: int, progress=None) -> dict:
+def run_scale(nodes: int, history: int, live: int, repeats: int, progress=None, cold: int = 0) -> dict:
     """Build (or reuse) the fleet and its bookings, time every endpoint, check for double bookings."""
     t0 = time.perf_counter()
     build_fleet(nodes, progress=progress)
     built = time.perf_counter() - t0
     filled = fill_bookings(history, live)
-    endpoints = time_asks(repeats, progress=progress)
+    endpoints = time_asks(repeats, progress=progress, cold=cold)
     doubled = booking_drift()
     with connection.cursor() as cur:
         cur.execute(

@@ -12,7 +12,9 @@ from devtools.bench.scale import asks
 
 def test_a_small_fleet_is_built_timed_everywhere_and_nothing_is_double_booked(db):
     out = io.StringIO()
-    call_command("bench_scale", nodes=20, history=300, live=40, repeats=2, stdout=out, stderr=io.StringIO())
+    call_command(
+        "bench_scale", nodes=20, history=300, live=40, repeats=2, cold=0, stdout=out, stderr=io.StringIO()
+    )
     lines = out.getvalue().splitlines()
     summary = json.loads(lines[-1])
     assert (summary["nodes"], summary["live"]) == (20, 40)

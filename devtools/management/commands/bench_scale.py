@@ -20,12 +20,18 @@ class Command(BaseCommand):
         parser.add_argument("--history", type=int, default=1_000_000)
         parser.add_argument("--live", type=int, default=50_000)
         parser.add_argument("--repeats", type=int, default=20)
+        parser.add_argument(
+            "--cold",
+            type=int,
+            default=10,
+            help="New web processes that each ask the pool page first (0: none)",
+        )
 
-    def handle(self, *args, nodes, history, live, repeats, **options):
+    def handle(self, *args, nodes, history, live, repeats, cold, **options):
         def bar(items):
             return tqdm(items, file=self.stderr._out, leave=False)
 
-        figures = run_scale(nodes, history, live, repeats, progress=bar)
+        figures = run_scale(nodes, history, live, repeats, progress=bar, cold=cold)
         self.stdout.write(
             f"{figures['nodes']} nodes, {figures['history']} ended and {figures['live']} live reservations "
             f"(built in {figures['buildSeconds']} s + {figures['historySeconds']} s + {figures['liveSeconds']} s; "
