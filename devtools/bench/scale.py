@@ -29,6 +29,7 @@ from capacity.conf import placer_config
 from capacity.models import AnyReservation, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.rollups import refresh_rollups
+from devtools.bench.cold_page import cold_pages
 from devtools.bench.placements import BENCH_QUOTA, BUILD_CHUNK, _analyze_filled, _build_nodes, _pct
 from inventory.models import Node, Pool, Site, Tenant
 
