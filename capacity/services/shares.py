@@ -190,6 +190,23 @@ SELECT r.tenant_id, extract(epoch FROM lower(b.during)), extract(epoch FROM uppe
 """
 
 
+# When what the pool's bookings hold next changes: the first start or end after now.
+_HOLDING_CHANGES_SQL = """
+SELECT min(CASE WHEN lower(b.during) > %(now)s THEN lower(b.during) ELSE upper(b.during) END)
+  FROM capacity_devicebooking b
+  JOIN capacity_allocation a ON a.id = b.allocation_id
+  JOIN capacity_reservation r ON r.id = a.reservation_id
+ WHERE r.pool_id = %(pool)s AND upper(b.during) > %(now)s
+"""
+
+
+def holding_changes_at(pool: Pool, now: datetime) -> datetime | None:
+    """Return when `holding_gpus` of the pool next changes by time alone (None: not while nothing is booked)."""
+    with connection.cursor() as cur:
+        cur.execute(_HOLDING_CHANGES_SQL, {"pool": pool.pk, "now": now})
+        return cur.fetchone()[0]
+
+
 def holding_gpus(pool: Pool, now: datetime) -> dict[int, float]:
     """Return tenant pk -> whole-GPU equivalents its bookings in the pool hold at `now`."""
     with connection.cursor() as cur:

@@ -52,6 +52,29 @@ def viewer_key(request: HttpRequest, scope: Scope) -> str:
     return f"op={int(is_operator(request.user))};tenants={tenants}"
 
 
+def _key(
+    request: HttpRequest, name: str, pool_pk: int, scope: Scope, per_url: bool
+) -> tuple[str, int | None]:
+    """Return the fragment's cache key and the pool's inventory generation it was read with."""
+    # Read once per request: its fragments are drawn from one state of the pool.
+    read = request.__dict__.setdefault("_pool_versions", {})
+    if pool_pk not in read:
+        read[pool_pk] = pool_versions(pool_pk)
+    generation, version = read[pool_pk]
+    htmx = bool(getattr(request, "htmx", False))
+    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path() if per_url else ''}"
+    return "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest(), generation
+
+
+def prefetch(request: HttpRequest, pool_pk: int, scope: Scope, parts: dict[str, bool]) -> None:
+    """Read the page's fragments `parts` (name: per_url) in one go; `pool_fragment` then asks no more."""
+    if not settings.PAGE_CACHE_SECONDS:
+        return
+    keys = [_key(request, name, pool_pk, scope, per_url)[0] for name, per_url in parts.items()]
+    found = cache.get_many(keys)
+    request.__dict__.setdefault("_fragments", {}).update({k: found.get(k) for k in keys})
+
+
 def pool_fragment(
     request: HttpRequest,
     name: str,
@@ -60,25 +83,21 @@ def pool_fragment(
     draw: Callable[[str], tuple[str, datetime | None]],
     *,
     per_url: bool = True,
+    keep: bool = True,
 ) -> str:
     """Return the fragment `name` of a pool's page, drawn by `draw(csrf_placeholder)` when not kept.
 
     `draw` returns the HTML and when time alone would change it (None: not before the cap;
     NOT_KEPT: it may change any time).
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
+    `keep`: False draws this reader's own fragment (a form with its errors, a secret shown once).
     """
-    if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
+    if not settings.PAGE_CACHE_SECONDS or not keep:  # nothing read, nothing stored
         return draw(get_token(request))[0]
-    # Read once per request: its fragments are drawn from one state of the pool.
-    read = request.__dict__.setdefault("_pool_versions", {})
-    if pool_pk not in read:
-        read[pool_pk] = pool_versions(pool_pk)
-    generation, version = read[pool_pk]
-    htmx = bool(getattr(request, "htmx", False))
-    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path() if per_url else ''}"
-    key = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
+    key, generation = _key(request, name, pool_pk, scope, per_url)
     now = timezone.now()
-    kept = cache.get(key)
+    prefetched = request.__dict__.get("_fragments", {})
+    kept = prefetched[key] if key in prefetched else cache.get(key)
     if kept is not None and kept[1] > now:
         html = kept[0]
     else:

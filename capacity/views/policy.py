@@ -81,10 +81,13 @@ def kept_reservations(pool) -> list[Reservation]:
     return sorted(rows, key=lambda r: not r.idle_message)
 
 
-def policy_context(request: HttpRequest, pool, form: PolicyForm | None = None, error: str = "") -> dict:
+def policy_context(
+    request: HttpRequest, pool, form: PolicyForm | None = None, error: str = "", kept_placeholder: str = ""
+) -> dict:
     """Return what the Policy section draws; operators get the form and who keeps idle bookings.
 
-    The pool was checked by the caller (visible_pool).
+    The pool was checked by the caller (visible_pool). With `kept_placeholder`, the list of kept
+    bookings is not read: the placeholder stands in its place (the pool page puts a fresh list there).
     """
     policy = pool_policy.policy_of(pool)
     context = {
@@ -102,7 +105,10 @@ def policy_context(request: HttpRequest, pool, form: PolicyForm | None = None, e
         if shown and shown[0] == pool.slug:
             context["policy_secret"] = shown[1]
         context["policy_form"] = form or PolicyForm(prefix="policy", initial=policy_initial(policy))
-        context["kept_reservations"] = kept_reservations(pool)
+        if kept_placeholder:
+            context["kept_placeholder"] = kept_placeholder
+        else:
+            context["kept_reservations"] = kept_reservations(pool)
     return context
 
 

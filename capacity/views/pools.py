@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
+from capacity.services.shares import holding_changes_at
 from config.access import is_operator
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, safe_next, wants_partial
@@ -33,10 +34,13 @@ from .common import (
     visible_pool,
     visible_pools,
 )
-from .page_cache import NOT_KEPT, pool_fragment
-from .policy import PolicyForm, apply_policy, policy_context
+from .page_cache import NOT_KEPT, pool_fragment, prefetch
+from .policy import PolicyForm, apply_policy, kept_reservations, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
+
+# Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
+KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"
 
 # --- pools -----------------------------------------------------------------------------------------
 
@@ -171,8 +175,32 @@ def pool_page(
         now = timezone.now()
         return html, now.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
+    def draw_settings(csrf_token: str) -> tuple[str, datetime | None]:
+        now = timezone.now()
+        settings_context = {
+            **context,
+            "is_operator": is_operator(request.user),
+            "csrf_token": csrf_token,
+            **shares_context(request, pool, share_form, share_error),
+            **policy_context(request, pool, policy_form, policy_error, kept_placeholder=KEPT_PLACEHOLDER),
+        }
+        html = "\n".join(
+            render_to_string(f"capacity/pool_detail.html#{name}", settings_context, request)
+            for name in ("shares", "policy")
+        )
+        # What tenants hold now changes as bookings start and end; fair shares decay (the cap).
+        changes_at = holding_changes_at(pool, now) if settings_context["share_rows"] else None
+        return html, changes_at
+
+    if not wants_partial(request):
+        prefetch(request, pool.pk, scope, {"nodes": True, "chart": False, "settings": False})
     # The nodes section (half of the page's time) is kept until the pool's nodes or bookings change.
     nodes_html = mark_safe(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes))
+    # A form sent back with its errors, or a secret to show once, is this reader's own.
+    secret = getattr(request, "session", {}).get("policy_secret")
+    own = bool(
+        share_form or share_error or policy_form or policy_error or (secret and secret[0] == pool.slug)
+    )
     if wants_partial(request):
         response = HttpResponse(nodes_html, status=status)
         patch_vary_headers(response, ["HX-Request"])
@@ -186,11 +214,25 @@ def pool_page(
             "chart_html": mark_safe(
                 pool_fragment(request, "chart", pool.pk, scope, draw_chart, per_url=False)
             ),
-            **shares_context(request, pool, share_form, share_error),
-            **policy_context(request, pool, policy_form, policy_error),
+            "settings_html": mark_safe(settings_section(request, pool, scope, draw_settings, own)),
         },
         status=status,
     )
+
+
+def settings_section(request: HttpRequest, pool, scope, draw, own: bool) -> str:
+    """Return the Shares and Policy sections, kept per pool version and viewer; `own`: never kept.
+
+    The operator's list of bookings kept when idle changes with reservations the version does not
+    follow: it is read for every page and put in the kept HTML's placeholder.
+    """
+    html = pool_fragment(request, "settings", pool.pk, scope, draw, per_url=False, keep=not own)
+    if KEPT_PLACEHOLDER in html:
+        kept = render_to_string(
+            "capacity/pool_detail.html#kept-list", {"kept_reservations": kept_reservations(pool)}, request
+        )
+        html = html.replace(KEPT_PLACEHOLDER, kept)
+    return html
 
 
 @require_POST

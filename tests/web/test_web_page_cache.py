@@ -116,17 +116,25 @@ def test_a_kept_read_costs_one_indexed_statement_past_the_rest_of_the_page(two_h
     # statement with the database cache (the default), none with Redis (BERTH_REDIS_URL).
     in_database = settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache")
     assert sum("capacity_poolbookingversion" in s for s in statements) == 1
-    assert sum("berth_cache" in s for s in statements) == 2 * in_database  # the nodes and the chart
-    # None of the section's own reads: the node count and rows, taints, the grid's bookings, claims.
+    # The nodes, the chart and the Shares and Policy sections, read in one statement.
+    assert sum("berth_cache" in s for s in statements) == in_database
+    # None of the sections' own reads: the node count and rows, taints, the grid's bookings,
+    # claims; shares, policy, the tenants the share form offers.
     drawn = (
         'COUNT(*) AS "__count" FROM "inventory_node"',
         '"inventory_nodetaint"."id"',
         '"capacity_devicebooking"."device_id" AS "device_id"',
         "FROM capacity_scalarclaim",
+        'FROM "capacity_poolshare"',
+        'FROM "capacity_poolpolicy"',
+        'FROM "inventory_tenant" ORDER BY',
     )
     for marker in drawn:
         assert not any(marker in s for s in statements), marker
-    assert len(statements) == 11 + 2 * in_database  # as tests/web/test_web_pool_pages.py counts them
+    # The bookings kept when idle are read for every page (reservations do not move the version).
+    assert sum("keep_when_idle" in s for s in statements) == 1
+    # The session, the user, its groups, the pool and its tenants, the versions, the kept list.
+    assert len(statements) == 7 + in_database
 
 
 @pytest.mark.django_db(transaction=True)
