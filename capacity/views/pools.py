@@ -192,8 +192,11 @@ def pool_page(
         changes_at = holding_changes_at(pool, now) if settings_context["share_rows"] else None
         return html, changes_at
 
+    def draw_filters(_csrf_token: str) -> tuple[str, datetime | None]:
+        return render_to_string("capacity/pool_detail.html#filters", context, request), None
+
     if not wants_partial(request):
-        prefetch(request, pool.pk, scope, {"nodes": True, "chart": False, "settings": False})
+        prefetch(request, pool.pk, scope, {"nodes": True, "chart": False, "settings": False, "filters": True})
     # The nodes section (half of the page's time) is kept until the pool's nodes or bookings change.
     nodes_html = mark_safe(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes))
     # A form sent back with its errors, or a secret to show once, is this reader's own.
@@ -215,6 +218,7 @@ def pool_page(
                 pool_fragment(request, "chart", pool.pk, scope, draw_chart, per_url=False)
             ),
             "settings_html": mark_safe(settings_section(request, pool, scope, draw_settings, own)),
+            "filters_html": mark_safe(pool_fragment(request, "filters", pool.pk, scope, draw_filters)),
         },
         status=status,
     )

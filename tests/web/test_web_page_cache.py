@@ -116,7 +116,7 @@ def test_a_kept_read_costs_one_indexed_statement_past_the_rest_of_the_page(two_h
     # statement with the database cache (the default), none with Redis (BERTH_REDIS_URL).
     in_database = settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache")
     assert sum("capacity_poolbookingversion" in s for s in statements) == 1
-    # The nodes, the chart and the Shares and Policy sections, read in one statement.
+    # The nodes, the chart, the Shares and Policy sections and the filter form, in one statement.
     assert sum("berth_cache" in s for s in statements) == in_database
     # None of the sections' own reads: the node count and rows, taints, the grid's bookings,
     # claims; shares, policy, the tenants the share form offers.

@@ -270,11 +270,11 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # tenants' keys), the 14 days' bookings; the Shares section: the pool's shares (an operator: the
     # tenants of its form and the pool's rollups for its bookable GPUs); the Policy section: the
     # pool's policy (an operator: the bookings kept when idle).
-    # And for the nodes section, the chart and the Shares and Policy sections kept in the cache: the
-    # pool's versions, one read of the three, then for each the database cache's five statements
-    # that keep it (count, savepoint, read, write, release).
-    assert small == 21 + 1 + 1 + 3 * 5
-    # Again, nothing changed: all three are the kept ones. The pool's versions and one cache read
+    # And for the four fragments kept in the cache (the nodes section, the chart, the Shares and
+    # Policy sections, the filter form): the pool's versions, one read of the four, then for each
+    # the database cache's five statements that keep it (count, savepoint, read, write, release).
+    assert small == 21 + 1 + 1 + 4 * 5
+    # Again, nothing changed: all four are the kept ones. The pool's versions and one cache read
     # instead of count, nodes, generation, devices, labels, resources, taints, bookings and claims,
     # the chart's pool, (tenant keys) and bookings, the shares (the form's tenants, the rollups) and
     # the policy. An operator's bookings kept when idle are still read; a tenant's tenants twice (its
