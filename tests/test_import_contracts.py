@@ -38,6 +38,7 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
     ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
+    ("capacity.apps", "capacity.placers.index"): "AppConfig.ready: registers the pool indexes' warm-up",
     ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("auditlog.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the sign-in retention job",
     ("auditlog.apps", "auditlog.retention"): "AppConfig.ready: retention imports models, not loaded yet",

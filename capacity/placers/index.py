@@ -32,7 +32,7 @@ from capacity.placement import (
 from capacity.placement.pick import WORST_KNOWN_RANK
 
 from .claims import WindowUse
-from .loader import NodeIndex, PoolRow, load_node_views
+from .loader import NodeIndex, PoolRow, largest_open_pools, load_node_views, load_pool
 
 # Before any booking could exist: the static load sees every device as free.
 _NO_WINDOW = Window(0, 1)
@@ -181,6 +181,21 @@ def pool_index(pool: PoolRow) -> PoolIndex:
             _CACHE[pool.pk] = built
             while len(_CACHE) > MAX_CACHED_POOLS:
                 del _CACHE[next(iter(_CACHE))]  # the pool whose index was built longest ago
+    return built
+
+
+def warm_indexes() -> int:
+    """Build the index of the open pools, largest first, up to MAX_CACHED_POOLS; return how many.
+
+    A new web process runs it before its first request (config/warmup.py): a pool page whose
+    chart is drawn again (each minute) needs its pool's index, 0.3 s for 1,000 nodes of 8 GPUs.
+    """
+    built = 0
+    for slug in largest_open_pools(MAX_CACHED_POOLS):
+        pool = load_pool(slug)
+        if pool is not None:
+            pool_index(pool)
+            built += 1
     return built
 
 

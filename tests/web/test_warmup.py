@@ -10,7 +10,9 @@ from django.template import engines
 from django.urls import get_resolver
 from django.utils import translation
 
-from config.warmup import warm
+from capacity.placers import index
+from capacity.placers.index import warm_indexes
+from config.warmup import registered, warm
 from devtools.bench.cold_page import _ask
 
 
@@ -30,7 +32,7 @@ def test_warming_compiles_every_berth_template_and_indexes_every_namespace():
     )
     assert own, "Berth has templates of its own"
 
-    figures = warm()
+    figures = warm(jobs=False)
 
     assert figures["templates"] >= len(own)
     assert set(own) <= _kept(django_engine)
@@ -55,3 +57,12 @@ def test_a_warmed_process_answers_its_first_pool_page_through_the_wsgi_applicati
 
     assert first["status"] == 200
     assert first["statements"] >= 1 and first["wallMs"] > 0
+
+
+@pytest.mark.django_db
+def test_a_new_process_builds_the_pools_indexes_in_the_job_capacity_registered(two_hosts):
+    assert warm_indexes in registered()
+    index._CACHE.clear()  # this process's own: another test's pools
+    assert warm_indexes() == 1
+    (kept,) = index._CACHE.values()
+    assert sorted(kept.by_name) == ["node-a", "node-b"]
