@@ -112,4 +112,13 @@ def pool_fragment(
                 cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
             except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
                 log.warning("page fragment not kept", exc_info=True)
-    return html.replace(CSRF_PLACEHOLDER, get_token(request))
+    return _with_token(request, html)
+
+
+def _with_token(request: HttpRequest, html: str) -> str:
+    """Put the reader's CSRF token in the fragment's placeholders (one token for all its fragments)."""
+    if CSRF_PLACEHOLDER not in html:
+        return html
+    if "_fragment_token" not in request.__dict__:
+        request._fragment_token = get_token(request)  # each call masks the secret afresh: once is enough
+    return html.replace(CSRF_PLACEHOLDER, request._fragment_token)

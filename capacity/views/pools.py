@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -131,18 +132,20 @@ def pool_page(
         Node.objects.filter(pool=pool).select_related("owner_tenant", "pool"),
         pools_checked=True,  # visible_pool above
     ).order_by("name")
-    # The API's filters (NodeFilterSet): its form shows each error next to its field.
-    filterset = NodeFilterSet(request.GET, queryset, tenants=scope.tenants)
-    form = filterset.form
     context = {
         "nav": "pools",
         "pool": pool,
-        "form": form,
         "next": request.get_full_path(),
         "cell_text": CELL_TEXT,
     }
 
+    @cache
+    def filters() -> NodeFilterSet:
+        """The API's filters (NodeFilterSet), its form showing each error next to its field; built only to draw."""
+        return NodeFilterSet(request.GET, queryset, tenants=scope.tenants)
+
     def draw_nodes(csrf_token: str) -> tuple[str, datetime | None]:
+        filterset = filters()
         filter_error = filterset.first_error()
         nodes = queryset.none() if filter_error is not None else filterset.qs
         page_obj = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
@@ -153,6 +156,7 @@ def pool_page(
             **context,
             "is_operator": is_operator(request.user),
             "csrf_token": csrf_token,
+            "form": filterset.form,  # its errors reach the fields out of band when htmx swaps the nodes alone
             "filter_error": filter_error,
             "rows": rows,
             "common_labels": split_common_labels(rows),
@@ -193,7 +197,9 @@ def pool_page(
         return html, changes_at
 
     def draw_filters(_csrf_token: str) -> tuple[str, datetime | None]:
-        return render_to_string("capacity/pool_detail.html#filters", context, request), None
+        return render_to_string(
+            "capacity/pool_detail.html#filters", {**context, "form": filters().form}, request
+        ), None
 
     if not wants_partial(request):
         prefetch(request, pool.pk, scope, {"nodes": True, "chart": False, "settings": False, "filters": True})
