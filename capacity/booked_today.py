@@ -33,13 +33,13 @@ _HOUR_BOOKINGS = """(
 TO_DATE_SQL = f"""
   SELECT tenant_id, pool_id, gpu_model, sum(before) AS before, sum(lent_before) AS lent_before FROM (
     SELECT tenant_id, pool_id, gpu_model,
-           CASE WHEN hour < %(now_hour)s THEN moment ELSE %(now_us)s * share END AS before,
-           CASE WHEN hour < %(now_hour)s THEN lent_moment ELSE %(now_us)s * lent_share END AS lent_before
+           CASE WHEN hour < %(now_hour)s THEN moment ELSE %(now_us)s::numeric * share END AS before,
+           CASE WHEN hour < %(now_hour)s THEN lent_moment ELSE %(now_us)s::numeric * lent_share END AS lent_before
       FROM capacity_bookedpoints WHERE day = %(today)s AND hour <> %(now_hour)s AND %(in_period)s
     UNION ALL
     SELECT tenant_id, pool_id, gpu_model,
-           CASE WHEN hour < %(now_hour)s THEN moment ELSE %(now_us)s * share END,
-           CASE WHEN hour < %(now_hour)s THEN lent_moment ELSE %(now_us)s * lent_share END
+           CASE WHEN hour < %(now_hour)s THEN moment ELSE %(now_us)s::numeric * share END,
+           CASE WHEN hour < %(now_hour)s THEN lent_moment ELSE %(now_us)s::numeric * lent_share END
       FROM capacity_bookedpointschange WHERE day = %(today)s AND hour <> %(now_hour)s AND %(in_period)s
     UNION ALL
     -- Now's hour: each point of its bookings at min(point, now), starts −, ends +.
