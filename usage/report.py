@@ -6,9 +6,10 @@ midnight to the next. Page, API, CSV and usage_report read it the same way (usag
 Booked hours are each device booking's overlap with the period and the bucket (a released
 booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
-compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Every day but
-today is read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and
-UTC day), today from its bookings, split at now. Used hours are the booked devices' samples inside
+compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Every day is
+read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and UTC
+day); today is split at now by the booked-points rollup (where bookings start and end, per hour)
+and the few bookings that start or end in now's own hour (capacity.booked_today), exactly. Used hours are the booked devices' samples inside
 their bookings (only bookings of GPUs that have samples in the period are read): each minute's utilization times a minute (slices have no samples
 of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
 booking covers in part from its raw minutes while they are kept (USAGE_RAW_DAYS), after that as
@@ -21,10 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 from django.utils import timezone
 
 from capacity.access import Scope
+from capacity.booked_today import TO_DATE_SQL, to_date_params
 from capacity.models.rollups import GPU_HOUR
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
@@ -78,7 +79,6 @@ _BOOKINGS = """
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id"""
 
-_ALL_BOOKINGS = "capacity_devicebooking_all bk"
 # Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
 # live and the history tables' GiST indexes. OFFSET 0 keeps it a probe per GPU: flattened into a
 # join, the planner read every booking of the period (70 s with the lookups, bench_usage).
@@ -87,46 +87,36 @@ _SAMPLED_BOOKINGS = """sampled s CROSS JOIN LATERAL (
        WHERE int8range(x.device_id, x.device_id, '[]') && int8range(s.id, s.id, '[]')
          AND x.during && tstzrange(%(start)s, %(end)s) OFFSET 0) bk"""
 
-# Each piece of a booking's hours in the bucket, as hours: before now (booked to date), after now
-# (ahead), and before now on lent GPUs (layer 1).
-_PART = "sum(b.share * coalesce(extract(epoch FROM upper(b.held * {cut}) - lower(b.held * {cut})), 0) / 3600)"
-_BEFORE, _AFTER = _PART.format(cut="tstzrange(NULL, %(now)s)"), _PART.format(cut="tstzrange(%(now)s, NULL)")
-
 _SQL = f"""
 WITH f AS (
   -- Hours before this are folded (none before the first fold: every minute is raw).
   SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
 ), kept AS (
-  -- Every whole day but today's from the booked-hours rollup (capacity.booked_hours): its folded
-  -- rows and the changes the worker has not folded yet. A day before today is booked to date, one
-  -- after it booked ahead.
+  -- Every whole day from the booked-hours rollup (capacity.booked_hours): its folded rows and the
+  -- changes the worker has not folded yet. A day before today is booked to date, one after it
+  -- booked ahead; today is split at now below.
   SELECT tenant_id, pool_id, gpu_model, day, sum(booked) AS booked, sum(lent) AS lent FROM (
     SELECT tenant_id, pool_id, gpu_model, day, booked, lent FROM capacity_bookedhours
-     WHERE day >= %(first)s AND day <= %(last)s AND day <> %(today)s
+     WHERE day >= %(first)s AND day <= %(last)s
     UNION ALL
     SELECT tenant_id, pool_id, gpu_model, day, booked, lent FROM capacity_bookedhourschange
-     WHERE day >= %(first)s AND day <= %(last)s AND day <> %(today)s) x
+     WHERE day >= %(first)s AND day <= %(last)s) x
    GROUP BY 1, 2, 3, 4 HAVING sum(booked) <> 0
-), rolled AS (
-  SELECT {{kept_columns}}, date_trunc(%(bucket)s, k.day::timestamp AT TIME ZONE 'UTC') AS lo,
-         sum(k.booked) FILTER (WHERE k.day < %(today)s) / {GPU_HOUR}.0 AS hours,
-         sum(k.booked) FILTER (WHERE k.day > %(today)s) / {GPU_HOUR}.0 AS ahead,
-         sum(k.lent) FILTER (WHERE k.day < %(today)s) / {GPU_HOUR}.0 AS lent
-    FROM kept k JOIN inventory_tenant t ON t.id = k.tenant_id JOIN inventory_pool p ON p.id = k.pool_id
-   WHERE true {{scoped}}
-   GROUP BY {{keys}}, lo
-), b_today AS (
-  -- Today (UTC) from its bookings: the part before now is booked to date, the rest ahead.
-  {{bookings_today}}
-   WHERE bk.during && %(today_range)s::tstzrange AND upper(bk.during) > lower(%(today_range)s::tstzrange) {{scoped}}
+), split AS (
+  -- Per key and day: booked to date, ahead and lent, in the rollup's units. Today's part before now
+  -- comes from the booked-points rollup and the bookings with a point in now's hour (capacity.booked_today).
+  SELECT tenant_id, pool_id, gpu_model, day,
+         CASE WHEN day < %(today)s THEN booked ELSE 0 END AS before,
+         CASE WHEN day < %(today)s THEN 0 ELSE booked END AS ahead,
+         CASE WHEN day < %(today)s THEN lent ELSE 0 END AS lent
+    FROM kept
+  UNION ALL
+  SELECT tenant_id, pool_id, gpu_model, %(today)s, before, -before, lent_before FROM ({TO_DATE_SQL}) n
 ), booked AS (
-  SELECT {{keys}}, lo, sum(hours) AS hours, sum(ahead) AS ahead, sum(lent) AS lent FROM (
-    SELECT * FROM rolled
-    UNION ALL
-    SELECT {{keys}}, date_trunc(%(bucket)s, lower(b.held)) AS lo, {_BEFORE}, {_AFTER},
-           {_BEFORE} FILTER (WHERE b.layer = 1)
-      FROM b_today b WHERE NOT isempty(b.held)
-     GROUP BY {{keys}}, lo) x
+  SELECT {{kept_columns}}, date_trunc(%(bucket)s, k.day::timestamp AT TIME ZONE 'UTC') AS lo,
+         sum(k.before) / {GPU_HOUR}.0 AS hours, sum(k.ahead) / {GPU_HOUR}.0 AS ahead, sum(k.lent) / {GPU_HOUR}.0 AS lent
+    FROM split k JOIN inventory_tenant t ON t.id = k.tenant_id JOIN inventory_pool p ON p.id = k.pool_id
+   WHERE true {{scoped}}
    GROUP BY {{keys}}, lo
 ), sampled AS MATERIALIZED (
   -- GPUs with a sample in the period, one index probe a device (OFFSET 0 keeps each EXISTS a
@@ -246,9 +236,6 @@ def usage_report(
     share = gpu_share_sql("d.device_class")
     sql = _SQL.format(
         kept_columns=", ".join(f"{KEPT_GROUPS[g]} AS g_{g}" for g in group_by),
-        bookings_today=_BOOKINGS.format(
-            columns=columns, share=share, window="%(today_range)s::tstzrange", source=_ALL_BOOKINGS
-        ),
         bookings_used=_BOOKINGS.format(
             columns=columns, share=share, window="tstzrange(%(start)s, %(end)s)", source=_SAMPLED_BOOKINGS
         ),
@@ -260,17 +247,14 @@ def usage_report(
     )
     start = datetime.combine(first, time(), tzinfo=UTC)
     end = datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
-    # Today's part of the period (UTC): read from its bookings, split at now; empty outside it.
+    # Today (UTC) is split at now: before it booked to date, after it ahead (nothing outside the period).
     today = now.astimezone(UTC).date()
-    midnight = datetime.combine(today, time(), tzinfo=UTC)
-    lo, hi = max(start, midnight), min(end, midnight + timedelta(days=1))
     params = {
+        **to_date_params(now, in_period=first <= today <= last),
         "start": start,
         "end": end,
         "first": first,
         "last": last,
-        "today": today,
-        "today_range": DateTimeTZRange(lo, hi, "[)") if lo < hi else DateTimeTZRange(start, start, "[)"),
         "now": now,
         "bucket": bucket,
         "step": f"1 {bucket}",

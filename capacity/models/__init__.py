@@ -5,7 +5,7 @@ from .maintenance import MaintenanceWindow, MaintenanceWindowNode
 from .policy import PoolPolicy
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
-from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
+from .rollups import BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
@@ -18,6 +18,8 @@ __all__ = [
     "AnyReservation",
     "BookedHours",
     "BookedHoursChange",
+    "BookedPoints",
+    "BookedPointsChange",
     "DeviceBooking",
     "MaintenanceWindow",
     "MaintenanceWindowNode",

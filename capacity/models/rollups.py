@@ -91,3 +91,59 @@ class BookedHoursChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id}/{self.pool_id}/{self.gpu_model}@{self.day}{self.booked:+d}"
+
+
+class BookedPoints(models.Model):
+    """Where bookings start and end within one UTC day, per tenant, pool, GPU model and hour: how a day splits at now.
+
+    A booking's piece of a day [start, end) is booked to date at `now` for share × (min(end, now) −
+    min(start, now)): a sum over its two points x (µs since midnight, ends +, starts −) of sign ×
+    share × min(x, now). So an hour wholly before now adds its `moment` (Σ sign × share × x), one
+    wholly after adds now × its `share` (Σ sign × share), and only the bookings with a point in
+    now's own hour are read (usage.report). Kept like BookedHours: the same triggers append to
+    BookedPointsChange, the same fold folds (capacity.booked_hours). A point at midnight (x = 0)
+    counts nothing at any now and is not kept; a day's end (x = 24 h) is hour 24. Units: share in
+    sevenths of a GPU, moment in GPU_HOUR units (sevenths × µs).
+    """
+
+    tenant_id = models.BigIntegerField()
+    pool_id = models.BigIntegerField()
+    gpu_model = models.CharField(max_length=200)
+    day = models.DateField(help_text="The UTC day.")
+    hour = models.SmallIntegerField(help_text="The points' hour since the day's midnight (UTC), 0 to 24.")
+    share = models.BigIntegerField(help_text="Σ sign × sevenths of a GPU: ends +, starts −.")
+    moment = models.BigIntegerField(help_text="Σ sign × sevenths × µs since midnight (GPU_HOUR units).")
+    lent_share = models.BigIntegerField(help_text="share, of the points on lent GPUs (layer 1).")
+    lent_moment = models.BigIntegerField(help_text="moment, of the points on lent GPUs (layer 1).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["day", "tenant_id", "pool_id", "gpu_model", "hour"],
+                name="bookedpoints_unique",
+                violation_error_message="The tenant already has booked points for this pool, model, day and hour.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}/{self.pool_id}/{self.gpu_model}@{self.day}+{self.hour}h={self.share:+d}"
+
+
+class BookedPointsChange(models.Model):
+    """A change to BookedPoints that the worker has not folded in yet: appended by the triggers, never updated."""
+
+    tenant_id = models.BigIntegerField()
+    pool_id = models.BigIntegerField()
+    gpu_model = models.CharField(max_length=200)
+    day = models.DateField()
+    hour = models.SmallIntegerField()
+    share = models.BigIntegerField()
+    moment = models.BigIntegerField()
+    lent_share = models.BigIntegerField()
+    lent_moment = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["day"], name="bookedpointschange_day_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}/{self.pool_id}/{self.gpu_model}@{self.day}+{self.hour}h{self.share:+d}"

@@ -4,7 +4,15 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
-from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, BookedHours, BookedHoursChange
+from capacity.models import (
+    AnyAllocation,
+    AnyDeviceBooking,
+    AnyReservation,
+    BookedHours,
+    BookedHoursChange,
+    BookedPoints,
+    BookedPointsChange,
+)
 from capacity.models.rollups import GPU_HOUR
 from inventory.gpu_share import gpu_share
 from inventory.models import Device
@@ -52,3 +60,66 @@ def kept() -> dict[tuple[int, int, str, date], tuple[Fraction, Fraction]]:
             booked, lent = out[key]
             out[key] = (booked + row.booked, lent + row.lent)
     return {k: (Fraction(b, GPU_HOUR), Fraction(lent, GPU_HOUR)) for k, (b, lent) in out.items() if b}
+
+
+US = timedelta(microseconds=1)
+HOUR_US = 3_600_000_000
+
+
+def pieces():
+    """Yield each booking's piece of each UTC day: (tenant, pool, model, day, layer, sevenths, lo µs, hi µs)."""
+    reservations = {r.pk: (r.tenant_id, r.pool_id) for r in AnyReservation.objects.all()}
+    allocations = dict(AnyAllocation.objects.values_list("pk", "reservation_id"))
+    devices = {d.pk: d for d in Device.objects.all()}
+    for b in AnyDeviceBooking.objects.all():
+        reservation = allocations.get(b.allocation_id)
+        device = devices.get(b.device_id)
+        if reservation is None or device is None or b.during.isempty:
+            continue
+        tenant, pool = reservations[reservation]
+        model = ((device.attributes or {}).get("productName") or device.device_class)[:200]
+        sevenths = int(gpu_share(device.device_class) * 7)
+        lo, hi = b.during.lower, b.during.upper
+        day = lo.astimezone(UTC).date()
+        while (midnight := datetime.combine(day, time(), tzinfo=UTC)) < hi:
+            start, end = max(lo, midnight) - midnight, min(hi, midnight + DAY) - midnight
+            yield tenant, pool, model, day, b.layer, sevenths, start // US, end // US
+            day += DAY
+
+
+def recount_points() -> dict[tuple, tuple[int, int, int, int]]:
+    """Return (tenant, pool, model, day, hour) -> (share, moment, lent share, lent moment), recounted exactly."""
+    out: dict = defaultdict(lambda: (0, 0, 0, 0))
+    for tenant, pool, model, day, layer, sevenths, lo, hi in pieces():
+        for sign, x in ((-1, lo), (1, hi)):
+            if x == 0:
+                continue  # a point at midnight counts nothing at any now
+            share, moment = sign * sevenths, sign * sevenths * x
+            lent = (share, moment) if layer == 1 else (0, 0)
+            key = (tenant, pool, model, day, x // HOUR_US)
+            out[key] = tuple(a + b for a, b in zip(out[key], (share, moment, *lent), strict=True))
+    return {k: v for k, v in out.items() if any(v)}
+
+
+def kept_points() -> dict[tuple, tuple[int, int, int, int]]:
+    """Return the booked points kept per key, day and hour: folded rows plus the changes not folded yet."""
+    out: dict = defaultdict(lambda: (0, 0, 0, 0))
+    for model in (BookedPoints, BookedPointsChange):
+        for row in model.objects.all():
+            key = (row.tenant_id, row.pool_id, row.gpu_model, row.day, row.hour)
+            figures = (row.share, row.moment, row.lent_share, row.lent_moment)
+            out[key] = tuple(a + b for a, b in zip(out[key], figures, strict=True))
+    return {k: v for k, v in out.items() if any(v)}
+
+
+def recount_to_date(now: datetime) -> dict[tuple[int, int, str], tuple[int, int]]:
+    """Return (tenant, pool, model) -> (booked before now on now's UTC day, of it lent), × GPU_HOUR, exactly."""
+    today = now.astimezone(UTC).date()
+    at = (now - datetime.combine(today, time(), tzinfo=UTC)) // US
+    out: dict = defaultdict(lambda: (0, 0))
+    for tenant, pool, model, day, layer, sevenths, lo, hi in pieces():
+        if day == today:
+            before = sevenths * (min(hi, at) - min(lo, at))
+            booked, lent = out[(tenant, pool, model)]
+            out[(tenant, pool, model)] = (booked + before, lent + (before if layer == 1 else 0))
+    return {k: v for k, v in out.items() if any(v)}

@@ -18,6 +18,7 @@ from capacity.access import EVERYONE
 from capacity.archive import move_history
 from capacity.audit import audit
 from capacity.booked_hours import booked_hours_drift, fold_booked_hours
+from capacity.booked_today import booked_to_date
 from capacity.models import (
     AnyAllocation,
     AnyDeviceBooking,
@@ -34,7 +35,7 @@ from inventory.models import Device, Pool, Tenant
 from usage.report import usage_report
 
 from booking import MS, NOW, ask, reserve
-from hours import kept, recount
+from hours import kept, kept_points, recount, recount_points, recount_to_date
 
 DAY = timedelta(days=1)
 MINUTE_IN_HOURS = 1 / 60
@@ -94,6 +95,48 @@ def fleet(tenant, other_tenant, make_node):
     for i, kind in enumerate(("mig-3g.40gb", "mig-3g.40gb", "mig-1g.10gb")):
         Device.objects.create(node=node, uuid=f"MIG-b-{i}", device_class=kind, parent=parent, index=10 + i)
     PoolPolicy.objects.update_or_create(pool=Pool.objects.get(slug="lab-pool"), defaults={"lend_idle": True})
+
+
+def assert_today_exact(now: datetime) -> None:
+    """Today's split at now from the rollups equals the recount exactly; the report says it to a float's precision."""
+    to_date = recount_to_date(now)
+    assert booked_to_date(now) == to_date, now
+    today = now.astimezone(UTC).date()
+    slugs = dict(Tenant.objects.values_list("pk", "slug"))
+    pools = dict(Pool.objects.values_list("pk", "slug"))
+    want = {}
+    for (tenant, pool, model, day), (booked, _) in kept().items():
+        if day == today:
+            before, lent = to_date.get((tenant, pool, model), (0, 0))
+            want[(slugs[tenant], pools[pool], model)] = (
+                Fraction(before, GPU_HOUR),
+                booked - Fraction(before, GPU_HOUR),
+                Fraction(lent, GPU_HOUR),
+            )
+    rows = usage_report(today, today, ["tenant", "pool", "model"], "day", EVERYONE, now=now)
+    have = {(r.keys["tenant"], r.keys["pool"], r.keys["model"]): (r.booked, r.ahead, r.lent) for r in rows}
+    assert set(have) == set(want), now
+    for key, figures in want.items():
+        for got, expected in zip(have[key], figures, strict=True):
+            assert got == pytest.approx(float(expected), rel=1e-12, abs=1e-12), (now, key, have[key], figures)
+
+
+def nows_around(now: datetime, rng: random.Random) -> list[datetime]:
+    """Return instants to split at: random ones, each booking's bounds and a µs either side, hours, midnights."""
+    bounds = [x for b in AnyDeviceBooking.objects.all() for x in (b.during.lower, b.during.upper) if x]
+    picks = rng.sample(bounds, min(6, len(bounds)))
+    out = [p + timedelta(microseconds=d) for p in picks for d in (-1, 0, 1)]
+    out += [
+        now + timedelta(seconds=rng.randint(-86_400, 3 * 86_400), microseconds=rng.randint(0, 999_999))
+        for _ in range(4)
+    ]
+    midnight = datetime.combine(now.astimezone(UTC).date(), time(), tzinfo=UTC)
+    return [
+        *out,
+        midnight,
+        midnight + timedelta(hours=rng.randint(1, 23)),
+        midnight + DAY - timedelta(microseconds=1),
+    ]
 
 
 def at_ms(moment: datetime) -> int:
@@ -171,7 +214,7 @@ def test_the_audit_reports_booked_hours_that_disagree_with_the_bookings(fleet, t
     assert audit() == []
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_the_rollup_equals_a_recount_over_random_bookings_releases_slices_lending_and_moves(fleet, seed):
     rng = random.Random(seed)
     now = NOW
@@ -211,12 +254,20 @@ def test_the_rollup_equals_a_recount_over_random_bookings_releases_slices_lendin
         elif op == "fold":
             fold_booked_hours()
         assert kept() == recount(), f"step {step}: {op}"
+        assert kept_points() == recount_points(), f"step {step}: {op}"
+        if step % 5 == 4:
+            for at in nows_around(now, random.Random(seed * 100 + step)):  # the run's own draws unchanged
+                assert_today_exact(at)
     lent = sum((v[1] for v in kept().values()), Fraction(0))
     Device.objects.filter(node__name="node-b", index=0).update(attributes={"productName": "NVIDIA L4"})
     assert kept() == recount()
+    assert kept_points() == recount_points()
     assert_report_matches(now)
     fold_booked_hours()
+    assert kept_points() == recount_points()
     assert_report_matches(now)
+    for at in nows_around(now, random.Random(seed)):
+        assert_today_exact(at)
     assert_report_matches(now + timedelta(hours=rng.randint(1, 48)))
     assert audit() == []
     # Lent hours are counted exactly when spot work ran on lent GPUs; seed 1's run lends (2 GPU-hours).
