@@ -44,7 +44,7 @@ _IDLE = json.dumps([{"type": IDLE}])
 _LENT_WORK_SQL = """
 SELECT id, (SELECT c->>'at' FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
   FROM capacity_reservation
- WHERE status = 'placed' AND priority = 'spot' AND lent_from && %(lenders)s::bigint[]
+ WHERE status = 'placed' AND priority = 'spot' AND lent_from <> '{}' AND lent_from && %(lenders)s::bigint[]
  ORDER BY id
 """
 _POOLS_SQL = (
@@ -63,14 +63,14 @@ SELECT s.id, l.id, l.ended
          LEFT JOIN capacity_reservation r ON r.id = x.id
         WHERE r.id IS NULL OR r.status <> 'placed' OR r.keep_when_idle OR NOT r.conditions @> %(idle)s::jsonb
         ORDER BY x.id LIMIT 1) AS l
- WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
+ WHERE s.status = 'placed' AND s.priority = 'spot' AND s.lent_from <> '{}'  -- reservation_lent_work_idx
    AND NOT s.conditions @> '[{"type": "PreemptAt"}]'
 UNION ALL
 SELECT DISTINCT s.id, NULL::bigint, true
   FROM capacity_reservation s
   JOIN capacity_allocation a ON a.reservation_id = s.id AND a.released_at IS NULL
   JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
- WHERE s.status = 'placed' AND s.priority = 'spot' AND cardinality(s.lent_from) > 0
+ WHERE s.status = 'placed' AND s.priority = 'spot' AND s.lent_from <> '{}'
    AND upper(b.during) > %(now)s::timestamptz AND NOT s.conditions @> '[{"type": "PreemptAt"}]'
    AND NOT EXISTS (
        SELECT 1 FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id
