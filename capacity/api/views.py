@@ -294,7 +294,7 @@ def pool_data(pool: Pool, node_count: int, capacity: list[dict]) -> dict:
 
 
 def render_pools(pools: list[Pool]) -> list[dict]:
-    capacity = capacity_by_pool([p.pk for p in pools], timezone.now())
+    capacity = capacity_by_pool([p.pk for p in pools], timezone.now(), kept=True)
     counts = Counter(
         dict(
             Node.objects.filter(pool__in=pools)

@@ -1,5 +1,8 @@
 """The placement preview and the pools with their capacity, over HTTP, with tenant isolation."""
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from capacity.models import Quota, QuotaCharge, Reservation
 from inventory import services as nodes
 from inventory.models import Node, Pool
@@ -157,8 +160,9 @@ def test_an_unknown_pool_is_not_found(as_operator, pool):
 
 
 def test_listing_pools_runs_the_same_queries_for_many_as_for_one(
-    as_operator, lab, site, make_node, django_assert_max_num_queries
+    as_operator, lab, site, make_node, django_assert_max_num_queries, settings
 ):
+    settings.PAGE_CACHE_SECONDS = 0  # the live counts read every time (kept ones: the test below)
     as_operator.get("/api/v1/pools")
     with django_assert_max_num_queries(10) as one:
         as_operator.get("/api/v1/pools")
@@ -170,6 +174,13 @@ def test_listing_pools_runs_the_same_queries_for_many_as_for_one(
         data = as_operator.get("/api/v1/pools").json()
     assert len(data["results"]) == 6
     assert Node.objects.count() == 7
+
+
+def test_listing_pools_again_reads_the_live_counts_kept_in_the_cache(as_operator, lab):
+    first = as_operator.get("/api/v1/pools").json()["results"]
+    with CaptureQueriesContext(connection) as again:
+        assert as_operator.get("/api/v1/pools").json()["results"] == first
+    assert not any("WITH live AS" in q["sql"] for q in again.captured_queries)
 
 
 def test_a_regular_preview_that_fits_only_by_preempting_names_the_spot_work(as_acme, as_globex, lab, ask):
