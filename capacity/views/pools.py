@@ -96,7 +96,8 @@ def pools(request: HttpRequest) -> HttpResponse:
     ids = [p.pk for p in pool_list]
     nodes = dict(Node.objects.filter(pool_id__in=ids).values_list("pool_id").annotate(n=Count("id")))
     bars = {
-        pk: [class_bar(c) for c in classes] for pk, classes in capacity_by_pool(ids, timezone.now(), kept=True).items()
+        pk: [class_bar(c) for c in classes]
+        for pk, classes in capacity_by_pool(ids, timezone.now(), kept=True).items()
     }
     for bar_list in bars.values():
         # Whole GPUs first, then the MIG slice classes.
