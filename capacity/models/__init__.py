@@ -9,7 +9,7 @@ from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
-from .versions import PoolBookingVersion
+from .versions import PoolBookingVersion, PoolReservationVersion
 
 __all__ = [
     "Allocation",
@@ -24,6 +24,7 @@ __all__ = [
     "PoolBookingVersion",
     "PoolCapacityRollup",
     "PoolPolicy",
+    "PoolReservationVersion",
     "PoolShare",
     "Quota",
     "QuotaCharge",

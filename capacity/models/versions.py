@@ -20,3 +20,20 @@ class PoolBookingVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool_id}@{self.version}"
+
+
+class PoolReservationVersion(models.Model):
+    """A number that changes when a transaction commits a change to a pool's reservations.
+
+    Deferred triggers (migration 0037) set it as the booking version is set, on any insert, update
+    or delete of a reservation (its status, conditions, approval, release). With every pool's
+    generation and booking version it keys the reservation lists' kept fragments.
+    """
+
+    pool = models.OneToOneField(
+        "inventory.Pool", on_delete=models.CASCADE, primary_key=True, related_name="reservation_version"
+    )
+    version = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.pool_id}@{self.version}"

@@ -28,6 +28,7 @@ from config.access import is_operator
 log = logging.getLogger("berth.cache")
 NOT_KEPT = datetime.min.replace(tzinfo=UTC)  # what `draw` returns for a fragment never to keep
 CSRF_PLACEHOLDER = "berth-csrf-placeholder-0f3a9c"  # what a cached fragment holds instead of a token
+Draw = Callable[[str], tuple[str, datetime | None]]
 
 VERSIONS_SQL = """
 SELECT g.generation, v.version
@@ -44,6 +45,25 @@ def pool_versions(pool_pk: int) -> tuple[int | None, int | None]:
         cur.execute(VERSIONS_SQL, [pool_pk])
         row = cur.fetchone()
     return (row[0], row[1]) if row else (None, None)
+
+
+ALL_VERSIONS_SQL = """
+SELECT md5(coalesce(string_agg(concat_ws(':', p.id, g.generation, v.version, r.version), ',' ORDER BY p.id), ''))
+  FROM inventory_pool p
+  LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
+  LEFT JOIN capacity_poolbookingversion v ON v.pool_id = p.id
+  LEFT JOIN capacity_poolreservationversion r ON r.pool_id = p.id
+"""
+
+
+def all_versions() -> str:
+    """Return a digest of every pool's generation, booking and reservation versions, in one statement.
+
+    Every pool, not the viewer's: a reservation stays listed in a pool its tenant no longer sees.
+    """
+    with connection.cursor() as cur:
+        cur.execute(ALL_VERSIONS_SQL)
+        return cur.fetchone()[0]
 
 
 def viewer_key(request: HttpRequest, scope: Scope) -> str:
@@ -67,30 +87,62 @@ def pool_fragment(
     NOT_KEPT: it may change any time).
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
     """
+    return pool_fragments(request, pool_pk, scope, {name: (draw, per_url)})[name]
+
+
+def pool_fragments(
+    request: HttpRequest, pool_pk: int, scope: Scope, draws: dict[str, tuple[Draw, bool]]
+) -> dict:
+    """Return several fragments of one pool's pages, read from the cache together: {name: html}.
+
+    `draws` maps each name to its `draw` and `per_url` (as pool_fragment's).
+    """
     if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
-        return draw(get_token(request))[0]
+        return {name: draw(get_token(request))[0] for name, (draw, _) in draws.items()}
     # Read once per request: its fragments are drawn from one state of the pool.
     read = request.__dict__.setdefault("_pool_versions", {})
     if pool_pk not in read:
         read[pool_pk] = pool_versions(pool_pk)
     generation, version = read[pool_pk]
+    # A pool without a generation has had no node yet: nothing would change its key.
+    return kept_fragments(request, f"{pool_pk}|{generation}|{version}", scope, draws, generation is not None)
+
+
+def kept_fragments(
+    request: HttpRequest, versions: str, scope: Scope, draws: dict[str, tuple[Draw, bool]], keep: bool = True
+) -> dict:
+    """Return fragments kept under `versions` (what they were drawn from), drawing those not kept.
+
+    One read of the cache for them all (one statement with the database cache); `keep`: store
+    what is drawn.
+    """
+    if not settings.PAGE_CACHE_SECONDS:
+        return {name: draw(get_token(request))[0] for name, (draw, _) in draws.items()}
     htmx = bool(getattr(request, "htmx", False))
-    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path() if per_url else ''}"
-    key = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
+    viewer = viewer_key(request, scope)
+    keys = {}
+    for name, (_, per_url) in draws.items():
+        parts = f"{name}|{versions}|{viewer}|{htmx}|{request.get_full_path() if per_url else ''}"
+        keys[name] = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
     now = timezone.now()
-    kept = cache.get(key)
-    if kept is not None and kept[1] > now:
-        html = kept[0]
-    else:
+    found = cache.get_many(list(keys.values()))
+    out, fresh = {}, {}
+    for name, (draw, _) in draws.items():
+        kept = found.get(keys[name])
+        if kept is not None and kept[1] > now:
+            out[name] = kept[0]
+            continue
         html, changes_at = draw(CSRF_PLACEHOLDER)
+        out[name] = html
         seconds = settings.PAGE_CACHE_SECONDS
         if changes_at is not None:
             seconds = min(seconds, (changes_at - now).total_seconds())
-        # A pool without a generation has had no node yet: nothing would change its key.
-        if seconds > 0 and generation is not None:
-            valid_until = now + timedelta(seconds=seconds)
-            try:
-                cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
-            except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
-                log.warning("page fragment not kept", exc_info=True)
-    return html.replace(CSRF_PLACEHOLDER, get_token(request))
+        if seconds > 0 and keep:
+            fresh[keys[name]] = ((html, now + timedelta(seconds=seconds)), int(seconds) + 1)
+    for key, (value, timeout) in fresh.items():
+        try:
+            cache.set(key, value, timeout=timeout)
+        except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
+            log.warning("page fragment not kept", exc_info=True)
+    token = get_token(request)
+    return {name: html.replace(CSRF_PLACEHOLDER, token) for name, html in out.items()}
