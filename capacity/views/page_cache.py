@@ -109,15 +109,21 @@ def pool_fragments(
 
 
 def kept_fragments(
-    request: HttpRequest, versions: str, scope: Scope, draws: dict[str, tuple[Draw, bool]], keep: bool = True
+    request: HttpRequest,
+    versions: str | Callable[[], str],
+    scope: Scope,
+    draws: dict[str, tuple[Draw, bool]],
+    keep: bool = True,
 ) -> dict:
     """Return fragments kept under `versions` (what they were drawn from), drawing those not kept.
 
-    One read of the cache for them all (one statement with the database cache); `keep`: store
-    what is drawn.
+    `versions` may be a function, called only when keeping is on. One read of the cache for them
+    all (one statement with the database cache); `keep`: store what is drawn.
     """
     if not settings.PAGE_CACHE_SECONDS:
         return {name: draw(get_token(request))[0] for name, (draw, _) in draws.items()}
+    if callable(versions):
+        versions = versions()
     htmx = bool(getattr(request, "htmx", False))
     viewer = viewer_key(request, scope)
     keys = {}

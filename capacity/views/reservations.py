@@ -300,7 +300,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
         return render_to_string("capacity/reservations.html#reservation-list", list_context, request), None
 
     # Kept until a reservation, booking or node of any pool changes; GPU use is read each time.
-    kept = kept_fragments(request, all_versions(), scope, {"reservation-list": (draw_list, True)})
+    kept = kept_fragments(request, all_versions, scope, {"reservation-list": (draw_list, True)})
     list_html = mark_safe(fill_usage(kept["reservation-list"]))
     # The filter form answers with itself (its errors), the quota and the list; the pager the list.
     body = getattr(request.htmx, "target", None) == "reservations-body"
