@@ -5,6 +5,7 @@ prints a cProfile of 20 node pages (PROF=list: of the reservations list).
 """
 
 import cProfile
+import gc
 import os
 import pstats
 import time
@@ -36,12 +37,16 @@ def test_profile_node_page_and_reservations(lab, op, alice):
         for who, client in (("operator", op), ("tenant", alice)):
             client.get(url)  # warm
             n = 30
+            if os.environ.get("NOGC"):
+                gc.collect()
+                gc.disable()
             t0 = time.process_time()
             for i in range(n):
                 if os.environ.get("MISS"):
                     cache.key_prefix = f"miss-{who}-{i}-{time.time_ns()}"  # never clear(): Redis is shared
                 assert client.get(url).status_code == 200
             cpu = (time.process_time() - t0) / n * 1000
+            gc.enable()
             with CaptureQueriesContext(connection) as q:
                 client.get(url)
             print(f"\n{who}: {what} {cpu:.1f} ms CPU, {len(q)} statements")
@@ -52,4 +57,4 @@ def test_profile_node_page_and_reservations(lab, op, alice):
         for _ in range(20):
             op.get(url)
         prof.disable()
-        pstats.Stats(prof).sort_stats("cumulative").print_stats("berth|pagecache|template/loader", 70)
+        pstats.Stats(prof).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(os.environ.get("FILTER", "berth|pagecache|template/loader"), 70)
