@@ -57,4 +57,6 @@ def test_profile_node_page_and_reservations(lab, op, alice):
         for _ in range(20):
             op.get(url)
         prof.disable()
-        pstats.Stats(prof).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(os.environ.get("FILTER", "berth|pagecache|template/loader"), 70)
+        pstats.Stats(prof).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(
+            os.environ.get("FILTER", "berth|pagecache|template/loader"), 70
+        )

@@ -143,6 +143,7 @@ def test_htmx_gets_the_kept_timeline_alone_and_the_page_whole(two_hosts, op):
     whole = op.get(NODE)
     moved = op.get(NODE + "?from=2026-01-05", HTTP_HX_TARGET="node-timeline", **HX)
     assert is_full_page(whole.text) and not is_full_page(moved.text)
+    assert "{#" not in whole.text and "#}" not in whole.text  # no template comment shown as text
     assert moved.text.lstrip().startswith('<section class="card" id="node-timeline">')
     assert "Jan 05" in moved.text and "HX-Request" in moved["Vary"]
     again = op.get(NODE + "?from=2026-01-05", HTTP_HX_TARGET="node-timeline", **HX)
