@@ -6,6 +6,8 @@ and query: a write to the pool's nodes or bookings changes the key at its commit
 and every reader get a fresh fragment on their next request. What time alone changes (a booking
 starting or ending) ends a fragment's life at that moment; the rest within PAGE_CACHE_SECONDS.
 The CSRF token is drawn as a placeholder and each reader's own token put in its place.
+The node page keys its parts on its pool's versions (node_fragments.py); the reservation lists on
+every pool's generation, booking and reservation versions (all_versions, one statement).
 """
 
 from __future__ import annotations

@@ -60,3 +60,41 @@ def test_profile_node_page_and_reservations(lab, op, alice):
         pstats.Stats(prof).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(
             os.environ.get("FILTER", "berth|pagecache|template/loader"), 70
         )
+
+
+def demo(node: str = "") -> None:
+    """Print CPU per page on a seeded database (`seed_demo`), in a plain process without pytest."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from capacity.models import DeviceBooking
+
+    settings.ALLOWED_HOSTS = ["*"]
+    node = node or DeviceBooking.objects.select_related("device__node").first().device.node.name
+    for who in ("operator", "acme"):
+        client = Client()
+        client.force_login(User.objects.get(username=who))
+        for what, url in {"node page": f"/nodes/{node}/", "reservations list": "/reservations/"}.items():
+            assert client.get(url).status_code == 200
+            t0 = time.process_time()
+            for _ in range(30):
+                client.get(url)
+            cpu = (time.process_time() - t0) / 30 * 1000
+            with CaptureQueriesContext(connection) as q:
+                client.get(url)
+            print(f"{who}: {what} {cpu:.1f} ms CPU, {len(q)} statements")
+
+
+if __name__ == "__main__":
+    # DATABASE_URL=... .venv/bin/python tests/web/profile_node_and_reservations.py [NODE]
+    import sys
+
+    sys.path.insert(0, os.getcwd())
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    demo(*sys.argv[1:2])
