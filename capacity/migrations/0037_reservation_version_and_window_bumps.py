@@ -1,9 +1,11 @@
 """A per-pool reservation version bumped at commit; maintenance windows bump the booking version.
 
 The reservation lists draw reservations (status, conditions, approvals, releases) that change
-without any booking: a deferred row trigger on capacity_reservation upserts the pool's
-reservation version once per transaction, at commit, as 0036 does for bookings (the same
-sequence, its own transaction-local set of pools bumped). A maintenance window's nodes are drawn
+without any booking: a deferred row trigger on capacity_reservation sets the pool's reservation
+version once per transaction, at commit, as 0036 does for bookings (the same sequence, its own
+transaction-local set of pools bumped). It is a column of the booking version's row: a booking
+bumps both, and two rows locked at commit in the order their events were queued (the reservation
+first when booking, the bookings first when releasing) deadlocked concurrent bookings of a pool. A maintenance window's nodes are drawn
 on the node page's timeline and the pool's chart: adding or removing one bumps the booking version
 of the node's pool (a window's span and reason never change after it is scheduled; its `switched`
 flag is drawn nowhere).
@@ -25,9 +27,11 @@ BEGIN
      AND coalesce(current_setting('berth.booking_version_every_row', true), '') <> 'on' THEN
     RETURN;
   END IF;
-  INSERT INTO capacity_poolreservationversion (pool_id, version)
-  SELECT p.id, nextval('capacity_pool_booking_version_seq') FROM inventory_pool p WHERE p.id = p_pool
-  ON CONFLICT (pool_id) DO UPDATE SET version = EXCLUDED.version;
+  -- A pool's first row gets a booking version too (the pool page redraws once).
+  INSERT INTO capacity_poolbookingversion (pool_id, version, reservations)
+  SELECT p.id, n.v, n.v FROM inventory_pool p, (SELECT nextval('capacity_pool_booking_version_seq') AS v) n
+   WHERE p.id = p_pool
+  ON CONFLICT (pool_id) DO UPDATE SET reservations = EXCLUDED.reservations;
   PERFORM set_config('berth.reservation_version_bumped',
                      CASE WHEN seen = '' THEN ',' ELSE seen END || p_pool || ',', true);
 END $$;
@@ -71,21 +75,10 @@ DROP FUNCTION capacity_bump_reservation_version(bigint);
 class Migration(migrations.Migration):
     dependencies = [("capacity", "0036_pool_booking_version")]
     operations = [
-        migrations.CreateModel(
-            name="PoolReservationVersion",
-            fields=[
-                (
-                    "pool",
-                    models.OneToOneField(
-                        on_delete=models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="reservation_version",
-                        serialize=False,
-                        to="inventory.pool",
-                    ),
-                ),
-                ("version", models.BigIntegerField()),
-            ],
+        migrations.AddField(
+            model_name="poolbookingversion",
+            name="reservations",
+            field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.RunSQL(FORWARD, BACKWARD),
     ]

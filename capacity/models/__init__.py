@@ -9,7 +9,7 @@ from .rollups import BookedHours, BookedHoursChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
-from .versions import PoolBookingVersion, PoolReservationVersion
+from .versions import PoolBookingVersion
 
 __all__ = [
     "Allocation",
@@ -24,7 +24,6 @@ __all__ = [
     "PoolBookingVersion",
     "PoolCapacityRollup",
     "PoolPolicy",
-    "PoolReservationVersion",
     "PoolShare",
     "Quota",
     "QuotaCharge",

@@ -50,11 +50,10 @@ def pool_versions(pool_pk: int) -> tuple[int | None, int | None]:
 
 
 ALL_VERSIONS_SQL = """
-SELECT md5(coalesce(string_agg(concat_ws(':', p.id, g.generation, v.version, r.version), ',' ORDER BY p.id), ''))
+SELECT md5(coalesce(string_agg(concat_ws(':', p.id, g.generation, v.version, v.reservations), ',' ORDER BY p.id), ''))
   FROM inventory_pool p
   LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
   LEFT JOIN capacity_poolbookingversion v ON v.pool_id = p.id
-  LEFT JOIN capacity_poolreservationversion r ON r.pool_id = p.id
 """
 
 
