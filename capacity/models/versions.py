@@ -10,7 +10,8 @@ class PoolBookingVersion(models.Model):
     commit, on any insert or update of a device booking or scalar claim, the delete of one not yet
     ended, and any change of a node taint: the row is locked only while its transaction commits,
     so a booking in a pool waits at most for another's commit, not for its whole transaction.
-    With the pool's inventory generation it keys the cached fragments of the pool page.
+    With the pool's inventory generation it keys the cached fragments of the pool and node pages;
+    with `reservations` too, the reservation lists'.
     """
 
     pool = models.OneToOneField(
