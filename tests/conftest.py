@@ -57,7 +57,7 @@ def metrics_dir(tmp_path_factory):
 def booking_version_at_once(request):
     """Bump pool booking versions at each statement in tests that never commit (the `db` fixture).
 
-    The triggers (capacity migration 0036) fire at commit; a test inside one rolled-back transaction
+    The triggers (capacity migrations 0036 and 0037) fire at commit; a test inside one rolled-back transaction
     would otherwise read pages cached before its own bookings. Tests with `transaction_db` commit,
     and so check the timing production has.
     """
@@ -70,7 +70,8 @@ def booking_version_at_once(request):
         cur.execute(
             "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
             " devicebooking_booking_version_delete, scalarclaim_booking_version_delete,"
-            " nodetaint_booking_version IMMEDIATE"
+            " nodetaint_booking_version, reservation_reservation_version,"
+            " maintenancewindownode_booking_version IMMEDIATE"
         )
         # One transaction holds the whole test: bump again after each write, not once.
         cur.execute("SELECT set_config('berth.booking_version_every_row', 'on', true)")

@@ -6,6 +6,8 @@ and query: a write to the pool's nodes or bookings changes the key at its commit
 and every reader get a fresh fragment on their next request. What time alone changes (a booking
 starting or ending) ends a fragment's life at that moment; the rest within PAGE_CACHE_SECONDS.
 The CSRF token is drawn as a placeholder and each reader's own token put in its place.
+The node page keys its parts on its pool's versions (node_fragments.py); the reservation lists on
+every pool's generation, booking and reservation versions (all_versions, one statement).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from config.access import is_operator
 log = logging.getLogger("berth.cache")
 NOT_KEPT = datetime.min.replace(tzinfo=UTC)  # what `draw` returns for a fragment never to keep
 CSRF_PLACEHOLDER = "berth-csrf-placeholder-0f3a9c"  # what a cached fragment holds instead of a token
+Draw = Callable[[str], tuple[str, datetime | None]]
 
 VERSIONS_SQL = """
 SELECT g.generation, v.version
@@ -46,33 +49,28 @@ def pool_versions(pool_pk: int) -> tuple[int | None, int | None]:
     return (row[0], row[1]) if row else (None, None)
 
 
+ALL_VERSIONS_SQL = """
+SELECT md5(coalesce(string_agg(concat_ws(':', p.id, g.generation, v.version, v.reservations), ',' ORDER BY p.id), ''))
+  FROM inventory_pool p
+  LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
+  LEFT JOIN capacity_poolbookingversion v ON v.pool_id = p.id
+"""
+
+
+def all_versions() -> str:
+    """Return a digest of every pool's generation, booking and reservation versions, in one statement.
+
+    Every pool, not the viewer's: a reservation stays listed in a pool its tenant no longer sees.
+    """
+    with connection.cursor() as cur:
+        cur.execute(ALL_VERSIONS_SQL)
+        return cur.fetchone()[0]
+
+
 def viewer_key(request: HttpRequest, scope: Scope) -> str:
     """Return what the viewer's fragments may share: operator or not, and the tenants it sees."""
     tenants = "all" if scope.tenants is None else ",".join(sorted(str(t) for t in scope.tenants))
     return f"op={int(is_operator(request.user))};tenants={tenants}"
-
-
-def _key(
-    request: HttpRequest, name: str, pool_pk: int, scope: Scope, per_url: bool
-) -> tuple[str, int | None]:
-    """Return the fragment's cache key and the pool's inventory generation it was read with."""
-    # Read once per request: its fragments are drawn from one state of the pool.
-    read = request.__dict__.setdefault("_pool_versions", {})
-    if pool_pk not in read:
-        read[pool_pk] = pool_versions(pool_pk)
-    generation, version = read[pool_pk]
-    htmx = bool(getattr(request, "htmx", False))
-    parts = f"{name}|{pool_pk}|{generation}|{version}|{viewer_key(request, scope)}|{htmx}|{request.get_full_path() if per_url else ''}"
-    return "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest(), generation
-
-
-def prefetch(request: HttpRequest, pool_pk: int, scope: Scope, parts: dict[str, bool]) -> None:
-    """Read the page's fragments `parts` (name: per_url) in one go; `pool_fragment` then asks no more."""
-    if not settings.PAGE_CACHE_SECONDS:
-        return
-    keys = [_key(request, name, pool_pk, scope, per_url)[0] for name, per_url in parts.items()]
-    found = cache.get_many(keys)
-    request.__dict__.setdefault("_fragments", {}).update({k: found.get(k) for k in keys})
 
 
 def pool_fragment(
@@ -92,33 +90,76 @@ def pool_fragment(
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
     `keep`: False draws this reader's own fragment (a form with its errors, a secret shown once).
     """
-    if not settings.PAGE_CACHE_SECONDS or not keep:  # nothing read, nothing stored
-        return draw(get_token(request))[0]
-    key, generation = _key(request, name, pool_pk, scope, per_url)
+    if not keep:
+        return draw(_token(request))[0]
+    return pool_fragments(request, pool_pk, scope, {name: (draw, per_url)})[name]
+
+
+def _token(request: HttpRequest) -> str:
+    """Return the reader's CSRF token, masked once for all the request's fragments."""
+    if "_fragment_token" not in request.__dict__:
+        request._fragment_token = get_token(request)  # each call masks the secret afresh: once is enough
+    return request._fragment_token
+
+
+def pool_fragments(
+    request: HttpRequest, pool_pk: int, scope: Scope, draws: dict[str, tuple[Draw, bool]]
+) -> dict:
+    """Return several fragments of one pool's pages, read from the cache together: {name: html}.
+
+    `draws` maps each name to its `draw` and `per_url` (as pool_fragment's).
+    """
+    if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
+        return {name: draw(_token(request))[0] for name, (draw, _) in draws.items()}
+    # Read once per request: its fragments are drawn from one state of the pool.
+    read = request.__dict__.setdefault("_pool_versions", {})
+    if pool_pk not in read:
+        read[pool_pk] = pool_versions(pool_pk)
+    generation, version = read[pool_pk]
+    # A pool without a generation has had no node yet: nothing would change its key.
+    return kept_fragments(request, f"{pool_pk}|{generation}|{version}", scope, draws, generation is not None)
+
+
+def kept_fragments(
+    request: HttpRequest,
+    versions: str | Callable[[], str],
+    scope: Scope,
+    draws: dict[str, tuple[Draw, bool]],
+    keep: bool = True,
+) -> dict:
+    """Return fragments kept under `versions` (what they were drawn from), drawing those not kept.
+
+    `versions` may be a function, called only when keeping is on. One read of the cache for them
+    all (one statement with the database cache); `keep`: store what is drawn.
+    """
+    if not settings.PAGE_CACHE_SECONDS:
+        return {name: draw(_token(request))[0] for name, (draw, _) in draws.items()}
+    if callable(versions):
+        versions = versions()
+    htmx = bool(getattr(request, "htmx", False))
+    viewer = viewer_key(request, scope)
+    keys = {}
+    for name, (_, per_url) in draws.items():
+        parts = f"{name}|{versions}|{viewer}|{htmx}|{request.get_full_path() if per_url else ''}"
+        keys[name] = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
     now = timezone.now()
-    prefetched = request.__dict__.get("_fragments", {})
-    kept = prefetched[key] if key in prefetched else cache.get(key)
-    if kept is not None and kept[1] > now:
-        html = kept[0]
-    else:
+    found = cache.get_many(list(keys.values()))
+    out, fresh = {}, {}
+    for name, (draw, _) in draws.items():
+        kept = found.get(keys[name])
+        if kept is not None and kept[1] > now:
+            out[name] = kept[0]
+            continue
         html, changes_at = draw(CSRF_PLACEHOLDER)
+        out[name] = html
         seconds = settings.PAGE_CACHE_SECONDS
         if changes_at is not None:
             seconds = min(seconds, (changes_at - now).total_seconds())
-        # A pool without a generation has had no node yet: nothing would change its key.
-        if seconds > 0 and generation is not None:
-            valid_until = now + timedelta(seconds=seconds)
-            try:
-                cache.set(key, (html, valid_until), timeout=int(seconds) + 1)
-            except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
-                log.warning("page fragment not kept", exc_info=True)
-    return _with_token(request, html)
-
-
-def _with_token(request: HttpRequest, html: str) -> str:
-    """Put the reader's CSRF token in the fragment's placeholders (one token for all its fragments)."""
-    if CSRF_PLACEHOLDER not in html:
-        return html
-    if "_fragment_token" not in request.__dict__:
-        request._fragment_token = get_token(request)  # each call masks the secret afresh: once is enough
-    return html.replace(CSRF_PLACEHOLDER, request._fragment_token)
+        if seconds > 0 and keep:
+            fresh[keys[name]] = ((html, now + timedelta(seconds=seconds)), int(seconds) + 1)
+    for key, (value, timeout) in fresh.items():
+        try:
+            cache.set(key, value, timeout=timeout)
+        except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
+            log.warning("page fragment not kept", exc_info=True)
+    return {name: html.replace(CSRF_PLACEHOLDER, _token(request)) for name, html in out.items()}

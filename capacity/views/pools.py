@@ -9,6 +9,7 @@ from functools import cache
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -35,7 +36,7 @@ from .common import (
     visible_pool,
     visible_pools,
 )
-from .page_cache import NOT_KEPT, pool_fragment, prefetch
+from .page_cache import NOT_KEPT, pool_fragment, pool_fragments
 from .policy import PolicyForm, apply_policy, kept_reservations, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
@@ -202,48 +203,47 @@ def pool_page(
             "capacity/pool_detail.html#filters", {**context, "form": filters().form}, request
         ), None
 
-    if not wants_partial(request):
-        prefetch(request, pool.pk, scope, {"nodes": True, "chart": False, "settings": False, "filters": True})
-    # The nodes section (half of the page's time) is kept until the pool's nodes or bookings change.
-    nodes_html = mark_safe(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes))
+    if wants_partial(request):
+        # The nodes section alone (half of the page's time), kept until the pool's nodes or bookings change.
+        response = HttpResponse(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes), status=status)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
     # A form sent back with its errors, or a secret to show once, is this reader's own.
     secret = getattr(request, "session", {}).get("policy_secret")
     own = bool(
         share_form or share_error or policy_form or policy_error or (secret and secret[0] == pool.slug)
     )
-    if wants_partial(request):
-        response = HttpResponse(nodes_html, status=status)
-        patch_vary_headers(response, ["HX-Request"])
-        return response
+    draws = {"nodes": (draw_nodes, True), "chart": (draw_chart, False), "filters": (draw_filters, True)}
+    if not own:
+        draws["settings"] = (draw_settings, False)
+    # One read of the cache for them all.
+    html = pool_fragments(request, pool.pk, scope, draws)
+    settings_html = html["settings"] if not own else draw_settings(get_token(request))[0]
     return page(
         request,
         "capacity/pool_detail.html",
         {
             **context,
-            "nodes_html": nodes_html,
-            "chart_html": mark_safe(
-                pool_fragment(request, "chart", pool.pk, scope, draw_chart, per_url=False)
-            ),
-            "settings_html": mark_safe(settings_section(request, pool, scope, draw_settings, own)),
-            "filters_html": mark_safe(pool_fragment(request, "filters", pool.pk, scope, draw_filters)),
+            "nodes_html": mark_safe(html["nodes"]),
+            "chart_html": mark_safe(html["chart"]),
+            "settings_html": mark_safe(with_kept_list(request, pool, settings_html)),
+            "filters_html": mark_safe(html["filters"]),
         },
         status=status,
     )
 
 
-def settings_section(request: HttpRequest, pool, scope, draw, own: bool) -> str:
-    """Return the Shares and Policy sections, kept per pool version and viewer; `own`: never kept.
+def with_kept_list(request: HttpRequest, pool, html: str) -> str:
+    """Put the operator's bookings kept when idle in the Policy section's placeholder, read fresh.
 
-    The operator's list of bookings kept when idle changes with reservations the version does not
-    follow: it is read for every page and put in the kept HTML's placeholder.
+    Keeping when idle writes the reservation alone, which the kept sections' key does not follow.
     """
-    html = pool_fragment(request, "settings", pool.pk, scope, draw, per_url=False, keep=not own)
-    if KEPT_PLACEHOLDER in html:
-        kept = render_to_string(
-            "capacity/pool_detail.html#kept-list", {"kept_reservations": kept_reservations(pool)}, request
-        )
-        html = html.replace(KEPT_PLACEHOLDER, kept)
-    return html
+    if KEPT_PLACEHOLDER not in html:
+        return html
+    kept = render_to_string(
+        "capacity/pool_detail.html#kept-list", {"kept_reservations": kept_reservations(pool)}, request
+    )
+    return html.replace(KEPT_PLACEHOLDER, kept)
 
 
 @require_POST

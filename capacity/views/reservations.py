@@ -10,7 +10,10 @@ from datetime import datetime
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capacity import services
@@ -37,8 +40,10 @@ from .common import (
     atom_labels,
     visible_tenants,
 )
+from .page_cache import all_versions, kept_fragments
 from .quota import quota_cards
 from .series import occurrence_context
+from .usage_cells import fill_usage, usage_cell
 
 # --- reservations ----------------------------------------------------------------------------------
 
@@ -127,14 +132,20 @@ class ReservationRow:
     def repair_pending(self) -> bool:
         return any(kind == REPAIR_PENDING for kind, _ in self.repairs)
 
+    @property
+    def usage_html(self) -> str:
+        return usage_cell(self.usage)
 
-def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -> list[ReservationRow]:
-    """Return rows for these reservations in four queries, whatever their number.
+
+def reservation_rows(
+    reservations: list[Reservation], scope=services.EVERYONE, *, usage: bool = True
+) -> list[ReservationRow]:
+    """Return rows for these reservations in four queries, whatever their number (three without `usage`).
 
     Pending reasons and repair notes are redacted for `scope`: a tenant never reads another tenant's name.
     """
     allocations = services.allocations_for(reservations)
-    usage = services.usage_for([r.pk for r in reservations])
+    used = services.usage_for([r.pk for r in reservations]) if usage else {}
     labels = atom_labels([uuid for rows in allocations.values() for a in rows for uuid in a["atoms"]])
     by_reservation = {
         pk: [
@@ -178,7 +189,7 @@ def reservation_rows(reservations: list[Reservation], scope=services.EVERYONE) -
                 [(count, services.redact(label, scope)) for count, label in condition.get("more", [])],
                 hint=services.redact(condition.get("hint", ""), scope),
                 never=services.redact(never.get("message", ""), scope) if never else "",
-                usage=usage.get(r.pk),
+                usage=used.get(r.pk),
             )
         )
     return out
@@ -257,9 +268,6 @@ def reservations(request: HttpRequest) -> HttpResponse:
     queryset = filters.qs if valid else filters.queryset.none()
     if request.GET.get("format") == "csv" and valid:
         return reservations_csv(queryset.order_by("-created_at", "-id"), scope)
-    page_obj = Paginator(queryset.order_by("-created_at", "-id"), RESERVATIONS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
     tenant = filters.form.cleaned_data.get("tenant") if valid else None
     # Quota: a tenant user's own tenants; an operator's only once a tenant is picked.
     if tenant:
@@ -269,24 +277,47 @@ def reservations(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     query.pop("format", None)
+    context = {
+        "nav": "reservations",
+        "form": filters.form,
+        "filtered": any(query.get(name) for name in filters.filters),
+        "query": query.urlencode(),
+        "next": request.get_full_path(),
+    }
+
+    def draw_list(csrf_token: str) -> tuple[str, datetime | None]:
+        page_obj = Paginator(queryset.order_by("-created_at", "-id"), RESERVATIONS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+        list_context = {
+            **context,
+            "is_operator": is_operator(request.user),
+            "csrf_token": csrf_token,
+            "rows": reservation_rows(list(page_obj.object_list), scope, usage=False),
+            "page_obj": page_obj,
+            "usage_later": True,
+        }
+        return render_to_string("capacity/reservations.html#reservation-list", list_context, request), None
+
+    # Kept until a reservation, booking or node of any pool changes; GPU use is read each time.
+    kept = kept_fragments(request, all_versions, scope, {"reservation-list": (draw_list, True)})
+    list_html = mark_safe(fill_usage(kept["reservation-list"]))
+    # The filter form answers with itself (its errors), the quota and the list; the pager the list.
+    body = getattr(request.htmx, "target", None) == "reservations-body"
+    if wants_partial(request) and not body:
+        response = HttpResponse(list_html)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
     return page(
         request,
         "capacity/reservations.html",
         {
-            "nav": "reservations",
-            "form": filters.form,
-            "filtered": any(query.get(name) for name in filters.filters),
-            "rows": reservation_rows(list(page_obj.object_list), scope),
-            "page_obj": page_obj,
-            "query": query.urlencode(),
+            **context,
+            "list_html": list_html,
             "show_tenant_filter": scope.tenants is None or len(tenants) > 1,
-            "next": request.get_full_path(),
             "quotas": quota_cards(quota_for, scope),
         },
-        # The filter form answers with itself (its errors), the quota and the list; the pager the list.
-        partial="reservations-body"
-        if getattr(request.htmx, "target", None) == "reservations-body"
-        else "reservation-list",
+        partial="reservations-body",
     )
 
 
