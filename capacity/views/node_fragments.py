@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import chain
 
+from django.db import connection
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -233,9 +234,12 @@ def _timeline_context(
 
 
 def node_fragments(
-    request: HttpRequest, node: Node, scope: Scope, names: tuple[str, ...] = PARTS
+    request: HttpRequest, node: Node, scope: Scope, names: tuple[str, ...] = PARTS, more: dict | None = None
 ) -> dict[str, str]:
-    """Return the node page's kept parts `names` as HTML: {"head_html": ..., ...}, one cache read."""
+    """Return the node page's kept parts `names` as HTML: {"head_html": ..., ...}, one cache read.
+
+    `more`: other parts read in the same go, name -> (draw, per_url, what else keys it).
+    """
 
     def node_devices() -> list[Device]:
         # Read once, by the first part drawn: a kept page reads none.
@@ -276,5 +280,32 @@ def node_fragments(
     draws = {"head": draw_head, "topology": draw_topology, "timeline": draw_timeline, "devices": draw_devices}
     # Only the timeline reads the query (`?from=`); the key tells node from node by the name.
     wanted = {f"node-{node.pk}-{name}": (draws[name], name == "timeline") for name in names}
+    wanted.update({f"node-{node.pk}-{name}": spec for name, spec in (more or {}).items()})
     found = pool_fragments(request, node.pool_id, scope, wanted)
-    return {f"{name}_html": mark_safe(found[f"node-{node.pk}-{name}"]) for name in names}
+    return {f"{name}_html": mark_safe(found[f"node-{node.pk}-{name}"]) for name in (*names, *(more or {}))}
+
+
+# What the State panel and the History section show that no version follows: the last report and
+# refusal, conditions, images, use without a booking (the worker's rows), and the newest row of
+# each history table, digested in one statement (each part an index probe by node).
+NODE_ACTIVITY_SQL = """
+SELECT md5(concat_ws('|',
+  (SELECT concat_ws('/', r.at, r.agent_at, r.by) FROM inventory_nodereport r WHERE r.node_id = %(node)s),
+  (SELECT concat_ws('/', f.at, f.code, md5(f.message)) FROM inventory_noderefusal f WHERE f.node_id = %(node)s),
+  (SELECT string_agg(concat_ws('/', c.id, c.type, c.status, c.reason, md5(c.message), c.last_transition_at), ',' ORDER BY c.id)
+     FROM inventory_nodecondition c WHERE c.node_id = %(node)s),
+  (SELECT md5(string_agg(concat_ws('/', i.image, i.state), ',' ORDER BY i.image))
+     FROM inventory_nodeimagecache i WHERE i.node_id = %(node)s),
+  (SELECT string_agg(concat_ws('/', u.device_id, md5(u.message)), ',' ORDER BY u.device_id)
+     FROM capacity_unbookeduse u WHERE u.node_id = %(node)s),
+  (SELECT max(history_id) FROM inventory_historicalnode WHERE id = %(node)s),
+  (SELECT max(history_id) FROM inventory_historicalnodetaint WHERE node_id = %(node)s),
+  (SELECT max(history_id) FROM inventory_historicalnodelabel WHERE node_id = %(node)s)))
+"""
+
+
+def node_activity(node_pk: int) -> str:
+    """Return a digest of what the node's State panel and History show beyond its pool's versions."""
+    with connection.cursor() as cur:
+        cur.execute(NODE_ACTIVITY_SQL, {"node": node_pk})
+        return cur.fetchone()[0]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Q, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
@@ -26,7 +28,7 @@ from inventory.node_changelog import state_entries
 
 from .common import visible_node
 from .node_changelog import history_page
-from .node_fragments import PARTS, booked_text, node_fragments
+from .node_fragments import PARTS, booked_text, node_activity, node_fragments
 from .rows import Badge, badges
 
 # --- one node ----------------------------------------------------------------------------------------
@@ -145,6 +147,29 @@ def _node_page_context(
     }
 
 
+def _kept_page_context(request: HttpRequest, node: Node) -> dict:
+    """Return the node page with its State panel and History kept too (a plain read, no form bound).
+
+    They are kept per the pool's versions and a digest of what reports and the worker change
+    (node_activity); the CSRF token in their forms is each reader's own.
+    """
+    scope = scope_for(request.user)
+    operator = is_operator(request.user)
+
+    def draw(part: str, data: Callable[[], dict]) -> Callable[[str], tuple[str, datetime | None]]:
+        def drawn(csrf_token: str) -> tuple[str, datetime | None]:
+            context = {"node": node, "is_operator": operator, "csrf_token": csrf_token, **data()}
+            return render_to_string(f"capacity/node_detail.html#{part}", context, request), None
+
+        return drawn
+
+    activity = node_activity(node.pk)
+    more = {"panel": (draw("panel", lambda: _node_context(node, None, scope)), False, activity)}
+    if operator:
+        more["history"] = (draw("history", lambda: {"history": history_page(node)}), False, activity)
+    return {"nav": "pools", "node": node, **node_fragments(request, node, scope, PARTS, more)}
+
+
 @login_required
 @replica_reads
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
@@ -157,10 +182,11 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         )
         patch_vary_headers(response, ["HX-Request"])
         return response
-    parts = () if wants_partial(request) else PARTS
-    return page(
-        request, "capacity/node_detail.html", _node_page_context(request, node, parts=parts), partial="panel"
-    )
+    if wants_partial(request):
+        return page(
+            request, "capacity/node_detail.html", _node_page_context(request, node, parts=()), partial="panel"
+        )
+    return page(request, "capacity/node_detail.html", _kept_page_context(request, node))
 
 
 @require_POST

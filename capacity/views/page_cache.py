@@ -102,15 +102,14 @@ def _token(request: HttpRequest) -> str:
     return request._fragment_token
 
 
-def pool_fragments(
-    request: HttpRequest, pool_pk: int, scope: Scope, draws: dict[str, tuple[Draw, bool]]
-) -> dict:
+def pool_fragments(request: HttpRequest, pool_pk: int, scope: Scope, draws: dict[str, tuple]) -> dict:
     """Return several fragments of one pool's pages, read from the cache together: {name: html}.
 
-    `draws` maps each name to its `draw` and `per_url` (as pool_fragment's).
+    `draws` maps each name to its `draw` and `per_url` (as pool_fragment's), and optionally what
+    else it was drawn from beyond the pool's versions (a digest of what moves no version).
     """
     if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
-        return {name: draw(_token(request))[0] for name, (draw, _) in draws.items()}
+        return {name: draw(_token(request))[0] for name, (draw, *_) in draws.items()}
     # Read once per request: its fragments are drawn from one state of the pool.
     read = request.__dict__.setdefault("_pool_versions", {})
     if pool_pk not in read:
@@ -124,7 +123,7 @@ def kept_fragments(
     request: HttpRequest,
     versions: str | Callable[[], str],
     scope: Scope,
-    draws: dict[str, tuple[Draw, bool]],
+    draws: dict[str, tuple],
     keep: bool = True,
 ) -> dict:
     """Return fragments kept under `versions` (what they were drawn from), drawing those not kept.
@@ -133,19 +132,22 @@ def kept_fragments(
     all (one statement with the database cache); `keep`: store what is drawn.
     """
     if not settings.PAGE_CACHE_SECONDS:
-        return {name: draw(_token(request))[0] for name, (draw, _) in draws.items()}
+        return {name: draw(_token(request))[0] for name, (draw, *_) in draws.items()}
     if callable(versions):
         versions = versions()
     htmx = bool(getattr(request, "htmx", False))
     viewer = viewer_key(request, scope)
     keys = {}
-    for name, (_, per_url) in draws.items():
-        parts = f"{name}|{versions}|{viewer}|{htmx}|{request.get_full_path() if per_url else ''}"
+    for name, (_, per_url, *extra) in draws.items():
+        # A third item: what else this fragment was drawn from (a digest no version follows).
+        parts = (
+            f"{name}|{versions}|{''.join(extra)}|{viewer}|{htmx}|{request.get_full_path() if per_url else ''}"
+        )
         keys[name] = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
     now = timezone.now()
     found = cache.get_many(list(keys.values()))
     out, fresh = {}, {}
-    for name, (draw, _) in draws.items():
+    for name, (draw, *_) in draws.items():
         kept = found.get(keys[name])
         if kept is not None and kept[1] > now:
             out[name] = kept[0]

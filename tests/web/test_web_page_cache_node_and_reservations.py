@@ -96,7 +96,7 @@ def test_a_maintenance_window_shows_on_the_timeline_at_once_and_its_cancel_too(t
 
 
 @pytest.mark.django_db(transaction=True)
-def test_what_reports_change_is_drawn_each_time(two_hosts, op, alice):
+def test_what_reports_change_shows_at_once_on_the_kept_panel(two_hosts, op, alice):
     from inventory.models import Node
 
     node = Node.objects.get(name="node-a")
