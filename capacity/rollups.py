@@ -148,7 +148,9 @@ def live_counts(pool_ids: list[int], now: datetime) -> dict[tuple[int, str], tup
     if seconds > 0:
         until = min(changes_at or now + timedelta(seconds=seconds), now + timedelta(seconds=seconds))
         try:
-            cache.set(key, (now, until, live), timeout=int(seconds) + 1)
+            cache.set_many(
+                {key: (now, until, live)}, timeout=int(seconds) + 1
+            )  # one statement (config/cache.py)
         except DatabaseError:  # the database cache on a replica's connection: read, not kept
             log.warning("live counts not kept", exc_info=True)
     return live

@@ -188,7 +188,7 @@ if BERTH_REDIS_URL:
 else:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "BACKEND": "config.cache.DatabaseCache",  # Django's, storing many keys in one statement
             "LOCATION": "berth_cache",
             # Fragments live 30 s at most but their rows go only when the table is culled (past
             # this many): each is tens of KB, so the table stays small whatever the churn.

@@ -159,9 +159,13 @@ def kept_fragments(
             seconds = min(seconds, (changes_at - now).total_seconds())
         if seconds > 0 and keep:
             fresh[keys[name]] = ((html, now + timedelta(seconds=seconds)), int(seconds) + 1)
-    for key, (value, timeout) in fresh.items():
+    if fresh:
+        # One store for them all (one statement with Berth's database cache, config/cache.py); each
+        # value holds its own end, so the longest timeout only says when the row may go.
         try:
-            cache.set(key, value, timeout=timeout)
+            cache.set_many(
+                {key: value for key, (value, _) in fresh.items()}, timeout=max(t for _, t in fresh.values())
+            )
         except DatabaseError:  # the database cache on a replica's connection: drawn, not kept
             log.warning("page fragment not kept", exc_info=True)
     return {name: html.replace(CSRF_PLACEHOLDER, _token(request)) for name, html in out.items()}
