@@ -279,15 +279,19 @@ def node_fragments(
 
     draws = {"head": draw_head, "topology": draw_topology, "timeline": draw_timeline, "devices": draw_devices}
     # Only the timeline reads the query (`?from=`); the key tells node from node by the name.
-    wanted = {f"node-{node.pk}-{name}": (draws[name], name == "timeline") for name in names}
+    # The topology and the devices are inventory alone: kept across the pool's bookings.
+    wanted = {
+        f"node-{node.pk}-{name}": (draws[name], name == "timeline", "", name not in ("topology", "devices"))
+        for name in names
+    }
     wanted.update({f"node-{node.pk}-{name}": spec for name, spec in (more or {}).items()})
     found = pool_fragments(request, node.pool_id, scope, wanted)
     return {f"{name}_html": mark_safe(found[f"node-{node.pk}-{name}"]) for name in (*names, *(more or {}))}
 
 
-# What the State panel and the History section show that no version follows: the last report and
-# refusal, conditions, images, use without a booking (the worker's rows), and the newest row of
-# each history table, digested in one statement (each part an index probe by node).
+# What the State panel and the History section show that the inventory generation does not follow:
+# the last report and refusal, conditions, images, use without a booking (the worker's rows), the
+# taints, and the newest row of each history table, digested in one statement (index probes by node).
 NODE_ACTIVITY_SQL = """
 SELECT md5(concat_ws('|',
   (SELECT concat_ws('/', r.at, r.agent_at, r.by) FROM inventory_nodereport r WHERE r.node_id = %(node)s),
@@ -298,6 +302,8 @@ SELECT md5(concat_ws('|',
      FROM inventory_nodeimagecache i WHERE i.node_id = %(node)s),
   (SELECT string_agg(concat_ws('/', u.device_id, md5(u.message)), ',' ORDER BY u.device_id)
      FROM capacity_unbookeduse u WHERE u.node_id = %(node)s),
+  (SELECT md5(string_agg(concat_ws('/', t.id, t.key, t.value, t.effect), ',' ORDER BY t.id))
+     FROM inventory_nodetaint t WHERE t.node_id = %(node)s),
   (SELECT max(history_id) FROM inventory_historicalnode WHERE id = %(node)s),
   (SELECT max(history_id) FROM inventory_historicalnodetaint WHERE node_id = %(node)s),
   (SELECT max(history_id) FROM inventory_historicalnodelabel WHERE node_id = %(node)s)))

@@ -164,9 +164,16 @@ def _kept_page_context(request: HttpRequest, node: Node) -> dict:
         return drawn
 
     activity = node_activity(node.pk)
-    more = {"panel": (draw("panel", lambda: _node_context(node, None, scope)), False, activity)}
+    # What bookings change in an operator's panel is the counts a drain or a NoExecute taint would
+    # move: keyed on them, the panel is kept across bookings on other nodes. A tenant's panel, and a
+    # draining node's ("draining until" its last booking's end), follow the pool's bookings.
+    booked = booked_on(node.pk, timezone.now()) if operator else None
+    counts = f"{booked.running},{booked.later},{booked.first_later}" if booked else ""
+    follows_bookings = not operator or node.drain_started_at is not None
+    panel = draw("panel", lambda: _node_context(node, None, scope, booked))
+    more = {"panel": (panel, False, f"{activity}|{counts}", follows_bookings)}
     if operator:
-        more["history"] = (draw("history", lambda: {"history": history_page(node)}), False, activity)
+        more["history"] = (draw("history", lambda: {"history": history_page(node)}), False, activity, False)
     return {"nav": "pools", "node": node, **node_fragments(request, node, scope, PARTS, more)}
 
 

@@ -106,7 +106,9 @@ def pool_fragments(request: HttpRequest, pool_pk: int, scope: Scope, draws: dict
     """Return several fragments of one pool's pages, read from the cache together: {name: html}.
 
     `draws` maps each name to its `draw` and `per_url` (as pool_fragment's), and optionally what
-    else it was drawn from beyond the pool's versions (a digest of what moves no version).
+    else it was drawn from beyond the pool's versions (a digest of what moves no version) and
+    whether it reads bookings (default True; False: kept across the pool's bookings, keyed on its
+    inventory generation alone).
     """
     if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
         return {name: draw(_token(request))[0] for name, (draw, *_) in draws.items()}
@@ -116,7 +118,11 @@ def pool_fragments(request: HttpRequest, pool_pk: int, scope: Scope, draws: dict
         read[pool_pk] = pool_versions(pool_pk)
     generation, version = read[pool_pk]
     # A pool without a generation has had no node yet: nothing would change its key.
-    return kept_fragments(request, f"{pool_pk}|{generation}|{version}", scope, draws, generation is not None)
+    keyed = {
+        name: (draw, per_url, f"{''.join(rest[:1])}|{version if rest[1:2] != [False] else '-'}")
+        for name, (draw, per_url, *rest) in draws.items()
+    }
+    return kept_fragments(request, f"{pool_pk}|{generation}", scope, keyed, generation is not None)
 
 
 def kept_fragments(

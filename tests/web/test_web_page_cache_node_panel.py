@@ -73,3 +73,33 @@ def test_a_kept_operator_page_reads_none_of_the_panels_or_historys_rows(two_host
     assert (
         sum("berth_cache" in s for s in statements) <= 1
     )  # the parts, the panel and the history in one read
+
+
+def test_a_booking_on_another_node_redraws_only_the_parts_that_read_the_pools_bookings(two_hosts, op, tenant):
+    """
+    node-a, node-b: 4 GPUs each in lab-pool. Two bookings fill node-a; a third lands on node-b.
+    """
+    from capacity import services
+
+    def book():
+        ask = {
+            "tenantId": "acme",
+            "poolId": "lab-pool",
+            "devices": [{"class": "gpu", "count": 4}],
+            "duration": "1d",
+        }
+        return services.reserve(ask).reservation
+
+    book()  # node-a: its panel's counts now say what a drain would move
+    op.get(NODE), op.get(NODE)
+    on_b = book()
+    assert on_b.allocations.get().node.name == "node-b"
+    with CaptureQueriesContext(connection) as captured:
+        html = op.get(NODE).text
+    statements = [q["sql"] for q in captured.captured_queries]
+    # The head and the timeline read the pool's bookings again; the topology, the devices, the
+    # panel and the history are kept: none of their reads.
+    for marker in ('"inventory_devicelink"', '"inventory_noderefusal"', '"inventory_nodeimagecache"',
+                   '"inventory_historicalnode"'):  # fmt: skip
+        assert not any(marker in s for s in statements), marker
+    assert 'id="node-panel"' in html and 'id="node-history"' in html
