@@ -175,8 +175,12 @@ def pools_for(scope: Scope):
 
 
 def pool_for(scope: Scope, slug: str) -> Pool | None:
-    """Return the pool with this slug if the caller may read it, else None."""
-    return next((p for p in pools_for(scope) if p.slug == slug), None)
+    """Return the pool with this slug if the caller may read it, else None (only that pool is read)."""
+    pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants").filter(slug=slug)
+    if scope.tenants is None:
+        return next(iter(pools), None)
+    tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
+    return next((p for p in pools if any(pool_allows(p, t) for t in tenants)), None)
 
 
 def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
