@@ -17,6 +17,18 @@ from django.db import connection
 
 HOUR_US = 3_600_000_000
 
+# A booking's (`bk`) tenant and pool (`r`), looked up as the rollup's triggers do: its allocation
+# and its reservation, live or in history, one probe each (LIMIT keeps them probes: as joins, the
+# planner hashed every allocation and reservation to meet a few thousand bookings).
+BOOKING_KEYS_SQL = """CROSS JOIN LATERAL (
+        SELECT reservation_id FROM capacity_allocation WHERE id = bk.allocation_id
+        UNION ALL
+        SELECT reservation_id FROM capacity_allocationhistory WHERE id = bk.allocation_id LIMIT 1) a
+      CROSS JOIN LATERAL (
+        SELECT tenant_id, pool_id FROM capacity_reservation WHERE id = a.reservation_id
+        UNION ALL
+        SELECT tenant_id, pool_id FROM capacity_reservationhistory WHERE id = a.reservation_id LIMIT 1) r"""
+
 # Bookings with a point in [%(hour_lo)s, %(hour_hi)s): live ones through their indexes on lower and
 # upper(during) (a BitmapOr); moved ones only from the partitions that ended since (none, most days).
 _HOUR_BOOKINGS = """(
@@ -47,14 +59,7 @@ TO_DATE_SQL = f"""
            v.before, CASE WHEN bk.layer = 1 THEN v.before ELSE 0 END
       FROM {_HOUR_BOOKINGS} bk
       CROSS JOIN LATERAL (VALUES (-1, lower(bk.during)), (1, upper(bk.during))) AS e(sign, at)
-      CROSS JOIN LATERAL (
-        SELECT reservation_id FROM capacity_allocation WHERE id = bk.allocation_id
-        UNION ALL
-        SELECT reservation_id FROM capacity_allocationhistory WHERE id = bk.allocation_id LIMIT 1) a
-      CROSS JOIN LATERAL (
-        SELECT tenant_id, pool_id FROM capacity_reservation WHERE id = a.reservation_id
-        UNION ALL
-        SELECT tenant_id, pool_id FROM capacity_reservationhistory WHERE id = a.reservation_id LIMIT 1) r
+      {BOOKING_KEYS_SQL}
       JOIN inventory_device d ON d.id = bk.device_id
       CROSS JOIN LATERAL (
         SELECT e.sign * (CASE WHEN d.device_class LIKE 'mig-%%'

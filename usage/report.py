@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from capacity.access import Scope
-from capacity.booked_today import TO_DATE_SQL, to_date_params
+from capacity.booked_today import BOOKING_KEYS_SQL, TO_DATE_SQL, to_date_params
 from capacity.models.rollups import GPU_HOUR
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
@@ -61,23 +61,18 @@ def heading(column: str, bucket: str) -> str:
     return BUCKET_HEADINGS[bucket] if column == "bucket" else HEADINGS[column]
 
 
-# A booking's keys, device and window cut to `window`, looked up as the rollup's triggers do: its
-# allocation and its reservation, live or in history, one probe each (LIMIT keeps them probes: as
-# joins, the planner hashed every allocation and reservation to meet a few thousand bookings).
-_BOOKINGS = """
+# A booking's keys (capacity.booked_today.BOOKING_KEYS_SQL), device and window cut to `window`.
+_BOOKINGS = (
+    """
   SELECT {columns}, bk.device_id, bk.layer, {share} AS share, bk.during * {window} AS held
     FROM {source}
-    CROSS JOIN LATERAL (
-      SELECT reservation_id FROM capacity_allocation WHERE id = bk.allocation_id
-      UNION ALL
-      SELECT reservation_id FROM capacity_allocationhistory WHERE id = bk.allocation_id LIMIT 1) a
-    CROSS JOIN LATERAL (
-      SELECT tenant_id, pool_id FROM capacity_reservation WHERE id = a.reservation_id
-      UNION ALL
-      SELECT tenant_id, pool_id FROM capacity_reservationhistory WHERE id = a.reservation_id LIMIT 1) r
+    """
+    + BOOKING_KEYS_SQL
+    + """
     JOIN inventory_tenant t ON t.id = r.tenant_id
     JOIN inventory_pool p ON p.id = r.pool_id
     JOIN inventory_device d ON d.id = bk.device_id"""
+)
 
 # Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
 # live and the history tables' GiST indexes. OFFSET 0 keeps it a probe per GPU: flattened into a

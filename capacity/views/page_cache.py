@@ -81,17 +81,13 @@ def pool_fragment(
     draw: Callable[[str], tuple[str, datetime | None]],
     *,
     per_url: bool = True,
-    keep: bool = True,
 ) -> str:
     """Return the fragment `name` of a pool's page, drawn by `draw(csrf_placeholder)` when not kept.
 
     `draw` returns the HTML and when time alone would change it (None: not before the cap;
     NOT_KEPT: it may change any time).
     `per_url`: the fragment reads the query (filters, page) and says where its forms return.
-    `keep`: False draws this reader's own fragment (a form with its errors, a secret shown once).
     """
-    if not keep:
-        return draw(_token(request))[0]
     return pool_fragments(request, pool_pk, scope, {name: (draw, per_url)})[name]
 
 
@@ -118,10 +114,11 @@ def pool_fragments(request: HttpRequest, pool_pk: int, scope: Scope, draws: dict
         read[pool_pk] = pool_versions(pool_pk)
     generation, version = read[pool_pk]
     # A pool without a generation has had no node yet: nothing would change its key.
-    keyed = {
-        name: (draw, per_url, f"{''.join(rest[:1])}|{version if rest[1:2] != [False] else '-'}")
-        for name, (draw, per_url, *rest) in draws.items()
-    }
+    keyed = {}
+    for name, (draw, per_url, *rest) in draws.items():
+        extra = rest[0] if rest else ""
+        reads_bookings = rest[1] if len(rest) > 1 else True
+        keyed[name] = (draw, per_url, f"{extra}|{version if reads_bookings else '-'}")
     return kept_fragments(request, f"{pool_pk}|{generation}", scope, keyed, generation is not None)
 
 
