@@ -77,24 +77,31 @@ def fold_booked_hours() -> Folded:
     return Folded(len(written), len(empty), len(points), len(no_points))
 
 
-# The same figures recounted another way, for the audit: each booking of a reservation (live or in
-# history) cut into UTC days by range intersection, its device's share in sevenths of a GPU.
-_RECOUNT_SQL = """
-WITH days AS (
+# Each day's piece of each booking of a reservation (live or in history), cut into UTC days by range
+# intersection, its device's share in sevenths of a GPU: what both recounts for the audit start from.
+_PIECES_SQL = """
   SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200) AS gpu_model,
          b.layer, k.day,
          (CASE WHEN d.device_class LIKE 'mig-%%'
                THEN coalesce(substring(d.device_class FROM 'mig-(?:[0-9]+c[.])?([0-9]+)g')::bigint, 1)
-               ELSE 7 END)
-         * round(extract(epoch FROM upper(b.during * tstzrange(k.day, k.day + interval '24 hours'))
-                                  - lower(b.during * tstzrange(k.day, k.day + interval '24 hours'))) * 1000000)::bigint
-           AS amount
+               ELSE 7 END) AS share,
+         b.during * tstzrange(k.day, k.day + interval '24 hours') AS piece
     FROM capacity_devicebooking_all b
     JOIN capacity_allocation_all a ON a.id = b.allocation_id
     JOIN capacity_reservation_all r ON r.id = a.reservation_id
     JOIN inventory_device d ON d.id = b.device_id
     CROSS JOIN LATERAL generate_series(date_trunc('day', lower(b.during), 'UTC'),
-                                       upper(b.during) - interval '1 microsecond', interval '24 hours') AS k(day)
+                                       upper(b.during) - interval '1 microsecond', interval '24 hours') AS k(day)"""
+
+# The same figures recounted another way, for the audit: each piece's share times its microseconds.
+_RECOUNT_SQL = (
+    "WITH pieces AS ("
+    + _PIECES_SQL
+    + """
+), days AS (
+  SELECT tenant_id, pool_id, gpu_model, layer, day,
+         share * round(extract(epoch FROM upper(piece) - lower(piece)) * 1000000)::bigint AS amount
+    FROM pieces
 ), recounted AS (
   SELECT tenant_id, pool_id, gpu_model, (day AT TIME ZONE 'UTC')::date AS day,
          sum(amount) AS booked, coalesce(sum(amount) FILTER (WHERE layer = 1), 0) AS lent
@@ -112,24 +119,15 @@ SELECT coalesce(k.tenant_id, c.tenant_id), coalesce(k.pool_id, c.pool_id), coale
  WHERE coalesce(k.booked, 0) <> coalesce(c.booked, 0) OR coalesce(k.lent, 0) <> coalesce(c.lent, 0)
  ORDER BY 4, 1, 2, 3
 """
+)
 
 
 # The points recounted the same way: each day's piece of each booking, its start (−) and end (+) as
 # µs since the day's midnight, none at midnight itself; summed per hour of the point.
-_RECOUNT_POINTS_SQL = """
-WITH pieces AS (
-  SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200) AS gpu_model,
-         b.layer, k.day,
-         (CASE WHEN d.device_class LIKE 'mig-%%'
-               THEN coalesce(substring(d.device_class FROM 'mig-(?:[0-9]+c[.])?([0-9]+)g')::bigint, 1)
-               ELSE 7 END) AS share,
-         b.during * tstzrange(k.day, k.day + interval '24 hours') AS piece
-    FROM capacity_devicebooking_all b
-    JOIN capacity_allocation_all a ON a.id = b.allocation_id
-    JOIN capacity_reservation_all r ON r.id = a.reservation_id
-    JOIN inventory_device d ON d.id = b.device_id
-    CROSS JOIN LATERAL generate_series(date_trunc('day', lower(b.during), 'UTC'),
-                                       upper(b.during) - interval '1 microsecond', interval '24 hours') AS k(day)
+_RECOUNT_POINTS_SQL = (
+    "WITH pieces AS ("
+    + _PIECES_SQL
+    + """
 ), points AS (
   SELECT tenant_id, pool_id, gpu_model, (day AT TIME ZONE 'UTC')::date AS day, layer, e.sign * share AS share,
          round(extract(epoch FROM e.at - day) * 1000000)::bigint AS x
@@ -157,6 +155,7 @@ SELECT coalesce(k.tenant_id, c.tenant_id), coalesce(k.pool_id, c.pool_id), coale
        IS DISTINCT FROM (coalesce(c.share, 0), coalesce(c.moment, 0), coalesce(c.lent_share, 0), coalesce(c.lent_moment, 0))
  ORDER BY 4, 1, 2, 3, 5
 """
+)
 
 
 def _hours(amount: int) -> str:
