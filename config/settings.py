@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from config import database_url, env
+from config.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -326,6 +327,12 @@ MAILERS = (
     else {"default": {"BACKEND": "config.mail.NoMailServer"}}
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "berth@localhost")
+
+# Errors to stderr with their traceback and request (config/logs.py), and mailed to ADMINS
+# (DJANGO_ADMINS, comma-separated addresses) when a mail server is set.
+ADMINS = env.words("DJANGO_ADMINS")
+SERVER_EMAIL = os.environ.get("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+LOGGING = logging_config(mail_admins=bool(ADMINS) and MAIL_CONFIGURED)
 
 # TLS terminated by a proxy in front (BERTH_TLS=1): it sets X-Forwarded-Proto and X-Forwarded-For.
 BERTH_TLS = env.flag("BERTH_TLS", False)

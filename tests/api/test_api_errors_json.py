@@ -1,6 +1,10 @@
 """Every answer of an error under /api/ is JSON `{"code", "message"}`: no CSRF page, no HTML 500, no
 traceback, whatever raised it; pages outside /api/ keep their HTML."""
 
+import io
+import logging
+import logging.config
+
 import psycopg
 import pytest
 from django.db import connection
@@ -148,3 +152,47 @@ def test_a_post_to_the_api_index_is_a_json_405_naming_the_methods(acme):
     assert response.status_code == 405
     assert response.json()["code"] == "METHOD_NOT_ALLOWED"
     assert response["Allow"] == "GET, HEAD"
+
+
+def stderr_handler() -> logging.StreamHandler:
+    """Return the stderr handler LOGGING configured on the root logger."""
+    (handler,) = [h for h in logging.getLogger().handlers if h.get_name() == "stderr"]
+    return handler
+
+
+@pytest.fixture
+def stderr_log():
+    """The stderr handler LOGGING configured, writing into a buffer for the test."""
+    handler = stderr_handler()
+    buffer = io.StringIO()
+    previous = handler.setStream(buffer)
+    yield buffer
+    handler.setStream(previous)
+
+
+def test_with_debug_off_a_500_is_logged_to_stderr_with_its_traceback_request_id_method_and_path(
+    failing_urls, settings, stderr_log
+):
+    settings.DEBUG = False
+    response = Client(raise_request_exception=False).post("/api/broken/?x=1", HTTP_X_REQUEST_ID="req-42")
+    assert response.status_code == 500 and response["X-Request-Id"] == "req-42"
+    logged = stderr_log.getvalue()
+    assert " ERROR django.request [req-42 POST /api/broken/] Internal Server Error: /api/broken/" in logged
+    assert "Traceback (most recent call last)" in logged and "RuntimeError" in logged
+
+
+def test_with_admins_and_a_mail_server_a_500_is_mailed_to_them(failing_urls, settings, mailoutbox):
+    from config.logs import logging_config
+
+    settings.DEBUG = False
+    settings.ADMINS = ["ops@example.com"]
+    stream = stderr_handler().stream
+    logging.config.dictConfig(logging_config(mail_admins=True))
+    try:
+        stderr_handler().setStream(io.StringIO())
+        Client(raise_request_exception=False).get("/broken/", HTTP_X_REQUEST_ID="req-43")
+    finally:
+        logging.config.dictConfig(logging_config(mail_admins=False))
+        stderr_handler().setStream(stream)
+    (mail,) = mailoutbox
+    assert mail.to == ["ops@example.com"] and "Internal Server Error: /broken/" in mail.subject

@@ -4,6 +4,7 @@ reason; allOrNothing; bad rules refused before anything is written; release one 
 lab: node-a and node-b, 4 NVLinked GPUs each, in lab-pool.
 """
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -151,13 +152,15 @@ def test_until_over_200_occurrences_is_refused(as_acme, lab, tenant):
 
 
 def test_the_pool_limits_apply_to_every_occurrence(as_operator, as_acme, lab, tenant):
-    # The first occurrence is within maxLeadTime; the fourth is not.
-    as_operator.put(POLICY, {"maxLeadTime": "10d"}, format="json")
+    # The third occurrence is within maxLeadTime, the fourth (two days later) is not, whatever
+    # the weekday: the limit is the third's lead rounded up to whole days.
+    third, fourth = next_monday() + timedelta(days=7), next_monday() + timedelta(days=9)
+    lead_days = math.ceil((third - datetime.now(UTC)) / timedelta(days=1))
+    as_operator.put(POLICY, {"maxLeadTime": f"{lead_days}d"}, format="json")
     answer = as_acme.post(RESERVATIONS, series_body(), format="json")
     assert answer.status_code == 422, answer.json()
-    fourth = (next_monday() + timedelta(days=9)).strftime("%Y-%m-%d %H:%M")
-    assert answer.json()["message"].startswith("maxLeadTime is 10d; this starts in ")
-    assert answer.json()["message"].endswith(f"(occurrence 4, {fourth} UTC)")
+    assert answer.json()["message"].startswith(f"maxLeadTime is {lead_days}d; this starts in ")
+    assert answer.json()["message"].endswith(f"(occurrence 4, {fourth:%Y-%m-%d %H:%M} UTC)")
     assert not Reservation.objects.exists()
     # maxFutureGpuHours counts every occurrence: 4 × 2 GPUs × 3 h = 24 GPU-hours.
     as_operator.put(POLICY, {"maxLeadTime": None, "maxFutureGpuHours": 20}, format="json")
