@@ -70,6 +70,10 @@ NEVER = tuple(
     )
 )
 NAT64 = ip_network("64:ff9b::/96")
+# SIIT's IPv4-translated addresses (RFC 2765, ::ffff:0:a.b.c.d), which Python calls global.
+TRANSLATED = ip_network("::ffff:0:0:0/96")
+# IETF-reserved; holds every IPv4-in-IPv6 form but NAT64's well-known prefix (judged above).
+RESERVED = ip_network("::/8")
 
 
 def embedded(ip: Address) -> tuple[IPv4Address, str] | None:
@@ -84,6 +88,8 @@ def embedded(ip: Address) -> tuple[IPv4Address, str] | None:
         return ip.teredo[1], "Teredo"  # the client's address: the last 32 bits, inverted
     if ip in NAT64:
         return IPv4Address(int(ip) & 0xFFFF_FFFF), "NAT64"
+    if ip in TRANSLATED:
+        return IPv4Address(int(ip) & 0xFFFF_FFFF), "IPv4-translated"
     return None
 
 
@@ -100,7 +106,8 @@ def refusal(address: str, *, allow_private: bool) -> str | None:
             return refusal(str(v4), allow_private=allow_private)  # it is that IPv4 address
         said = refusal(str(v4), allow_private=False)
         if said is not None:
-            return f"a {form} form of {v4}, {said.split(': ', 1)[0]}: {_never()}"
+            article = "an" if form[0] in "AEIOU" else "a"
+            return f"{article} {form} form of {v4}, {said.split(': ', 1)[0]}: {_never()}"
     if ip in METADATA:
         return f"a cloud metadata address: {_never()}"
     for network, kind in PRIVATE:
@@ -109,6 +116,8 @@ def refusal(address: str, *, allow_private: bool) -> str | None:
     for network, kind in NEVER:
         if ip in network:
             return f"{kind}: {_never()}"
+    if ip in RESERVED and ip not in NAT64:
+        return f"a reserved address (::/8): {_never()}"
     if not ip.is_global:
         return f"not a globally routable address: {_never()}"
     return None

@@ -64,6 +64,20 @@ TABLE = [
     ),
     ("2001:0:4136:e378::f7f7:f7f7", f"a Teredo address: {ALWAYS}", ...),
     ("::a9fe:a9fe", f"an IPv4-compatible address (deprecated): {ALWAYS}", ...),
+    # IPv4-translated (SIIT, ::ffff:0:0:0/96): judged as the address inside; the rest of ::/8 never
+    (
+        "::ffff:0:169.254.169.254",
+        f"an IPv4-translated form of 169.254.169.254, a cloud metadata address: {ALWAYS}",
+        ...,
+    ),
+    (
+        "::ffff:0:10.0.0.1",
+        f"an IPv4-translated form of 10.0.0.1, a private (RFC 1918) address: {ALWAYS}",
+        ...,
+    ),
+    ("::ffff:0:8.8.8.8", f"a reserved address (::/8): {ALWAYS}", ...),
+    ("::ffff:0:0:7f00:1", f"a reserved address (::/8): {ALWAYS}", ...),
+    ("0:ff::1", f"a reserved address (::/8): {ALWAYS}", ...),
     # globally routable: allowed either way
     ("8.8.8.8", None, None),
     ("2606:4700:4700::1111", None, None),
@@ -92,6 +106,9 @@ def test_a_refused_subscription_names_the_setting_and_a_metadata_address_stays_r
         ("http://[fe80::1]/x", False),
         ("http://[2002:7f00:1::]/x", False),
         ("http://100.100.100.200/x", False),
+        ("http://[::ffff:0:169.254.169.254]/x", False),
+        ("http://[::ffff:0:10.0.0.1]/x", False),
+        ("http://[::ffff:0:0:7f00:1]/x", False),
     ]:
         monkeypatch.delenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", raising=False)
         with pytest.raises(CapacityError) as refused:
