@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from http import HTTPStatus
+from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -24,6 +25,19 @@ def _unstorable(text: str) -> bool:
     return False
 
 
+def _utf8_query(query: str) -> bool:
+    """Return whether a raw query string, percent-decoded, is UTF-8."""
+    try:
+        raw = query.encode("latin-1")  # WSGI hands the raw bytes over as latin-1
+    except UnicodeEncodeError:
+        raw = query.encode("utf-8")
+    try:
+        unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class RejectUnstorableInput:
     """Answer 400 to a path or query string with a NUL byte or invalid Unicode in it.
 
@@ -36,6 +50,12 @@ class RejectUnstorableInput:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not _utf8_query(request.META.get("QUERY_STRING", "")):
+            # Django reads invalid UTF-8 as U+FFFD, so `?tenant=%ff%fe` would filter by "��".
+            message = "the query string must be UTF-8 (percent-encoded)"
+            if outage.is_api(request):
+                return outage.api_error(INVALID_INPUT, message)
+            return render(request, "400.html", {"message": message}, status=400)
         if request.path.startswith("/api/"):
             return self.get_response(request)
         where = None

@@ -11,6 +11,7 @@ query (accounting, the audit, expiry, drain, repair) learn it; a condition chang
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -102,6 +103,9 @@ def deny(
         raise CapacityError(INVALID_INPUT, "reason: say why the booking is denied (its owner reads it)")
     if len(reason) > MAX_REASON:
         raise CapacityError(INVALID_INPUT, f"reason: at most {MAX_REASON} characters")
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in reason):
+        # Shown to the tenant on pages, in the API and webhooks: one printable line.
+        raise CapacityError(INVALID_INPUT, "reason must not contain control characters or line breaks")
     now = now or timezone.now()
     with transaction.atomic():
         reservation = _decidable(found)

@@ -100,6 +100,13 @@ def test_a_denial_releases_it_with_the_reason_and_needs_one(as_acme, as_operator
     assert missing.status_code == 400 and missing.json()["code"] == "INVALID_INPUT"
     assert missing.json()["message"].startswith("reason:")
     assert Reservation.objects.get(pk=big["id"]).status == "placed"  # nothing written
+    for bad in ("two\nlines", "a tab\there", "bidi \u202e override", "del\x7f"):
+        refused = as_operator.post(url, {"reason": bad}, format="json")
+        assert refused.status_code == 400 and refused.json() == {
+            "code": "INVALID_INPUT",
+            "message": "reason must not contain control characters or line breaks",
+        }
+    assert Reservation.objects.get(pk=big["id"]).status == "placed"  # nothing written
     response = as_operator.post(url, {"reason": "the grant covers 64 GPU-hours"}, format="json")
     assert response.status_code == 200, response.json()
     data = response.json()

@@ -57,6 +57,21 @@ def test_a_nul_in_a_query_string_or_a_path_is_a_clear_400(request, who, lab_node
     assert response.json()["code"] == "INVALID_INPUT"
 
 
+@pytest.mark.parametrize("who", ["op", "alice"])
+def test_a_query_string_that_is_not_utf8_is_a_clear_400_on_pages_and_the_api(request, who, lab_node):
+    client = request.getfixturevalue(who)
+    page = client.get("/reservations/?tenant=%ff%fe")
+    assert page.status_code == 400
+    assert b"the query string must be UTF-8 (percent-encoded)" in page.content
+    api = client.get("/api/v1/reservations?tenant=%ff%fe")
+    assert api.status_code == 400 and api.json() == {
+        "code": "INVALID_INPUT",
+        "message": "the query string must be UTF-8 (percent-encoded)",
+    }
+    # UTF-8, percent-encoded or not, and '+' for a space, are read as before.
+    assert client.get("/reservations/?tenant=caf%C3%A9+x").status_code == 200
+
+
 def test_a_non_ascii_digit_is_not_a_number(op, lab_node):
     response = op.get("/api/v1/nodes?free_gpus=%C2%B2")
     assert response.status_code == 400
