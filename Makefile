@@ -19,7 +19,7 @@ PROD_ENV = DJANGO_DEBUG=0 DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECR
 PYTHON ?= $(shell for c in python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3.13 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.13.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3; do \
 	  command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$c; break; }; done)
 
-.PHONY: run dev test docs venv migrate seed static lint typecheck bench clean-db ha ha-down test-ha
+.PHONY: run dev test test-dates docs venv migrate seed static lint typecheck bench clean-db ha ha-down test-ha
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Berth needs Python >= 3.12 (python3.12 recommended): install it, e.g. 'apt-get install python3.12' or 'pyenv install 3.12'."; exit 1; fi
@@ -74,6 +74,12 @@ test: venv
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
 	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The tests that read the real clock's day (marked `dates`), again at fixed days from Monday to
+# Sunday and a leap day, each under libfaketime with a database of its own (devtools/dates.py).
+test-dates: venv
+	@command -v faketime >/dev/null || { echo "make test-dates needs faketime: apt-get install -y faketime"; exit 1; }
+	$(PY) -m devtools.dates $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -11,6 +11,9 @@ import pytest
 
 from capacity.models import DeviceBooking, Reservation, Series
 
+# Reads the real clock (weekdays, next Monday): also run at fixed days by `make test-dates`.
+pytestmark = pytest.mark.dates
+
 RESERVATIONS = "/api/v1/reservations"
 POLICY = "/api/v1/pools/lab-pool/policy"
 

@@ -8,6 +8,9 @@ from django.core.management.base import CommandError
 
 from capacity.models import Reservation, Series
 
+# Reads the real clock (weekdays, next Monday): also run at fixed days by `make test-dates`.
+pytestmark = pytest.mark.dates
+
 BOOK = ("--tenant", "acme", "--pool", "lab-pool", "--gpus", "1")
 
 

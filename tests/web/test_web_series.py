@@ -9,6 +9,9 @@ from capacity.models import Reservation, Series
 
 from web_helpers import HX, error_next_to
 
+# Reads the real clock (weekdays, next Monday): also run at fixed days by `make test-dates`.
+pytestmark = pytest.mark.dates
+
 
 def monday() -> datetime:
     today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import icalendar
+import pytest
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -10,6 +11,9 @@ from rest_framework.test import APIClient
 from capacity import services
 from capacity.models import Reservation
 from webhooks.calendar import calendar, feed_of
+
+# Reads the real clock (weekdays, next Monday): also run at fixed days by `make test-dates`.
+pytestmark = pytest.mark.dates
 
 
 def read(client, url):
