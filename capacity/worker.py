@@ -155,14 +155,15 @@ def _serve(
     `connected()` after each round that went through.
 
     A reservation queued meanwhile wakes the worker at once (LISTEN on the queue's channel), and so
-    does a request that left bookings on unusable atoms to it (the repair channel: a round now); the
-    housekeeping runs every `interval` seconds (never when None). Several workers may serve one
-    database: each pool has one placer at a time, and a worker that found a pool held looks again
-    within BUSY_POLL seconds, so the pools of a worker that died are taken over at once. After a
-    round whose batches were not full it lingers `config.linger` seconds times the share of the
-    batch left empty (a nearly full batch shows requests coming as fast as it places), so that
-    requests arriving one by one while it is busy go in fewer, larger batches (each reads its
-    ledger and commits once, whatever its size); an idle worker places at once.
+    does a request that left bookings on unusable atoms, or a series release pending work, to it
+    (the repair channel: a round now); the housekeeping runs every `interval` seconds (never when
+    None). Several workers may serve one database: each pool has one placer at a time, and a
+    worker that found a pool held looks again within BUSY_POLL seconds, so the pools of a worker
+    that died are taken over at once. After a round whose batches were not full it lingers
+    `config.linger` seconds times the share of the batch left empty (a nearly full batch shows
+    requests coming as fast as it places), so that requests arriving one by one while it is busy go
+    in fewer, larger batches (each reads its ledger and commits once, whatever its size); an idle
+    worker places at once.
     """
     with Listener(QUEUED_CHANNEL, REPAIR_CHANNEL) as woken:
         next_round = 0.0 if interval is not None else float("inf")

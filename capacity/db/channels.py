@@ -8,9 +8,9 @@ from __future__ import annotations
 
 QUEUED_CHANNEL = "capacity_queued"  # payload: the pool's pk, sent when a reservation is queued
 PLACED_CHANNEL = "capacity_placed"  # payload: the pks of a batch's reservations, sent at its commit
-REPAIR_CHANNEL = (
-    "capacity_repair"  # payload: a pool's pk whose unusable bookings a request left to the worker
-)
+# payload: a pool's pk whose unusable bookings, or pending work past a series release's one retry
+# pass, a request left to the worker (a round now)
+REPAIR_CHANNEL = "capacity_repair"
 
 # pg_try_advisory_xact_lock(class, pool): the class keeps Berth's pool locks apart from others'.
 PLACER_LOCK_CLASS = 0x42455254  # "BERT"

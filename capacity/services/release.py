@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.db.models import Window as SQLWindow
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -15,7 +15,7 @@ from django.utils import timezone
 from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.retry import retry_on_conflict
-from capacity.models import Reservation
+from capacity.models import Allocation, Reservation
 from capacity.models.reservations import NO_FIT, QUEUED
 from capacity.placement import POLICY_LIMIT, QUOTA_EXCEEDED, CapacityError
 from capacity.placers import quota
@@ -28,6 +28,7 @@ from .fair_queue import FairShares, fair_shares, retry_order
 from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
 from .reclaim import OWNER_ENDED, count_lent_hours, lent_work, take_back_lent
+from .repair import wake_worker
 from .reservations import get
 from .satisfiable import UNSATISFIABLE
 
@@ -94,6 +95,56 @@ def release(
     )
     reservation.save(update_fields=["status", "released_at", "conditions", "updated_at"])
     return reservation
+
+
+def release_together(reservations: QuerySet[Reservation], *, now: datetime) -> list[int]:
+    """Release these reservations, each as `release` does without a reason, in a few statements for all.
+
+    Inside the caller's transaction: their rows are locked (in pk order, and those that ended
+    meanwhile skipped), quota refunded before the bookings end, then every row marked released in
+    one UPDATE, so each still writes its own event, webhook outbox row and history (row triggers).
+    Pending work in their pools gets ONE retry pass after the commit (RELEASE_RETRY_BATCH, fairly)
+    and the worker is woken for the rest, where a release per reservation queued a pass each (a
+    series of 200 beside 24 pending work took 162 s). Return the pks released, in start order.
+    """
+    stamp()  # every release event names who released, and in which request
+    rows = list(
+        reservations.exclude(status__in=(Reservation.Status.RELEASED, Reservation.Status.PREEMPTED))
+        .select_for_update(of=("self",))
+        .order_by("pk")
+        .values_list("pk", "status", "pool_id", "lent_from", "starts_at")
+    )
+    pks = [pk for pk, *_ in rows]
+    if not pks:
+        return []
+    placed = [
+        (pk, pool, lent) for pk, status, pool, lent, _start in rows if status == Reservation.Status.PLACED
+    ]
+    quota.refund(pks, now)  # queued rows' charge too, as `release` gives it back
+    if placed:
+        ended = [pk for pk, _pool, _lent in placed]
+        end_allocations(
+            Allocation.objects.filter(reservation_id__in=ended, released_at__isnull=True).only("pk"), now
+        )
+        take_back_lent(lent_work(ended), now, OWNER_ENDED)
+        count_lent_hours([pk for pk, _pool, lent in placed if lent])
+        pools = sorted({pool for _pk, pool, _lent in placed})
+        transaction.on_commit(lambda: _retry_after_release(pools))
+    Reservation.objects.filter(pk__in=pks).update(
+        status=Reservation.Status.RELEASED, released_at=now, conditions=[], updated_at=timezone.now()
+    )
+    return [pk for pk, *_ in sorted(rows, key=lambda row: (row[4], row[0]))]
+
+
+def _retry_after_release(pool_ids: list[int]) -> None:
+    """Retry a few pending reservations of these pools in the request; wake the worker for the rest.
+
+    The worker's round retries every pool's pending work (up to PENDING_RETRY_BATCH): woken, it
+    does so at once rather than at its next housekeeping interval.
+    """
+    retry_pending(pool_ids, limit=RELEASE_RETRY_BATCH)
+    if _round_robin(pool_ids, timezone.now(), 1):  # some still wait (tried or not)
+        wake_worker(pool_ids)
 
 
 def expire_ended(*, now: datetime | None = None) -> int:

@@ -192,7 +192,7 @@ def repair_reshaped(device_ids: Iterable[int], *, now: datetime | None = None) -
 
 
 def wake_worker(pool_ids: Iterable[int]) -> None:
-    """Ask run_placer to repair these pools now (it also does every housekeeping round)."""
+    """Ask run_placer for a round now: it repairs these pools and retries their pending work."""
     with connection.cursor() as cur:
         for pk in sorted(set(pool_ids)):
             cur.execute("SELECT pg_notify(%s, %s)", [REPAIR_CHANNEL, str(pk)])
