@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -55,6 +56,7 @@ HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an assignments answer larger than this is a bad answer
 MAX_IMAGES = 512  # Berth's cap on one report's images
 BACKOFF_FIRST, BACKOFF_MOST = 1.0, 60.0
+STOP_GRACE = 1.5  # seconds a stopping agent waits for a write under way (systemd waits 90)
 SMI_COMMANDS = (("query", ("-q", "-x")), ("list", ("-L",)), ("topo", ("topo", "-m")))
 OWNER_VARIABLE = b"BERTH_RESERVATION_ID="  # what each reservations/ID.env hands its jobs
 MAX_OWNED = 4096  # Berth's cap on one report's processOwners
@@ -625,12 +627,22 @@ class Agent:
             self.stop.wait(delay)
 
     def run(self) -> None:
-        reporter = threading.Thread(
-            target=self._loop, args=(self.report_once, self.settings.interval), name="report", daemon=True
-        )
-        reporter.start()
-        self._loop(self.poll_assignments, 0)
-        reporter.join(timeout=5)
+        # Both loops in threads: a long-poll (up to --wait s) is not cut by a signal, so the main
+        # thread only waits for the stop, then gives them STOP_GRACE s to finish a write.
+        loops = [
+            threading.Thread(target=self._loop, args=(step, pause), name=name, daemon=True)
+            for step, pause, name in (
+                (self.report_once, self.settings.interval, "report"),
+                (self.poll_assignments, 0, "assignments"),
+            )
+        ]
+        for loop in loops:
+            loop.start()
+        while not self.stop.wait(0.2):
+            pass
+        deadline = time.monotonic() + STOP_GRACE
+        for loop in loops:
+            loop.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -406,3 +406,44 @@ def test_spot_work_lent_an_idle_owners_gpus_is_held_beside_the_owner():
     held = agent.held_devices(feed)
     assert held["7"]["uuids"] == ["GPU-0", "GPU-1"]
     assert held["9"]["uuids"] == ["GPU-0"] and held["9"]["now"] == spot
+
+
+class SlowBerth(http.server.BaseHTTPRequestHandler):
+    """Takes every report; holds every assignments long-poll for a minute, as a quiet Berth does."""
+
+    polls = threading.Event()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b'{"accepted": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.polls.set()
+        time.sleep(60)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_sigterm_during_a_long_poll_stops_the_agent_within_two_seconds(node_agent):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowBerth)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = node_agent("gpu-h100", "h100-8", url=f"http://127.0.0.1:{server.server_port}")
+        running = agent.start("--interval", "30", "--wait", "55")
+        assert SlowBerth.polls.wait(20), agent.log.read_text()
+        time.sleep(0.5)  # well inside the poll's read
+        t0 = time.monotonic()
+        running.terminate()
+        running.wait(timeout=15)
+        took = time.monotonic() - t0
+    finally:
+        server.shutdown()
+    assert running.returncode == 0, agent.log.read_text()
+    assert took <= 2.0, f"stopped after {took:.1f} s"
