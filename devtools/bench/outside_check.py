@@ -121,18 +121,19 @@ def _post(client: _Client, headers: dict, body: bytes) -> tuple[int, bytes, str 
 def _create(base: str, token: str, stop: threading.Event, seen: Creates, seed: int) -> None:
     client, pick = _Client(base), random.Random(seed)
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json", "Host": "127.0.0.1"}
-    key = None
+    key = body = None
     while not stop.is_set():
-        key = key or f"oc-{uuid.uuid4().hex}"
-        start = timezone.now() + timedelta(days=1, minutes=pick.randrange(0, 300 * 24 * 60))
-        start_ms = int(start.timestamp() * 1000)
-        body = {
-            "tenantId": BUSY,
-            "poolId": CHECKED,
-            "devices": [{"class": "gpu", "count": 1}],
-            "during": {"start": start_ms, "end": start_ms + 3_600_000},
-            "idempotencyKey": key,
-        }
+        if key is None:
+            key = f"oc-{uuid.uuid4().hex}"
+            start = timezone.now() + timedelta(days=1, minutes=pick.randrange(0, 300 * 24 * 60))
+            start_ms = int(start.timestamp() * 1000)
+            body = {
+                "tenantId": BUSY,
+                "poolId": CHECKED,
+                "devices": [{"class": "gpu", "count": 1}],
+                "during": {"start": start_ms, "end": start_ms + 3_600_000},
+                "idempotencyKey": key,
+            }
         t0 = time.perf_counter()
         try:
             status, data, after = _post(client, headers, json.dumps(body).encode())
