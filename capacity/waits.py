@@ -1,9 +1,12 @@
 """Waits: how many a process holds (Slots), and what wakes them: the pool-lease placer's
 notifications (Hub) and changes of a node's assignments (Watch, for agents' long-polls).
 
-A waiting request holds a web thread. SLOTS keeps waits to a share of a process's threads (half of
-gunicorn's, settings.WEB_THREADS) and an agent's long-polls to LONG_POLLS_PER_CREDENTIAL per
-credential, so people's pages and reads always find a thread; a wait past either answers at once.
+A waiting request holds a web thread, and so does a create asking its pool's outside check (up to 2 s,
+services.outside_check). SLOTS keeps waits and outside checks together to a share of a process's
+threads (half of gunicorn's, settings.WEB_THREADS), an agent's long-polls to
+LONG_POLLS_PER_CREDENTIAL per credential and a tenant's outside checks to CHECKS_PER_TENANT, so
+people's pages and reads always find a thread; a wait past a bound answers at once, and so does a
+check (429 THROTTLED, with Retry-After).
 Every wait ends when the process stops (config.stopping), so a graceful stop is quick.
 
 Each waker is one thread per process on a connection of its own: HUB listens on the placer's
@@ -30,6 +33,12 @@ from capacity.db.channels import PLACED_CHANNEL
 from config.stopping import STOPPING
 
 MAX_WAITS_PER_TENANT = 8
+# Outside checks a tenant may run at once in a web process (docs/policy.md, Outside check): with
+# gunicorn's 2 processes, 4 of a tenant's creates wait on checks at once, and another tenant's
+# creates still find slots.
+CHECKS_PER_TENANT = 2
+# Why `Slots.checking` refused a check: the tenant runs CHECKS_PER_TENANT, or the process its share.
+TENANT_BOUND, PROCESS_SHARE = "tenant", "process"
 # How often a waker's thread looks again after losing its connection (seconds).
 RECONNECT_DELAY = 0.5
 # A waker lets its connection go after this long without a waiter (seconds).
@@ -48,17 +57,19 @@ def stopping() -> bool:
 
 
 def process_share() -> int | None:
-    """Return how many waits a process may hold at once: half its web threads (None: no bound)."""
+    """Return how many waits and outside checks a process may hold at once: half its web threads
+    (None: no bound)."""
     threads = settings.WEB_THREADS
     return threads // 2 if threads else None
 
 
 class Slots:
-    """Count the waits a process holds, in all and per credential."""
+    """Count the threads a process holds in waits and outside checks: in all, per credential and per tenant."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: Counter[object] = Counter()
+        self._checks: Counter[object] = Counter()
         self._total = 0
 
     @contextmanager
@@ -83,8 +94,39 @@ class Slots:
                     if not self._held[credential]:
                         del self._held[credential]
 
+    @contextmanager
+    def checking(self, tenant: object):
+        """Yield None while this outside check holds a slot, else why not (TENANT_BOUND, PROCESS_SHARE).
+
+        A process that counts no web threads (the worker, a command, runserver) has none to keep:
+        its checks are not bounded. A check ends within its deadline, so a stopping process lets
+        it finish rather than refuse it.
+        """
+        share = process_share()
+        if share is None:
+            yield None
+            return
+        with self._lock:
+            if self._checks[tenant] >= CHECKS_PER_TENANT:
+                refused = TENANT_BOUND
+            elif self._total >= share:
+                refused = PROCESS_SHARE
+            else:
+                refused = None
+                self._total += 1
+                self._checks[tenant] += 1
+        try:
+            yield refused
+        finally:
+            if refused is None:
+                with self._lock:
+                    self._total -= 1
+                    self._checks[tenant] -= 1
+                    if not self._checks[tenant]:
+                        del self._checks[tenant]
+
     def total(self) -> int:
-        """Return how many waits the process holds now."""
+        """Return how many waits and outside checks the process holds now."""
         with self._lock:
             return self._total
 

@@ -83,12 +83,14 @@ CODES: Final[dict[str, Code]] = {
 class BerthError(Exception):
     """Refuse a request with a stable code and a human-readable message."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, retry_after: int | None = None) -> None:
         if code not in CODES:
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
         self.code = code
         self.message = message
+        # Seconds after which the same request may succeed: the API answers them as Retry-After.
+        self.retry_after = retry_after
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"

@@ -119,14 +119,16 @@ class ReservationsView(BerthAPIView):
             "maxLeadTime, maxFutureGpuHours) answers 422 POLICY_LIMIT naming the limit, and writes nothing. "
             "With `repeat` it books a series (docs/series.md): 201 with `series: {id, occurrences: "
             "[{reservationId, start, status}]}`, each occurrence placed or pending with its reason; "
-            "with `allOrNothing` 409 SERIES_NOT_PLACED lists the occurrences that would not place."
+            "with `allOrNothing` 409 SERIES_NOT_PLACED lists the occurrences that would not place. "
+            "In a pool with an outside check (policyWebhook), a tenant already waiting on as many checks "
+            "as it may at once is answered at once 429 THROTTLED with Retry-After, nothing written."
         ),
         parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
         responses={
             201: ReservationSerializer,
             200: ReservationSerializer,
-            **errors(400, 401, 403, 404, 409, 422),
+            **errors(400, 401, 403, 404, 409, 422, 429),
         },
         examples=[*REQUEST_EXAMPLES, *RESERVATION_EXAMPLES],
     )

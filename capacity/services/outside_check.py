@@ -6,6 +6,11 @@ webhooks (Standard Webhooks, the pool's own secret). It has DEADLINE seconds for
 allows; 403 refuses with the answer's `message` as POLICY_LIMIT; anything else, or no answer,
 follows policyWebhookOnError. Its answer is bounded: ANSWER_READ bytes read, a message of at most
 MAX_MESSAGE printable characters, and only a string `message` counts.
+
+A create waiting on the check holds a web thread, so it takes a slot of the process's held-thread
+budget (capacity.waits.SLOTS, shared with waits): a tenant runs at most CHECKS_PER_TENANT checks at
+once in a web process, waits and checks together at most half its threads. Past either the create
+answers at once 429 THROTTLED with Retry-After BUSY_RETRY_AFTER, before anything is written.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import base64
 import binascii
 import json
 import logging
+import math
 import uuid
 from datetime import datetime
 from typing import Any
@@ -23,6 +29,8 @@ from capacity.models import Reservation
 from capacity.models.policy import OnError
 from capacity.placement import INVALID_INPUT, POLICY_LIMIT, CapacityError
 from capacity.placers.loader import Limits
+from capacity.waits import CHECKS_PER_TENANT, SLOTS, TENANT_BOUND
+from config.errors import THROTTLED
 from config.outbound.signing import PREFIX, headers, new_secret
 from config.outbound.targets import Answer, TargetError, check_url, post, printable, resolve
 
@@ -31,10 +39,12 @@ MAX_MESSAGE = 300  # printable characters of a refusal's message shown to the ca
 MAX_URL = 2000
 SECRET_BYTES = (24, 64)  # a settable secret's length, decoded
 REFUSED = "the pool's outside check (policyWebhook) refused this booking"
+# A create refused a slot may retry after this (seconds): a running check ends by its deadline.
+BUSY_RETRY_AFTER = math.ceil(DEADLINE)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEADLINE", "check_secret", "check_webhook_url", "consult", "new_secret"]
+__all__ = ["BUSY_RETRY_AFTER", "DEADLINE", "check_secret", "check_webhook_url", "consult", "new_secret"]
 
 
 def check_webhook_url(value: object, name: str = "policyWebhook") -> str:
@@ -67,7 +77,8 @@ def consult(prepared: Any, identity: str = "") -> Answer | None:
     """Ask the pool's outside check about a create (a services.prepare.Prepared); POLICY_LIMIT if it refuses.
 
     Returns its answer (None when the pool has no check, or the create replays an idempotency
-    key: that answer was given). Never called inside a transaction: it must hold no lock.
+    key: that answer was given). Never called inside a transaction: it must hold no lock. THROTTLED,
+    at once, when the tenant or the process holds all the slots it may (capacity.waits.SLOTS).
     """
     limits = prepared.pool.limits
     if limits is None or not limits.policy_webhook:
@@ -79,15 +90,29 @@ def consult(prepared: Any, identity: str = "") -> Answer | None:
     signed = headers(
         limits.policy_webhook_secret, f"chk_{uuid.uuid4().hex}", int(prepared.now.timestamp()), body
     )
-    answer = post(
-        limits.policy_webhook,
-        body,
-        {**signed, "User-Agent": "Berth-PolicyCheck/1"},
-        deadline=DEADLINE,
-        whole=True,
-    )
+    with SLOTS.checking(prepared.tenant.pk) as refused:
+        if refused is not None:
+            raise CapacityError(THROTTLED, _busy(refused, prepared), retry_after=BUSY_RETRY_AFTER)
+        answer = post(
+            limits.policy_webhook,
+            body,
+            {**signed, "User-Agent": "Berth-PolicyCheck/1"},
+            deadline=DEADLINE,
+            whole=True,
+        )
     judge(answer, limits)
     return answer
+
+
+def _busy(refused: str, prepared: Any) -> str:
+    """Say why a create may not ask its pool's check now, and when to ask again."""
+    retry = f"nothing was booked: retry in {BUSY_RETRY_AFTER} s"
+    if refused == TENANT_BOUND:
+        return (
+            f"{prepared.tenant.slug} already has {CHECKS_PER_TENANT} bookings waiting on "
+            f"{prepared.request.pool_id}'s outside check (policyWebhook); {retry}"
+        )
+    return f"this server is answering as many outside checks and waits as it may at once; {retry}"
 
 
 def _body(prepared: Any, identity: str) -> dict:

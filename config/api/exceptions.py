@@ -94,6 +94,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return None
     code, message, status = found
     headers: dict[str, str] = {}
+    if isinstance(exc, BerthError) and exc.retry_after is not None:
+        headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, drf.APIException):
         if getattr(exc, "auth_header", None):
             headers["WWW-Authenticate"] = exc.auth_header

@@ -116,7 +116,7 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
     assert (
         "EightNVLinkedH100sForThreeDays" in create["requestBody"]["content"]["application/json"]["examples"]
     )
-    assert set(create["responses"]) == {"200", "201", "400", "401", "403", "404", "409", "422"}
+    assert set(create["responses"]) == {"200", "201", "400", "401", "403", "404", "409", "422", "429"}
     preview = schema["paths"]["/api/v1/capacity/preview"]["post"]
     assert {"Fits", "DoesNotFit"} <= set(
         preview["responses"]["200"]["content"]["application/json"]["examples"]

@@ -92,3 +92,28 @@ def test_an_outside_check_refusal_shows_above_the_form_and_books_nothing(op, lab
         server.server_close()
     assert "grant G-12 is spent" in html
     assert not Reservation.objects.exists()
+
+
+def test_a_form_booking_past_the_tenants_outside_checks_says_when_to_retry_and_books_nothing(
+    op, lab, settings, monkeypatch
+):
+    from capacity.services.outside_check import BUSY_RETRY_AFTER
+    from capacity.waits import CHECKS_PER_TENANT, SLOTS
+    from inventory.models import Tenant
+
+    settings.WEB_THREADS = 16  # served by gunicorn: checks are bounded
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+    set_policy("lab-pool", {"policy_webhook": "http://127.0.0.1:9/check"})  # never asked: no slot
+    acme = Tenant.objects.get(slug="acme")
+    held = [SLOTS.checking(acme.pk) for _ in range(CHECKS_PER_TENANT)]
+    try:
+        assert [slot.__enter__() for slot in held] == [None] * CHECKS_PER_TENANT
+        html = op.post("/book/", BASE).text
+    finally:
+        for slot in held:
+            slot.__exit__(None, None, None)
+    assert (
+        f"acme already has {CHECKS_PER_TENANT} bookings waiting on lab-pool&#x27;s outside check "
+        f"(policyWebhook); nothing was booked: retry in {BUSY_RETRY_AFTER} s"
+    ) in html
+    assert not Reservation.objects.exists()

@@ -137,3 +137,26 @@ def test_a_module_books_a_series_through_the_port_with_the_apis_rule_and_limits(
         "repeat.byDay must name at least one day (MO, TU, WE, TH, FR, SA, SU)",
     )
     assert Series.objects.count() == 1
+
+
+def test_an_instance_past_its_tenants_outside_checks_is_refused_at_once_and_books_nothing(
+    tenant, make_node, settings, monkeypatch
+):
+    from capacity.services.outside_check import BUSY_RETRY_AFTER
+    from capacity.services.pool_policy import set_policy
+    from capacity.waits import CHECKS_PER_TENANT, SLOTS
+
+    make_node("node-a", gpus=4)
+    settings.WEB_THREADS = 16  # in a web process: the port's callers hold web threads too
+    monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")
+    set_policy("lab-pool", {"policy_webhook": "http://127.0.0.1:9/check"})  # never asked: no slot
+    held = [SLOTS.checking(tenant.pk) for _ in range(CHECKS_PER_TENANT)]
+    try:
+        assert [slot.__enter__() for slot in held] == [None] * CHECKS_PER_TENANT
+        with pytest.raises(CapacityError) as refused:
+            book(gpus=1)
+    finally:
+        for slot in held:
+            slot.__exit__(None, None, None)
+    assert (refused.value.code, refused.value.retry_after) == ("THROTTLED", BUSY_RETRY_AFTER)
+    assert not Allocation.objects.exists()
