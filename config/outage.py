@@ -27,7 +27,10 @@ from django.views.defaults import server_error as django_server_error
 from config.errors import CODES, FORBIDDEN, INTERNAL, UNAVAILABLE
 
 RETRY_AFTER_SECONDS = 2
-MESSAGE = "the database could not be reached; retry in a moment (with the same idempotency key)"
+MESSAGE = "the database could not be reached; retry in a moment"
+# Only a create takes an idempotency key (a release or an action is safe to send again as it is).
+CREATE_MESSAGE = f"{MESSAGE} (with the same idempotency key)"
+CREATE_PATH = "/api/v1/reservations"
 INTERNAL_MESSAGE = "something failed inside Berth; it is logged for the operators"
 CSRF_MESSAGE = (
     "CSRF check failed ({reason}): send the API token as 'Authorization: Token <key>', "
@@ -75,7 +78,8 @@ def forget_lost_connections() -> None:
 def unavailable(request: HttpRequest) -> HttpResponse:
     """Return the 503 answer; it touches no database (no session, no user, no context processors)."""
     if is_api(request):
-        response: HttpResponse = api_error(UNAVAILABLE, MESSAGE)
+        creates = request.method == "POST" and request.path.rstrip("/") == CREATE_PATH
+        response: HttpResponse = api_error(UNAVAILABLE, CREATE_MESSAGE if creates else MESSAGE)
     else:
         response = HttpResponse(render_to_string("503.html"), status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -52,6 +52,20 @@ def test_an_api_call_without_a_database_is_a_json_503_with_retry_after(acme, lab
     assert again.json()["id"] == first.json()["id"] and Reservation.objects.count() == 1
 
 
+def test_a_release_without_a_database_is_a_503_that_names_no_idempotency_key(acme, lab, ask):
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {acme.auth_token.key}")
+    booked = client.post("/api/v1/reservations", ask(1), format="json").json()
+    with database_unreachable():
+        response = client.post(f"/api/v1/reservations/{booked['id']}/release")
+    assert response.status_code == 503 and response["Retry-After"] == "2"
+    assert response.json() == {
+        "code": "UNAVAILABLE",
+        "message": "the database could not be reached; retry in a moment",
+    }
+    assert client.post(f"/api/v1/reservations/{booked['id']}/release").json()["status"] == "released"
+
+
 def test_a_page_without_a_database_is_berths_503_page(acme, lab):
     client = Client(raise_request_exception=False)
     client.force_login(acme)
