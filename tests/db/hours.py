@@ -4,6 +4,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
+from capacity.gpu_hours import BookedDevice, allocation_sevenths
 from capacity.models import (
     AnyAllocation,
     AnyDeviceBooking,
@@ -13,7 +14,6 @@ from capacity.models import (
     BookedPoints,
     BookedPointsChange,
 )
-from capacity.gpu_hours import BookedDevice, allocation_sevenths
 from capacity.models.rollups import GPU_HOUR
 from inventory.models import Device
 
@@ -54,7 +54,9 @@ def recount() -> dict[tuple[int, int, str, date], tuple[Fraction, Fraction]]:
         while datetime.combine(day, time(), tzinfo=UTC) < hi:
             start = max(lo, datetime.combine(day, time(), tzinfo=UTC))
             end = min(hi, datetime.combine(day + DAY, time(), tzinfo=UTC))
-            hours = Fraction(sevenths, 7) * Fraction((end - start) // timedelta(microseconds=1), 3_600_000_000)
+            hours = Fraction(sevenths, 7) * Fraction(
+                (end - start) // timedelta(microseconds=1), 3_600_000_000
+            )
             booked, lent = out[(tenant, pool, model, day)]
             out[(tenant, pool, model, day)] = (booked + hours, lent + (hours if b.layer == 1 else 0))
             day += DAY

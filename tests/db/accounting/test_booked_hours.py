@@ -30,7 +30,6 @@ from capacity.models import (
 )
 from capacity.models.reservations import IDLE
 from capacity.models.rollups import GPU_HOUR
-from inventory.gpu_share import gpu_share
 from inventory.models import Device, Pool, Tenant
 from usage.report import usage_report
 
