@@ -5,7 +5,8 @@ BookedHoursChange in the booking's own transaction, so the figures are exact the
 and a history move nets to nothing. The worker folds the changes into BookedHours (one row per
 key) every FOLD_EVERY seconds, so a month's report reads a few rows a day whatever the bookings.
 A reader sums both tables; `booked_hours_drift` (check_capacity) recounts them from the bookings.
-The same triggers and fold keep BookedPoints (migration 0038): where the bookings start and end in
+Each booking counts the sevenths and the model it kept when booked (capacity.gpu_hours, migration
+0041), never its device now. The same triggers and fold keep BookedPoints (migration 0038): where the bookings start and end in
 each day, per hour, so that the report splits today at now from rows too (usage.report).
 """
 

@@ -41,7 +41,7 @@ _HOUR_BOOKINGS = """(
                                        OR upper(during) >= %(hour_lo)s AND upper(during) < %(hour_hi)s))"""
 
 # SELECT tenant_id, pool_id, gpu_model, before, lent_before (GPU_HOUR units) of %(today)s at %(now)s,
-# nothing unless %(in_period)s. Keys as the rollup's triggers find them (migration 0038).
+# nothing unless %(in_period)s. Keys and sevenths as the rollup's triggers read them (migration 0041).
 TO_DATE_SQL = f"""
   SELECT tenant_id, pool_id, gpu_model, sum(before) AS before, sum(lent_before) AS lent_before FROM (
     SELECT tenant_id, pool_id, gpu_model,

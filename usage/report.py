@@ -6,7 +6,8 @@ midnight to the next. Page, API, CSV and usage_report read it the same way (usag
 Booked hours are each device booking's overlap with the period and the bucket (a released
 booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
-compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Every day is
+compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU), a leased node's split GPU once, and
+each booking counts under the model its GPU had when booked (capacity.gpu_hours). Every day is
 read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and UTC
 day); today is split at now by the booked-points rollup (where bookings start and end, per hour)
 and the few bookings that start or end in now's own hour (capacity.booked_today), exactly. Used hours are the booked devices' samples inside
