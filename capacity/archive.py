@@ -53,7 +53,7 @@ def _ends_before_cut(live: str) -> str:
 _TABLES = {
     "capacity_devicebooking": _Table(
         "capacity_devicebookinghistory",
-        "id, device_id, allocation_id, during, layer",
+        "id, device_id, allocation_id, during, layer, gpu_model, gpu_sevenths",
         _ends_before_cut("capacity_devicebooking"),
         "upper(during)",
     ),

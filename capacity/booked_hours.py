@@ -5,7 +5,8 @@ BookedHoursChange in the booking's own transaction, so the figures are exact the
 and a history move nets to nothing. The worker folds the changes into BookedHours (one row per
 key) every FOLD_EVERY seconds, so a month's report reads a few rows a day whatever the bookings.
 A reader sums both tables; `booked_hours_drift` (check_capacity) recounts them from the bookings.
-The same triggers and fold keep BookedPoints (migration 0038): where the bookings start and end in
+Each booking counts the sevenths and the model it kept when booked (capacity.gpu_hours, migration
+0041), never its device now. The same triggers and fold keep BookedPoints (migration 0038): where the bookings start and end in
 each day, per hour, so that the report splits today at now from rows too (usage.report).
 """
 
@@ -78,20 +79,17 @@ def fold_booked_hours() -> Folded:
 
 
 # Each day's piece of each booking of a reservation (live or in history), cut into UTC days by range
-# intersection, its device's share in sevenths of a GPU: what both recounts for the audit start from.
+# intersection, with the sevenths of a GPU and the model it kept when booked (capacity.gpu_hours):
+# what both recounts for the audit start from.
 _PIECES_SQL = """
-  SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200) AS gpu_model,
-         b.layer, k.day,
-         (CASE WHEN d.device_class LIKE 'mig-%%'
-               THEN coalesce(substring(d.device_class FROM 'mig-(?:[0-9]+c[.])?([0-9]+)g')::bigint, 1)
-               ELSE 7 END) AS share,
+  SELECT r.tenant_id, r.pool_id, b.gpu_model, b.layer, k.day, b.gpu_sevenths::bigint AS share,
          b.during * tstzrange(k.day, k.day + interval '24 hours') AS piece
     FROM capacity_devicebooking_all b
     JOIN capacity_allocation_all a ON a.id = b.allocation_id
     JOIN capacity_reservation_all r ON r.id = a.reservation_id
-    JOIN inventory_device d ON d.id = b.device_id
     CROSS JOIN LATERAL generate_series(date_trunc('day', lower(b.during), 'UTC'),
-                                       upper(b.during) - interval '1 microsecond', interval '24 hours') AS k(day)"""
+                                       upper(b.during) - interval '1 microsecond', interval '24 hours') AS k(day)
+   WHERE b.gpu_sevenths <> 0"""
 
 # The same figures recounted another way, for the audit: each piece's share times its microseconds.
 _RECOUNT_SQL = (

@@ -32,16 +32,16 @@ BOOKING_KEYS_SQL = """CROSS JOIN LATERAL (
 # Bookings with a point in [%(hour_lo)s, %(hour_hi)s): live ones through their indexes on lower and
 # upper(during) (a BitmapOr); moved ones only from the partitions that ended since (none, most days).
 _HOUR_BOOKINGS = """(
-      SELECT device_id, allocation_id, during, layer FROM capacity_devicebooking
+      SELECT allocation_id, during, layer, gpu_model, gpu_sevenths FROM capacity_devicebooking
        WHERE lower(during) >= %(hour_lo)s AND lower(during) < %(hour_hi)s
           OR upper(during) >= %(hour_lo)s AND upper(during) < %(hour_hi)s
       UNION ALL
-      SELECT device_id, allocation_id, during, layer FROM capacity_devicebookinghistory
+      SELECT allocation_id, during, layer, gpu_model, gpu_sevenths FROM capacity_devicebookinghistory
        WHERE ended >= %(hour_lo)s AND (lower(during) >= %(hour_lo)s AND lower(during) < %(hour_hi)s
                                        OR upper(during) >= %(hour_lo)s AND upper(during) < %(hour_hi)s))"""
 
 # SELECT tenant_id, pool_id, gpu_model, before, lent_before (GPU_HOUR units) of %(today)s at %(now)s,
-# nothing unless %(in_period)s. Keys as the rollup's triggers find them (migration 0038).
+# nothing unless %(in_period)s. Keys and sevenths as the rollup's triggers read them (migration 0041).
 TO_DATE_SQL = f"""
   SELECT tenant_id, pool_id, gpu_model, sum(before) AS before, sum(lent_before) AS lent_before FROM (
     SELECT tenant_id, pool_id, gpu_model,
@@ -55,16 +55,12 @@ TO_DATE_SQL = f"""
       FROM capacity_bookedpointschange WHERE day = %(today)s AND hour <> %(now_hour)s AND %(in_period)s
     UNION ALL
     -- Now's hour: each point of its bookings at min(point, now), starts −, ends +.
-    SELECT r.tenant_id, r.pool_id, left(coalesce(d.attributes->>'productName', d.device_class), 200),
-           v.before, CASE WHEN bk.layer = 1 THEN v.before ELSE 0 END
+    SELECT r.tenant_id, r.pool_id, bk.gpu_model, v.before, CASE WHEN bk.layer = 1 THEN v.before ELSE 0 END
       FROM {_HOUR_BOOKINGS} bk
       CROSS JOIN LATERAL (VALUES (-1, lower(bk.during)), (1, upper(bk.during))) AS e(sign, at)
       {BOOKING_KEYS_SQL}
-      JOIN inventory_device d ON d.id = bk.device_id
       CROSS JOIN LATERAL (
-        SELECT e.sign * (CASE WHEN d.device_class LIKE 'mig-%%'
-                              THEN coalesce(substring(d.device_class FROM 'mig-(?:[0-9]+c[.])?([0-9]+)g')::bigint, 1)
-                              ELSE 7 END)
+        SELECT e.sign * bk.gpu_sevenths::bigint
                * least(((extract(epoch FROM e.at) - extract(epoch FROM %(midnight)s::timestamptz)) * 1000000)::bigint,
                        %(now_us)s) AS before) v
      WHERE %(in_period)s AND e.at >= %(hour_lo)s AND e.at < %(hour_hi)s AND NOT isempty(bk.during)

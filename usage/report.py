@@ -6,7 +6,8 @@ midnight to the next. Page, API, CSV and usage_report read it the same way (usag
 Booked hours are each device booking's overlap with the period and the bucket (a released
 booking's window ends at its release), up to now: the hours after now are booked *ahead*, a
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
-compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU; inventory.gpu_share). Every day is
+compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU), a leased node's split GPU once, and
+each booking counts under the model its GPU had when booked (capacity.gpu_hours). Every day is
 read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and UTC
 day); today is split at now by the booked-points rollup (where bookings start and end, per hour)
 and the few bookings that start or end in now's own hour (capacity.booked_today), exactly. Used hours are the booked devices' samples inside
@@ -26,19 +27,19 @@ from django.utils import timezone
 
 from capacity.access import Scope
 from capacity.booked_today import BOOKING_KEYS_SQL, TO_DATE_SQL, to_date_params
+from capacity.gpu_hours import gpus_sql
 from capacity.models.rollups import GPU_HOUR
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.inputs import parse_day
-from inventory.gpu_share import gpu_share_sql
 from usage.folds import raw_horizon
 
 GROUPS = {
     "tenant": "t.slug",
     "pool": "p.slug",
-    # Cut as the booked-hours rollup keeps it (its column holds 200): a node may name its GPUs at any length.
-    "model": "left(coalesce(d.attributes->>'productName', d.device_class), 200)",
+    # The model each booking kept when booked (capacity.gpu_hours), as the booked-hours rollup keys it.
+    "model": "bk.gpu_model",
 }
-# The same groups over the booked-hours rollup's rows (`k`), which keep the model as it was named.
+# The same groups over the booked-hours rollup's rows (`k`).
 KEPT_GROUPS = {**GROUPS, "model": "k.gpu_model"}
 BUCKETS = ("day", "week", "month")
 MAX_PERIOD = timedelta(days=366)
@@ -70,8 +71,7 @@ _BOOKINGS = (
     + BOOKING_KEYS_SQL
     + """
     JOIN inventory_tenant t ON t.id = r.tenant_id
-    JOIN inventory_pool p ON p.id = r.pool_id
-    JOIN inventory_device d ON d.id = bk.device_id"""
+    JOIN inventory_pool p ON p.id = r.pool_id"""
 )
 
 # Each sampled GPU's bookings in the period: a probe of the device's range and the window into the
@@ -228,7 +228,7 @@ def usage_report(
     now = now or timezone.now()
     keys = [f"g_{g}" for g in group_by]
     columns = ", ".join(f"{GROUPS[g]} AS g_{g}" for g in group_by)
-    share = gpu_share_sql("d.device_class")
+    share = gpus_sql("bk")
     sql = _SQL.format(
         kept_columns=", ".join(f"{KEPT_GROUPS[g]} AS g_{g}" for g in group_by),
         bookings_used=_BOOKINGS.format(

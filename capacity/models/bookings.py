@@ -60,6 +60,15 @@ class DeviceBooking(models.Model):
     allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="bookings")
     during = DateTimeRangeField()
     layer = models.SmallIntegerField(default=OWNER_LAYER, db_default=OWNER_LAYER)
+    # What it holds and its GPU's model as they were when booked (capacity.gpu_hours): what counts
+    # GPU-hours reads these, never the device now. An insert that leaves them out has them filled
+    # by the table's trigger (migration 0041).
+    gpu_model = models.CharField(
+        max_length=200, help_text="The booked GPU's model when booked: its productName, else its class."
+    )
+    gpu_sevenths = models.SmallIntegerField(
+        help_text="Sevenths of a GPU it holds: 7 whole, a MIG slice its slices, 0 a slice booked with its GPU."
+    )
 
     class Meta:
         constraints = [
@@ -142,6 +151,8 @@ class AnyDeviceBooking(models.Model):
     )
     during = DateTimeRangeField()
     layer = models.SmallIntegerField(default=OWNER_LAYER)
+    gpu_model = models.CharField(max_length=200)
+    gpu_sevenths = models.SmallIntegerField()
 
     class Meta:
         managed = False

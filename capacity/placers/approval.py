@@ -11,8 +11,8 @@ from datetime import datetime
 
 from django.db import connection
 
+from capacity.gpu_hours import gpu_hours_sql
 from capacity.placement import PlacementRequest
-from inventory.gpu_share import gpu_share_sql
 
 from .loader import Limits
 
@@ -20,8 +20,8 @@ AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
 AWAITING_JSON = json.dumps([{"type": AWAITING}])
 
-# Mark the reservation AwaitingApproval when its bookings hold more whole-GPU-hours than the limit:
-# one statement, in the placement's transaction (the agent never sees it unmarked).
+# Mark the reservation AwaitingApproval when its bookings hold more GPU-hours than the limit
+# (capacity.gpu_hours: a MIG slice its share, a leased node's GPUs once each): one statement, in the placement's transaction (the agent never sees it unmarked).
 _HOLD_SQL = f"""
 UPDATE capacity_reservation r
    SET conditions = r.conditions || jsonb_build_array(jsonb_build_object(
@@ -29,11 +29,9 @@ UPDATE capacity_reservation r
          'message', format('%%s GPU-hours, above approvalAboveGpuHours %%s: waits for an operator until %%s',
                            trim_scale(round(h.hours, 1)), %(limit)s::int, %(until_text)s::text),
          'holdUntil', %(until_text)s::text, 'gpuHours', trim_scale(round(h.hours, 1))))
-  FROM (SELECT coalesce(sum({gpu_share_sql("d.device_class")}
-                            * extract(epoch FROM upper(b.during) - lower(b.during)) / 3600), 0) AS hours
+  FROM (SELECT coalesce(sum({gpu_hours_sql("b")}), 0) AS hours
           FROM capacity_devicebooking b
           JOIN capacity_allocation a ON a.id = b.allocation_id
-          JOIN inventory_device d ON d.id = b.device_id
          WHERE a.reservation_id = %(id)s AND b.layer = 0) h
  WHERE r.id = %(id)s AND h.hours > %(limit)s AND NOT r.conditions @> %(awaiting)s::jsonb
 RETURNING r.conditions

@@ -17,12 +17,18 @@ from dataclasses import dataclass
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import int_array, text_array, time_array, to_datetime
+from capacity.gpu_hours import gpu_model_sql, held_sevenths_sql
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
 from .commit import Committed, LostRace, Owner, json_text, member_devices, shortfall
 from .loader import NodeIndex, PoolRow
 from .sql import SCALAR_CAPACITY, peak_sql, room_sql, schedulable_tolerating, sum_sql
+
+# A slice whose GPU its plan books too: counted through the GPU (only slices look).
+_PARENT_IN_PLAN = """d.parent_id IS NOT NULL AND EXISTS (
+           SELECT 1 FROM unnest(%(booked_plans)s::int[], %(booked)s::bigint[]) AS x(i, id)
+            WHERE x.i = b.i AND x.id = d.parent_id)"""
 
 # A batch's nodes, for a batch that holds the pool row already: each (node, tenant) pair in node
 # order, locked and checked as _LOCK_SQL does for one. Several plans on one node lock it once.
@@ -94,10 +100,13 @@ WITH plans AS MATERIALIZED (
    ORDER BY p.i
   RETURNING id, reservation_id
 ), booked AS (
-  INSERT INTO capacity_devicebooking (device_id, allocation_id, during)
-  SELECT b.id, a.id, p.during
+  -- What each booking holds and its model, as the commit writes them (capacity.gpu_hours).
+  INSERT INTO capacity_devicebooking (device_id, allocation_id, during, gpu_model, gpu_sevenths)
+  SELECT b.id, a.id, p.during, {gpu_model_sql("d")},
+         {held_sevenths_sql("d.device_class", _PARENT_IN_PLAN)}
     FROM unnest(%(booked_plans)s::int[], %(booked)s::bigint[]) WITH ORDINALITY AS b(i, id, k)
     JOIN plans p ON p.i = b.i JOIN allocation a ON a.reservation_id = p.reservation
+    JOIN inventory_device d ON d.id = b.id
    ORDER BY b.k
   ON CONFLICT DO NOTHING RETURNING allocation_id
 ), claims AS MATERIALIZED (

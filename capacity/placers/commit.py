@@ -15,6 +15,7 @@ from django.db import connection
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import int_array, text_array, to_datetime, window_literal
+from capacity.gpu_hours import gpu_model_sql, held_sevenths_sql
 from capacity.models.bookings import LENT_LAYER, OWNER_LAYER
 from capacity.placement import PlacementRequest, Ranked
 from inventory.validators import SYSTEM_LABEL_PREFIX
@@ -106,9 +107,12 @@ WITH labels AS (
      AND oa.reservation_id = ANY(%(lenders)s::bigint[]) AND oa.released_at IS NULL
    ORDER BY o.id FOR SHARE OF o
 ), booked AS (
-  INSERT INTO capacity_devicebooking (device_id, allocation_id, during, layer)
-  SELECT b.id, allocation.id, %(during)s::tstzrange, %(layer)s::smallint
-    FROM allocation, unnest(%(booked)s::bigint[]) AS b(id)
+  -- What each booking holds and its model, as of now (capacity.gpu_hours): a slice counts 0 when
+  -- its partitioned GPU is booked with it (a lease), the GPU counting once.
+  INSERT INTO capacity_devicebooking (device_id, allocation_id, during, layer, gpu_model, gpu_sevenths)
+  SELECT b.id, allocation.id, %(during)s::tstzrange, %(layer)s::smallint, {gpu_model_sql("d")},
+         {held_sevenths_sql("d.device_class", "d.parent_id = ANY(%(booked)s::bigint[])")}
+    FROM allocation, unnest(%(booked)s::bigint[]) AS b(id) JOIN inventory_device d ON d.id = b.id
    WHERE cardinality(%(lenders)s::bigint[]) = 0
       OR (SELECT count(DISTINCT device_id) FROM owned) = cardinality(%(booked)s::bigint[])
   ON CONFLICT DO NOTHING RETURNING device_id

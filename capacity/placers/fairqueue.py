@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection
 
+from capacity.gpu_hours import gpus_sql
 from capacity.placement.fairshare import HOUR, fair_share
-from inventory.gpu_share import gpu_share_sql
 
 # pool pk -> tenant pk -> fair share (None: no guarantee). A pool is a key only if it has shares.
 FairShares = Mapping[int, Mapping[int, float | None]]
@@ -35,13 +35,12 @@ WITH s AS (
                                       WHERE r.pool_id = ps.pool_id AND r.status = 'pending'))
 ), used AS (
   SELECT r.pool_id, r.tenant_id,
-         sum(({gpu_share_sql("d.device_class")})::float8
+         sum(({gpus_sql("b")})::float8
              * (exp(-%(rate)s * (%(now)s - least(extract(epoch FROM upper(b.during))::float8, %(now)s)))
                 - exp(-%(rate)s * (%(now)s - extract(epoch FROM lower(b.during))::float8))))
     FROM capacity_devicebooking_all b
     JOIN capacity_allocation_all a ON a.id = b.allocation_id
     JOIN capacity_reservation_all r ON r.id = a.reservation_id
-    JOIN inventory_device d ON d.id = b.device_id
    WHERE r.pool_id IN (SELECT pool_id FROM s WHERE guaranteed_gpus > 0)
      AND b.during && tstzrange(%(since)s, %(at)s) AND lower(b.during) < %(at)s
    GROUP BY 1, 2

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_literal
+from capacity.gpu_hours import gpus_sql
 from capacity.placement import PlacementRequest, Window
 from capacity.placement.shares import Share, gpus_phrase, gpus_text, judge, within
 from inventory.gpu_share import gpu_share, gpu_share_sql
@@ -25,16 +26,15 @@ BORROWED = "Borrowed"
 BORROWED_REASON = "BorrowedFromShares"
 
 # What placed reservations hold over the window, per (tenant, whether it is the reservation
-# asked about, span). A booked slice of a booked GPU is part of the GPU, not more of it.
+# asked about, span), in whole GPUs as capacity.gpu_hours counts them (a booked slice of a booked
+# GPU is part of the GPU, not more of it).
 _SELECT_HOLDS = f"""
 SELECT r.tenant_id, r.id = %(reservation)s::bigint AS own,
        extract(epoch FROM lower(b.during))::float8, extract(epoch FROM upper(b.during))::float8,
-       sum({gpu_share_sql("d.device_class")})::float8
+       sum({gpus_sql("b")})::float8
 """
 _HOLDS_WHERE = """
-   AND r.status = 'placed' AND b.during && %(during)s::tstzrange
-   AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking p
-                    WHERE p.allocation_id = b.allocation_id AND p.device_id = d.parent_id)
+   AND r.status = 'placed' AND b.during && %(during)s::tstzrange AND b.gpu_sevenths <> 0
  GROUP BY 1, 2, 3, 4
 """
 # Every tenant's: read from the window's bookings.
@@ -44,7 +44,6 @@ _POOL_HOLDS = (
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   JOIN capacity_reservation r ON r.id = a.reservation_id
-  JOIN inventory_device d ON d.id = b.device_id
  WHERE r.pool_id = %(pool)s::bigint"""
     + _HOLDS_WHERE
 )
@@ -56,7 +55,6 @@ _TENANT_HOLDS = (
   FROM capacity_reservation r
   JOIN capacity_allocation a ON a.reservation_id = r.id
   JOIN capacity_devicebooking b ON b.allocation_id = a.id
-  JOIN inventory_device d ON d.id = b.device_id
  WHERE r.tenant_id = ANY(ARRAY(SELECT id FROM inventory_tenant WHERE slug = ANY(%(tenants)s::text[])))
    AND r.pool_id = %(pool)s::bigint AND r.starts_at < upper(%(during)s::tstzrange)
    AND r.ends_at > lower(%(during)s::tstzrange)"""

@@ -15,10 +15,10 @@ from django.db import connection
 
 from capacity.db.channels import QUOTA_LOCK_CLASS
 from capacity.db.cursors import prepared_cursor
+from capacity.gpu_hours import gpu_hours_sql
 from capacity.placement import POLICY_LIMIT, CapacityError, PlacementRequest
 from capacity.placers.loader import Limits
 from capacity.placers.quota import LOCK_SQL
-from inventory.gpu_share import gpu_share_sql
 
 MS = timedelta(milliseconds=1)
 
@@ -51,15 +51,13 @@ def latest_start(limits: Limits | None, now: datetime) -> int | None:
     return int(now.timestamp() * 1000) + int(limits.max_lead_time / MS)
 
 
-# The whole-GPU-hours the tenant's bookings in the pool hold from now on (a MIG slice its share).
+# The GPU-hours the tenant's bookings in the pool hold from now on (capacity.gpu_hours: a MIG slice
+# its share, a leased node's GPUs once each).
 FUTURE_GPU_HOURS_SQL = f"""
-SELECT coalesce(sum({gpu_share_sql("d.device_class")}
-                    * extract(epoch FROM upper(b.during) - greatest(lower(b.during), %(now)s::timestamptz))
-                    / 3600), 0)
+SELECT coalesce(sum({gpu_hours_sql("b", since="%(now)s::timestamptz")}), 0)
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   JOIN capacity_reservation r ON r.id = a.reservation_id
-  JOIN inventory_device d ON d.id = b.device_id
  WHERE r.tenant_id = %(tenant)s AND r.pool_id = %(pool)s AND upper(b.during) > %(now)s::timestamptz
 """
 

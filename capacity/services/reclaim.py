@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
 from capacity.db.retry import retry_on_conflict
+from capacity.gpu_hours import SEVENTHS, gpu_hours_sql
 from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
 from capacity.models.reservations import IDLE, PREEMPTED_CONDITION, RECLAIMED
@@ -140,13 +141,12 @@ def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None
     return tuple(sorted(done))
 
 
-# The GPU-hours lent work's bookings (layer 1) hold, whole GPUs only, per pool: once the work has
-# ended (its bookings cut at its end), the hours it ran on lent GPUs.
-_LENT_HOURS_SQL = """
-SELECT p.slug, sum(extract(epoch FROM upper(b.during) - lower(b.during)) / 3600.0)
+# The GPU-hours lent work's bookings (layer 1) hold (capacity.gpu_hours: a lent slice its share),
+# per pool: once the work has ended (its bookings cut at its end), the hours it ran on lent GPUs.
+_LENT_HOURS_SQL = f"""
+SELECT p.slug, sum({gpu_hours_sql("b")})
   FROM capacity_allocation a
   JOIN capacity_devicebooking b ON b.allocation_id = a.id AND b.layer = 1
-  JOIN inventory_device d ON d.id = b.device_id AND d.parent_id IS NULL
   JOIN capacity_reservation r ON r.id = a.reservation_id
   JOIN inventory_pool p ON p.id = r.pool_id
  WHERE a.reservation_id = ANY(%s)
@@ -237,17 +237,18 @@ def reclaim_lapsed(now: datetime | None = None) -> int:
     return taken
 
 
-# The pool's GPU-hours of lent bookings (layer 1, live or moved) in a window, whole GPUs only (a
-# booked slice of a booked GPU is part of it), and the lent work its owners took back meanwhile.
-_WEEK_SQL = """
-SELECT coalesce(sum(extract(epoch FROM upper(b.during * w.r) - lower(b.during * w.r)) / 3600.0), 0),
+# The pool's GPU-hours of lent bookings (layer 1, live or moved) in a window (capacity.gpu_hours: a
+# lent slice its share), and the lent work its owners took back meanwhile.
+_WEEK_SQL = f"""
+SELECT coalesce(sum(b.gpu_sevenths * extract(epoch FROM upper(b.during * w.r) - lower(b.during * w.r))
+                    / {SEVENTHS * 3600}), 0),
        (SELECT count(*) FROM capacity_reservation_all x
          WHERE x.pool_id = %(pool)s AND x.status = 'preempted' AND x.released_at <@ w.r
-           AND x.conditions @> '[{"reason": "ReclaimedByOwner"}]'::jsonb)
+           AND x.conditions @> '[{{"reason": "ReclaimedByOwner"}}]'::jsonb)
   FROM (SELECT tstzrange(%(since)s, %(now)s, '[)') AS r) w
   LEFT JOIN capacity_devicebooking_all b ON b.layer = 1 AND b.during && w.r
    AND EXISTS (SELECT 1 FROM inventory_device d JOIN inventory_node n ON n.id = d.node_id
-                WHERE d.id = b.device_id AND n.pool_id = %(pool)s AND d.parent_id IS NULL)
+                WHERE d.id = b.device_id AND n.pool_id = %(pool)s)
  GROUP BY w.r
 """
 

@@ -18,11 +18,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.access import Scope, pool_allows, pool_for
+from capacity.gpu_hours import gpus_sql
 from capacity.models import PoolShare
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
 from capacity.placement.fairshare import decayed_gpu_hours, fair_share
 from capacity.rollups import stored_rollups
-from inventory.gpu_share import gpu_share, gpu_share_sql
+from inventory.gpu_share import gpu_share
 from inventory.models import Pool, Tenant
 from trail.record import record
 
@@ -167,12 +168,12 @@ def delete_share(pool_slug: str, tenant_slug: str) -> None:
         raise CapacityError(NOT_FOUND, f"{tenant_slug} has no share of {pool_slug}")
 
 
+# Whole GPUs as capacity.gpu_hours counts them: a MIG slice its share, a leased node's GPUs once each.
 _HOLDING_SQL = f"""
-SELECT r.tenant_id, sum({gpu_share_sql("d.device_class")})
+SELECT r.tenant_id, sum({gpus_sql("b")})
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   JOIN capacity_reservation r ON r.id = a.reservation_id
-  JOIN inventory_device d ON d.id = b.device_id
  WHERE r.pool_id = %(pool)s AND b.during @> %(now)s::timestamptz
  GROUP BY r.tenant_id
 """
@@ -181,12 +182,11 @@ SELECT r.tenant_id, sum({gpu_share_sql("d.device_class")})
 # too), with their whole-GPU equivalents: capacity_devicebooking_all is live and history.
 _SPANS_SQL = f"""
 SELECT r.tenant_id, extract(epoch FROM lower(b.during)), extract(epoch FROM upper(b.during)),
-       {gpu_share_sql("d.device_class")}
+       {gpus_sql("b")}
   FROM capacity_devicebooking_all b
   JOIN capacity_allocation_all a ON a.id = b.allocation_id
   JOIN capacity_reservation_all r ON r.id = a.reservation_id
-  JOIN inventory_device d ON d.id = b.device_id
- WHERE r.pool_id = %(pool)s AND b.during && tstzrange(%(since)s, %(now)s)
+ WHERE r.pool_id = %(pool)s AND b.during && tstzrange(%(since)s, %(now)s) AND b.gpu_sevenths <> 0
 """
 
 

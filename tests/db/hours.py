@@ -4,6 +4,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
+from capacity.gpu_hours import BookedDevice, allocation_sevenths
 from capacity.models import (
     AnyAllocation,
     AnyDeviceBooking,
@@ -14,35 +15,46 @@ from capacity.models import (
     BookedPointsChange,
 )
 from capacity.models.rollups import GPU_HOUR
-from inventory.gpu_share import gpu_share
 from inventory.models import Device
 
 DAY = timedelta(days=1)
+
+
+def held() -> dict[int, tuple[str, int]]:
+    """Return booking pk -> (model, sevenths): the model it kept when booked, its sevenths by the Python
+    rule over its allocation's devices (capacity.gpu_hours); a deleted device's booking as it kept them."""
+    devices = {d.pk: d for d in Device.objects.all()}
+    bookings = list(AnyDeviceBooking.objects.all())
+    per_allocation: dict = defaultdict(list)
+    for b in bookings:
+        if b.device_id in devices:
+            d = devices[b.device_id]
+            per_allocation[b.allocation_id].append(BookedDevice(d.pk, d.device_class, d.parent_id))
+    rule = {a: allocation_sevenths(ds) for a, ds in per_allocation.items()}
+    return {
+        b.pk: (b.gpu_model, rule[b.allocation_id][b.device_id] if b.device_id in devices else b.gpu_sevenths)
+        for b in bookings
+    }
 
 
 def recount() -> dict[tuple[int, int, str, date], tuple[Fraction, Fraction]]:
     """Return (tenant pk, pool pk, model, UTC day) -> (GPU-hours booked, of them lent), exactly."""
     reservations = {r.pk: (r.tenant_id, r.pool_id) for r in AnyReservation.objects.all()}
     allocations = dict(AnyAllocation.objects.values_list("pk", "reservation_id"))
-    devices = {d.pk: d for d in Device.objects.all()}
+    kept_by = held()
     out: dict = defaultdict(lambda: (Fraction(0), Fraction(0)))
     for b in AnyDeviceBooking.objects.all():
         reservation = allocations.get(b.allocation_id)
         if reservation is None:
             continue
         tenant, pool = reservations[reservation]
-        device = devices.get(b.device_id)
-        if device is None:  # deleted: the report joins no device, so counts nothing
-            continue
-        model = ((device.attributes or {}).get("productName") or device.device_class)[
-            :200
-        ]  # as the rollup keeps it
+        model, sevenths = kept_by[b.pk]
         lo, hi = b.during.lower, b.during.upper
         day = lo.astimezone(UTC).date()
         while datetime.combine(day, time(), tzinfo=UTC) < hi:
             start = max(lo, datetime.combine(day, time(), tzinfo=UTC))
             end = min(hi, datetime.combine(day + DAY, time(), tzinfo=UTC))
-            hours = gpu_share(device.device_class) * Fraction(
+            hours = Fraction(sevenths, 7) * Fraction(
                 (end - start) // timedelta(microseconds=1), 3_600_000_000
             )
             booked, lent = out[(tenant, pool, model, day)]
@@ -70,15 +82,13 @@ def pieces():
     """Yield each booking's piece of each UTC day: (tenant, pool, model, day, layer, sevenths, lo µs, hi µs)."""
     reservations = {r.pk: (r.tenant_id, r.pool_id) for r in AnyReservation.objects.all()}
     allocations = dict(AnyAllocation.objects.values_list("pk", "reservation_id"))
-    devices = {d.pk: d for d in Device.objects.all()}
+    kept_by = held()
     for b in AnyDeviceBooking.objects.all():
         reservation = allocations.get(b.allocation_id)
-        device = devices.get(b.device_id)
-        if reservation is None or device is None or b.during.isempty:
+        if reservation is None or b.during.isempty:
             continue
         tenant, pool = reservations[reservation]
-        model = ((device.attributes or {}).get("productName") or device.device_class)[:200]
-        sevenths = int(gpu_share(device.device_class) * 7)
+        model, sevenths = kept_by[b.pk]
         lo, hi = b.during.lower, b.during.upper
         day = lo.astimezone(UTC).date()
         while (midnight := datetime.combine(day, time(), tzinfo=UTC)) < hi:

@@ -30,7 +30,6 @@ from capacity.models import (
 )
 from capacity.models.reservations import IDLE
 from capacity.models.rollups import GPU_HOUR
-from inventory.gpu_share import gpu_share
 from inventory.models import Device, Pool, Tenant
 from usage.report import usage_report
 
@@ -51,9 +50,7 @@ def split_at(now: datetime, first: date, last: date) -> dict:
         if reservation is None:
             continue
         r = AnyReservation.objects.get(pk=reservation)
-        device = Device.objects.get(pk=b.device_id)
-        model = (device.attributes or {}).get("productName") or device.device_class
-        share = float(gpu_share(device.device_class))
+        model, share = b.gpu_model, b.gpu_sevenths / 7
         day = first
         while day <= last:
             lo = max(b.during.lower, datetime.combine(day, time(), tzinfo=UTC))
@@ -180,14 +177,29 @@ def test_a_history_move_changes_no_figure(fleet, tenant):
     assert kept() == before == recount()
 
 
-def test_a_device_renamed_moves_its_hours_to_the_new_model(fleet, tenant):
-    reserve(ask(4, hours=3))
-    Device.objects.filter(node__name="node-a", index=0).update(attributes={"productName": "NVIDIA H200"})
+def models_booked() -> dict[str, Fraction]:
     models = defaultdict(Fraction)
     for (_, _, model, _), (booked, _) in kept().items():
         models[model] += booked
-    assert dict(models) == {"NVIDIA H100": 9, "NVIDIA H200": 3}
+    return dict(models)
+
+
+def test_a_device_renamed_keeps_its_past_hours_under_the_model_it_had_when_booked(fleet, tenant):
+    """A node report that renames a GPU moves nobody's booked hours: only bookings made after it name the new model."""
+    reserve(ask(4, hours=3))
+    Device.objects.filter(node__name="node-a", index=0).update(attributes={"productName": "NVIDIA H200"})
+    assert models_booked() == {"NVIDIA H100": 12}
+    reserve(ask(4, start=30, hours=2))
+    assert models_booked() == {"NVIDIA H100": 12 + 6, "NVIDIA H200": 2}
     assert kept() == recount()
+    assert kept_points() == recount_points()
+    assert booked_hours_drift() == []
+    by_model = defaultdict(float)
+    for r in usage_report(NOW.date(), (NOW + 3 * DAY).date(), ["model"], "day", EVERYONE, now=NOW):
+        by_model[r.keys["model"]] += r.booked + r.ahead
+    assert dict(by_model) == {"NVIDIA H100": pytest.approx(18), "NVIDIA H200": pytest.approx(2)}
+    fold_booked_hours()
+    assert models_booked() == {"NVIDIA H100": 18, "NVIDIA H200": 2}
 
 
 def test_a_model_name_longer_than_the_rollup_keeps_is_cut_at_200_in_the_rollup_and_the_report(fleet, tenant):
@@ -291,11 +303,12 @@ def test_a_worker_round_folds_the_changes_once_a_minute(fleet, tenant, monkeypat
     assert kept() == recount()
 
 
-def test_a_device_deleted_after_its_bookings_moved_to_history_takes_its_hours_out(fleet, tenant):
-    """The report no longer finds bookings of a device that is gone; neither does the rollup."""
+def test_a_device_deleted_after_its_bookings_moved_to_history_keeps_its_booked_hours(fleet, tenant):
+    """Its bookings kept what they held and their model: the hours booked stay booked, under that model."""
     placed = reserve(ask(4, hours=5)).reservation
     services.release(placed.pk, now=NOW + timedelta(hours=2))
     move_history(NOW + 40 * DAY)
     Device.objects.filter(node__name="node-a", index=3).delete()
-    assert sum(b for b, _ in kept().values()) == 3 * 2  # node-a's other three GPUs, 2 h each
+    assert models_booked() == {"NVIDIA H100": 4 * 2}
     assert kept() == recount()
+    assert booked_hours_drift() == []
