@@ -168,7 +168,7 @@ def kept_fragments(
     for name, (_, per_url, *extra) in draws.items():
         # The path and the parameters the fragment reads, in a fixed order: unknown ones key nothing.
         where = f"{request.path}?{page_query(request, per_url)}" if per_url else ""
-        known.update(per_url)
+        known.update(per_url or ())
         # A third item: what else this fragment was drawn from (a digest no version follows).
         parts = f"{name}|{versions}|{''.join(extra)}|{viewer}|{htmx}|{where}"
         keys[name] = "pool-fragment:" + hashlib.sha256(parts.encode()).hexdigest()
