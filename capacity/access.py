@@ -15,7 +15,7 @@ config's bases (pages, API views, token check) ask through config.access; `regis
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +71,26 @@ def is_operator(user) -> bool:
     return user._berth_operator
 
 
+def _tenants(user) -> dict[str, int]:
+    """Return the tenants the user belongs to, slug -> id (read once per user object)."""
+    if not user or not user.is_authenticated:
+        return {}
+    if not hasattr(user, "_berth_tenants"):
+        user._berth_tenants = dict(user.tenants.values_list("slug", "pk"))
+    return user._berth_tenants
+
+
 def tenant_slugs(user) -> frozenset[str]:
     """Return the slugs of the tenants the user belongs to."""
-    if not user or not user.is_authenticated:
-        return frozenset()
-    if not hasattr(user, "_berth_tenants"):
-        user._berth_tenants = frozenset(user.tenants.values_list("slug", flat=True))
-    return user._berth_tenants
+    return frozenset(_tenants(user))
+
+
+def tenant_ids(user, slugs: Collection[str] | None = None) -> tuple[int, ...]:
+    """Return the ids of the user's tenants (those of `slugs` only, when given), sorted.
+
+    What stays a tenant's own when its slug is renamed and taken by a new tenant.
+    """
+    return tuple(sorted(pk for slug, pk in _tenants(user).items() if slugs is None or slug in slugs))
 
 
 def scope_for(user) -> Scope:

@@ -24,7 +24,7 @@ WITH expired AS (
 ), surplus AS (
   DELETE FROM {table} WHERE cache_key IN (
     SELECT cache_key FROM {table} WHERE cache_key <> ALL(%(keys)s) AND expires >= %(now)s
-     ORDER BY expires, cache_key OFFSET %(room)s)
+     ORDER BY expires DESC, cache_key OFFSET %(room)s)
 )
 INSERT INTO {table} (cache_key, value, expires)
 SELECT * FROM unnest(%(keys)s::text[], %(values)s::text[], %(expires)s::timestamptz[])

@@ -1,27 +1,28 @@
 """The demo data set: two sites, three pools, 62 nodes of realistic shapes, tenants and bookings.
 
-Every row is keyed by a stable name, so building it twice gives the same data.
+Every row is keyed by a stable name, so building it twice gives the same data. A build only creates
+what is missing and never changes a row that exists: a restart (`make run` seeds again) keeps what
+an operator or tenant changed since. What an operator may remove (a share, a policy, a quota) is
+not made again once the audit names it; what the audit does not follow (a tenant's members, the
+maintenance window) is made only with the tenant, user or node it belongs to.
 """
 
 import contextlib
-import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.contrib.auth.models import Group, User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity import services
-from capacity.conf import placer_config
-from capacity.models import MaintenanceWindowNode, Quota, Reservation, Series
+from capacity.models import PoolPolicy, PoolShare, Quota
 from capacity.rollups import refresh_rollups
-from capacity.services.maintenance import schedule
 from capacity.services.pool_policy import parse_policy, set_policy
 from capacity.services.shares import set_share
+from devtools.demo_bookings import ACTOR, DEMO_WINDOW_NODE, build_bookings, build_window
 from devtools.demo_samples import build_samples
+from inventory.changelog import recording
 from inventory.ingest import IngestError, Reporter, apply_node_report
 from inventory.models import (
     Device,
@@ -37,6 +38,7 @@ from inventory.models import (
     Site,
     Tenant,
 )
+from trail.models import AuditRecord
 
 DEMO_NAMESPACE = uuid.UUID("6f1c2a3e-8a41-4c1e-9a53-0d6f5b7e2a10")
 OPERATORS_GROUP = "operators"
@@ -131,6 +133,10 @@ POOLS = (
 )
 SITES = {"ams1": "Amsterdam 1", "sfo2": "San Francisco 2"}
 TENANTS = {"acme": "Acme Robotics", "globex": "Globex Corporation"}
+QUOTAS = (("gpu", 128), ("vcpu", 4096), ("memoryGiB", 32768), ("*", 32))
+# (pool, tenant, guaranteed, borrowing limit, lending limit) in GPUs.
+SHARES = (("h100-prod", "acme", 96, None, 32), ("h100-prod", "globex", 48, None, None))
+DEMO_POLICY = ("a100-mig", {"idleWarnAfter": "2h", "allowKeepWhenIdle": True})
 
 # Node name -> state to apply; everything else is a healthy active host.
 STATES: dict[str, dict] = {
@@ -157,24 +163,35 @@ def node_names() -> list[tuple[PoolPlan, str, int]]:
     return [(p, f"{p.prefix}-{i:02d}", i) for p in POOLS for i in range(1, p.count + 1)]
 
 
+def untouched(obj: str) -> bool:
+    """Return whether the audit names nothing done to `obj` (e.g. "share:h100-prod/acme"): no one
+    set or removed it, so the seed may create it when missing."""
+    return not AuditRecord.objects.filter(object=obj).exists()
+
+
 @transaction.atomic
 def build_people() -> dict[str, Tenant]:
-    """Create the tenants, their users, the operator and the quotas."""
+    """Create the tenants, their users, the operator and the quotas that are missing."""
     operators, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
     tenants = {}
     for slug, name in TENANTS.items():
-        tenants[slug], _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
-        user = _user(slug, staff=False)
-        tenants[slug].users.add(user)
+        tenants[slug], made = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
+        user, user_made = _user(slug, staff=False)
+        if made or user_made:  # a member an operator removed stays removed
+            tenants[slug].users.add(user)
         # "*" is the default for every other resource, such as each MIG slice class.
-        for resource, limit in (("gpu", 128), ("vcpu", 4096), ("memoryGiB", 32768), ("*", 32)):
-            Quota.objects.get_or_create(tenant=tenants[slug], resource=resource, defaults={"limit": limit})
-    operator = _user("operator", staff=True)
-    operator.groups.add(operators)
+        for resource, limit in QUOTAS:
+            if untouched(f"quota:{slug}/{resource}"):  # one an operator removed stays removed
+                Quota.objects.get_or_create(
+                    tenant=tenants[slug], resource=resource, defaults={"limit": limit}
+                )
+    operator, made = _user("operator", staff=True)
+    if made:
+        operator.groups.add(operators)
     return tenants
 
 
-def _user(username: str, *, staff: bool) -> User:
+def _user(username: str, *, staff: bool) -> tuple[User, bool]:
     user, created = User.objects.get_or_create(
         username=username,
         defaults={"is_staff": staff, "is_superuser": staff, "email": f"{username}@example.com"},
@@ -182,7 +199,7 @@ def _user(username: str, *, staff: bool) -> User:
     if created:
         user.set_password(demo_password())
         user.save(update_fields=["password"])
-    return user
+    return user, created
 
 
 def demo_password() -> str:
@@ -205,11 +222,10 @@ def build_pools(tenants: dict[str, Tenant]) -> dict[str, Pool]:
 
 
 @transaction.atomic
-def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict[str, Tenant]) -> Node:
-    """Create one node with its devices, links, labels, resources and state, unless it exists."""
-    existing = Node.objects.filter(name=name).first()
-    if existing:
-        return existing
+def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict[str, Tenant]) -> Node | None:
+    """Create one node with its devices, links, labels, resources and state; None when it exists."""
+    if Node.objects.filter(name=name).exists():
+        return None
     state = dict(STATES.get(name, {}))
     owner = tenants[state.pop("owner")] if "owner" in state else None
     node = Node.objects.create(name=name, pool=pool, owner_tenant=owner, **state)
@@ -295,132 +311,54 @@ def build_node(plan: PoolPlan, pool: Pool, name: str, number: int, tenants: dict
     return node
 
 
-DEMO_SERIES = "demo-series-1"
-# (key, tenant, pool, GPUs, start offset, length) relative to the first seeding.
-BOOKINGS = (
-    ("demo-past-1", "acme", "h100-prod", 8, timedelta(days=-10), timedelta(days=3)),
-    ("demo-past-2", "globex", "pcie-batch", 4, timedelta(days=-5), timedelta(days=2)),
-    ("demo-now-1", "acme", "h100-prod", 8, timedelta(hours=-6), timedelta(days=2)),
-    ("demo-now-2", "acme", "h100-prod", 4, timedelta(hours=-2), timedelta(days=1)),
-    ("demo-now-3", "globex", "pcie-batch", 2, timedelta(hours=-1), timedelta(hours=12)),
-    ("demo-now-4", "globex", "a100-mig", 4, timedelta(hours=-3), timedelta(days=1)),
-    ("demo-future-1", "globex", "h100-prod", 8, timedelta(days=2), timedelta(days=3)),
-    ("demo-future-2", "acme", "pcie-batch", 8, timedelta(days=1), timedelta(hours=8)),
-    # Spot work regular work may take back, and a whole-node lease (GPUs 0: the whole node).
-    ("demo-spot-1", "acme", "h100-prod", 4, timedelta(hours=-1), timedelta(days=1)),
-    ("demo-spot-2", "acme", "a100-mig", 2, timedelta(hours=-1), timedelta(hours=20)),
-    ("demo-lease-1", "globex", "h100-prod", 0, timedelta(hours=-1), timedelta(days=2)),
-)
+def build_settings() -> None:
+    """Set the demo's shares and policy where missing and no one has set or removed them."""
+    # Shares in one pool, to look at; its pending work is tried in fair order (docs/shares.md).
+    for pool, tenant, guaranteed, borrowing, lending in SHARES:
+        exists = PoolShare.objects.filter(pool__slug=pool, tenant__slug=tenant).exists()
+        if not exists and untouched(f"share:{pool}/{tenant}"):
+            set_share(pool, tenant, guaranteed, borrowing, lending)
+    # A policy in one pool, as the site's settings would have it, for its pool page and the admin
+    # to show (docs/policy.md); h100-prod keeps the site's defaults, to be changed on its page.
+    pool, policy = DEMO_POLICY
+    if not PoolPolicy.objects.filter(pool__slug=pool).exists() and untouched(f"policy:{pool}"):
+        set_policy(pool, parse_policy(policy))
 
 
-def build_bookings(tenants: dict[str, Tenant]) -> int:
-    """Book the demo reservations through the placer; return how many were new.
-
-    The placer picks the best node (no random top-N pick here, so a fresh demo is reproducible);
-    reservations whose window is over are released at their end.
-    """
-    config = dataclasses.replace(placer_config(), random=None)
-    now = timezone.now().replace(minute=0, second=0, microsecond=0)
-    created = 0
-    for key, tenant_slug, pool, gpus, offset, length in BOOKINGS:
-        if Reservation.objects.filter(tenant=tenants[tenant_slug], idempotency_key=key).exists():
-            continue
-        start, end = now + offset, now + offset + length
-        data: dict = {
-            "tenantId": tenant_slug,
-            "poolId": pool,
-            "during": {"start": int(start.timestamp() * 1000), "end": int(end.timestamp() * 1000)},
-            "idempotencyKey": key,
-        }
-        if gpus:
-            data["devices"] = [{"class": "gpu", "count": gpus}]
-            data["resources"] = {"vcpu": 8 * gpus, "memoryGiB": 64 * gpus}
-        else:
-            data["binding"] = "node"
-        if key.startswith("demo-spot"):
-            data["priority"] = "spot"
-        result = services.reserve(
-            data,
-            config=config,
-            # Past windows are booked as if at their start: a booking that starts well before now
-            # is refused today.
-            now=min(start, now),
+def build_report(first: Node) -> None:
+    """Give the first node the report an operator's import would leave, and one its agent had refused."""
+    NodeReport.objects.create(node=first, at=timezone.now(), by=ACTOR)
+    # A node may set only bc.dev/ labels: the node page shows this as its last refusal.
+    with contextlib.suppress(IngestError):
+        apply_node_report(
+            first, {"labels": {"team": "ml"}}, by=Reporter.node_credential(f"node.{first.name}")
         )
-        if end <= now:
-            services.release(result.reservation.pk, now=end)
-        created += 1
-    return created + build_series(tenants["acme"], config, now)
-
-
-def build_series(acme: Tenant, config, now) -> int:
-    """Book acme's teaching lab: pcie-batch, 2 GPUs every Monday and Wednesday 09:00-12:00 UTC from
-    next Monday, six times (docs/series.md); return how many occurrences were new."""
-    if Series.objects.filter(tenant=acme, idempotency_key=DEMO_SERIES).exists():
-        return 0
-    monday = now.replace(hour=9) + timedelta(days=(7 - now.weekday()) % 7 or 7)
-    window = {"start": monday.isoformat(), "end": (monday + timedelta(hours=3)).isoformat()}
-    done = services.reserve_series(
-        {
-            "tenantId": acme.slug,
-            "poolId": "pcie-batch",
-            "devices": [{"class": "gpu", "count": 2}],
-            "resources": {"vcpu": 16, "memoryGiB": 128},
-            "during": window,
-            "repeat": {"freq": "weekly", "byDay": ["MO", "WE"], "count": 6},
-            "idempotencyKey": DEMO_SERIES,
-        },
-        config=config,
-        by="seed_demo",
-    )
-    return len(done.occurrences)
-
-
-DEMO_WINDOW_NODE = "ams1-dgx-02"
-
-
-def build_window() -> None:
-    """Schedule a firmware window on one h100-prod node, three days ahead, unless one is still to come.
-
-    Its node page and the pool's chart show it; new work keeps off it (docs/repair-and-drain.md).
-    """
-    if MaintenanceWindowNode.objects.filter(node__name=DEMO_WINDOW_NODE, ends_at__gt=timezone.now()).exists():
-        return
-    start = (timezone.now() + timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
-    body = {
-        "nodes": [DEMO_WINDOW_NODE],
-        "start": start.isoformat(),
-        "end": (start + timedelta(hours=12)).isoformat(),
-    }
-    schedule({**body, "reason": "firmware update"}, by="seed_demo")
 
 
 def build_demo(progress=None) -> dict[str, int]:
-    """Build the whole demo; `progress` wraps the node iterable (a tqdm bar in the command)."""
+    """Build what is missing of the demo; `progress` wraps the node iterable (a tqdm bar in the command)."""
+    with recording(actor=ACTOR):
+        return _build_demo(progress)
+
+
+def _build_demo(progress) -> dict[str, int]:
     tenants = build_people()
     pools = build_pools(tenants)
     nodes = node_names()
+    made = set()
     for plan, name, number in progress(nodes) if progress else nodes:
-        build_node(plan, pools[plan.slug], name, number, tenants)
+        if build_node(plan, pools[plan.slug], name, number, tenants) is not None:
+            made.add(name)
     with transaction.atomic():
         refresh_rollups([p.pk for p in pools.values()])
     new_bookings = build_bookings(tenants)
     build_samples()
-    # Shares in one pool, to look at; its pending work is tried in fair order (docs/shares.md).
-    set_share("h100-prod", "acme", 96, None, 32)
-    set_share("h100-prod", "globex", 48, None, None)
-    # A policy in one pool, as the site's settings would have it, for its pool page and the admin
-    # to show (docs/policy.md); h100-prod keeps the site's defaults, to be changed on its page.
-    set_policy("a100-mig", parse_policy({"idleWarnAfter": "2h", "allowKeepWhenIdle": True}))
-    build_window()
-    # The first node's report, as an operator's import would leave it (the node page shows it).
-    first = Node.objects.order_by("name").first()
-    if first is not None:
-        NodeReport.objects.update_or_create(node=first, defaults={"at": timezone.now(), "by": "seed_demo"})
-        # And a report its agent had refused (a node may set only bc.dev/ labels): its last refusal.
-        with contextlib.suppress(IngestError):
-            apply_node_report(
-                first, {"labels": {"team": "ml"}}, by=Reporter.node_credential(f"node.{first.name}")
-            )
+    build_settings()
+    if DEMO_WINDOW_NODE in made:
+        build_window()
+    first = nodes[0][1]
+    if first in made:
+        build_report(Node.objects.get(name=first))
     with connection.cursor() as cur:
         # Fresh statistics after a bulk load: with stale ones (a test database just flushed),
         # Postgres plans joins over the new rows as if the tables were empty.

@@ -238,7 +238,7 @@ def node_fragments(
 ) -> dict[str, str]:
     """Return the node page's kept parts `names` as HTML: {"head_html": ..., ...}, one cache read.
 
-    `more`: other parts read in the same go, name -> (draw, per_url, what else keys it).
+    `more`: other parts read in the same go, name -> (draw, per_url (the query it reads), what else keys it).
     """
 
     def node_devices() -> list[Device]:
@@ -281,7 +281,12 @@ def node_fragments(
     # Only the timeline reads the query (`?from=`); the key tells node from node by the name.
     # The topology and the devices are inventory alone: kept across the pool's bookings.
     wanted = {
-        f"node-{node.pk}-{name}": (draws[name], name == "timeline", "", name not in ("topology", "devices"))
+        f"node-{node.pk}-{name}": (
+            draws[name],
+            ("from",) if name == "timeline" else (),
+            "",
+            name not in ("topology", "devices"),
+        )
         for name in names
     }
     wanted.update({f"node-{node.pk}-{name}": spec for name, spec in (more or {}).items()})

@@ -171,9 +171,9 @@ def _kept_page_context(request: HttpRequest, node: Node) -> dict:
     counts = f"{booked.running},{booked.later},{booked.first_later}" if booked else ""
     follows_bookings = not operator or node.drain_started_at is not None
     panel = draw("panel", lambda: _node_context(node, None, scope, booked))
-    more = {"panel": (panel, False, f"{activity}|{counts}", follows_bookings)}
+    more = {"panel": (panel, (), f"{activity}|{counts}", follows_bookings)}
     if operator:
-        more["history"] = (draw("history", lambda: {"history": history_page(node)}), False, activity, False)
+        more["history"] = (draw("history", lambda: {"history": history_page(node)}), (), activity, False)
     return {"nav": "pools", "node": node, **node_fragments(request, node, scope, PARTS, more)}
 
 

@@ -36,13 +36,15 @@ from .common import (
     visible_pool,
     visible_pools,
 )
-from .page_cache import NOT_KEPT, pool_fragment, pool_fragments
+from .page_cache import NOT_KEPT, page_query, page_url, pool_fragment, pool_fragments
 from .policy import PolicyForm, apply_policy, kept_reservations, policy_context
 from .rows import CELL_TEXT, node_rows, split_common_labels
 from .shares import ShareForm, apply_share, shares_context
 
 # Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
 KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"
+# What the nodes section reads of the query: its filters and page (others key and show nothing).
+NODE_QUERY = ("page", *NodeFilterSet.base_filters)
 
 # --- pools -----------------------------------------------------------------------------------------
 
@@ -137,7 +139,8 @@ def pool_page(
     context = {
         "nav": "pools",
         "pool": pool,
-        "next": request.get_full_path(),
+        # Of the parameters the nodes section reads alone: it is kept for them (page_cache).
+        "next": page_url(request, NODE_QUERY),
         "cell_text": CELL_TEXT,
     }
 
@@ -152,8 +155,6 @@ def pool_page(
         nodes = queryset.none() if filter_error is not None else filterset.qs
         page_obj = Paginator(nodes, NODES_PER_PAGE).get_page(request.GET.get("page"))
         rows = node_rows(list(page_obj.object_list), pool, request.user, timezone.now())
-        query = request.GET.copy()
-        query.pop("page", None)
         nodes_context = {
             **context,
             "is_operator": is_operator(request.user),
@@ -163,7 +164,7 @@ def pool_page(
             "rows": rows,
             "common_labels": split_common_labels(rows),
             "page_obj": page_obj,
-            "query": query.urlencode(),
+            "query": page_query(request, NODE_QUERY, leave_out=("page",)),
         }
         html = render_to_string("capacity/pool_detail.html#nodes", nodes_context, request)
         if request.GET.get("free_gpus"):
@@ -205,7 +206,9 @@ def pool_page(
 
     if wants_partial(request):
         # The nodes section alone (half of the page's time), kept until the pool's nodes or bookings change.
-        response = HttpResponse(pool_fragment(request, "nodes", pool.pk, scope, draw_nodes), status=status)
+        response = HttpResponse(
+            pool_fragment(request, "nodes", pool.pk, scope, draw_nodes, per_url=NODE_QUERY), status=status
+        )
         patch_vary_headers(response, ["HX-Request"])
         return response
     # A form sent back with its errors, or a secret to show once, is this reader's own.
@@ -213,7 +216,11 @@ def pool_page(
     own = bool(
         share_form or share_error or policy_form or policy_error or (secret and secret[0] == pool.slug)
     )
-    draws = {"nodes": (draw_nodes, True), "chart": (draw_chart, False), "filters": (draw_filters, True)}
+    draws = {
+        "nodes": (draw_nodes, NODE_QUERY),
+        "chart": (draw_chart, ()),
+        "filters": (draw_filters, tuple(NodeFilterSet.base_filters)),
+    }
     if not own:
         draws["settings"] = (draw_settings, False)
     # One read of the cache for them all.

@@ -40,7 +40,7 @@ from .common import (
     atom_labels,
     visible_tenants,
 )
-from .page_cache import all_versions, kept_fragments
+from .page_cache import all_versions, kept_fragments, page_query, page_url
 from .quota import quota_cards
 from .series import occurrence_context
 from .usage_cells import fill_usage, usage_cell
@@ -197,6 +197,8 @@ def reservation_rows(
 
 # --- the list as CSV: what the page lists, filters and all, with each one's GPU use ----------------
 
+# What the kept list reads of the query: its filters and page (others key and show nothing).
+LIST_QUERY = ("page", *ReservationFilterSet.base_filters)
 CSV_MAX_ROWS = 10_000  # one download at most; narrow the filters for more
 _CHUNK = 1_000
 COLUMNS = (
@@ -274,15 +276,13 @@ def reservations(request: HttpRequest) -> HttpResponse:
         quota_for = [t for t in tenants if t.slug == tenant]
     else:
         quota_for = [] if scope.tenants is None else tenants
-    query = request.GET.copy()
-    query.pop("page", None)
-    query.pop("format", None)
+    # The list is kept per its filters and page (page_cache): its links hold nothing else.
     context = {
         "nav": "reservations",
         "form": filters.form,
-        "filtered": any(query.get(name) for name in filters.filters),
-        "query": query.urlencode(),
-        "next": request.get_full_path(),
+        "filtered": any(request.GET.get(name) for name in filters.filters),
+        "query": page_query(request, LIST_QUERY, leave_out=("page",)),
+        "next": page_url(request, LIST_QUERY),
     }
 
     def draw_list(csrf_token: str) -> tuple[str, datetime | None]:
@@ -300,7 +300,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
         return render_to_string("capacity/reservations.html#reservation-list", list_context, request), None
 
     # Kept until a reservation, booking or node of any pool changes; GPU use is read each time.
-    kept = kept_fragments(request, all_versions, scope, {"reservation-list": (draw_list, True)})
+    kept = kept_fragments(request, all_versions, scope, {"reservation-list": (draw_list, LIST_QUERY)})
     list_html = mark_safe(fill_usage(kept["reservation-list"]))
     # The filter form answers with itself (its errors), the quota and the list; the pager the list.
     body = getattr(request.htmx, "target", None) == "reservations-body"

@@ -58,3 +58,11 @@ def test_expired_keys_go_and_the_table_keeps_at_most_max_entries(small_cache):
 def test_a_timeout_of_none_keeps_the_key(small_cache):
     small_cache.set_many({"forever": 1}, timeout=None)
     assert small_cache.get("forever") == 1
+
+
+def test_past_max_entries_the_soonest_to_expire_go_and_the_longer_kept_stay(small_cache):
+    small_cache.set_many({"long": 1}, timeout=600)
+    small_cache.set_many({"short": 2}, timeout=5)
+    small_cache.set_many({f"n{i}": i for i in range(4)}, timeout=30)
+    assert rows("") == 5
+    assert small_cache.get("long") == 1 and small_cache.get("short") is None

@@ -66,3 +66,93 @@ def test_the_mig_capable_label_agrees_with_the_devices(db):
             if "migCapable" in d.attributes
         }
         assert capable == {label.value == "true"}, label.node.name
+
+
+def touched_state() -> dict:
+    """Return every row an operator or tenant may change, as the database holds it."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from capacity.models import MaintenanceWindow, PoolPolicy, PoolShare, Quota, Reservation
+    from inventory.models import NodeReport, Tenant
+    from trail.models import AuditRecord
+
+    def rows(model, *fields):
+        return list(model.objects.order_by("pk").values_list(*fields))
+
+    return {
+        "shares": rows(PoolShare, "pool__slug", "tenant__slug", "guaranteed_gpus", "lending_limit_gpus"),
+        "policies": list(PoolPolicy.objects.order_by("pk").values()),
+        "quotas": rows(Quota, "tenant__slug", "resource", "limit"),
+        "tokens": rows(Token, "key", "user__username", "created"),
+        "reservations": rows(Reservation, "pk", "status", "released_at", "idempotency_key"),
+        "bookings": sorted(DeviceBooking.objects.values_list("pk", "during")),
+        "nodes": rows(Node, "name", "cordoned", "maintenance", "drain_started_at"),
+        "windows": rows(MaintenanceWindow, "pk", "starts_at", "ends_at"),
+        "reports": rows(NodeReport, "node__name", "at", "by"),
+        "members": rows(Tenant.users.through, "tenant__slug", "user__username"),
+        "groups": rows(User.groups.through, "user__username", "group__name"),
+        "audit": rows(AuditRecord, "pk", "actor", "action", "object"),
+    }
+
+
+def test_a_second_seed_on_an_untouched_demo_changes_no_row():
+    call_command("seed_demo", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    first = touched_state(), snapshot()
+    call_command("seed_demo", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    assert (touched_state(), snapshot()) == first
+
+
+def test_seeding_again_keeps_what_operators_and_tenants_changed_and_audits_nothing_new():
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from django.urls import reverse
+
+    from capacity import services
+    from capacity.models import MaintenanceWindow, Quota, Reservation
+    from capacity.services.pool_policy import parse_policy, set_policy
+    from capacity.services.shares import delete_share, set_share
+    from capacity.services.tokens import issue_token
+    from inventory import services as inventory
+    from inventory.models import Tenant
+    from trail.context import acting_as
+
+    call_command("seed_demo", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    with acting_as("operator"):
+        set_share("h100-prod", "globex", 58, None, None)
+        delete_share("h100-prod", "acme")
+        set_policy("a100-mig", parse_policy({"idleWarnAfter": "4h", "allowKeepWhenIdle": False}))
+        inventory.cordon("ams1-dgx-01", reason="fan")
+        inventory.uncordon("ams1-dgx-03")
+        services.maintenance.cancel(MaintenanceWindow.objects.get().pk)
+        services.release(Reservation.objects.get(idempotency_key="demo-now-3").pk)
+        issue_token(User.objects.get(username="acme"), days=7)
+    services.reserve(
+        {
+            "tenantId": "acme",
+            "poolId": "pcie-batch",
+            "devices": [{"class": "gpu", "count": 1}],
+            "duration": "2h",
+        }
+    )
+    Tenant.objects.get(slug="globex").users.clear()
+    admin = Client()
+    admin.force_login(User.objects.get(username="operator"))
+    gpu = Quota.objects.get(tenant__slug="acme", resource="gpu")
+    change = admin.post(
+        reverse("admin:capacity_quota_change", args=[gpu.pk]),
+        {"tenant": gpu.tenant_id, "resource": "gpu", "limit": 100},
+    )
+    vcpu = Quota.objects.get(tenant__slug="globex", resource="vcpu")
+    delete = admin.post(reverse("admin:capacity_quota_delete", args=[vcpu.pk]), {"post": "yes"})
+    assert (change.status_code, delete.status_code) == (302, 302)
+    before = touched_state(), snapshot()[0]
+
+    call_command("seed_demo", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+
+    after = touched_state(), snapshot()[0]
+    assert after == before  # the audit's rows among them: none new, the seed's or anyone's
+    state = after[0]
+    assert ("h100-prod", "globex", 58, None) in state["shares"] and len(state["shares"]) == 1
+    assert ("acme", "gpu", 100) in state["quotas"] and ("globex", "vcpu", 4096) not in state["quotas"]
+    assert state["windows"] == [] and not any(m[0] == "globex" for m in state["members"])
