@@ -153,7 +153,9 @@ def test_a_lease_on_partitioned_gpus_counts_8_gpu_hours_for_limits_approvals_sha
 ):
     """1 h of an 8-GPU node, GPUs 0 and 1 partitioned: 8 GPU-hours everywhere (parents and slices once counted 9.9)."""
     node = partitioned_node(make_node)
-    make_node("node-b", gpus=2)  # the pool's bookable GPUs count node-a's slices (6 + 13/7), so 9.86 with these
+    make_node(
+        "node-b", gpus=2
+    )  # the pool's bookable GPUs count node-a's slices (6 + 13/7), so 9.86 with these
     set_policy("lab-pool", {"max_future_gpu_hours": 8, "approval_above_gpu_hours": 8})
     set_share("lab-pool", tenant.slug, 6, 2, None)
     placed = reserve(lease()).reservation
