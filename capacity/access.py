@@ -243,9 +243,7 @@ def visible_reservations(pks: Iterable[int], scope: Scope) -> dict[str, Any]:
     pks = sorted(set(pks))
     if scope.sees_every_tenant:
         return {"reservations": pks, "others": 0}
-    mine = sorted(
-        Reservation.objects.filter(pk__in=pks, tenant__slug__in=scope.tenants).values_list("pk", flat=True)
-    )
+    mine = sorted(seen(Reservation.objects.filter(pk__in=pks), scope).values_list("pk", flat=True))
     return {"reservations": mine, "others": len(pks) - len(mine)}
 
 

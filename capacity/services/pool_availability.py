@@ -30,7 +30,7 @@ def pool_availability(
     if pool is None:
         raise CapacityError(NOT_FOUND, f"no pool {pool_slug}")
     tenants = None
-    if scope.tenants is not None:
+    if not scope.sees_every_tenant:
         rows = Tenant.objects.filter(slug__in=scope.tenants).values_list("pk", "slug")
         tenants = sorted(slug for pk, slug in rows if pool.allows(pk))
         if not tenants:
