@@ -4,8 +4,11 @@
   tenant; anyone else acts for the tenants they belong to (`Tenant.users`): their `Scope`.
 - Node credentials: the user "node.<name>" (services.tokens.issue_node_token) may report for its
   node and read its assignments, nothing else; a node agent may not use an operator's token.
-- What a scope may read: the pools its tenants may book, the nodes in them that no other tenant
-  owns, its own reservations; another tenant's name and reservation ids are left out of reasons.
+- What a scope may read: the pools its tenants may book (`may_use`, the placer's rule too), the
+  nodes in them that no other tenant owns, its own reservations (`seen`); another tenant's name
+  and reservation ids are left out of reasons. Elsewhere a scope is asked by name
+  (`sees_every_tenant`, `reads_operators_words`), never whether its tenants are None: a contract
+  test (tests/test_access_contract.py) keeps that question here.
 - The command line acts for every tenant (`COMMAND_LINE`): whoever runs manage.py runs the server.
 - A calendar feed lists what its owner may read; webhooks' node events are for operators.
 
@@ -22,7 +25,6 @@ from typing import Any
 from django.db.models import Q
 
 from capacity.models import Reservation
-from capacity.placers.loader import may_use
 from inventory.models import Node, Pool, Tenant
 from inventory.states import ANOTHER_TENANTS_DEDICATION
 
@@ -40,9 +42,19 @@ class Scope:
 
     tenants: frozenset[str] | None = None
 
+    @property
+    def sees_every_tenant(self) -> bool:
+        """Return whether the caller acts for every tenant (operators, the command line)."""
+        return self.tenants is None
+
+    @property
+    def reads_operators_words(self) -> bool:
+        """Return whether the caller reads the operators' own words: who stopped a node and why, its reports."""
+        return self.sees_every_tenant
+
     def allows(self, tenant_slug: str) -> bool:
-        """Return whether the caller may act for this tenant."""
-        return self.tenants is None or tenant_slug in self.tenants
+        """Return whether the caller may act for this tenant (and read its name)."""
+        return self.sees_every_tenant or tenant_slug in self.tenants
 
 
 EVERYONE = Scope()
@@ -162,15 +174,35 @@ def node_call_refusal(user, node: str | None, user_agent: str) -> str | None:
 # --- what a scope may read and act on --------------------------------------------------------------
 
 
+def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
+    """Return whether a tenant may use a pool: a private pool its owner only; else its tenants, or anyone.
+
+    The placer asks it too (capacity.placers.loader.PoolRow.allows), by primary keys.
+    """
+    if owner_pk is not None:
+        return owner_pk == tenant_pk
+    return not tenant_pks or tenant_pk in tenant_pks
+
+
 def sees_tenant(scope: Scope, slug: str | None) -> bool:
     """Return whether a caller may read this tenant's name (its own, or any for operators)."""
-    return scope.tenants is None or slug is None or slug in scope.tenants
+    return slug is None or scope.allows(slug)
+
+
+def seen(queryset, scope: Scope, tenant_field: str = "tenant"):
+    """Return the rows of `queryset` a caller may read: those of its tenants (every row for operators).
+
+    `tenant_field` names the rows' tenant (a foreign key to Tenant).
+    """
+    if scope.sees_every_tenant:
+        return queryset
+    return queryset.filter(**{f"{tenant_field}__slug__in": scope.tenants})
 
 
 def tenants_for(scope: Scope) -> list[Tenant]:
     """Return the tenants a caller may book or preview for, by slug."""
     tenants = Tenant.objects.order_by("slug")
-    return list(tenants if scope.tenants is None else tenants.filter(slug__in=scope.tenants))
+    return list(tenants if scope.sees_every_tenant else tenants.filter(slug__in=scope.tenants))
 
 
 def pool_allows(pool: Pool, tenant: Tenant) -> bool:
@@ -181,7 +213,7 @@ def pool_allows(pool: Pool, tenant: Tenant) -> bool:
 def pools_for(scope: Scope):
     """Return the pools a caller may book into or read."""
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants")
-    if scope.tenants is None:
+    if scope.sees_every_tenant:
         return pools
     tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
     return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
@@ -190,7 +222,7 @@ def pools_for(scope: Scope):
 def pool_for(scope: Scope, slug: str) -> Pool | None:
     """Return the pool with this slug if the caller may read it, else None (only that pool is read)."""
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants").filter(slug=slug)
-    if scope.tenants is None:
+    if scope.sees_every_tenant:
         return next(iter(pools), None)
     tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
     return next((p for p in pools if any(pool_allows(p, t) for t in tenants)), None)
@@ -204,7 +236,7 @@ def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):
     `pools_checked` the caller has already limited `nodes` to pools it may read.
     """
     nodes = Node.objects.all() if nodes is None else nodes
-    if scope.tenants is None:
+    if scope.sees_every_tenant:
         return nodes
     if not pools_checked:
         nodes = nodes.filter(pool__in=[p.pk for p in pools_for(scope)])
@@ -222,11 +254,9 @@ def visible_reservations(pks: Iterable[int], scope: Scope) -> dict[str, Any]:
     Another tenant's reservation id tells a tenant what that tenant books: it is counted, not named.
     """
     pks = sorted(set(pks))
-    if scope.tenants is None:
+    if scope.sees_every_tenant:
         return {"reservations": pks, "others": 0}
-    mine = sorted(
-        Reservation.objects.filter(pk__in=pks, tenant__slug__in=scope.tenants).values_list("pk", flat=True)
-    )
+    mine = sorted(seen(Reservation.objects.filter(pk__in=pks), scope).values_list("pk", flat=True))
     return {"reservations": mine, "others": len(pks) - len(mine)}
 
 
@@ -240,7 +270,7 @@ def redact(text: str, scope: Scope) -> str:
     Stored reasons stay exact (operators read them whole); tenants read "dedicated to another
     tenant" where the spec's reason says `dedicated=<slug>` of a tenant not theirs.
     """
-    if scope.tenants is None or not text or "dedicated=" not in text:
+    if scope.sees_every_tenant or not text or "dedicated=" not in text:
         return text
     return _DEDICATION_RE.sub(
         lambda m: m[0] if sees_tenant(scope, m[1]) else ANOTHER_TENANTS_DEDICATION, text
@@ -252,7 +282,7 @@ def redacted_conditions(conditions: list[dict], scope: Scope) -> list[dict]:
 
     Messages are redacted; a preemption by another tenant's work does not give its reservation id.
     """
-    if scope.tenants is None:
+    if scope.sees_every_tenant:
         return conditions
     return [_redacted(c, scope) for c in conditions]
 

@@ -241,7 +241,7 @@ def _with_queue(rows: list[dict], reservations: list[Reservation]) -> None:
 def with_summary_rows(nodes, scope: Scope = EVERYONE):
     """Load what a summary shows in a fixed number of queries, whatever the number of nodes."""
     if "free_now" not in nodes.query.annotations:
-        nodes = free_gpus_now(nodes, scope.tenants)
+        nodes = free_gpus_now(nodes, scope)
     return nodes.select_related("pool__site", "owner_tenant").prefetch_related("labels", "taints")
 
 
@@ -265,7 +265,7 @@ def node_detail(node_name: str, scope: Scope = EVERYONE) -> dict:
     for d in devices:
         if d.verified:  # an unverified device is listed, counted nowhere
             counts[d.device_class] = counts.get(d.device_class, 0) + 1
-    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now, tenants=scope.tenants)
+    data = node_summary(node, device_counts=counts, free_gpus_now=node.free_now, viewer=scope)
     data["devices"] = device_items(devices, uuids)
     data["links"] = link_items(node.links.all(), uuids)
     data["conditions"] = condition_items(node.conditions.all())
@@ -281,7 +281,7 @@ def node_detail(node_name: str, scope: Scope = EVERYONE) -> dict:
         for r in node.resources.all()
     ]
     # The operators' own words: a tenant reads that the node is cordoned, not who did it or why.
-    operator = scope.tenants is None
+    operator = scope.reads_operators_words
     data["stateChanges"] = state_entries(node) if operator else None
     data["lastReport"] = _seen(NodeReport.objects.filter(node=node).first()) if operator else None
     data["lastRefusal"] = _refused(NodeRefusal.objects.filter(node=node).first()) if operator else None

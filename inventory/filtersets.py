@@ -6,7 +6,7 @@ errors the API answers as INVALID_INPUT. The states are the vocabulary of invent
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 
 import django_filters
 import django_filters.fields
@@ -18,13 +18,12 @@ from django.utils import timezone
 from .errors import FilterError
 from .models import Device, Node, NodeLabel
 from .states import NAMES, state_q
+from .viewer import Viewer
 
 STATE_CHOICES = NAMES
 
 
-def free_gpus_now(
-    queryset: QuerySet[Node], tenants: Collection[str] | None = None, device_class: str = "gpu"
-) -> QuerySet[Node]:
+def free_gpus_now(queryset: QuerySet[Node], viewer: Viewer, device_class: str = "gpu") -> QuerySet[Node]:
     """Annotate `free_now`: the GPUs of the class the viewer could book now.
 
     Healthy, bookable atoms with no booking covering now, on nodes schedulable to the viewer
@@ -48,7 +47,7 @@ def free_gpus_now(
             & ~Q(Exists(busy))
             & ~Q(Exists(split))
             & ~Q(Exists(parent_busy))
-            & state_q("schedulable", tenants),
+            & state_q("schedulable", viewer),
             distinct=True,
         )
     )
@@ -100,15 +99,15 @@ class NodeFilterSet(django_filters.FilterSet):
         model = Node
         fields: list[str] = []
 
-    def __init__(self, data=None, queryset=None, *, tenants: Collection[str] | None = None, **kwargs):
+    def __init__(self, data=None, queryset=None, *, viewer: Viewer, **kwargs):
         super().__init__(data, queryset, **kwargs)
-        self.tenants = tenants
+        self.viewer = viewer
 
     def filter_name(self, queryset, name, value):
         return queryset.filter(name__icontains=value)
 
     def filter_state(self, queryset, name, value):
-        return queryset.filter(state_q(value, self.tenants))
+        return queryset.filter(state_q(value, self.viewer))
 
     def filter_label(self, queryset, name, value):
         key, _, wanted = value.partition("=")
@@ -118,7 +117,7 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.filter(Exists(labels))
 
     def filter_free_gpus(self, queryset, name, value):
-        return free_gpus_now(queryset, self.tenants).filter(free_now__gte=int(value))
+        return free_gpus_now(queryset, self.viewer).filter(free_now__gte=int(value))
 
     def first_error(self) -> FilterError | None:
         """Return the first invalid parameter as a FilterError, or None when every value is good."""
@@ -128,14 +127,14 @@ class NodeFilterSet(django_filters.FilterSet):
         return FilterError(field, messages[0])
 
 
-def filter_nodes(
-    queryset: QuerySet[Node], params: Mapping[str, str], tenants: Collection[str] | None = None
-) -> QuerySet[Node]:
+def filter_nodes(queryset: QuerySet[Node], params: Mapping[str, str], viewer: Viewer) -> QuerySet[Node]:
     """Apply `state`, `label` (key or key=value), `free_gpus` (at least n bookable now) and `q` (name).
+
+    The states and free GPUs are as the viewer sees them.
 
     Raise FilterError for the first value that cannot be used.
     """
-    filterset = NodeFilterSet(params, queryset, tenants=tenants)
+    filterset = NodeFilterSet(params, queryset, viewer=viewer)
     error = filterset.first_error()
     if error is not None:
         raise error

@@ -13,13 +13,13 @@ Each state exists twice: in Python (`node_states`, over a loaded node) and as OR
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db.models import BooleanField, Exists, F, OuterRef, Q
 from django.db.models.expressions import RawSQL
 
 from .models import Node, NodeTaint
+from .viewer import Viewer
 
 DEDICATED_PREFIX = "dedicated="
 NOT_READY = "NotReady"
@@ -87,15 +87,11 @@ def _taint_reason(taint: NodeTaint) -> str:
     return f"{taint.key}={taint.value}" if taint.value else taint.key
 
 
-def _sees(tenants: Collection[str] | None, slug: str) -> bool:
-    return tenants is None or slug in tenants
-
-
-def node_states(node: Node, tenants: Collection[str] | None = None) -> list[NodeState]:
+def node_states(node: Node, viewer: Viewer) -> list[NodeState]:
     """Return every state the node is in, in vocabulary order, as the viewer sees it.
 
-    `tenants` is None for an operator, else the slugs of the viewer's tenants: another tenant's
-    dedication is not named to them, and it keeps the node from being schedulable for them.
+    To a tenant's viewer another tenant's dedication is not named, and it keeps the node from
+    being schedulable for them.
     The node's pool, owner and taints should be loaded (select_related / prefetch_related).
     """
     found: list[NodeState] = []
@@ -137,22 +133,22 @@ def node_states(node: Node, tenants: Collection[str] | None = None) -> list[Node
         found.append(NodeState("tainted", f"tainted {', '.join(tainted)}"))
     dedications = [r.removeprefix(DEDICATED_PREFIX) for r in reasons if r.startswith(DEDICATED_PREFIX)]
     if dedications:
-        named = [d if _sees(tenants, d) else ANOTHER_TENANT for d in dedications]
+        named = [d if viewer.allows(d) else ANOTHER_TENANT for d in dedications]
         found.append(NodeState("dedicated", f"dedicated to {', '.join(dict.fromkeys(named))}"))
     blocked = any(s.name != "dedicated" for s in found)
-    if not blocked and _tolerated(dedications, tenants):
+    if not blocked and _tolerated(dedications, viewer):
         found.append(NodeState("schedulable", "schedulable"))
     return found
 
 
-def _tolerated(dedications: list[str], tenants: Collection[str] | None) -> bool:
+def _tolerated(dedications: list[str], viewer: Viewer) -> bool:
     """Return whether the viewer's work may go past these dedications (the placer's rule)."""
     if not dedications:
         return True
-    if tenants is None:
+    if viewer.sees_every_tenant:
         # Schedulable for some tenant: one dedication alone (may_be_schedulable).
         return len(set(dedications)) == 1
-    return any(all(d == t for d in dedications) for t in tenants)
+    return any(all(d == t for d in dedications) for t in viewer.tenants)
 
 
 # --- the same states as ORM conditions on Node ----------------------------------------------------
@@ -185,7 +181,7 @@ _DEDICATED = RawSQL(
 )
 
 
-def _schedulable_q(tenants: Collection[str] | None) -> Q:
+def _schedulable_q(viewer: Viewer) -> Q:
     before = _ELIGIBLE & Q(
         cordoned=False,
         maintenance=False,
@@ -193,20 +189,20 @@ def _schedulable_q(tenants: Collection[str] | None) -> Q:
         provision_state=Node.ProvisionState.ACTIVE,
         converged=True,
     )
-    if tenants is None:
+    if viewer.sees_every_tenant:
         # A test keeps this in step with the placer's may_be_schedulable().
         return before & (
             Q(no_schedule_reasons=[])
             | Q(no_schedule_reasons__len=1, no_schedule_reasons__0__startswith=DEDICATED_PREFIX)
         )
     tolerated = Q(no_schedule_reasons=[])
-    for slug in tenants:
+    for slug in viewer.tenants:
         # Every reason is this tenant's own dedication (duplicates included).
         tolerated |= Q(no_schedule_reasons__contained_by=[f"{DEDICATED_PREFIX}{slug}"])
     return before & tolerated
 
 
-def state_q(name: str, tenants: Collection[str] | None = None) -> Q:
+def state_q(name: str, viewer: Viewer) -> Q:
     """Return the ORM condition for nodes in this state, as the viewer sees it."""
     if name == "excluded":
         return ~_ELIGIBLE
@@ -227,5 +223,5 @@ def state_q(name: str, tenants: Collection[str] | None = None) -> Q:
     if name == "dedicated":
         return Q(_DEDICATED)
     if name == "schedulable":
-        return _schedulable_q(tenants)
+        return _schedulable_q(viewer)
     raise ValueError(f"no node state {name}")

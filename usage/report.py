@@ -234,7 +234,7 @@ def usage_report(
         bookings_used=_BOOKINGS.format(
             columns=columns, share=share, window="tstzrange(%(start)s, %(end)s)", source=_SAMPLED_BOOKINGS
         ),
-        scoped="AND t.slug = ANY(%(tenants)s)" if scope.tenants is not None else "",
+        scoped="" if scope.sees_every_tenant else "AND t.slug = ANY(%(tenants)s)",
         keys=", ".join(keys),
         keys_out=", ".join(f"booked.{k}" for k in keys),
         keys_using=", ".join(keys),

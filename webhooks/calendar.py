@@ -18,7 +18,7 @@ import icalendar
 from django.db import transaction
 from django.utils import timezone
 
-from capacity.access import feed_scope
+from capacity.access import feed_scope, seen
 from capacity.models import Reservation, Series
 from capacity.placers.notice import preempt_at
 from capacity.render import render_reservations
@@ -160,11 +160,8 @@ def calendar(feed: CalendarFeed, base_url: str, now: datetime | None = None) -> 
     """Return the feed's iCalendar text."""
     now = now or timezone.now()
     scope = feed_scope(feed)
-    found = Reservation.objects.filter(ends_at__gte=now - timedelta(days=DAYS_BACK)).select_related(
-        "tenant", "pool"
-    )
-    if scope.tenants is not None:
-        found = found.filter(tenant__slug__in=scope.tenants)
+    found = seen(Reservation.objects.filter(ends_at__gte=now - timedelta(days=DAYS_BACK)), scope)
+    found = found.select_related("tenant", "pool")
     reservations = list(found.order_by("starts_at", "pk")[:MAX_EVENTS])
     shown = render_reservations(reservations, scope)
     cal = icalendar.Calendar()

@@ -102,7 +102,7 @@ def window_data(window: MaintenanceWindow, nodes: list[str], now) -> dict:
 class _WindowsBase(BerthAPIView):
     def _visible(self) -> set[str] | None:
         """Return the node names a tenant user may read (None: an operator, every node)."""
-        if self.scope.tenants is None:
+        if self.scope.sees_every_tenant:
             return None
         return set(services.nodes_for(self.scope).values_list("name", flat=True))
 

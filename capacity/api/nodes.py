@@ -71,7 +71,7 @@ def summaries_renderer(scope: services.Scope):
         counts = device_counts(nodes)
         return NodeSummarySerializer(
             [
-                node_summary(n, device_counts=counts[n.pk], free_gpus_now=n.free_now, tenants=scope.tenants)
+                node_summary(n, device_counts=counts[n.pk], free_gpus_now=n.free_now, viewer=scope)
                 for n in nodes
             ],
             many=True,
@@ -153,7 +153,7 @@ class NodesView(BerthAPIView):
         if pool is not None:
             nodes = nodes.filter(pool__slug=pool)
         params = {k: request.query_params.get(k, "") for k in NODE_FILTERS}
-        nodes = filter_nodes(nodes, params, self.scope.tenants)
+        nodes = filter_nodes(nodes, params, self.scope)
         return self.paginated(
             queryset_source(with_summary_rows(nodes, self.scope), ("name",)),
             lambda row: position_of(row, ("name",)),

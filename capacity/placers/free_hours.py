@@ -8,8 +8,8 @@ data the placer plans from, so the chart and a booking agree about what is free.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 
+from capacity.access import Scope
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
 from capacity.placement import Window
@@ -48,18 +48,19 @@ def read_busy_intervals(index: PoolIndex, window: Window) -> dict[str, list[tupl
     return busy
 
 
-def read_availability(pool: PoolRow, tenants: Iterable[str] | None, start: int, hours: int) -> Availability:
+def read_availability(pool: PoolRow, scope: Scope, start: int, hours: int) -> Availability:
     """Return the pool's free atoms per class and largest free NVLink block per hour from `start`.
 
-    `tenants` None counts every node some tenant could book (an operator's view: dedicated nodes
-    included); otherwise only the nodes one of these tenants may book, as the placer decides it.
+    A scope that sees every tenant counts every node some tenant could book (an operator's view:
+    dedicated nodes included); otherwise only the nodes one of its tenants may book, as the
+    placer decides it.
     """
     index = pool_index(pool)
-    if tenants is None:
+    if scope.sees_every_tenant:
         nodes = [v for v in index.nodes.views if may_be_schedulable(v, pool.view)]
     else:
         names: set[str] = set()
-        for tenant in tenants:
+        for tenant in sorted(scope.tenants or ()):
             names |= index.allowed(pool, tenant, {}).names
         nodes = [v for v in index.nodes.views if v.id in names]
     end = (start // HOUR_MS + hours) * HOUR_MS

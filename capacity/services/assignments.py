@@ -18,6 +18,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from capacity.access import EVERYONE
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Device, Node
 from inventory.states import node_states
@@ -113,7 +114,8 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
     body = {
         "node": node.name,
         "state": {
-            "name": node_states(node)[0].name,
+            # The agent reads its node as operators do (a dedication does not stop it being schedulable).
+            "name": node_states(node, EVERYONE)[0].name,
             "cordoned": node.cordoned,
             "maintenance": node.maintenance,
             "draining": node.drain_started_at is not None,

@@ -116,5 +116,5 @@ def queue_text(reservation: Reservation, scope: Scope = EVERYONE, now: datetime 
     place = queue_places([reservation], now).get(reservation.pk)
     if place is None:
         return ""
-    who = reservation.tenant.slug if scope.tenants is None else "your team"
+    who = reservation.tenant.slug if scope.sees_every_tenant else "your team"
     return place_words(place, reservation.pool.slug, settings.FAIRSHARE_HALF_LIFE_HOURS, who)

@@ -29,11 +29,11 @@ def pool_availability(
     pool = load_pool(pool_slug) if isinstance(pool_slug, str) else None
     if pool is None:
         raise CapacityError(NOT_FOUND, f"no pool {pool_slug}")
-    tenants = None
-    if scope.tenants is not None:
+    if not scope.sees_every_tenant:
         rows = Tenant.objects.filter(slug__in=scope.tenants).values_list("pk", "slug")
-        tenants = sorted(slug for pk, slug in rows if pool.allows(pk))
-        if not tenants:
+        # Counted for the caller's tenants that may book this pool, not the others.
+        scope = Scope(frozenset(slug for pk, slug in rows if pool.allows(pk)))
+        if not scope.tenants:
             raise CapacityError(NOT_FOUND, f"no pool {pool_slug}")
     start = int((now or timezone.now()).timestamp() * 1000)
-    return read_availability(pool, tenants, start, hours)
+    return read_availability(pool, scope, start, hours)

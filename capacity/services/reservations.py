@@ -34,7 +34,7 @@ def list_reservations(
     """Return the caller's reservations, live and moved to history, newest first, optionally filtered."""
     qs = AnyReservation.objects.select_related("tenant", "pool")
     # Ids, not joins on slugs: through the view only a constant id reads each side's index in order.
-    if scope.tenants is not None:
+    if not scope.sees_every_tenant:
         qs = qs.filter(tenant_id__in=_ids(Tenant, scope.tenants))
     if status:
         qs = qs.filter(status=status)

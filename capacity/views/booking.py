@@ -322,7 +322,7 @@ def book(request: HttpRequest) -> HttpResponse:
             # Drawn only with the whole page, not with the form's htmx answers.
             "availability": partial(_availability, request.user),
             "availability_open": form["pool"].value(),  # the chosen pool's chart opens
-            "availability_tenant_view": scope.tenants is not None,
+            "availability_tenant_view": not scope.sees_every_tenant,
         },
         partial="book-body",
     )

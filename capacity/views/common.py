@@ -133,7 +133,7 @@ def bookings_by_device(
         if mine:
             owner, short = f"reservation {reservation_id} ({tenant})", f"#{reservation_id} {tenant}"
             holder = tenant
-        elif scope.tenants is None:
+        elif scope.sees_every_tenant:
             owner, short = f"instance {instance}", f"instance {instance}"
             holder = owner
         else:

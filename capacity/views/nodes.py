@@ -92,7 +92,7 @@ def _node_context(
         for t in taints:
             if t.key == "dedicated":
                 t.value = "another tenant"
-    operator = scope.tenants is None
+    operator = scope.reads_operators_words
     # Who cordoned, drained or started maintenance, when and why: the operators' own record.
     state_changes = state_entries(node) if operator else {}
     drain = None

@@ -79,7 +79,9 @@ def all_versions() -> str:
 def viewer_key(request: HttpRequest, scope: Scope) -> str:
     """Return what the viewer's fragments may share: operator or not, and the ids of the tenants it sees."""
     # Ids, not slugs: a tenant renamed and a new one given its old slug share no fragment.
-    tenants = "all" if scope.tenants is None else ",".join(map(str, tenant_ids(request.user, scope.tenants)))
+    tenants = (
+        "all" if scope.sees_every_tenant else ",".join(map(str, tenant_ids(request.user, scope.tenants)))
+    )
     return f"op={int(is_operator(request.user))};tenants={tenants}"
 
 

@@ -8,7 +8,7 @@ from django import forms
 from django.http import HttpRequest
 from django.utils import timezone
 
-from capacity.access import scope_for
+from capacity.access import may_set_policy
 from capacity.models import Reservation
 from capacity.models.reservations import IDLE
 from capacity.placement import CapacityError
@@ -100,7 +100,7 @@ def policy_context(
         # GPU-hours lent and reclaims this week: read only for a pool that lends.
         now = timezone.now()
         context["lent_week"] = lending_since(pool.pk, now - timedelta(days=7), now)
-    if scope_for(request.user).tenants is None:
+    if may_set_policy(request.user):
         shown = request.session.pop("policy_secret", None) if hasattr(request, "session") else None
         if shown and shown[0] == pool.slug:
             context["policy_secret"] = shown[1]

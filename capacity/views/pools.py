@@ -147,7 +147,7 @@ def pool_page(
     @cache
     def filters() -> NodeFilterSet:
         """The API's filters (NodeFilterSet), its form showing each error next to its field; built only to draw."""
-        return NodeFilterSet(request.GET, queryset, tenants=scope.tenants)
+        return NodeFilterSet(request.GET, queryset, viewer=scope)
 
     def draw_nodes(csrf_token: str) -> tuple[str, datetime | None]:
         filterset = filters()
@@ -175,7 +175,7 @@ def pool_page(
     def draw_chart(_csrf_token: str) -> tuple[str, datetime | None]:
         chart_context = {
             "availability": pool_charts([pool], scope),
-            "availability_tenant_view": scope.tenants is not None,
+            "availability_tenant_view": not scope.sees_every_tenant,
         }
         html = render_to_string("capacity/availability_chart.html", chart_context, request)
         # It starts "now", to the minute: drawn again when the minute it names has passed.

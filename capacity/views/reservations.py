@@ -275,7 +275,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
     if tenant:
         quota_for = [t for t in tenants if t.slug == tenant]
     else:
-        quota_for = [] if scope.tenants is None else tenants
+        quota_for = [] if scope.sees_every_tenant else tenants
     # The list is kept per its filters and page (page_cache): its links hold nothing else.
     context = {
         "nav": "reservations",
@@ -314,7 +314,7 @@ def reservations(request: HttpRequest) -> HttpResponse:
         {
             **context,
             "list_html": list_html,
-            "show_tenant_filter": scope.tenants is None or len(tenants) > 1,
+            "show_tenant_filter": scope.sees_every_tenant or len(tenants) > 1,
             "quotas": quota_cards(quota_for, scope),
         },
         partial="reservations-body",

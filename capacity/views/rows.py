@@ -171,7 +171,7 @@ def badges(node: Node, pool: Pool, scope=services.EVERYONE) -> list[Badge]:
     nodes (PreferNoSchedule), which stop nothing.
     """
     found = []
-    for state in node_states(node, scope.tenants):
+    for state in node_states(node, scope):
         found.append(Badge(state.label, state.badge, state.meaning))
         if state.name == "cordoned":
             drain = drain_badge(node, scope)
@@ -197,7 +197,7 @@ def drain_badge(node: Node, scope=services.EVERYONE, now: datetime | None = None
         return None
     status, until = state
     title = "cordoned; bookings that had not started were moved off"
-    if scope.tenants is None and node.drain_reason:
+    if scope.reads_operators_words and node.drain_reason:
         title = f"{title}; reason: {node.drain_reason}"
     if status == "draining":
         return Badge(
@@ -274,7 +274,7 @@ def node_rows(nodes: list[Node], pool: Pool, user, now: datetime) -> list[NodeRo
         gpus = [c for c in whole if not c.slices]
         slices = [s for c in whole for s in c.slices]
         labels = list(node.labels.all())
-        states = node_states(node, scope.tenants)
+        states = node_states(node, scope)
         bookable = states[-1].name == "schedulable"
         rows.append(
             NodeRow(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.http import HttpRequest
 
-from capacity.access import scope_for
+from capacity.access import may_set_shares, scope_for
 from capacity.placement import CapacityError
 from capacity.services import shares
 from inventory.models import Tenant
@@ -36,10 +36,10 @@ def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, er
         "pool": pool,
         "share_rows": rows,
         "pool_has_shares": has_shares,
-        "share_own_missing": scope.tenants is not None and not rows,
+        "share_own_missing": not scope.sees_every_tenant and not rows,
         "share_error": error,
     }
-    if scope.tenants is None:
+    if may_set_shares(request.user):
         context["share_form"] = form or ShareForm(prefix="share")
         context["bookable_gpus"] = shares.gpus_text(shares.bookable_gpus(pool))
     return context

@@ -6,13 +6,14 @@ those dicts from rows the view has already fetched, so rendering runs no queries
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from rest_framework import serializers
 
 from inventory.changelog import REASON_MAX
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
 from inventory.states import ANOTHER_TENANT, ANOTHER_TENANTS_DEDICATION, DEDICATED_PREFIX, NAMES, node_states
+from inventory.viewer import Viewer
 
 
 class KeywordFieldsMixin:
@@ -354,12 +355,12 @@ def condition_items(conditions: Iterable[NodeCondition]) -> list[dict]:
     ]
 
 
-def _hidden_dedication(node: Node, tenants: Collection[str] | None) -> str | None:
+def _hidden_dedication(node: Node, viewer: Viewer) -> str | None:
     """Return the tenant a node is dedicated to when the caller may not read its name, else None."""
-    if tenants is None:
+    if viewer.sees_every_tenant:
         return None
     dedicated = next((t.value for t in node.taints.all() if t.key == "dedicated"), None)
-    return dedicated if dedicated is not None and dedicated not in tenants else None
+    return dedicated if dedicated is not None and not viewer.allows(dedicated) else None
 
 
 def node_summary(
@@ -367,14 +368,14 @@ def node_summary(
     *,
     device_counts: Mapping[str, int],
     free_gpus_now: int,
-    tenants: Collection[str] | None = None,
+    viewer: Viewer,
 ) -> dict:
     """Return the summary dict of a node whose pool, site, owner, labels and taints are loaded.
 
-    `tenants` is the caller's (None: an operator): the states are as the caller sees them.
+    The states are as the viewer (the caller) sees them.
     """
-    states = [s.name for s in node_states(node, tenants)]
-    hidden = _hidden_dedication(node, tenants)
+    states = [s.name for s in node_states(node, viewer)]
+    hidden = _hidden_dedication(node, viewer)
     return {
         "name": node.name,
         "pool": node.pool.slug,

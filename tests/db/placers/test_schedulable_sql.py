@@ -4,6 +4,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from capacity.access import EVERYONE, Scope
 from capacity.placement import NodeView, ineligibility, may_be_schedulable
 from capacity.placement import Pool as PoolView
 from capacity.placers.sql import MAY_BE_SCHEDULABLE, SCHEDULABLE_TOLERATING
@@ -94,16 +95,16 @@ def test_sql_and_python_agree_on_schedulability(make_node, pool, tenants, state)
     assert sql_says(SCHEDULABLE_TOLERATING, node, state["tenant"]) is python
     assert sql_says(MAY_BE_SCHEDULABLE, node, None) is may_be_schedulable(view, pool_view)
     # The node filter's "schedulable" state (pool page and API) is the same check as ORM conditions.
-    listed = filter_nodes(Node.objects.filter(pk=node.pk), {"state": "schedulable"}).exists()
+    listed = filter_nodes(Node.objects.filter(pk=node.pk), {"state": "schedulable"}, EVERYONE).exists()
     assert listed is may_be_schedulable(view, pool_view)
     # The state vocabulary: each state's filter (SQL) holds the nodes node_states (Python) puts in
     # it, for an operator and for a tenant; "schedulable" is the placer's check for that viewer.
     loaded = Node.objects.select_related("pool", "owner_tenant").prefetch_related("taints").get(pk=node.pk)
     for viewer in (None, state["tenant"]):
-        tenants = None if viewer is None else {viewer}
-        python_states = {s.name for s in node_states(loaded, tenants)}
+        scope = EVERYONE if viewer is None else Scope(frozenset({viewer}))
+        python_states = {s.name for s in node_states(loaded, scope)}
         for name in NAMES:
-            in_sql = filter_nodes(Node.objects.filter(pk=node.pk), {"state": name}, tenants).exists()
+            in_sql = filter_nodes(Node.objects.filter(pk=node.pk), {"state": name}, scope).exists()
             assert in_sql is (name in python_states), (name, viewer)
         placer = (
             may_be_schedulable(view, pool_view)
@@ -135,7 +136,7 @@ def test_the_node_filter_leaves_out_tenant_controlled_and_foreign_owned_nodes(ma
     make_node("open")
     Node.objects.filter(pk=make_node("tenant").pk).update(trust=Node.Trust.TENANT_CONTROLLED)
     Node.objects.filter(pk=make_node("owned").pk).update(owner_tenant=tenants["globex"])
-    listed = filter_nodes(Node.objects.all(), {"state": "schedulable"})
+    listed = filter_nodes(Node.objects.all(), {"state": "schedulable"}, EVERYONE)
     assert sorted(listed.values_list("name", flat=True)) == ["open"]
     from capacity.rollups import refresh_rollups
 

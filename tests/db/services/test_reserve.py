@@ -335,8 +335,8 @@ def test_the_free_gpus_filter_counts_a_gpu_with_a_booked_slice_as_taken(tenant, 
         "during": {"start": start, "end": start + 7_200_000},
     }
     assert reserve(data).reservation.status == "placed"
-    assert filter_nodes(Node.objects.all(), {"free_gpus": "2"}).count() == 0
-    assert filter_nodes(Node.objects.all(), {"free_gpus": "1"}).count() == 1
+    assert filter_nodes(Node.objects.all(), {"free_gpus": "2"}, services.EVERYONE).count() == 0
+    assert filter_nodes(Node.objects.all(), {"free_gpus": "1"}, services.EVERYONE).count() == 1
 
 
 def test_the_next_request_checks_the_kept_tenant_and_pool_in_its_insert_instead_of_reading_them(
