@@ -22,7 +22,7 @@ from typing import Any
 from django.db.models import Q
 
 from capacity.models import Reservation
-from capacity.placers.loader import may_use
+from capacity.placement.eligibility import may_use
 from inventory.models import Node, Pool, Tenant
 from inventory.states import ANOTHER_TENANTS_DEDICATION
 

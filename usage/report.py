@@ -24,11 +24,16 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from capacity.access import Scope
-from capacity.booked_today import BOOKING_KEYS_SQL, TO_DATE_SQL, to_date_params
-from capacity.models.rollups import GPU_HOUR
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.services.inputs import parse_day
+from capacity.port import (
+    BOOKING_KEYS_SQL,
+    GPU_HOUR,
+    INVALID_INPUT,
+    TO_DATE_SQL,
+    CapacityError,
+    Scope,
+    parse_day,
+    to_date_params,
+)
 from inventory.gpu_share import gpu_share_sql
 from usage.folds import raw_horizon
 

@@ -12,6 +12,7 @@ from django.db import connection
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
 from capacity.placement import Atom, MaintenanceSpan, NodeView, Pool, Resource, Window
+from capacity.placement.eligibility import may_use
 from capacity.placement.timeline import peak
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
@@ -48,13 +49,6 @@ class Limits:
     policy_webhook: str | None = None
     policy_webhook_secret: str = ""
     policy_webhook_on_error: str = "deny"
-
-
-def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
-    """Return whether a tenant may use a pool: a private pool its owner only; else its tenants, or anyone."""
-    if owner_pk is not None:
-        return owner_pk == tenant_pk
-    return not tenant_pks or tenant_pk in tenant_pks
 
 
 def largest_open_pools(limit: int) -> list[str]:
