@@ -7,7 +7,7 @@ class AuditlogConfig(AppConfig):
     name = "auditlog"
 
     def ready(self):
-        from capacity.worker_jobs import Job, register
+        from capacity.port import Job, register
 
         from .retention import run_once, serve
 

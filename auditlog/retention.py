@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from capacity.worker_jobs import survive
+from capacity.port import survive
 from identity.models import SignInEvent
 from trail.models import AuditRecord
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from capacity.models import ReservationEvent
+from capacity.port import ReservationEvent
 from identity.models import SignInEvent
 from inventory.models import Node, NodeLabel, NodeTaint
 from trail.context import SYSTEM

@@ -25,6 +25,7 @@ from typing import Any
 from django.db.models import Q
 
 from capacity.models import Reservation
+from capacity.placement.eligibility import may_use
 from inventory.models import Node, Pool, Tenant
 from inventory.states import ANOTHER_TENANTS_DEDICATION
 
@@ -172,16 +173,6 @@ def node_call_refusal(user, node: str | None, user_agent: str) -> str | None:
 
 
 # --- what a scope may read and act on --------------------------------------------------------------
-
-
-def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
-    """Return whether a tenant may use a pool: a private pool its owner only; else its tenants, or anyone.
-
-    The placer asks it too (capacity.placers.loader.PoolRow.allows), by primary keys.
-    """
-    if owner_pk is not None:
-        return owner_pk == tenant_pk
-    return not tenant_pks or tenant_pk in tenant_pks
 
 
 def sees_tenant(scope: Scope, slug: str | None) -> bool:

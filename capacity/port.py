@@ -16,157 +16,75 @@ capacity adds none to instance requests.
 A module that books a tenant's recurring time (a course's lab sessions for a term) books a
 series: `reserve_series`, the API's `repeat` with the same rule, limits and answer (docs/series.md).
 Those are the tenant's reservations, charged to its quota as the API charges them.
+
+The port is also the one surface of capacity its sibling apps (usage, whatif, webhooks, identity,
+auditlog) read: every name they use is in the table below, and the import contract
+(tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
+module when first asked, so an app reaches only the modules of the names it uses
+(`python -m devtools.reach` counts them; docs/architecture.md shows the table).
 """
 
-from __future__ import annotations
+from config.face import lazy_face
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+FACE = {
+    # Booking for another app's instances and a tenant's series (capacity.services.instances).
+    "capacity.services.instances": (
+        "INSTANCE_LOCK_CLASS",
+        "InstanceBooking",
+        "release_instance",
+        "reserve_for_instance",
+        "reserve_series",
+    ),
+    "capacity.services.series": ("SeriesResult",),
+    # The pure core: errors, requests and plans, and the searches what if replays.
+    "capacity.placement": (
+        "BUILTIN_SCORERS",
+        "DEDICATED_PREFIX",
+        "FORBIDDEN",
+        "INVALID_INPUT",
+        "NOT_FOUND",
+        "CapacityError",
+        "DeviceRequest",
+        "Gang",
+        "NodeView",
+        "PlacementRequest",
+        "Plan",
+        "Pool",
+        "Window",
+        "ineligibility",
+        "may_be_schedulable",
+    ),
+    "capacity.placement.earliest": ("NodeTime",),
+    "capacity.placement.freeindex": ("FreeIndex",),
+    "capacity.placement.lease": ("plan_lease",),
+    "capacity.placement.shares": ("Share", "Verdict", "gpus_text", "judge", "within"),
+    "capacity.placement.validate": ("validate_request",),
+    # The planner over the database's pool, as placement builds it (what if replays demand on it).
+    "capacity.conf": ("placer_config",),
+    "capacity.placers.claims": ("WindowUse",),
+    "capacity.placers.horizon": ("Horizon", "earliest_in", "horizon_of", "node_times"),
+    "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
+    "capacity.placers.loader": ("NodeIndex", "PoolRow", "load_pool"),
+    "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
+    "capacity.placers.types": ("PLACERS", "PlacerConfig"),
+    # Bookings as records, and who may read them.
+    "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
+    "capacity.models.reservations": ("IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.rollups": ("GPU_HOUR",),
+    "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
+    "capacity.access": ("EVERYONE", "Scope", "feed_scope", "may_watch_nodes", "scope_for", "seen"),
+    "capacity.gpu_hours": ("gpus_sql",),
+    "capacity.render": ("node_detail", "render_reservations"),
+    "capacity.views.common": ("visible_pool",),
+    # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
+    "capacity.services.atoms": ("atoms_text",),
+    "capacity.services.inputs": ("parse_day",),
+    "capacity.services.pool_policy": ("Policy", "defaults", "stored_policies"),
+    "capacity.services.release": ("release",),
+    # Where apps plug in: the worker's jobs, usage's answers, the commands' base.
+    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
+    "capacity.services": ("usage_hooks",),
+    "capacity.management.command": ("BerthCommand",),
+}
 
-from django.db import connection, transaction
-from django.utils import timezone
-
-from capacity.placement import CapacityError, run_admit
-from capacity.placement.fields import request_body
-from capacity.placers.ending import end_allocations
-from capacity.placers.types import PlacerConfig
-
-from .access import EVERYONE
-from .models import Allocation, DeviceBooking
-from .placers.commit import Owner
-from .placers.inline import place
-from .services import outside_check
-from .services.prepare import prepare
-from .services.series import SeriesResult
-from .services.series import reserve_series as _reserve_series
-
-# Advisory lock class for one instance id: two calls for one instance book one allocation.
-INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"
-
-
-@dataclass(frozen=True)
-class InstanceBooking:
-    """The answer for an instance: placed on a node with atoms, or pending with the reason."""
-
-    status: str
-    node: str | None = None
-    atoms: tuple[str, ...] = ()
-    reason: str = ""
-
-
-def reserve_for_instance(
-    *,
-    instance_id: str,
-    tenant: str,
-    pool: str,
-    devices: Sequence[Mapping[str, Any]] = (),
-    resources: Mapping[str, int] | None = None,
-    duration: str | None = None,
-    during: Mapping[str, Any] | None = None,
-    node_labels: Mapping[str, str] | None = None,
-    image_id: str | None = None,
-    admission: Any = None,
-    now: datetime | None = None,
-    config: PlacerConfig | None = None,
-) -> InstanceBooking:
-    """Place capacity for an instance in the caller's transaction (or a new one)."""
-    data = request_body(
-        tenant_id=tenant,
-        pool_id=pool,
-        devices=list(devices),
-        resources=dict(resources) if resources else None,
-        image_id=image_id or None,
-        duration=duration,
-        during=dict(during) if during is not None else None,
-    )
-    # Always there, even None: the validator then names it, rather than a reservation being made.
-    data["instanceId"] = instance_id
-    prepared = prepare(
-        data, scope=EVERYONE, now=now, config=config, node_labels=node_labels, owner_allowed=True
-    )
-    request, config, now = prepared.request, prepared.config, prepared.now
-    # The pool's outside check, before Berth takes any lock (services.outside_check).
-    who = admission.get("identity") if isinstance(admission, Mapping) else ""
-    outside_check.consult(prepared, str(who or ""))
-    with transaction.atomic():
-        existing = _live_booking(instance_id, now)
-        if existing is not None:
-            return existing
-        if admission is not None:
-            run_admit(config.plugins, request, admission)
-        outcome = place(request, pool, Owner(instance_id=instance_id), config, pool=prepared.pool, now=now)
-    if outcome.status != "placed":
-        return InstanceBooking("pending", reason=outcome.reason)
-    member = outcome.committed[0]
-    return InstanceBooking("placed", node=member.node, atoms=member.atoms)
-
-
-def reserve_series(
-    *,
-    tenant: str,
-    pool: str,
-    during: Mapping[str, Any],
-    repeat: Mapping[str, Any],
-    devices: Sequence[Mapping[str, Any]] = (),
-    resources: Mapping[str, int] | None = None,
-    all_or_nothing: bool = False,
-    idempotency_key: str | None = None,
-    admission: Any = None,
-    by: str = "",
-    now: datetime | None = None,
-    config: PlacerConfig | None = None,
-) -> SeriesResult:
-    """Book a tenant's series as the API does: one reservation per occurrence of `repeat` over `during`.
-
-    Raises CapacityError as the API answers (INVALID_INPUT naming the field, POLICY_LIMIT, and
-    SeriesNotPlaced for all_or_nothing), having written nothing.
-    """
-    data = request_body(
-        tenant_id=tenant,
-        pool_id=pool,
-        devices=list(devices) or None,
-        resources=dict(resources) if resources else None,
-        during=dict(during),
-        repeat=dict(repeat) if isinstance(repeat, Mapping) else repeat,
-        all_or_nothing=all_or_nothing or None,
-        idempotency_key=idempotency_key,
-    )
-    return _reserve_series(data, scope=EVERYONE, admission=admission, now=now, config=config, by=by)
-
-
-def _live_booking(instance_id: str, now: datetime) -> InstanceBooking | None:
-    """Take the instance's lock; return its live booking, if it has one."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [INSTANCE_LOCK_CLASS, instance_id])
-    allocation = (
-        Allocation.objects.filter(instance_id=instance_id, released_at__isnull=True, ends_at__gt=now)
-        .select_related("node")
-        .order_by("pk")
-        .first()
-    )
-    if allocation is None:
-        return None
-    rows = (
-        DeviceBooking.objects.filter(allocation=allocation)
-        .order_by("device__index", "device__uuid")
-        .values_list("device__uuid", "device__parent__uuid")
-    )
-    booked = {uuid for uuid, _ in rows}
-    # A slice booked because its GPU was booked whole is part of that GPU, as the first answer said.
-    uuids = tuple(uuid for uuid, parent in rows if parent not in booked)
-    return InstanceBooking("placed", node=allocation.node.name, atoms=uuids)
-
-
-def release_instance(instance_id: str, *, now: datetime | None = None) -> int:
-    """End every live allocation of an instance; return how many."""
-    if not instance_id:
-        raise CapacityError("INVALID_INPUT", "instance_id is required")
-    with transaction.atomic():
-        allocations = Allocation.objects.select_for_update().filter(
-            instance_id=instance_id, released_at__isnull=True
-        )
-        count = allocations.count()
-        end_allocations(allocations, now or timezone.now())
-    return count
+lazy_face(__name__, FACE)

@@ -15,9 +15,8 @@ from rest_framework import serializers
 from capacity import services
 from capacity.access import EVERYONE, Scope, nodes_for, redacted_conditions
 from capacity.models import Reservation
+from capacity.models.reservations import AWAITING, preempt_at
 from capacity.placement import scalar_capacity
-from capacity.placers.approval import AWAITING
-from capacity.placers.notice import preempt_at
 from capacity.rollups import claimed_at
 from inventory.api.serializers import (
     NodeDetailSerializer,

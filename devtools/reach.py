@@ -6,8 +6,14 @@ one at the top (it runs the first time the function does), and so does `importli
 `a.b` and `a` too. Imports under `if TYPE_CHECKING:` never run and are left out; dotted strings in
 Django settings (INSTALLED_APPS, ROOT_URLCONF) are not imports either.
 
+A face (config.face: a module with a literal `FACE = {"module": ("name", ...)}` table) loads a name's
+module only when the name is asked, so `from face import name` reaches the name's module, and
+`from pkg import face` (or `import pkg.face as f`) reaches the modules of the names used as `face.name`
+in the importer (all of the face's, if the importer hands the face itself around).
+
 `python -m devtools.reach` prints the reach counts: for each app, how many modules of each other app
 it reaches. `--chain A B` prints the shortest chain from app (or module) A to app (or module) B.
+`--markdown` prints the apps' arrows and the reach table as docs/architecture.md shows them.
 """
 
 from __future__ import annotations
@@ -22,7 +28,30 @@ from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devtools", "agent", "trail")
+# The apps in the order the table shows them; any other top-level package (a new app) follows, found
+# by itself, so the reach table and the contract test cover it from its first commit.
+KNOWN_APPS = (
+    "capacity",
+    "inventory",
+    "config",
+    "webhooks",
+    "whatif",
+    "usage",
+    "identity",
+    "auditlog",
+    "trail",
+    "devtools",
+    "agent",
+)
+
+
+def find_apps(root: Path = ROOT) -> tuple[str, ...]:
+    """Return the known apps, then every other top-level package under `root` (sorted)."""
+    found = sorted(p.parent.name for p in root.glob("*/__init__.py") if p.parent.name not in KNOWN_APPS)
+    return (*KNOWN_APPS, *found)
+
+
+APPS = find_apps()
 
 
 @dataclass(frozen=True)
@@ -127,6 +156,70 @@ def _imported_names(node: ast.AST, package: str, modules: dict[str, Path]) -> li
     return []
 
 
+def find_faces(trees: dict[str, ast.Module], modules: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Map each face module to {name: the module that importing the name lands in}."""
+    faces: dict[str, dict[str, str]] = {}
+    for module, tree in trees.items():
+        for node in tree.body:
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)):
+                continue
+            if [getattr(t, "id", None) for t in node.targets] != ["FACE"]:
+                continue
+            table: dict[str, str] = {}
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                source = _literal(key)
+                names = [_literal(n) for n in value.elts] if isinstance(value, ast.Tuple) else []
+                for name in names:
+                    if source is not None and name is not None:
+                        target = f"{source}.{name}" if f"{source}.{name}" in modules else source
+                        table[name] = nearest(target, modules) or source
+            faces[module] = table
+    return faces
+
+
+def _face_uses(tree: ast.Module, local: str) -> set[str] | None:
+    """Return the attributes read as `local.name` in the module, or None if `local` is used bare."""
+    attrs: set[str] = set()
+    read_off = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == local:
+            attrs.add(node.attr)
+            read_off.add(id(node.value))
+    bare = any(
+        isinstance(node, ast.Name) and node.id == local and id(node) not in read_off
+        for node in ast.walk(tree)
+    )
+    return None if bare else attrs
+
+
+def imports_in(
+    tree: ast.Module, module: str, path: Path, modules: dict[str, Path], faces: dict[str, dict[str, str]]
+) -> Iterator[tuple[ast.AST, bool, str]]:
+    """Yield (node, inside a function, first-party module it lands in) for each import in the module."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node, in_function in _walk(tree):
+        names = _imported_names(node, package, modules)
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module or "", node.level, package)
+            for alias in node.names:
+                face = faces.get(f"{base}.{alias.name}")
+                if face is not None:  # `from pkg import face`: the names it reads off the face
+                    used = _face_uses(tree, alias.asname or alias.name)
+                    names.extend(face.values() if used is None else (face[n] for n in used if n in face))
+                elif alias.name in faces.get(base, {}):  # `from face import name`
+                    names.append(faces[base][alias.name])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                face = faces.get(alias.name)
+                if face is not None:
+                    used = _face_uses(tree, alias.asname) if alias.asname else None
+                    names.extend(face.values() if used is None else (face[n] for n in used if n in face))
+        for name in names:
+            target = nearest(name, modules)
+            if target is not None and target != module:
+                yield node, in_function, target
+
+
 def nearest(name: str, modules: dict[str, Path]) -> str | None:
     """Return the module that importing `name` lands in (`pkg.thing` where thing is a name: `pkg`)."""
     while name and name not in modules:
@@ -137,6 +230,8 @@ def nearest(name: str, modules: dict[str, Path]) -> str | None:
 def read_graph(root: Path = ROOT, packages: Iterable[str] = APPS) -> Graph:
     """Parse every module of `packages` under `root` and return the graph of their imports."""
     graph = Graph(find_modules(root, packages))
+    trees = {module: ast.parse(path.read_text(), str(path)) for module, path in graph.modules.items()}
+    faces = find_faces(trees, graph.modules)
     for module, path in graph.modules.items():
         arrows: dict[str, Edge] = {}
         parent = module.rpartition(".")[0]
@@ -144,16 +239,11 @@ def read_graph(root: Path = ROOT, packages: Iterable[str] = APPS) -> Graph:
             parent = parent.rpartition(".")[0]
         if parent:
             arrows[parent] = Edge(parent, 0, "package")
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node, in_function in _walk(ast.parse(path.read_text(), str(path))):
-            for name in _imported_names(node, package, graph.modules):
-                target = nearest(name, graph.modules)
-                if target is None or target == module:
-                    continue
-                how = "import_module" if isinstance(node, ast.Call) else "lazy" if in_function else "import"
-                edge = Edge(target, node.lineno, how)  # type: ignore[attr-defined]
-                if target not in arrows or _rank(edge) < _rank(arrows[target]):
-                    arrows[target] = edge
+        for node, in_function, target in imports_in(trees[module], module, path, graph.modules, faces):
+            how = "import_module" if isinstance(node, ast.Call) else "lazy" if in_function else "import"
+            edge = Edge(target, node.lineno, how)  # type: ignore[attr-defined]
+            if target not in arrows or _rank(edge) < _rank(arrows[target]):
+                arrows[target] = edge
         graph.edges[module] = arrows
     return graph
 
@@ -231,11 +321,44 @@ def widest(graph: Graph, app: str, other: str) -> tuple[str, int]:
     return best
 
 
+def app_arrows(graph: Graph, apps: Iterable[str] = APPS) -> dict[str, list[str]]:
+    """For each app, the other apps its own modules import (directly, lazy imports included)."""
+    present = [app for app in apps if _members(graph, app)]
+    arrows: dict[str, list[str]] = {}
+    for app in present:
+        targets = {
+            app_of(e.target) for m in _members(graph, app) for e in graph.arrows(m) if e.how != "package"
+        }
+        arrows[app] = [other for other in present if other in targets and other != app]
+    return arrows
+
+
+def markdown(graph: Graph, apps: Iterable[str] = APPS) -> str:
+    """Write the apps' arrows and the reach table as docs/architecture.md shows them."""
+    counts = reach_counts(graph, apps)
+    present = list(counts)
+    sizes = {app: len(_members(graph, app)) for app in present}
+    lines = ["| app | modules | imports |", "|---|---|---|"]
+    for app, targets in app_arrows(graph, present).items():
+        lines.append(f"| `{app}` | {sizes[app]} | {', '.join(f'`{t}`' for t in targets) or 'no app'} |")
+    lines += ["", "| reaches → | " + " | ".join(present) + " |", "|---" * (len(present) + 1) + "|"]
+    for app in present:
+        cells = " | ".join("–" if other == app else str(counts[app][other]) for other in present)
+        lines.append(f"| {app} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.reach", description=__doc__.splitlines()[0])
     parser.add_argument("--chain", nargs=2, metavar=("FROM", "TO"), help="print the shortest chain")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the arrows and reach table in Markdown"
+    )
     args = parser.parse_args(argv)
     graph = read_graph()
+    if args.markdown:
+        print(markdown(graph), end="")
+        return 0
     if args.chain:
         steps = chain(graph, *args.chain)
         print(format_chain(steps) if steps else f"{args.chain[0]} does not reach {args.chain[1]}")

@@ -10,6 +10,7 @@ lazy import of a first-party module must be listed below with the reason it cann
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,18 +19,8 @@ import pytest
 from devtools import reach
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "capacity",
-    "inventory",
-    "config",
-    "devtools",
-    "usage",
-    "webhooks",
-    "whatif",
-    "identity",
-    "auditlog",
-    "trail",
-)
+# Every app, a new one too: devtools.reach finds each top-level package.
+PACKAGES = reach.APPS
 
 # (importer, imported): why the import must wait until the function runs.
 LAZY_ALLOWED = {
@@ -45,6 +36,10 @@ LAZY_ALLOWED = {
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
     ("devtools.bench.cold_page", "config.wsgi"): "a new process: Django is set up first, then the app loads",
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
+    **{
+        (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
+        for app in ("usage", "webhooks", "whatif", "auditlog")
+    },
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
     ("usage.apps", "usage.figures"): "AppConfig.ready: figures read models, not loaded yet",
@@ -119,51 +114,27 @@ MAY_IMPORT = {
 }
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            if "migrations" in path.parts:
-                continue
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
-    return found
-
-
-MODULES = _modules()
-
-
-def _target(name: str) -> str | None:
-    while name and name not in MODULES:
-        name = name.rpartition(".")[0]
-    return name or None
+MODULES = reach.find_modules(ROOT, PACKAGES)
 
 
 def _imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Return (module-level edges, lazy edges) between first-party modules."""
+    """Return (module-level edges, lazy edges) between first-party modules.
+
+    A name asked of a face (config.face) is an edge to the module that defines it, as devtools.reach
+    reads it; imports only for type checkers never run and are left out.
+    """
     top: dict[str, set[str]] = defaultdict(set)
     lazy: dict[str, set[str]] = defaultdict(set)
+    trees = {module: ast.parse(path.read_text()) for module, path in MODULES.items()}
+    faces = reach.find_faces(trees, MODULES)
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text())
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = trees[module]
         at_top = {id(n) for n in tree.body} | {
             id(n) for s in tree.body if isinstance(s, ast.If | ast.Try) for n in ast.walk(s)
         }
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*parts, *([node.module] if node.module else [])])
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
-            else:
-                continue
-            for name in names:
-                target = _target(name)
-                if target is not None and target != module:
-                    (top if id(node) in at_top else lazy)[module].add(target)
+        for node, _in_function, target in reach.imports_in(tree, module, path, MODULES, faces):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                (top if id(node) in at_top else lazy)[module].add(target)
     return top, lazy
 
 
@@ -256,9 +227,25 @@ def test_every_lazy_import_has_its_reason() -> None:
 # imports itself. config/api/auth.py importing capacity.access made inventory.api.fleet reach 72
 # capacity modules while every direct import above stayed within the rules.
 REACH = reach.read_graph()
-APPS = ("capacity", "inventory", "config", "webhooks", "whatif", "usage", "devtools", "agent", "trail")
+APPS = reach.APPS
 
 # (app, app it must never reach): why.
+# The apps beside or above capacity: (the most capacity modules the app may reach through any chain of
+# imports, the other such apps it may reach). An app that builds on capacity is one row here; each
+# reads capacity through capacity.port alone, and nothing beneath reaches it.
+SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
+    # The calendar words a pending booking's place in the fair queue, which counts GPU-hours.
+    "webhooks": (41, ()),
+    # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
+    # the planner's reads of the pool (13 with the database helpers) and the models (11).
+    "whatif": (53, ()),
+    # The idle check releases bookings, and a release retries the pool's pending work: placement.
+    "usage": (89, ()),
+    "identity": (0, ()),
+    "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
+    # "policy": (40, ()),  when the app is there (docs/architecture.md; DESIGN.md)
+}
+
 REACH_FORBIDDEN = {
     ("inventory", "capacity"): "capacity books what inventory knows; inventory stands without it",
     **{
@@ -288,6 +275,18 @@ REACH_FORBIDDEN = {
         for app in APPS
         if app != "config"
     },
+    **{
+        (low, app): "the app builds on capacity; what it builds on never needs it"
+        for app in SIBLINGS
+        for low in ("capacity", "inventory", "trail")
+    },
+    **{
+        (app, other): "apps beside capacity plug into it, not into each other"
+        for app, (_, may) in SIBLINGS.items()
+        for other in SIBLINGS
+        if other != app and other not in may
+    },
+    ("identity", "capacity"): "sign-in sets inventory's tenant memberships; it never books",
 }
 
 
@@ -307,3 +306,80 @@ def test_no_app_reaches_one_it_must_not(pair: tuple[str, str]) -> None:
     assert steps is None, (
         f"{importer} reaches {imported} ({REACH_FORBIDDEN[pair]}):\n{reach.format_chain(steps)}"
     )
+
+
+def test_every_app_is_in_the_reach_graph() -> None:
+    """The contract covers each app: every top-level package, and every sibling named above, has modules."""
+    apps = {reach.app_of(m) for m in REACH.modules}
+    assert set(SIBLINGS) <= apps
+    assert {p.parent.name for p in ROOT.glob("*/__init__.py")} <= apps
+
+
+def _capacity_imports(module: str) -> list[str]:
+    """Return each first-party capacity module the module's import statements name, as written."""
+    named = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] if node.module != "capacity" else [f"capacity.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        named += [name for name in names if _under(name, "capacity")]
+    return named
+
+
+@pytest.mark.parametrize("app", SIBLINGS)
+def test_an_app_beside_capacity_imports_it_through_the_port_alone(app: str) -> None:
+    """usage, whatif, webhooks, identity and auditlog name no capacity module but capacity.port."""
+    broken = sorted(
+        f"{module} imports {name}"
+        for module in MODULES
+        if _under(module, app)
+        for name in _capacity_imports(module)
+        if name != "capacity.port"
+    )
+    assert broken == []
+
+
+@pytest.mark.parametrize("app", SIBLINGS)
+def test_an_app_beside_capacity_reaches_no_more_of_it_than_its_limit(app: str) -> None:
+    """Through any chain of imports, the app reaches at most its limit of capacity's modules."""
+    limit = SIBLINGS[app][0]
+    seen = reach.reached(REACH, [m for m in REACH.modules if _under(m, app)])
+    found = sorted(m for m in seen if reach.app_of(m) == "capacity")
+    widest = reach.widest(REACH, app, "capacity")
+    assert len(found) <= limit, (
+        f"{app} reaches {len(found)} capacity modules (limit {limit}); widest {widest}"
+    )
+
+
+def test_the_faces_load_nothing_until_a_name_is_asked() -> None:
+    """capacity.services, capacity.views and capacity.port import no module of theirs at the top."""
+    for face in ("capacity.services", "capacity.views", "capacity.port"):
+        assert TOP[face] <= {"config.face"}, face
+        assert reach.find_faces({face: ast.parse(MODULES[face].read_text())}, MODULES)[face]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+BEGIN, END = "<!-- reach: python -m devtools.reach --markdown -->", "<!-- /reach -->"
+
+
+def test_the_architecture_page_shows_the_reach_the_code_has_now() -> None:
+    """docs/architecture.md's arrows and reach table are what `python -m devtools.reach --markdown` prints."""
+    page = ARCHITECTURE.read_text()
+    shown = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert shown == reach.markdown(REACH).strip(), (
+        "regenerate the table: python -m devtools.reach --markdown (between the reach markers)"
+    )
+
+
+def test_every_path_the_architecture_page_names_is_there() -> None:
+    """Each file or folder the page names in backticks (`capacity/render.py`, `usage/`) exists."""
+    paths = {
+        text.split(" ")[0].rstrip(":,")
+        for text in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", ARCHITECTURE.read_text(), flags=re.S))
+        if re.fullmatch(r"[a-z_]+/[\w/<>.*]*(\.py|/)( .*)?", text) and "<" not in text and "*" not in text
+    }
+    assert len(paths) > 20
+    assert sorted(p for p in paths if not (ROOT / p).exists()) == []

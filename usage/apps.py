@@ -8,8 +8,7 @@ class UsageConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.services import usage_hooks
-        from capacity.worker_jobs import Job, register
+        from capacity.port import Job, register, usage_hooks
 
         from . import receivers  # noqa: F401  (connects the signal receivers)
         from .figures import usage_for, usage_series

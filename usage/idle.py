@@ -20,11 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from capacity.models import Reservation
-from capacity.models.reservations import IDLE, RECLAIMED
-from capacity.services.pool_policy import Policy, defaults, stored_policies
-from capacity.services.release import release
-from capacity.services.repair import atoms_text
+from capacity.port import IDLE, RECLAIMED, Policy, Reservation, atoms_text, defaults, release, stored_policies
 
 _CANDIDATES_SQL = """
 SELECT a.reservation_id, n.name, array_agg(DISTINCT d.uuid), avg(x.gpu_percent), count(x.gpu_percent),

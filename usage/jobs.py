@@ -12,7 +12,7 @@ import threading
 
 from django.utils import timezone
 
-from capacity.worker_jobs import survive
+from capacity.port import survive
 
 from .folds import fold_samples
 from .idle import mark_idle

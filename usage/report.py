@@ -25,12 +25,17 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from capacity.access import Scope
-from capacity.booked_today import BOOKING_KEYS_SQL, TO_DATE_SQL, to_date_params
-from capacity.gpu_hours import gpus_sql
-from capacity.models.rollups import GPU_HOUR
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.services.inputs import parse_day
+from capacity.port import (
+    BOOKING_KEYS_SQL,
+    GPU_HOUR,
+    INVALID_INPUT,
+    TO_DATE_SQL,
+    CapacityError,
+    Scope,
+    gpus_sql,
+    parse_day,
+    to_date_params,
+)
 from usage.folds import raw_horizon
 
 GROUPS = {

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from capacity.access import scope_for
-from capacity.placement import CapacityError
+from capacity.port import CapacityError, scope_for
 from config.replica import replica_reads
 from config.web import login_required, page
 from usage.api import COLUMNS

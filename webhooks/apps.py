@@ -8,7 +8,7 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.worker_jobs import Job, register
+        from capacity.port import Job, register
 
         from .deliver import run_once, serve
 

@@ -18,10 +18,7 @@ import icalendar
 from django.db import transaction
 from django.utils import timezone
 
-from capacity.access import feed_scope, seen
-from capacity.models import Reservation, Series
-from capacity.placers.notice import preempt_at
-from capacity.render import render_reservations
+from capacity.port import Reservation, Series, feed_scope, preempt_at, render_reservations, seen
 from trail.record import record
 
 from .models import CalendarFeed

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.worker_jobs import LOST_DATABASE, survive
+from capacity.port import LOST_DATABASE, survive
 from config.outbound.targets import DEADLINE, Answer, Attempts
 
 from .models import Delivery, Event, Subscription

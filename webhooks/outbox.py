@@ -16,10 +16,14 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 
-from capacity.access import may_watch_nodes, scope_for
-from capacity.models import Reservation
-from capacity.placement import CapacityError
-from capacity.render import node_detail, render_reservations
+from capacity.port import (
+    CapacityError,
+    Reservation,
+    may_watch_nodes,
+    node_detail,
+    render_reservations,
+    scope_for,
+)
 from inventory.models import Node, Tenant
 
 from .models import NODE_EVENTS, Delivery, Event, Subscription

@@ -15,8 +15,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from capacity.access import may_watch_nodes
-from capacity.placement import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityError
+from capacity.port import FORBIDDEN, INVALID_INPUT, NOT_FOUND, CapacityError, may_watch_nodes
 from config.outbound.signing import new_secret
 from config.outbound.targets import TargetError, check_url, printable, resolve
 from trail.record import record

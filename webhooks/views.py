@@ -6,8 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from capacity.access import may_watch_nodes
-from capacity.placement import CapacityError
+from capacity.port import CapacityError, may_watch_nodes
 from config.web import login_required, page
 
 from . import services

@@ -17,17 +17,18 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from capacity.placement import (
+from capacity.port import (
     DEDICATED_PREFIX,
     INVALID_INPUT,
     CapacityError,
+    NodeIndex,
     NodeView,
     Pool,
+    PoolIndex,
+    index_of,
     ineligibility,
     may_be_schedulable,
 )
-from capacity.placers.index import PoolIndex, index_of
-from capacity.placers.loader import NodeIndex
 
 MAX_ADDED = 5_000  # nodes one run may add in all
 MAX_NODES = 20_000  # nodes the changed pool may have

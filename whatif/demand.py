@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from capacity.placement import DeviceRequest, Gang, PlacementRequest, Window
+from capacity.port import DeviceRequest, Gang, PlacementRequest, Window
 
 HOUR = 3_600_000
 MINUTE = 60_000

@@ -21,17 +21,31 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from capacity.placement import PlacementRequest, Plan, Window
-from capacity.placement.earliest import NodeTime
-from capacity.placement.freeindex import FreeIndex
-from capacity.placement.lease import plan_lease
-from capacity.placement.shares import Share, Verdict, judge, within
-from capacity.placers.claims import WindowUse
-from capacity.placers.horizon import Horizon, earliest_in, horizon_of, node_times
-from capacity.placers.index import PoolIndex, Short, views_for
-from capacity.placers.loader import PoolRow
-from capacity.placers.planning import Planner, plan_shortlist, uses_shortlist
-from capacity.placers.types import PlacerConfig
+from capacity.port import (
+    FreeIndex,
+    Horizon,
+    NodeTime,
+    PlacementRequest,
+    PlacerConfig,
+    Plan,
+    Planner,
+    PoolIndex,
+    PoolRow,
+    Share,
+    Short,
+    Verdict,
+    Window,
+    WindowUse,
+    earliest_in,
+    horizon_of,
+    judge,
+    node_times,
+    plan_lease,
+    plan_shortlist,
+    uses_shortlist,
+    views_for,
+    within,
+)
 from inventory.gpu_share import gpu_share
 
 from .demand import Arrival

@@ -7,8 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from capacity.placers.index import PoolIndex
-from capacity.placers.types import PlacerConfig
+from capacity.port import PlacerConfig, PoolIndex
 
 from .demand import HOUR, Arrival
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, time
 
 from django import forms
 
-from capacity.placement import CapacityError
+from capacity.port import CapacityError
 
 from .changes import Changes
 from .demand import Synthetic

@@ -26,11 +26,15 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from capacity.models import AnyReservation
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.placers.index import pool_index
-from capacity.placers.loader import PoolRow, load_pool
-from capacity.worker_jobs import survive
+from capacity.port import (
+    INVALID_INPUT,
+    AnyReservation,
+    CapacityError,
+    PoolRow,
+    load_pool,
+    pool_index,
+    survive,
+)
 from config.errors import THROTTLED
 
 from .changes import Changes, changed_index

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from capacity.models import PoolShare
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.placement.shares import Share, gpus_text
+from capacity.port import INVALID_INPUT, CapacityError, PoolShare, Share, gpus_text
 from inventory.models import Tenant
 
 # (tenant, guaranteed, borrowing limit or None, lending limit or None), as the run keeps them.

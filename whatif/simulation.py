@@ -16,14 +16,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from capacity.conf import placer_config
-from capacity.models import AnyReservation
-from capacity.placement import BUILTIN_SCORERS, INVALID_INPUT, NOT_FOUND, CapacityError
-from capacity.placement.shares import Share
-from capacity.placement.validate import validate_request
-from capacity.placers.index import pool_index
-from capacity.placers.loader import load_pool
-from capacity.placers.types import PLACERS
+from capacity.port import (
+    BUILTIN_SCORERS,
+    INVALID_INPUT,
+    NOT_FOUND,
+    PLACERS,
+    AnyReservation,
+    CapacityError,
+    Share,
+    load_pool,
+    placer_config,
+    pool_index,
+    validate_request,
+)
 from inventory.gpu_share import gpu_share
 from inventory.models import Tenant
 

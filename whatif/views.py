@@ -6,8 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_http_methods
 
-from capacity.placement import CapacityError
-from capacity.views.common import visible_pool
+from capacity.port import CapacityError, visible_pool
 from config.errors import THROTTLED
 from config.web import operator_required, page
 

@@ -8,51 +8,18 @@ failure), 2 refused (`error: <CODE>: <message>` on stderr, for every service err
 
 from __future__ import annotations
 
-import getpass
-import json
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from capacity import services
-from capacity.access import COMMAND_LINE
 from capacity.api.inputs import reservation_input
-from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.placement import INVALID_INPUT
 from capacity.placement.fields import PRIORITIES, request_body
-from inventory.changelog import recording
-from inventory.errors import InventoryError
-from inventory.management.base import CodedErrorCommand
 
-REFUSED = 2
-PENDING = 3
-T = TypeVar("T")
-
-
-def refused(code: str, message: str) -> CommandError:
-    return CommandError(f"{code}: {message}", returncode=REFUSED)
-
-
-class BerthCommand(CodedErrorCommand):
-    """A command that reports refusals as `error: CODE: message` and exits with its code."""
-
-    scope = COMMAND_LINE  # whom it acts for (capacity.access)
-
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call a service as this command; its refusal becomes the command's error."""
-        try:
-            with recording(actor=self.actor()):
-                return fn(*args, **kwargs)
-        except (CapacityError, InventoryError) as err:
-            raise refused(err.code, err.message) from None
-
-    def actor(self) -> str:
-        """Return who the history names for this command's changes: "manage.py cordon (root)"."""
-        return f"manage.py {type(self).__module__.rsplit('.', 1)[-1]} ({os_user()})"
-
-    def print_json(self, data: Any) -> None:
-        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
+# The booking commands read the command base here too.
+from .command import PENDING, REFUSED, BerthCommand, os_user, refused  # noqa: F401
 
 
 def add_request_arguments(parser: CommandParser) -> None:
@@ -145,14 +112,6 @@ def request_from_options(options: dict[str, Any]) -> dict[str, Any]:
         idempotency_key=options.get("idempotency_key") or None,
     )
     return dict(reservation_input(data))
-
-
-def os_user() -> str:
-    """Return the login running the command ("unknown" when the system cannot say)."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def admission(tenant: str) -> dict[str, str]:

@@ -1,3 +1,5 @@
+from collections.abc import Sequence
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
@@ -15,8 +17,19 @@ IDLE = "Idle"
 # An owner that took its lent GPUs back (or whose processes showed up on them): not marked Idle again
 # on samples from before then (usage/idle.py), so that its GPUs are not lent again at once.
 RECLAIMED = "Reclaimed"
+# Held for an operator above the pool's approvalAboveGpuHours (capacity.placers.approval), then approved.
+AWAITING = "AwaitingApproval"
+APPROVED = "Approved"
+# Under notice (capacity.placers.notice): when its GPUs are taken back.
+PREEMPT_AT = "PreemptAt"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
+
+
+def preempt_at(conditions: Sequence[dict]) -> str | None:
+    """Return the time a reservation under notice is taken back (its PreemptAt condition), else None."""
+    found = next((c for c in conditions if c.get("type") == PREEMPT_AT), None)
+    return found.get("at") if found else None
 
 
 def queued() -> dict:

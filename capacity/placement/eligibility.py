@@ -85,3 +85,10 @@ def may_be_schedulable(node: NodeView, pool: Pool) -> bool:
     if not distinct:
         return True
     return len(distinct) == 1 and next(iter(distinct)).startswith(DEDICATED_PREFIX)
+
+
+def may_use(owner_pk: int | None, tenant_pks: tuple[int, ...], tenant_pk: int) -> bool:
+    """Return whether a tenant may use a pool: a private pool its owner only; else its tenants, or anyone."""
+    if owner_pk is not None:
+        return owner_pk == tenant_pk
+    return not tenant_pks or tenant_pk in tenant_pks

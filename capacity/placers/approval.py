@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
 from capacity.gpu_hours import gpu_hours_sql
+from capacity.models.reservations import AWAITING
 from capacity.placement import PlacementRequest
 
-from .loader import Limits
+if TYPE_CHECKING:  # an annotation only: the approval's statements need no pool reads
+    from .loader import Limits
 
-AWAITING = "AwaitingApproval"
-APPROVED = "Approved"
 AWAITING_JSON = json.dumps([{"type": AWAITING}])
 
 # Mark the reservation AwaitingApproval when its bookings hold more GPU-hours than the limit

@@ -20,7 +20,7 @@ from capacity.placement.timeline import peak
 from capacity.placers.types import PlacerConfig
 
 from .index import PoolIndex, pool_index, views_for
-from .lease import plan_lease_now
+from .lease_reads import plan_lease_now
 from .loader import PoolRow
 from .planning import Planner, plan_request, plan_shortlist, planner, uses_shortlist
 from .reads import plan_reads

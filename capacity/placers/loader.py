@@ -9,10 +9,10 @@ from datetime import timedelta
 
 from django.db import connection
 
-from capacity.access import may_use
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import window_range
 from capacity.placement import Atom, MaintenanceSpan, NodeView, Pool, Resource, Window
+from capacity.placement.eligibility import may_use
 from capacity.placement.timeline import peak
 from inventory.validators import SYSTEM_LABEL_PREFIX
 
@@ -29,7 +29,7 @@ class PoolRow:
     limits: Limits | None = None  # the booking limits of the pool's policy; None: no limit set
 
     def allows(self, tenant_pk: int) -> bool:
-        """Return whether the tenant may use the pool (the rule is capacity.access.may_use)."""
+        """Return whether the tenant may use the pool (placement.eligibility.may_use, named in access)."""
         return may_use(self.owner_pk, self.tenant_pks, tenant_pk)
 
 

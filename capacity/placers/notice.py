@@ -27,12 +27,12 @@ from django.db import connection, transaction
 
 from capacity.db.literals import to_datetime
 from capacity.models import Allocation
+from capacity.models.reservations import PREEMPT_AT
 from capacity.placement import PlacementRequest
 
 from . import quota
 from .ending import end_allocations
 
-PREEMPT_AT = "PreemptAt"
 STARTS_LATER = "StartsLater"
 STARTS_LATER_REASON = "SpotNotice"
 
@@ -190,9 +190,3 @@ def finish_due(now: datetime | None = None) -> list[int]:
                 [at, pks],
             )
     return sorted(pk for pk, _at in done)
-
-
-def preempt_at(conditions: Sequence[dict]) -> str | None:
-    """Return the time a reservation under notice is taken back (its PreemptAt condition), else None."""
-    found = next((c for c in conditions if c.get("type") == PREEMPT_AT), None)
-    return found.get("at") if found else None

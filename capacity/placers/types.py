@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from capacity.placement import Plan, SchedulerPlugin
 
-from .commit import Committed
-from .shares import Borrowed
+if TYPE_CHECKING:  # Annotations only: the configuration's readers (conf, what if) need no writes.
+    from .commit import Committed
+    from .shares import Borrowed
 
 INLINE = "inline"
 POOL_LEASE = "pool-lease"

@@ -1,45 +1,51 @@
 """The one way into capacity for views, the API, the CLI, the port and the worker: names only.
 
 Each use case lives in a module of its own (prepare, reserve, placing, release, preview, earliest_start,
-hints, repair, drain, ...); this face gathers the names callers use.
+hints, repair, drain, ...); this face gathers the names callers use. It loads nothing until a name is
+asked (config.face): `from capacity.services import release` loads the release use case, not them all.
 """
 
-from capacity.access import (
-    EVERYONE,
-    Scope,
-    may_read_node,
-    nodes_for,
-    pool_allows,
-    pools_for,
-    redact,
-    redacted_conditions,
-    sees_tenant,
-    visible_reservations,
-)
-from capacity.models.reservations import IDLE, QUEUED_MESSAGE, UNSCHEDULABLE
-from capacity.placers.ending import end_allocations
-from capacity.placers.notice import STARTS_LATER, preempt_at
-from capacity.placers.shares import BORROWED
+from config.face import lazy_face
 
-from .approvals import approval_queue, approve, awaiting, deny, release_unapproved
-from .fair_queue import fair_shares, queue_body, queue_places, queue_text
-from .inputs import normalize, parse_duration, stored_input, stored_request
-from .preview import MAX_PREVIEW_CANDIDATES, Preview, preview
-from .quota_report import QUOTA_REPORT_WINDOW, quota_report
-from .reclaim import count_lent_hours, reclaim, reclaim_lapsed
-from .reclaim_processes import reclaim_after_report, reclaim_for_processes
-from .release import expire_ended, release, retry_pending
-from .reservations import allocations_for, allocations_of, get, list_reservations
-from .reserve import ReserveResult, admission_context, reserve
-from .satisfiable import UNSATISFIABLE
-from .series import (
-    SeriesNotPlaced,
-    SeriesResult,
-    get_series,
-    occurrences_of,
-    prepare_series,
-    release_series,
-    reserve_series,
-)
-from .usage_hooks import usage_for, usage_series
-from .waiting import await_placer, is_queued
+FACE = {
+    "capacity.access": (
+        "EVERYONE",
+        "Scope",
+        "may_read_node",
+        "nodes_for",
+        "pool_allows",
+        "pools_for",
+        "redact",
+        "redacted_conditions",
+        "sees_tenant",
+        "visible_reservations",
+    ),
+    "capacity.models.reservations": ("IDLE", "QUEUED_MESSAGE", "UNSCHEDULABLE", "preempt_at"),
+    "capacity.placers.ending": ("end_allocations",),
+    "capacity.placers.notice": ("STARTS_LATER",),
+    "capacity.placers.shares": ("BORROWED",),
+    "capacity.services.approvals": ("approval_queue", "approve", "awaiting", "deny", "release_unapproved"),
+    "capacity.services.fair_queue": ("fair_shares", "queue_body", "queue_places", "queue_text"),
+    "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
+    "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),
+    "capacity.services.quota_report": ("QUOTA_REPORT_WINDOW", "quota_report"),
+    "capacity.services.reclaim": ("count_lent_hours", "reclaim", "reclaim_lapsed"),
+    "capacity.services.reclaim_processes": ("reclaim_after_report", "reclaim_for_processes"),
+    "capacity.services.release": ("expire_ended", "release", "retry_pending"),
+    "capacity.services.reservations": ("allocations_for", "allocations_of", "get", "list_reservations"),
+    "capacity.services.reserve": ("ReserveResult", "admission_context", "reserve"),
+    "capacity.placement.satisfiable": ("UNSATISFIABLE",),
+    "capacity.services.series": (
+        "SeriesNotPlaced",
+        "SeriesResult",
+        "get_series",
+        "occurrences_of",
+        "prepare_series",
+        "release_series",
+        "reserve_series",
+    ),
+    "capacity.services.usage_hooks": ("usage_for", "usage_series"),
+    "capacity.services.waiting": ("await_placer", "is_queued"),
+}
+
+lazy_face(__name__, FACE)

@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
 from capacity.models import AnyReservation, Reservation
+from capacity.models.reservations import APPROVED, AWAITING
 from capacity.placement import CONFLICT, FORBIDDEN, INVALID_INPUT, CapacityError
-from capacity.placers.approval import APPROVED, AWAITING
 from trail.context import stamp
 
 from .release import MAX_REASON, release

@@ -19,9 +19,8 @@ from capacity.access import EVERYONE, Scope
 from capacity.models import Reservation
 from capacity.models.reservations import QUEUED_CONDITION
 from capacity.placement.fairqueue import Place, place_words
+from capacity.placement.satisfiable import UNSATISFIABLE
 from capacity.placers.fairqueue import FAIR_JOIN, FAIR_ORDER, FairShares, fair_params, read_fair_shares
-
-from .satisfiable import UNSATISFIABLE
 
 # Pending work in the queue: its window not over (the rows of both placers count, queued or not),
 # and not one that no node of the pool could ever take (it is never tried).

@@ -17,7 +17,7 @@ from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
 from capacity.placers.horizon import find_earliest
 from capacity.placers.index import PoolIndex, Used, pool_index, views_for
-from capacity.placers.lease import iso_minute
+from capacity.placers.lease_reads import iso_minute
 from capacity.placers.loader import PoolRow
 from capacity.placers.planning import Planner
 from capacity.placers.reads import plan_reads

@@ -13,7 +13,7 @@ from django.utils import timezone
 from capacity.access import EVERYONE, Scope, visible_reservations
 from capacity.models import Reservation
 from capacity.placement import Plan, Window
-from capacity.placers.lease import plan_lease_now
+from capacity.placers.lease_reads import plan_lease_now
 from capacity.placers.notice import spot_policy, with_notice
 from capacity.placers.planning import Planner, plan_request
 from capacity.placers.preempt import find_lease_preemption, find_preemption

@@ -1,30 +1,23 @@
 """Browser pages: pools and their nodes with what is booked on them, previews, bookings, reservations.
 
 Pages that show inventory together with its bookings live here, not in inventory: capacity may read
-inventory, inventory never reads capacity. Every view checks the user's role on the server.
+inventory, inventory never reads capacity. Every view checks the user's role on the server. This
+face loads a page's module only when its view is asked for (config.face).
 """
 
-from .booking import book, preview, selector_check
-from .nodes import node_action, node_detail, node_drain, node_history_page
-from .pools import node_row_action, pool_detail, pool_policy, pool_share, pools
-from .reservations import keep_when_idle, reclaim, release, reservation_detail, reservations
+from config.face import lazy_face
 
-__all__ = [
-    "book",
-    "keep_when_idle",
-    "node_action",
-    "node_detail",
-    "node_drain",
-    "node_history_page",
-    "node_row_action",
-    "pool_detail",
-    "pool_policy",
-    "pool_share",
-    "pools",
-    "preview",
-    "reclaim",
-    "release",
-    "reservation_detail",
-    "reservations",
-    "selector_check",
-]
+FACE = {
+    "capacity.views.booking": ("book", "preview", "selector_check"),
+    "capacity.views.nodes": ("node_action", "node_detail", "node_drain", "node_history_page"),
+    "capacity.views.pools": ("node_row_action", "pool_detail", "pool_policy", "pool_share", "pools"),
+    "capacity.views.reservations": (
+        "keep_when_idle",
+        "reclaim",
+        "release",
+        "reservation_detail",
+        "reservations",
+    ),
+}
+
+lazy_face(__name__, FACE)

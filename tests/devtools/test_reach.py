@@ -149,3 +149,60 @@ def test_the_command_prints_reach_counts_for_the_real_tree(capsys) -> None:
     out = capsys.readouterr().out
     assert out.splitlines()[1].split() == [app for app in reach.APPS if (reach.ROOT / app).is_dir()]
     assert "capacity" in out.splitlines()[2]
+
+
+FACE_SOURCE = (
+    "from config.face import lazy_face\n"
+    "FACE = {'c.heavy': ('Thing',), 'c.light': ('name',), 'c': ('sub',)}\n"
+    "lazy_face(__name__, FACE)\n"
+)
+
+
+def test_a_name_asked_of_a_face_reaches_its_own_module_alone(tmp_path) -> None:
+    graph = tree(
+        tmp_path,
+        {
+            "b/face.py": FACE_SOURCE,
+            "c/heavy.py": "import b.deep\n",
+            "c/light.py": "",
+            "c/sub.py": "",
+            "b/deep.py": "",
+            "a/light.py": "from b.face import name\n",
+            "a/heavy.py": "def f():\n    from b.face import Thing\n",
+            "a/sub.py": "from b.face import sub\n",
+        },
+    )
+    assert "c.heavy" not in reach.reached(graph, ["b.face"])
+    assert set(reach.reached(graph, ["a.light"])) == {"a.light", "a", "b.face", "b", "c.light", "c"}
+    assert names(reach.chain(graph, "a.heavy", "b.deep")) == ["a.heavy", "c.heavy", "b.deep"]
+    assert "c.sub" in reach.reached(graph, ["a.sub"])
+
+
+def test_a_face_imported_whole_reaches_the_names_read_off_it(tmp_path) -> None:
+    graph = tree(
+        tmp_path,
+        {
+            "b/face.py": FACE_SOURCE,
+            "c/heavy.py": "",
+            "c/light.py": "",
+            "c/sub.py": "",
+            "a/reads.py": "from b import face\n\ndef f():\n    return face.name\n",
+            "a/aliased.py": "import b.face as f\nf.Thing\n",
+            "a/hands.py": "from b import face\n\ndef f():\n    return face\n",
+        },
+    )
+    assert "c.light" in reach.reached(graph, ["a.reads"])
+    assert "c.heavy" not in reach.reached(graph, ["a.reads"])
+    assert {"c.heavy"} <= set(reach.reached(graph, ["a.aliased"])) and "c.light" not in reach.reached(
+        graph, ["a.aliased"]
+    )
+    # Handed around whole, the face may be asked any of its names.
+    assert {"c.heavy", "c.light", "c.sub"} <= set(reach.reached(graph, ["a.hands"]))
+
+
+def test_the_markdown_table_has_a_row_and_a_column_per_app(tmp_path) -> None:
+    graph = tree(tmp_path, {"a/one.py": "import b.x\n", "b/x.py": "import c\n"})
+    text = reach.markdown(graph, ("a", "b", "c"))
+    assert "| `a` | 2 | `b` |" in text
+    assert "| reaches → | a | b | c |" in text
+    assert "| a | – | 2 | 1 |" in text

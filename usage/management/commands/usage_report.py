@@ -6,8 +6,7 @@ import json
 
 from django.utils import timezone
 
-from capacity import services
-from capacity.management.base import BerthCommand
+from capacity.port import EVERYONE, BerthCommand
 from usage.api import COLUMNS, DEFAULT_DAYS, write_rows
 from usage.report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
@@ -35,10 +34,7 @@ class Command(BerthCommand):
         now = timezone.now()
         first, last = self.call(usage_period, start, end, now=now, days=DEFAULT_DAYS)
         groups = [g for g in group_by.split(",") if g]
-        rows = [
-            r.as_dict()
-            for r in self.call(usage_report, first, last, groups, bucket, services.EVERYONE, now=now)
-        ]
+        rows = [r.as_dict() for r in self.call(usage_report, first, last, groups, bucket, EVERYONE, now=now)]
         if as_json:
             self.stdout.write(
                 json.dumps({"from": first.isoformat(), "to": last.isoformat(), "rows": rows}, indent=2)

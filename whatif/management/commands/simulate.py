@@ -13,8 +13,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.management.base import BerthCommand
-from capacity.placement import INVALID_INPUT, CapacityError
+from capacity.port import INVALID_INPUT, BerthCommand, CapacityError
 from whatif.changes import Changes
 from whatif.demand import Synthetic
 from whatif.shares import parse_shares
