@@ -153,10 +153,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                 if key not in DEFAULTS:
                     parser.error(f"{args.config}: unknown setting {key!r} in [agent]")
                 values[key] = value
-    for key in DEFAULTS:
-        given = getattr(args, key)
-        if given is not None:
-            values[key] = given
+    given = {key: getattr(args, key) for key in DEFAULTS}
+    values.update({key: value for key, value in given.items() if value is not None})  # flags win
     return Settings(values, replace=args.replace), args
 
 
@@ -366,7 +364,9 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry["uuids"].append((device["uuid"], device.get("parent")))
         for rid, entry in mine.items():
             pairs = entry["uuids"]  # a slice of a GPU the same reservation holds whole is left out
-            entry["uuids"] = [uuid for uuid, parent in pairs if parent is None or holder.get(parent) != rid]
+            entry["uuids"] = [
+                u for u, parent in pairs if parent is None or holder.get(parent) != holder.get(u)
+            ]
             held.setdefault(rid, entry)
     return held
 
