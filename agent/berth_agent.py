@@ -2,28 +2,22 @@
 """Berth's node agent: report this node's GPUs to Berth and write down who holds which GPU now.
 
 One file, standard library only, Python 3.9 or newer: it runs under a GPU node's own python3,
-without Django or Berth's virtualenv. Every INTERVAL seconds it runs `nvidia-smi -q -x`,
-`nvidia-smi -L` and `nvidia-smi topo -m` and posts what they print, with the images cached on the
-node, to `POST /api/v1/nodes/NODE/report` (Berth reads the texts with the fleet import's parsers).
-Meanwhile it long-polls `GET /api/v1/nodes/NODE/assignments?wait=...` and writes, each by writing a
-file in OUTPUT/.tmp and renaming it into place (never a half-written file):
+without Django. Every INTERVAL seconds it posts what `nvidia-smi -q -x`, `-L` and `topo -m` print,
+whose the GPUs' processes are and the images cached on the node to `POST /api/v1/nodes/NODE/report`.
+Meanwhile it long-polls `GET /api/v1/nodes/NODE/assignments?wait=...` and writes, each file whole
+(written in OUTPUT/.tmp and renamed into place):
 
-  OUTPUT/assignments.json          the feed as Berth answered it
-  OUTPUT/reservations/ID.env       per reservation holding a device now: CUDA_VISIBLE_DEVICES and
-                                   NVIDIA_VISIBLE_DEVICES (GPU UUIDs, MIG slices by MIG UUID)
-  OUTPUT/reservations/ID.idle      while Berth marks that reservation Idle: JSON with since, the
-                                   evidence, keepWhenIdle and releaseAt (null: not released for it)
-  OUTPUT/reservations/ID.preempt   while that spot reservation has notice of its preemption: JSON
-                                   with preemptAt, when it loses its GPUs
+  OUTPUT/assignments.json         the feed as Berth answered it
+  OUTPUT/reservations/ID.env      per reservation holding a device now: CUDA_VISIBLE_DEVICES and
+                                  NVIDIA_VISIBLE_DEVICES (GPU UUIDs, MIG slices by MIG UUID)
+  OUTPUT/reservations/ID.idle     while Berth marks it Idle: JSON with since, the evidence,
+                                  keepWhenIdle and releaseAt (null: not released for it)
+  OUTPUT/reservations/ID.preempt  while that spot reservation has notice: JSON with preemptAt
 
-Each report says whose the GPUs' processes are (`processOwners`): a process whose environment
-holds BERTH_RESERVATION_ID naming a reservation the agent wrote an env file for is that
-reservation's; any other is left out (not attributed: on lent GPUs, Berth counts it as the
-owner's). An agent that may not read the processes' environments (not root) sends no
-`processOwners`, and neither does one talking to a Berth that refuses the field (older).
-
-When Berth cannot be reached it keeps the last files, says so in its log and retries with a capped
-backoff; a bad answer is logged and never ends the agent. See docs/agent.md (systemd unit included).
+A GPU process is a reservation's when its environment's BERTH_RESERVATION_ID names one the agent
+wrote an env file for; any other is left out. Not root, or to a Berth that refuses processOwners
+(older), it sends none. When Berth cannot be reached it keeps the last files, logs it and retries
+with a capped backoff; a bad answer is logged and never ends the agent. See docs/agent.md.
 """
 
 from __future__ import annotations
@@ -61,6 +55,7 @@ SMI_COMMANDS = (("query", ("-q", "-x")), ("list", ("-L",)), ("topo", ("topo", "-
 OWNER_VARIABLE = b"BERTH_RESERVATION_ID="  # what each reservations/ID.env hands its jobs
 MAX_OWNED = 4096  # Berth's cap on one report's processOwners
 MAX_ENVIRON_BYTES = 1024 * 1024  # a process environment larger than this is read no further
+UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out, cut short
 DEFAULTS = {
     "url": "http://127.0.0.1:8000",
     "node": "",
@@ -79,23 +74,17 @@ class TokenError(Exception):
     """The node's token file cannot be read."""
 
 
-UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out, cut short
-
-
 class Settings:
     """What the agent was told, from its config file's [agent] section and then its flags."""
 
     def __init__(self, values: dict[str, str], replace: bool = False) -> None:
         self.url = _berth_url(values["url"])
         self.node = values["node"] or socket.gethostname().split(".")[0]
-        self.token_file = values["token_file"]
         self.interval = _positive(values["interval"], "interval")
         self.wait = min(60, int(_positive(values["wait"], "wait")))
-        self.nvidia_smi = values["nvidia_smi"]
-        self.output = values["output"]
-        self.images_command = values["images_command"]
-        self.images_dir = values["images_dir"]
-        self.proc = values["proc"]
+        self.token_file, self.output = values["token_file"], values["output"]
+        self.nvidia_smi, self.proc = values["nvidia_smi"], values["proc"]
+        self.images_command, self.images_dir = values["images_command"], values["images_dir"]
         self.replace = replace
         self.attribute = True  # send processOwners (off once Berth refuses the field: an older Berth)
 
@@ -128,27 +117,22 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
         description="Report this node's GPUs to Berth and write down which reservation holds each GPU now.",
         epilog="Flags override the config file's [agent] section (same names, with _ for -).",
     )
-    parser.add_argument("--config", help="an INI file with an [agent] section (e.g. /etc/berth/agent.ini)")
-    parser.add_argument("--url", help=f"Berth's address (default {DEFAULTS['url']})")
-    parser.add_argument("--node", help="this node's name in Berth (default: the short host name)")
+    for flag, text in (
+        ("--config", "an INI file with an [agent] section (e.g. /etc/berth/agent.ini)"),
+        ("--url", f"Berth's address (default {DEFAULTS['url']})"),
+        ("--node", "this node's name in Berth (default: the short host name)"),
+        ("--token-file", f"a file holding the node's token (default {DEFAULTS['token_file']})"),
+        ("--interval", "seconds between reports (default 30)"),
+        ("--wait", "seconds each long-poll of the assignments waits, at most 60 (default 55)"),
+        ("--nvidia-smi", "the nvidia-smi program (default: nvidia-smi on PATH)"),
+        ("--output", f"where assignments.json and reservations/ go (default {DEFAULTS['output']})"),
+        ("--images-command", "a command printing the cached images, one per line"),
+        ("--images-dir", "a directory whose entries name the cached images (instead)"),
+        ("--proc", "where the processes' environments are read, PID/environ (default /proc)"),
+    ):
+        parser.add_argument(flag, help=text)
     parser.add_argument(
-        "--token-file", help=f"a file holding the node's token (default {DEFAULTS['token_file']})"
-    )
-    parser.add_argument("--interval", help="seconds between reports (default 30)")
-    parser.add_argument(
-        "--wait", help="seconds each long-poll of the assignments waits, at most 60 (default 55)"
-    )
-    parser.add_argument("--nvidia-smi", help="the nvidia-smi program (default: nvidia-smi on PATH)")
-    parser.add_argument(
-        "--output", help=f"where assignments.json and reservations/ go (default {DEFAULTS['output']})"
-    )
-    parser.add_argument("--images-command", help="a command printing the cached images, one per line")
-    parser.add_argument("--images-dir", help="a directory whose entries name the cached images (instead)")
-    parser.add_argument(
-        "--proc", help="where the processes' environments are read, PID/environ (default /proc)"
-    )
-    parser.add_argument(
-        "--once", action="store_true", help="report once, write the assignments once, and exit"
+        "--once", action="store_true", help="report once, write the assignments once and exit"
     )
     parser.add_argument(
         "--replace",
@@ -169,10 +153,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, argparse.Namesp
                 if key not in DEFAULTS:
                     parser.error(f"{args.config}: unknown setting {key!r} in [agent]")
                 values[key] = value
-    for key in DEFAULTS:
-        given = getattr(args, key)
-        if given is not None:
-            values[key] = given
+    given = {key: getattr(args, key) for key in DEFAULTS}
+    values.update({key: value for key, value in given.items() if value is not None})  # flags win
     return Settings(values, replace=args.replace), args
 
 
@@ -194,35 +176,32 @@ class Berth:
             raise TokenError(f"the token file {self.settings.token_file} does not hold one token")
         return token
 
-    def _call(self, request: urllib.request.Request, timeout: float) -> tuple[int, dict[str, str], bytes]:
+    def _call(self, request: urllib.request.Request, timeout: float) -> tuple[int, Any, bytes]:
         request.add_header("Authorization", f"Token {self.token()}")
         request.add_header("Accept", "application/json")
         request.add_header("User-Agent", f"berth-agent/{VERSION}")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as answer:
-                return answer.status, dict(answer.headers), answer.read(MAX_ANSWER_BYTES + 1)
+                return answer.status, answer.headers, answer.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as exc:
             # 304 and 4xx/5xx land here: they are answers, not failures to reach Berth.
-            return exc.code, dict(exc.headers or {}), exc.read(MAX_ANSWER_BYTES + 1)
+            return exc.code, exc.headers or {}, exc.read(MAX_ANSWER_BYTES + 1)
 
     def report(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
         data = json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(f"{self.base}/report", data=data, method="POST")
-        request.add_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json"}
+        request = urllib.request.Request(f"{self.base}/report", data=data, headers=headers, method="POST")
         status, _headers, raw = self._call(request, HTTP_TIMEOUT)
         return status, _json_object(raw), raw
 
     def assignments(self, etag: str | None, wait: int) -> tuple[int, str | None, bytes]:
         url = f"{self.base}/assignments" + (f"?wait={wait}" if wait else "")
-        request = urllib.request.Request(url, method="GET")
-        if etag:
-            request.add_header("If-None-Match", etag)
+        request = urllib.request.Request(url, headers={"If-None-Match": etag} if etag else {}, method="GET")
         status, headers, raw = self._call(request, HTTP_TIMEOUT + wait)
-        tag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
         # Berth answers at once with Retry-After when it holds all the waits it takes: ask again then.
-        later = next((v for k, v in headers.items() if k.lower() == "retry-after"), "")
+        later = headers.get("Retry-After") or ""
         self.retry_after = min(int(later[:4]), 60) if later.isascii() and later.isdigit() else 0
-        return status, tag, raw
+        return status, headers.get("ETag"), raw
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:
@@ -239,46 +218,39 @@ def _glimpse(raw: bytes) -> str:
     return "".join(c if c.isprintable() else " " for c in text) + ("…" if len(raw) > 80 else "")
 
 
-def _is_report_result(answer: dict[str, Any]) -> bool:
-    # Berth's answer to a report counts what it took: a 200 without the counts is not Berth's.
-    counts = ("devices", "created", "markedUnhealthy", "becameHealthy")
-    return all(isinstance(answer.get(k), int) and not isinstance(answer.get(k), bool) for k in counts)
+def _run(command: Any, shell: bool = False) -> tuple[str | None, str]:
+    """Return what the command printed, or None and what went wrong (bounded by SMI_TIMEOUT)."""
+    try:
+        done = subprocess.run(command, shell=shell, capture_output=True, timeout=SMI_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, str(exc)
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, f"exit {done.returncode}{': ' + said[-1] if said else ''}"
+    return done.stdout.decode("utf-8", "replace"), ""
 
 
-def read_nvidia_smi(program: str) -> tuple[dict[str, str], list[str]]:
-    """Return what each nvidia-smi command printed, and what went wrong with the others."""
+def read_nvidia_smi(program: str) -> dict[str, str]:
+    """Return what each nvidia-smi command printed; log what went wrong with the others."""
     texts: dict[str, str] = {}
-    problems: list[str] = []
     for key, args in SMI_COMMANDS:
         command = [*shlex.split(program), *args]
-        try:
-            done = subprocess.run(command, capture_output=True, timeout=SMI_TIMEOUT, check=False)
-        except (OSError, subprocess.SubprocessError) as exc:
-            problems.append(f"{' '.join(command)}: {exc}")
-            continue
-        if done.returncode != 0:
-            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            problems.append(f"{' '.join(command)}: exit {done.returncode}{': ' + said[-1] if said else ''}")
-            continue
-        texts[key] = done.stdout.decode("utf-8", "replace")
-    return texts, problems
+        printed, problem = _run(command)
+        if printed is None:
+            LOG.warning("%s: %s", " ".join(command), problem)
+        else:
+            texts[key] = printed
+    return texts
 
 
 def read_images(settings: Settings) -> list[str] | None:
     """Return the images cached on the node (None when no source is set or it fails)."""
-    names: list[str] = []
     if settings.images_command:
-        try:
-            done = subprocess.run(
-                settings.images_command, shell=True, capture_output=True, timeout=SMI_TIMEOUT, check=False
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            LOG.warning("images command failed: %s", exc)
+        printed, problem = _run(settings.images_command, shell=True)
+        if printed is None:
+            LOG.warning("images command failed (%s); the cache is not reported", problem)
             return None
-        if done.returncode != 0:
-            LOG.warning("images command exited %s; the cache is not reported", done.returncode)
-            return None
-        names = done.stdout.decode("utf-8", "replace").split()
+        names = printed.split()
     elif settings.images_dir:
         try:
             names = sorted(e for e in os.listdir(settings.images_dir) if not e.startswith("."))
@@ -299,21 +271,14 @@ def gpu_pids(query: str) -> list[int]:
         root = ElementTree.fromstring(query)
     except ElementTree.ParseError:
         return []
-    pids = set()
-    for info in root.iter("process_info"):
-        text = (info.findtext("pid") or "").strip()
-        if text.isdigit() and len(text) <= 10:
-            pids.add(int(text))
-    return sorted(pids)[:MAX_OWNED]
+    texts = ((info.findtext("pid") or "").strip() for info in root.iter("process_info"))
+    return sorted({int(text) for text in texts if text.isdigit() and len(text) <= 10})[:MAX_OWNED]
 
 
 def process_owners(pids: list[int], proc: str, known: set[str]) -> list[dict[str, Any]] | None:
     """Return whose these processes are, [{"pid", "reservationId"}], from BERTH_RESERVATION_ID in each
-    one's environment, naming only reservations in `known` (those the agent wrote an env file for).
-
-    A process that is gone, or names nothing known, is left out (not attributed). Return None when
-    an environment may not be read (the agent is not root): then the agent attributes nothing.
-    """
+    one's environment, naming only `known` reservations; one gone or naming none is left out.
+    Return None when an environment may not be read (the agent is not root): nothing is attributed."""
     owners = []
     for pid in pids:
         try:
@@ -344,9 +309,7 @@ def known_reservations(output: str) -> set[str]:
 def build_report(settings: Settings) -> dict[str, Any]:
     """Return the report body: nvidia-smi's texts (those that ran), whose the GPUs' processes are,
     and the cached images."""
-    texts, problems = read_nvidia_smi(settings.nvidia_smi)
-    for problem in problems:
-        LOG.warning("%s", problem)
+    texts = read_nvidia_smi(settings.nvidia_smi)
     body: dict[str, Any] = {}
     # Without -q -x or -L Berth cannot tell which GPUs are here; sending only a topology would
     # still be read, but GPUs are never dropped on a failed nvidia-smi: they are left as they were.
@@ -355,11 +318,8 @@ def build_report(settings: Settings) -> dict[str, Any]:
     if "query" in texts and settings.attribute:
         owners = process_owners(gpu_pids(texts["query"]), settings.proc, known_reservations(settings.output))
         if owners is None:
-            LOG.warning(
-                "cannot read the GPU processes' environments under %s (run the agent as root): "
-                "the report does not say whose they are",
-                settings.proc,
-            )
+            said = "(run the agent as root): the report does not say whose they are"
+            LOG.warning("cannot read the GPU processes' environments under %s %s", settings.proc, said)
         else:
             body["processOwners"] = owners
     images = read_images(settings)
@@ -380,9 +340,8 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
     devices = feed.get("devices")
     if not isinstance(devices, list):
         raise ValueError("the answer has no devices list")
-    for device in devices:
-        if not isinstance(device, dict) or not isinstance(device.get("uuid"), str):
-            raise ValueError("a device without a uuid")
+    if not all(isinstance(device, dict) and isinstance(device.get("uuid"), str) for device in devices):
+        raise ValueError("a device without a uuid")
     held: dict[str, dict[str, Any]] = {}
     for key in ("now", "lent"):
         holder: dict[str, str] = {}
@@ -392,57 +351,45 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if now is None:
                 continue
             # A reservation's id, or the instance id of a booking made through Berth's capacity port.
-            owner = now.get("reservationId") if isinstance(now, dict) else None
-            if owner is None and isinstance(now, dict):
-                owner = now.get("instanceId")
+            ids = (now.get(k) for k in ("reservationId", "instanceId")) if isinstance(now, dict) else ()
+            owner = next((i for i in ids if i is not None), None)
             if isinstance(owner, bool) or not isinstance(owner, (int, str)):
                 raise ValueError(f"device {device['uuid']}: {key} names no reservationId")
             rid = str(owner)
-            if not _safe_name(rid):
+            # It names files: a plain name only (no path, no hidden file).
+            if not rid or len(rid) > 200 or rid[0] == "." or not all(c.isalnum() or c in "-_." for c in rid):
                 raise ValueError(f"device {device['uuid']}: reservation id {rid!r} is not a plain name")
             holder[device["uuid"]] = rid
-            entry = mine.setdefault(rid, {"now": now, "uuids": [], "parents": []})
-            entry["uuids"].append(device["uuid"])
-            entry["parents"].append(device.get("parent"))
+            entry = mine.setdefault(rid, {"now": now, "uuids": []})
+            entry["uuids"].append((device["uuid"], device.get("parent")))
         for rid, entry in mine.items():
+            pairs = entry["uuids"]  # a slice of a GPU the same reservation holds whole is left out
             entry["uuids"] = [
-                uuid
-                for uuid, parent in zip(entry["uuids"], entry["parents"])
-                if parent is None or holder.get(parent) != holder.get(uuid)
+                u for u, parent in pairs if parent is None or holder.get(parent) != holder.get(u)
             ]
             held.setdefault(rid, entry)
     return held
 
 
-def _safe_name(text: str) -> bool:
-    return bool(text) and len(text) <= 200 and all(c.isalnum() or c in "-_." for c in text) and text[0] != "."
-
-
-def _env_text(rid: str, entry: dict[str, Any], node: str) -> str:
-    uuids = ",".join(entry["uuids"])
-    now = entry["now"]
-    lines = [
-        f"BERTH_RESERVATION_ID={rid}",
-        f"BERTH_TENANT_ID={_env_value(now.get('tenantId'))}",
-        f"BERTH_NODE={_env_value(node)}",
-        f"BERTH_END={_env_value(now.get('end'))}",
-        f"CUDA_VISIBLE_DEVICES={uuids}",
-        f"NVIDIA_VISIBLE_DEVICES={uuids}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _idle_text(rid: str, entry: dict[str, Any]) -> str:
-    idle = entry["now"]["idle"]
-    body = {
-        "reservationId": rid,
-        **{k: idle.get(k) for k in ("since", "message", "keepWhenIdle", "releaseAt")},
+def reservation_files(rid: str, entry: dict[str, Any], node: str) -> dict[str, str]:
+    """Return a reservation's files by kind: env; idle while it is Idle; preempt while it has notice."""
+    now, uuids = entry["now"], ",".join(entry["uuids"])
+    env = {
+        "BERTH_RESERVATION_ID": rid,
+        "BERTH_TENANT_ID": _env_value(now.get("tenantId")),
+        "BERTH_NODE": _env_value(node),
+        "BERTH_END": _env_value(now.get("end")),
+        "CUDA_VISIBLE_DEVICES": uuids,
+        "NVIDIA_VISIBLE_DEVICES": uuids,
     }
-    return json.dumps(body, sort_keys=True) + "\n"
-
-
-def _preempt_text(rid: str, entry: dict[str, Any]) -> str:
-    return json.dumps({"reservationId": rid, "preemptAt": entry["now"]["preemptAt"]}, sort_keys=True) + "\n"
+    files = {"env": "".join(f"{k}={v}\n" for k, v in env.items())}
+    idle, at = now.get("idle"), now.get("preemptAt")
+    if isinstance(idle, dict):
+        fields = {k: idle.get(k) for k in ("since", "message", "keepWhenIdle", "releaseAt")}
+        files["idle"] = json.dumps({"reservationId": rid, **fields}, sort_keys=True) + "\n"
+    if isinstance(at, str):
+        files["preempt"] = json.dumps({"reservationId": rid, "preemptAt": at}, sort_keys=True) + "\n"
+    return files
 
 
 def _env_value(value: Any) -> str:
@@ -479,22 +426,16 @@ class Output:
         """Write the feed, one env file per reservation holding a device, an idle file per idle one
         and a preempt file per one given notice; return the number of reservations."""
         held = held_devices(feed)  # raises on a bad shape, before anything is written
-        idle = {rid for rid, entry in held.items() if isinstance(entry["now"].get("idle"), dict)}
-        noticed = {rid for rid, entry in held.items() if isinstance(entry["now"].get("preemptAt"), str)}
+        written: set[str] = set()
         for rid, entry in sorted(held.items()):
-            self._write(os.path.join(self.reservations, f"{rid}.env"), _env_text(rid, entry, node))
-            if rid in idle:
-                self._write(os.path.join(self.reservations, f"{rid}.idle"), _idle_text(rid, entry))
-            if rid in noticed:
-                self._write(os.path.join(self.reservations, f"{rid}.preempt"), _preempt_text(rid, entry))
+            for kind, text in reservation_files(rid, entry, node).items():
+                self._write(os.path.join(self.reservations, f"{rid}.{kind}"), text)
+                written.add(f"{rid}.{kind}")
         for name in os.listdir(self.reservations):
-            rid, _, kind = name.rpartition(".")
-            gone = {"env": held, "idle": idle, "preempt": noticed}.get(kind)
-            if gone is not None and rid not in gone:
+            if name.rpartition(".")[2] in ("env", "idle", "preempt") and name not in written:
                 os.unlink(os.path.join(self.reservations, name))
-        self._write(
-            os.path.join(self.root, "assignments.json"), json.dumps(feed, indent=2, sort_keys=True) + "\n"
-        )
+        text = json.dumps(feed, indent=2, sort_keys=True) + "\n"
+        self._write(os.path.join(self.root, "assignments.json"), text)
         return len(held)
 
 
@@ -508,36 +449,33 @@ class Agent:
         self.stop = threading.Event()
         self.etag: str | None = None
 
+    def _ask(self, call, unreachable: str) -> Any:
+        """Return Berth's answer to `call`; None (logged) when the token is unreadable or Berth away."""
+        try:
+            return call()
+        except TokenError as exc:
+            LOG.error("%s", exc)
+        except UNREACHABLE as exc:
+            LOG.warning("Berth unreachable at %s (%s); %s", self.settings.url, exc, unreachable)
+        return None
+
     def report_once(self) -> bool:
         """Send one report; return whether Berth took it."""
         body = build_report(self.settings)
-        try:
-            status, answer, raw = self.berth.report(body)
-        except TokenError as exc:
-            LOG.error("%s", exc)
+        asked = self._ask(lambda: self.berth.report(body), "the report is sent again later")
+        if asked is None:
             return False
-        except UNREACHABLE as exc:
-            LOG.warning(
-                "Berth unreachable at %s (%s); the report is sent again later", self.settings.url, exc
-            )
-            return False
-        if status == 200 and not _is_report_result(answer):
-            LOG.error(
-                "the answer to the report is not Berth's (200, %r): is %s Berth's address?",
-                _glimpse(raw),
-                self.settings.url,
-            )
+        status, answer, raw = asked
+        # Berth's answer to a report counts what it took: a 200 without the counts is not Berth's.
+        counts = [answer.get(k) for k in ("devices", "created", "markedUnhealthy", "becameHealthy")]
+        if status == 200 and not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+            line = "the answer to the report is not Berth's (200, %r): is %s Berth's address?"
+            LOG.error(line, _glimpse(raw), self.settings.url)
             return False
         if status == 200:
             if body.get("replace"):
                 self.settings.replace = False  # once taken, later reports are the node's whole truth as usual
-            LOG.info(
-                "report taken: %s devices (%s new, %s marked unhealthy, %s healthy again)",
-                answer["devices"],
-                answer["created"],
-                answer["markedUnhealthy"],
-                answer["becameHealthy"],
-            )
+            LOG.info("report taken: %s devices (%s new, %s marked unhealthy, %s healthy again)", *counts)
             if answer.get("unverified"):
                 LOG.warning(
                     "%s devices wait for an operator to accept them before they can be booked "
@@ -572,14 +510,10 @@ class Agent:
 
     def assignments_once(self, wait: int) -> bool:
         """Read the assignments once (long-polling `wait` seconds); write them when they changed."""
-        try:
-            status, tag, raw = self.berth.assignments(self.etag, wait)
-        except TokenError as exc:
-            LOG.error("%s", exc)
+        asked = self._ask(lambda: self.berth.assignments(self.etag, wait), "keeping the last assignments")
+        if asked is None:
             return False
-        except UNREACHABLE as exc:
-            LOG.warning("Berth unreachable at %s (%s); keeping the last assignments", self.settings.url, exc)
-            return False
+        status, tag, raw = asked
         if status == 304:
             return True
         if status != 200:
@@ -592,11 +526,8 @@ class Agent:
         try:
             count = self.output.write(feed, self.settings.node)
         except ValueError as exc:
-            hint = (
-                ""
-                if "node" in feed
-                else f"; is {self.settings.url} Berth's address? It answered {_glimpse(raw)!r}"
-            )
+            hint = f"; is {self.settings.url} Berth's address? It answered {_glimpse(raw)!r}"
+            hint = "" if "node" in feed else hint
             LOG.error("bad assignments answer (%s); keeping the last files%s", exc, hint)
             return False
         self.etag = tag
@@ -618,23 +549,18 @@ class Agent:
                 LOG.exception("unexpected error; carrying on")
                 ok = False
             if ok:
-                backoff = BACKOFF_FIRST
-                delay = pause
+                backoff, delay = BACKOFF_FIRST, pause
             else:
-                delay = backoff
+                delay, backoff = backoff, min(backoff * 2, BACKOFF_MOST)
                 LOG.info("retrying in %.0f s", delay)
-                backoff = min(backoff * 2, BACKOFF_MOST)
             self.stop.wait(delay)
 
     def run(self) -> None:
         # Both loops in threads: a long-poll (up to --wait s) is not cut by a signal, so the main
         # thread only waits for the stop, then gives them STOP_GRACE s to finish a write.
         loops = [
-            threading.Thread(target=self._loop, args=(step, pause), name=name, daemon=True)
-            for step, pause, name in (
-                (self.report_once, self.settings.interval, "report"),
-                (self.poll_assignments, 0, "assignments"),
-            )
+            threading.Thread(target=self._loop, args=(self.report_once, self.settings.interval), daemon=True),
+            threading.Thread(target=self._loop, args=(self.poll_assignments, 0), daemon=True),
         ]
         for loop in loops:
             loop.start()
@@ -663,13 +589,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if reported and written else 1
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop.set())
-    LOG.info(
-        "reporting node %s to %s every %s s; writing to %s",
-        settings.node,
-        settings.url,
-        settings.interval,
-        settings.output,
-    )
+    where = (settings.node, settings.url, settings.interval, settings.output)
+    LOG.info("reporting node %s to %s every %s s; writing to %s", *where)
     agent.run()
     return 0
 

@@ -13,7 +13,7 @@ from .demand import HOUR, Arrival
 
 
 class Booked(Protocol):
-    """What the figures read of a booking (whatif.engine.Booked)."""
+    """What the figures read of a booking (whatif.book.Booked)."""
 
     start: int
     end: int

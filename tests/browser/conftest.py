@@ -1,6 +1,8 @@
-"""Playwright against the system Chromium (it cannot download its own here), and the demo data set."""
+"""Playwright against the system Chromium (it cannot download its own here), the demo data set, and
+screenshots to BERTH_SCREENSHOTS (e.g. docs/screenshots), else a temp dir."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +48,18 @@ def login(page, demo):
         return p
 
     return sign_in
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Return a function that saves a page's screenshot as NAME.png and checks it is not blank."""
+    folder = Path(os.environ.get("BERTH_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def shoot(page, name):
+        path = folder / f"{name}.png"
+        page.screenshot(path=str(path))
+        assert path.stat().st_size > 10_000
+        return path
+
+    return shoot

@@ -1,4 +1,4 @@
-"""Run a function on several threads at once, each on its own database connection."""
+"""Run a function on several threads at once, or one in the background, each on its own database connection."""
 
 import threading
 
@@ -45,3 +45,25 @@ def lock_waiter(*fragments: str, timeout: float = 20.0) -> int:
                     return pid
         time.sleep(0.02)
     raise AssertionError(f"no backend waited on a lock in a statement with {fragments!r}")
+
+
+class Background:
+    """Run `target` in a thread on its own connection; errors are kept for the test to assert on."""
+
+    def __init__(self, target, *args):
+        self.errors: list[Exception] = []
+        self.thread = threading.Thread(target=self._run, args=(target, *args))
+        self.thread.start()
+
+    def _run(self, target, *args):
+        try:
+            target(*args)
+        except Exception as err:  # surfaced by join()
+            self.errors.append(err)
+        finally:
+            connection.close()
+
+    def join(self, timeout=30):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the background thread is stuck"
+        assert self.errors == []

@@ -1,9 +1,14 @@
-"""Build fleet directories from the samples in fleet_samples/, one node per directory."""
+"""Build fleet directories from the samples in fleet_samples/, one node per directory; run import_fleet."""
 
+import io
 import re
 import shutil
 import uuid
 from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 SAMPLES = Path(__file__).parent / "fleet_samples"
 _UUID_RE = re.compile(r"(GPU|MIG)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
@@ -36,3 +41,18 @@ def copy_samples(root: Path) -> Path:
     """Copy fleet_samples/ (dgx-h100-01, dgx-a100-01) to root."""
     shutil.copytree(SAMPLES, root, dirs_exist_ok=True)
     return root
+
+
+def run(*args: str) -> str:
+    """Return what manage.py import_fleet printed."""
+    out = io.StringIO()
+    call_command("import_fleet", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def refused(*args: str) -> tuple[str, CommandError]:
+    """Return what manage.py import_fleet printed and the error it failed with."""
+    out = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("import_fleet", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue(), caught.value
