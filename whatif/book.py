@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from capacity.placement import Window
+from capacity.port import Window
 
 
 @dataclass(slots=True)

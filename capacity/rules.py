@@ -1,0 +1,153 @@
+"""Pool rules: the pool's policies plug into booking at named points (docs/architecture.md, Pool rules).
+
+A rule is one module of the `policy` app, registered when the app is ready; capacity calls the rules
+through this registry and never imports them. Each rule says which points it serves and a cheap
+`applies(pool)` test on the pool as the lookup already read it (placers.loader.PoolRow): a pool that
+sets no rule runs no rule code and sends no statement for them. Rules run in registration order.
+
+The points, in a booking's order:
+
+- BEFORE_LOCK: every prepared request (reserve, preview, earliest start, the port) and each
+  occurrence of a series, after validation, before any lock or row; may refuse (CapacityError).
+- BEFORE_CREATE: a create (a booking, a series once, an instance), before any lock, with no
+  transaction open: the one point where a rule may take time (an outside call); may refuse.
+- PLACED: in the booking's transaction, once its allocation is written; may refuse (the booking
+  rolls back) or return the conditions it wrote (an approval hold). A rule that needs the tenant's
+  quota lock (`quota_lock`) makes its pool place creates inline: a batch takes no quota lock.
+- AT_COMMIT: a placed booking's transaction.on_commit side; AFTER_COMMIT: once it is committed.
+  Named, not called yet: the first rule that needs one (lending, notice) wires its call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
+    from capacity.placement import PlacementRequest
+    from capacity.placers.loader import PoolRow
+
+BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT = (
+    "before-lock",
+    "before-create",
+    "placed",
+    "at-commit",
+    "after-commit",
+)
+POINTS = (BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT)
+# Points placement does not call yet: the first rule that needs one wires its call (a rule there
+# would never run, so registering one is refused).
+UNCALLED = (AT_COMMIT, AFTER_COMMIT)
+
+
+@dataclass(frozen=True)
+class Booking:
+    """A booking a rule reads at PLACED and after: just written, in its transaction."""
+
+    reservation_pk: int
+    tenant_pk: int
+    tenant_slug: str
+    pool: PoolRow
+    request: PlacementRequest
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One pool rule: its name, whether a pool sets it, and what it does at each point it serves.
+
+    `asked`: for BEFORE_CREATE, the pool's settings its answer depends on; a create that reads its
+    pool again asks again only when they changed.
+    """
+
+    name: str
+    applies: Callable[[PoolRow], bool]
+    before_lock: Callable[[PlacementRequest, PoolRow, datetime], None] | None = None
+    before_create: Callable[[Any, str], None] | None = None  # (services.prepare.Prepared, identity)
+    placed: Callable[[Booking], list | None] | None = None
+    at_commit: Callable[[Booking], None] | None = None
+    after_commit: Callable[[Booking], None] | None = None
+    quota_lock: bool = False
+    asked: Callable[[PoolRow], Hashable] | None = None
+
+    @property
+    def points(self) -> tuple[str, ...]:
+        """Return the points the rule serves."""
+        return tuple(p for p in POINTS if getattr(self, p.replace("-", "_")) is not None)
+
+
+_AT: dict[str, tuple[Rule, ...]] = {point: () for point in POINTS}
+
+
+def register(rule: Rule) -> None:
+    """Add a rule at each point it serves; a rule registered again under its name is replaced in place."""
+    if not rule.points:
+        raise ValueError(f"the rule {rule.name} serves no point")
+    waiting = [p for p in rule.points if p in UNCALLED]
+    if waiting:
+        raise ValueError(f"the rule {rule.name} serves {waiting}: placement calls no rule there yet")
+    for point in POINTS:
+        rules = list(_AT[point])
+        names = [r.name for r in rules]
+        if rule.name in names:
+            if point in rule.points:
+                rules[names.index(rule.name)] = rule
+            else:
+                del rules[names.index(rule.name)]
+        elif point in rule.points:
+            rules.append(rule)
+        _AT[point] = tuple(rules)
+
+
+def registered() -> dict[str, tuple[Rule, ...]]:
+    """Return the rules at each point, in the order they run."""
+    return dict(_AT)
+
+
+def at(point: str, pool: PoolRow | None) -> tuple[Rule, ...]:
+    """Return the rules at `point` the pool sets (none for no pool)."""
+    rules = _AT[point]
+    if not rules or pool is None:
+        return ()
+    return tuple(r for r in rules if r.applies(pool))
+
+
+def before_lock(request: PlacementRequest, pool: PoolRow, now: datetime) -> None:
+    """Run the pool's BEFORE_LOCK rules on a prepared request; a refusal raises CapacityError."""
+    for rule in at(BEFORE_LOCK, pool):
+        rule.before_lock(request, pool, now)
+
+
+def before_create(prepared: Any, identity: str, asked: tuple | None = None) -> tuple:
+    """Run the pool's BEFORE_CREATE rules on a create (a services.prepare.Prepared) with no transaction open.
+
+    Returns what they were asked on; given the same `asked`, asks nothing again.
+    """
+    rules = at(BEFORE_CREATE, prepared.pool)
+    which = tuple((r.name, r.asked(prepared.pool) if r.asked else None) for r in rules)
+    if rules and which != asked:
+        for rule in rules:
+            rule.before_create(prepared, identity)
+    return which
+
+
+def placed(booking: Booking, *, batch: bool = False) -> list | None:
+    """Run the pool's PLACED rules on a booking just written; return the conditions the last one wrote.
+
+    A batch runs only the rules that need no quota lock (a pool with one places its creates inline).
+    """
+    written = None
+    for rule in at(PLACED, booking.pool):
+        if batch and rule.quota_lock:
+            continue
+        conditions = rule.placed(booking)
+        if conditions is not None:
+            written = conditions
+    return written
+
+
+def places_inline(pool: PoolRow) -> bool:
+    """Return whether a PLACED rule the pool sets needs the tenant's quota lock: its creates place inline."""
+    return any(r.quota_lock for r in at(PLACED, pool))

@@ -1,0 +1,78 @@
+"""The pool rules' registry (capacity.rules): points, order, and a pool that sets no rule runs none."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+
+from capacity import rules
+from capacity.rules import AT_COMMIT, BEFORE_LOCK, PLACED, Booking, Rule
+
+
+@dataclass(frozen=True)
+class FakePool:
+    """A pool as a rule's `applies` reads it: only `limits`."""
+
+    limits: object = None
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """An empty registry for the test; the app's rules come back after it."""
+    monkeypatch.setattr(rules, "_AT", {point: () for point in rules.POINTS})
+    return rules
+
+
+def _booking(pool) -> Booking:
+    return Booking(1, 2, "acme", pool, None, datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_a_pool_that_sets_no_rule_runs_no_rule_code(registry):
+    ran = []
+    registry.register(
+        Rule("sets", applies=lambda pool: pool.limits is not None, placed=lambda b: ran.append("placed"))
+    )
+    assert registry.placed(_booking(FakePool())) is None
+    assert ran == []
+    registry.placed(_booking(FakePool(limits=object())))
+    assert ran == ["placed"]
+
+
+def test_rules_run_in_the_order_registered_and_the_last_conditions_written_win(registry):
+    ran = []
+    registry.register(Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a") or [{"type": "A"}]))
+    registry.register(Rule("b", applies=lambda p: True, placed=lambda b: ran.append("b")))
+    assert registry.placed(_booking(FakePool())) == [{"type": "A"}]
+    assert ran == ["a", "b"]
+    # Registered again under its name: replaced where it stood.
+    registry.register(Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a2")))
+    ran.clear()
+    registry.placed(_booking(FakePool()))
+    assert ran == ["a2", "b"]
+
+
+def test_a_batch_skips_the_rules_that_need_the_quota_lock_and_such_a_pool_places_inline(registry):
+    ran = []
+    registry.register(Rule("locked", applies=lambda p: True, placed=lambda b: ran.append(1), quota_lock=True))
+    registry.placed(_booking(FakePool()), batch=True)
+    assert ran == []
+    assert registry.places_inline(FakePool())
+
+
+def test_a_before_lock_rule_refuses_by_raising(registry):
+    def refuse(request, pool, now):
+        raise ValueError("no")
+
+    registry.register(Rule("refuses", applies=lambda p: True, before_lock=refuse))
+    assert [r.name for r in registry.registered()[BEFORE_LOCK]] == ["refuses"]
+    with pytest.raises(ValueError):
+        registry.before_lock(None, FakePool(), datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_a_rule_at_a_point_placement_does_not_call_yet_is_refused(registry):
+    with pytest.raises(ValueError, match="calls no rule there yet"):
+        registry.register(Rule("later", applies=lambda p: True, at_commit=lambda b: None))
+    assert registry.registered()[AT_COMMIT] == ()
+    assert registry.registered()[PLACED] == ()
