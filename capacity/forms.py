@@ -39,7 +39,7 @@ FIELD_OF_MESSAGE = (
     (re.compile(r"^during\.start\b"), "start"),
     (re.compile(r"^during\.end\b|^during must be a non-empty window"), "end"),
     (re.compile(r"^duration\b|^give either duration or during"), "duration"),
-    # The pool policy's limits (POLICY_LIMIT, services.limits).
+    # The pool policy's limits (POLICY_LIMIT, policy.limits).
     (re.compile(r"^maxDuration is "), "duration"),
     (re.compile(r"^maxLeadTime is "), "start"),
     (re.compile(r"^maxFutureGpuHours is "), "count"),

@@ -17,8 +17,8 @@ A module that books a tenant's recurring time (a course's lab sessions for a ter
 series: `reserve_series`, the API's `repeat` with the same rule, limits and answer (docs/series.md).
 Those are the tenant's reservations, charged to its quota as the API charges them.
 
-The port is also the one surface of capacity its sibling apps (usage, whatif, webhooks, identity,
-auditlog) read: every name they use is in the table below, and the import contract
+The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
+identity, auditlog) read: every name they use is in the table below, and the import contract
 (tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
 module when first asked, so an app reaches only the modules of the names it uses
 (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
@@ -43,6 +43,7 @@ FACE = {
         "FORBIDDEN",
         "INVALID_INPUT",
         "NOT_FOUND",
+        "POLICY_LIMIT",
         "CapacityError",
         "DeviceRequest",
         "Gang",
@@ -64,16 +65,19 @@ FACE = {
     "capacity.placers.claims": ("WindowUse",),
     "capacity.placers.horizon": ("Horizon", "earliest_in", "horizon_of", "node_times"),
     "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
-    "capacity.placers.loader": ("NodeIndex", "PoolRow", "load_pool"),
+    "capacity.placers.loader": ("Limits", "NodeIndex", "PoolRow", "load_pool"),
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
     "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
-    "capacity.models.reservations": ("IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.reservations": ("AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": ("EVERYONE", "Scope", "feed_scope", "may_watch_nodes", "scope_for", "seen"),
-    "capacity.gpu_hours": ("gpus_sql",),
+    "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
+    "capacity.db.cursors": ("prepared_cursor",),
+    "capacity.db.literals": ("to_datetime",),
     "capacity.render": ("node_detail", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
@@ -81,7 +85,13 @@ FACE = {
     "capacity.services.inputs": ("parse_day",),
     "capacity.services.pool_policy": ("Policy", "defaults", "stored_policies"),
     "capacity.services.release": ("release",),
-    # Where apps plug in: the worker's jobs, usage's answers, the commands' base.
+    # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
+    "capacity.rules": ("Booking", "Rule", "register_rule"),
+    # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
+    "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
+    "capacity.placers.quota": ("LOCK_SQL",),
+    "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
+    "capacity.services.outside_check": ("DEADLINE",),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),

@@ -81,7 +81,7 @@ class Rule:
 _AT: dict[str, tuple[Rule, ...]] = {point: () for point in POINTS}
 
 
-def register(rule: Rule) -> None:
+def register_rule(rule: Rule) -> None:
     """Add a rule at each point it serves; a rule registered again under its name is replaced in place."""
     if not rule.points:
         raise ValueError(f"the rule {rule.name} serves no point")

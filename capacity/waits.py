@@ -2,7 +2,7 @@
 notifications (Hub) and changes of a node's assignments (Watch, for agents' long-polls).
 
 A waiting request holds a web thread, and so does a create asking its pool's outside check (up to 2 s,
-services.outside_check). SLOTS keeps waits and outside checks together to a share of a process's
+policy.outside_check). SLOTS keeps waits and outside checks together to a share of a process's
 threads (half of gunicorn's, settings.WEB_THREADS), an agent's long-polls to
 LONG_POLLS_PER_CREDENTIAL per credential and a tenant's outside checks to CHECKS_PER_TENANT, so
 people's pages and reads always find a thread; a wait past a bound answers at once, and so does a

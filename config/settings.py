@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "trail",
     "inventory",
     "capacity",
+    "policy",  # the pool rules capacity calls through capacity.rules
     "usage",
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",

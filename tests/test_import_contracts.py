@@ -38,7 +38,15 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy")
+    },
+    ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
+    **{
+        (
+            "policy.apps",
+            f"policy.{rule}",
+        ): "AppConfig.ready: registers the rule; rules import capacity's models"
+        for rule in ("approval", "limits", "outside_check")
     },
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
@@ -78,6 +86,10 @@ FORBIDDEN = [
     ("inventory", "usage"),
     ("usage", "devtools"),
     ("webhooks", "devtools"),
+    # The pool rules sit on top: capacity calls them through capacity.rules without knowing them.
+    ("capacity", "policy"),
+    ("inventory", "policy"),
+    ("policy", "devtools"),
     # What if sits on top too: capacity runs its job through worker_jobs without knowing it.
     ("capacity", "whatif"),
     ("inventory", "whatif"),
@@ -243,7 +255,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "usage": (89, ()),
     "identity": (0, ()),
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
-    # "policy": (40, ()),  when the app is there (docs/architecture.md; DESIGN.md)
+    # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
+    # registry they plug into (docs/architecture.md, Pool rules).
+    "policy": (41, ()),
 }
 
 REACH_FORBIDDEN = {

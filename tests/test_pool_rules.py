@@ -31,7 +31,7 @@ def _booking(pool) -> Booking:
 
 def test_a_pool_that_sets_no_rule_runs_no_rule_code(registry):
     ran = []
-    registry.register(
+    registry.register_rule(
         Rule("sets", applies=lambda pool: pool.limits is not None, placed=lambda b: ran.append("placed"))
     )
     assert registry.placed(_booking(FakePool())) is None
@@ -42,12 +42,14 @@ def test_a_pool_that_sets_no_rule_runs_no_rule_code(registry):
 
 def test_rules_run_in_the_order_registered_and_the_last_conditions_written_win(registry):
     ran = []
-    registry.register(Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a") or [{"type": "A"}]))
-    registry.register(Rule("b", applies=lambda p: True, placed=lambda b: ran.append("b")))
+    registry.register_rule(
+        Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a") or [{"type": "A"}])
+    )
+    registry.register_rule(Rule("b", applies=lambda p: True, placed=lambda b: ran.append("b")))
     assert registry.placed(_booking(FakePool())) == [{"type": "A"}]
     assert ran == ["a", "b"]
     # Registered again under its name: replaced where it stood.
-    registry.register(Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a2")))
+    registry.register_rule(Rule("a", applies=lambda p: True, placed=lambda b: ran.append("a2")))
     ran.clear()
     registry.placed(_booking(FakePool()))
     assert ran == ["a2", "b"]
@@ -55,7 +57,9 @@ def test_rules_run_in_the_order_registered_and_the_last_conditions_written_win(r
 
 def test_a_batch_skips_the_rules_that_need_the_quota_lock_and_such_a_pool_places_inline(registry):
     ran = []
-    registry.register(Rule("locked", applies=lambda p: True, placed=lambda b: ran.append(1), quota_lock=True))
+    registry.register_rule(
+        Rule("locked", applies=lambda p: True, placed=lambda b: ran.append(1), quota_lock=True)
+    )
     registry.placed(_booking(FakePool()), batch=True)
     assert ran == []
     assert registry.places_inline(FakePool())
@@ -65,7 +69,7 @@ def test_a_before_lock_rule_refuses_by_raising(registry):
     def refuse(request, pool, now):
         raise ValueError("no")
 
-    registry.register(Rule("refuses", applies=lambda p: True, before_lock=refuse))
+    registry.register_rule(Rule("refuses", applies=lambda p: True, before_lock=refuse))
     assert [r.name for r in registry.registered()[BEFORE_LOCK]] == ["refuses"]
     with pytest.raises(ValueError):
         registry.before_lock(None, FakePool(), datetime(2026, 1, 1, tzinfo=UTC))
@@ -73,6 +77,6 @@ def test_a_before_lock_rule_refuses_by_raising(registry):
 
 def test_a_rule_at_a_point_placement_does_not_call_yet_is_refused(registry):
     with pytest.raises(ValueError, match="calls no rule there yet"):
-        registry.register(Rule("later", applies=lambda p: True, at_commit=lambda b: None))
+        registry.register_rule(Rule("later", applies=lambda p: True, at_commit=lambda b: None))
     assert registry.registered()[AT_COMMIT] == ()
     assert registry.registered()[PLACED] == ()

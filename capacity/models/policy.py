@@ -38,9 +38,9 @@ class PoolPolicy(models.Model):
     `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` is stored and
     shown, read by placement in a later part. The booking limits (`max_duration`, `max_lead_time`,
     `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
-    and checked by capacity.services.limits. Approvals (`approval_above_gpu_hours`, null: none
+    and checked by the pool rules in policy.limits. Approvals (`approval_above_gpu_hours`, null: none
     needed; `approval_hold`) are capacity.services.approvals; the outside check (`policy_webhook`,
-    its secret and `policy_webhook_on_error`) capacity.services.outside_check.
+    its secret and `policy_webhook_on_error`) policy.outside_check.
     """
 
     pool = models.OneToOneField(Pool, on_delete=models.CASCADE, related_name="policy")

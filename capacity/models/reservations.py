@@ -17,7 +17,7 @@ IDLE = "Idle"
 # An owner that took its lent GPUs back (or whose processes showed up on them): not marked Idle again
 # on samples from before then (usage/idle.py), so that its GPUs are not lent again at once.
 RECLAIMED = "Reclaimed"
-# Held for an operator above the pool's approvalAboveGpuHours (capacity.placers.approval), then approved.
+# Held for an operator above the pool's approvalAboveGpuHours (policy.approval), then approved.
 AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
 # Under notice (capacity.placers.notice): when its GPUs are taken back.

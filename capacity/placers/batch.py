@@ -22,6 +22,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from capacity import rules
 from capacity.db.channels import PLACED_CHANNEL, PLACER_LOCK_CLASS
 from capacity.db.cursors import prepared_cursor
 from capacity.db.retry import retry_on_conflict
@@ -39,7 +40,6 @@ from capacity.placers.attempt import gave_up
 from capacity.placers.planning import plan_shortlist, planner, uses_shortlist
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
-from .approval import hold_if_above
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
 from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
@@ -238,8 +238,10 @@ def place_batch(
                         _lend_inline(e, pool, config, now)
         placed = [e.pk for e in entries if e.committed]
         for e in entries if pool is not None else ():
-            if e.committed:  # above approvalAboveGpuHours: held for an operator
-                hold_if_above(e.pk, pool.limits, now, e.request)
+            if e.committed:  # the pool's rules once placed (capacity.rules): approval's hold
+                rules.placed(
+                    rules.Booking(e.pk, e.tenant_pk, e.tenant_slug, pool, e.request, now), batch=True
+                )
         if placed:
             _notify(placed)
     settled = _settle([e for e in entries if not e.committed], now)

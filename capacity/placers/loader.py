@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 
@@ -31,6 +31,16 @@ class PoolRow:
     def allows(self, tenant_pk: int) -> bool:
         """Return whether the tenant may use the pool (placement.eligibility.may_use, named in access)."""
         return may_use(self.owner_pk, self.tenant_pks, tenant_pk)
+
+    def latest_start(self, now: datetime) -> int | None:
+        """Return the latest start (epoch ms) the pool's maxLeadTime allows, or None without the limit.
+
+        Placement's own read of the limit: hints and earliest start never offer a start past it (the
+        rule that refuses one is policy.limits).
+        """
+        if self.limits is None or self.limits.max_lead_time is None:
+            return None
+        return int(now.timestamp() * 1000) + self.limits.max_lead_time // timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)

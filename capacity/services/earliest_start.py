@@ -17,7 +17,6 @@ from capacity.placers.types import PlacerConfig
 
 from .hints import no_start_before
 from .inputs import parse_duration
-from .limits import latest_start
 from .prepare import Prepared, prepare
 from .satisfiable import NeverFits, never_fits
 
@@ -89,7 +88,7 @@ def earliest(
             return Earliest(False, None, None, why.message, horizon, [])
         latest = request.during.start + int(horizon.total_seconds() * 1000)
         # Never past the pool's maxLeadTime: a window starting later would be refused (POLICY_LIMIT).
-        allowed = latest_start(pool.limits, prepared.now)
+        allowed = pool.latest_start(prepared.now)
         if allowed is not None:
             latest = min(latest, allowed)
         found = find_earliest(request, pool, config, latest, built)

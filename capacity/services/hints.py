@@ -23,8 +23,6 @@ from capacity.placers.planning import Planner
 from capacity.placers.reads import plan_reads
 from capacity.placers.types import PlacerConfig
 
-from .limits import latest_start
-
 # How far ahead "fits from" looks, and how many smaller counts are tried.
 HINT_HORIZON = timedelta(days=14)
 MAX_SMALLER_TRIES = 3
@@ -52,7 +50,7 @@ def alternatives(
     config = dataclasses.replace(config, random=None)
     built = Planner.of(request, pool, config, built)
     latest = request.during.start + int(HINT_HORIZON.total_seconds() * 1000)
-    allowed = latest_start(pool.limits, timezone.now())  # never a start past maxLeadTime
+    allowed = pool.latest_start(timezone.now())  # never a start past maxLeadTime
     if allowed is not None:
         latest = min(latest, allowed)
     earliest = _earliest(request, pool, config, latest, built)

@@ -13,6 +13,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from capacity import rules
 from capacity.access import EVERYONE
 from capacity.models import Allocation, DeviceBooking
 from capacity.placement import CapacityError, run_admit
@@ -22,7 +23,6 @@ from capacity.placers.ending import end_allocations
 from capacity.placers.inline import place
 from capacity.placers.types import PlacerConfig
 
-from . import outside_check
 from .prepare import prepare
 from .series import SeriesResult
 from .series import reserve_series as _reserve_series
@@ -72,9 +72,9 @@ def reserve_for_instance(
         data, scope=EVERYONE, now=now, config=config, node_labels=node_labels, owner_allowed=True
     )
     request, config, now = prepared.request, prepared.config, prepared.now
-    # The pool's outside check, before Berth takes any lock (services.outside_check).
+    # The pool's rules before a create (the outside check), before Berth takes any lock.
     who = admission.get("identity") if isinstance(admission, Mapping) else ""
-    outside_check.consult(prepared, str(who or ""))
+    rules.before_create(prepared, str(who or ""))
     with transaction.atomic():
         existing = _live_booking(instance_id, now)
         if existing is not None:

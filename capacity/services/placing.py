@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from capacity import rules
 from capacity.metrics import events as metrics
 from capacity.models import Reservation
 from capacity.models.reservations import NO_FIT, unschedulable
 from capacity.placement import NOT_FOUND, CapacityError, PlacementRequest, reason_rest
 from capacity.placers import quota
-from capacity.placers.approval import hold_if_above
 from capacity.placers.commit import Owner
 from capacity.placers.inline import place
 from capacity.placers.lease import place_lease
@@ -28,7 +28,6 @@ from capacity.placers.types import INLINE, Outcome, PlacerConfig
 from inventory.models import Tenant
 
 from .hints import hints, smaller_hints
-from .limits import check_future_gpu_hours
 from .satisfiable import NeverFits, never_fits, unsatisfiable_condition
 
 # Where a prepared request goes (services.reserve.route).
@@ -104,12 +103,14 @@ def place_and_record(stage: Stage) -> Outcome:
         reservation.lent_from = list(outcome.lent_from)
         # As the row reads: a change never before the creation (migration 0021's trigger).
         reservation.updated_at = max(stage.now, reservation.created_at)
-        # Above the pool's approvalAboveGpuHours: held for an operator (services.approvals).
-        limits = pool.limits if pool is not None else None
-        # Under the tenant's quota lock, counting the booking just written (services.limits): a
-        # create and a retry of a pending booking alike.
-        check_future_gpu_hours(limits, tenant.pk, tenant.slug, pool.pk if pool else 0, stage.now)
-        held = hold_if_above(reservation.pk, limits, stage.now, request)
+        # The pool's rules once placed (capacity.rules), a create and a retry of a pending booking
+        # alike: maxFutureGpuHours under the tenant's quota lock, counting the booking just written;
+        # above approvalAboveGpuHours, held for an operator (services.approvals).
+        held = None
+        if pool is not None:
+            held = rules.placed(
+                rules.Booking(reservation.pk, tenant.pk, tenant.slug, pool, request, stage.now)
+            )
         if held is not None:
             reservation.conditions = held
     else:

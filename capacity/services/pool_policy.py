@@ -28,7 +28,7 @@ from .outside_check import check_secret, check_webhook_url, new_secret
 
 # API name -> (attribute, kind); kinds: "duration" (text or null), "bool", "int" (a positive whole
 # number or null). The limits (maxDuration, maxLeadTime, maxFutureGpuHours) are checked by
-# services.limits; null is no limit.
+# policy.limits; null is no limit.
 FIELDS: dict[str, tuple[str, str]] = {
     "idleWarnAfter": ("idle_warn_after", "duration"),
     "idleReleaseAfter": ("idle_release_after", "duration"),

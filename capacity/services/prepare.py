@@ -3,7 +3,7 @@
 Reserve, preview, earliest start, the never-fits check and the port all start the same way: the
 time, the settings, the caller's input normalized and validated (INVALID_INPUT before any lock),
 the tenant and the pool looked up and checked against the caller, and a gang lease checked
-against the pool's size and the window against the pool policy's limits (services.limits).
+against the pool's size and the request against the pool's rules before any lock (capacity.rules).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from capacity import rules
 from capacity.access import Scope
 from capacity.conf import placer_config
 from capacity.placement import INVALID_INPUT, CapacityError, PlacementRequest, validate_request
@@ -26,7 +27,6 @@ from inventory.models import Tenant
 
 from . import lookups
 from .inputs import normalize
-from .limits import check_window
 from .pool_policy import check_keep_when_idle
 
 
@@ -78,14 +78,14 @@ def prepare(
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
     try:
-        check_window(request, pool.limits, now)
+        rules.before_lock(request, pool, now)
     except CapacityError:
         if digest is None:
             raise
         # A limit a kept lookup carried may have been lifted since: refuse only on one read now.
         lookups.forget(request.tenant_id, request.pool_id)
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=False)
-        check_window(request, pool.limits, now)
+        rules.before_lock(request, pool, now)
     if extra["keep_when_idle"]:
         check_keep_when_idle(pool.pk, request.pool_id)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)
@@ -99,7 +99,7 @@ def afresh(prepared: Prepared, scope: Scope) -> Prepared:
     lookups.forget(prepared.request.tenant_id, prepared.request.pool_id)
     tenant, pool, _ = lookups.kept_tenant_and_pool(prepared.request, scope, use_kept=False)
     check_gang_size(prepared.request, pool)
-    check_window(prepared.request, pool.limits, prepared.now)
+    rules.before_lock(prepared.request, pool, prepared.now)
     return dataclasses.replace(prepared, tenant=tenant, pool=pool, digest=None)
 
 

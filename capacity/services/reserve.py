@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
+from capacity import rules
 from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.literals import to_datetime
@@ -29,7 +30,7 @@ from capacity.placers.reads import Reads, send_reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 from trail.context import stamp
 
-from . import insert, lookups, outside_check
+from . import insert, lookups
 from .placing import (
     ARCHIVED,
     INLINE_ROUTE,
@@ -109,23 +110,17 @@ def reserve(
 def consult_outside(
     prepared: Prepared, scope: Scope, admission: Any, asked: tuple | None = None
 ) -> tuple[Prepared, tuple]:
-    """Ask the pool's outside check (services.outside_check) unless `asked` is the same check.
+    """Run the pool's BEFORE_CREATE rules (the outside check, policy.outside_check) unless `asked` is
+    what they were asked on.
 
-    A check is never asked on a kept lookup (an operator may have moved it): its pool is read afresh
-    first. Returns the request as asked and which check was asked.
+    A rule there is never asked on a kept lookup (an operator may have moved it): its pool is read
+    afresh first. Returns the request as asked and what the rules were asked on.
     """
-    limits = prepared.pool.limits
-    if limits is None or not limits.policy_webhook:
+    if not rules.at(rules.BEFORE_CREATE, prepared.pool):
         return prepared, ()
     if prepared.digest is not None:
         prepared = afresh(prepared, scope)
-        limits = prepared.pool.limits
-        if limits is None or not limits.policy_webhook:
-            return prepared, ()
-    which = (limits.policy_webhook, limits.policy_webhook_secret, limits.policy_webhook_on_error)
-    if which != asked:
-        outside_check.consult(prepared, _identity(admission))
-    return prepared, which
+    return prepared, rules.before_create(prepared, _identity(admission), asked)
 
 
 def _identity(admission: Any) -> str:
@@ -187,9 +182,9 @@ def route(prepared: Prepared, planner: Planner | None = None) -> Stage:
 
 
 def _counts_gpu_hours(pool) -> bool:
-    """Return whether the pool's policy sets maxFutureGpuHours: its creates place inline, where the
-    tenant's GPU-hours are counted under its quota lock (a batch takes no quota lock)."""
-    return pool.limits is not None and pool.limits.max_future_gpu_hours is not None
+    """Return whether a rule the pool sets needs the tenant's quota lock (maxFutureGpuHours): its
+    creates place inline, where the lock is taken (a batch takes no quota lock)."""
+    return rules.places_inline(pool)
 
 
 def reservation_fields(prepared: Prepared) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from capacity import rules
 from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.literals import to_datetime
@@ -35,7 +36,6 @@ from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.placers.types import INLINE, Outcome
 from config.errors import SERIES_NOT_PLACED
 
-from . import limits
 from .placing import set_pending
 from .prepare import Prepared, prepare
 from .release import release_together
@@ -123,7 +123,7 @@ def prepare_series(
     ready = PreparedSeries(prepared, repeat, all_or_nothing, starts)
     for n, start in enumerate(starts[1:], start=2):
         try:
-            limits.check_window(ready.occurrence(start).request, prepared.pool.limits, prepared.now)
+            rules.before_lock(ready.occurrence(start).request, prepared.pool, prepared.now)
         except CapacityError as err:
             at = to_datetime(start).strftime("%Y-%m-%d %H:%M")
             raise CapacityError(err.code, f"{err.message} (occurrence {n}, {at} UTC)") from None

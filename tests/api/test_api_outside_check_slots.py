@@ -14,9 +14,9 @@ from django.db import connection
 from test_api_outside_check import SECRET, Check
 
 from capacity.models import Reservation
-from capacity.services.outside_check import BUSY_RETRY_AFTER
 from capacity.waits import CHECKS_PER_TENANT, SLOTS
 from inventory.models import Tenant
+from policy.outside_check import BUSY_RETRY_AFTER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

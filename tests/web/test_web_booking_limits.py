@@ -97,9 +97,9 @@ def test_an_outside_check_refusal_shows_above_the_form_and_books_nothing(op, lab
 def test_a_form_booking_past_the_tenants_outside_checks_says_when_to_retry_and_books_nothing(
     op, lab, settings, monkeypatch
 ):
-    from capacity.services.outside_check import BUSY_RETRY_AFTER
     from capacity.waits import CHECKS_PER_TENANT, SLOTS
     from inventory.models import Tenant
+    from policy.outside_check import BUSY_RETRY_AFTER
 
     settings.WEB_THREADS = 16  # served by gunicorn: checks are bounded
     monkeypatch.setenv("BERTH_WEBHOOKS_ALLOW_PRIVATE", "1")

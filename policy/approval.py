@@ -1,7 +1,8 @@
 """Mark a just-placed booking AwaitingApproval when it is above its pool's approvalAboveGpuHours.
 
-The DB half of approvals (capacity.services.approvals decides them): one statement, in the
-placement's transaction, so the node agent never reads the booking unmarked.
+A pool rule at PLACED (capacity.rules), in a create's and a batch's placement alike. The DB half of
+approvals (capacity.services.approvals decides them): one statement, in the placement's
+transaction, so the node agent never reads the booking unmarked.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from capacity.gpu_hours import gpu_hours_sql
-from capacity.models.reservations import AWAITING
-from capacity.placement import PlacementRequest
+from capacity.port import AWAITING, Booking, PlacementRequest, PoolRow, Rule, gpu_hours_sql
 
 if TYPE_CHECKING:  # an annotation only: the approval's statements need no pool reads
-    from .loader import Limits
+    from capacity.port import Limits
 
 AWAITING_JSON = json.dumps([{"type": AWAITING}])
 
@@ -77,3 +76,16 @@ def hold_if_above(
     if row is None:
         return None
     return json.loads(row[0]) if isinstance(row[0], str) else row[0]
+
+
+def hold(booking: Booking) -> list | None:
+    """Hold the booking for an operator when it is above its pool's limit (hold_if_above)."""
+    return hold_if_above(booking.reservation_pk, booking.pool.limits, booking.now, booking.request)
+
+
+def _sets_approvals(pool: PoolRow) -> bool:
+    return pool.limits is not None and pool.limits.approval_above_gpu_hours is not None
+
+
+APPROVAL = Rule("approval", applies=_sets_approvals, placed=hold)
+RULES = (APPROVAL,)

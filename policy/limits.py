@@ -1,9 +1,10 @@
 """A pool policy's booking limits (docs/policy.md, Limits): refuse a booking past one with POLICY_LIMIT.
 
-`maxDuration` and `maxLeadTime` are checked in the prelude every booking goes through
-(services.prepare), from the pool's lookup, before any lock. `maxFutureGpuHours` needs the
-tenant's bookings: it is checked once the booking is placed, in its transaction, under the
-tenant's quota lock, so two requests of one tenant at once cannot both pass.
+Two pool rules (capacity.rules). WINDOW, before any lock: `maxDuration` and `maxLeadTime`, checked
+wherever a request is prepared (services.prepare) and per occurrence of a series, on the pool's
+lookup. FUTURE_GPU_HOURS, once placed: `maxFutureGpuHours` needs the tenant's bookings, so it is
+checked in the booking's transaction under the tenant's quota lock, and two requests of one tenant
+at once cannot both pass (its pool places creates inline: a batch takes no quota lock).
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from decimal import Decimal
 
 from django.db import connection
 
-from capacity.db.channels import QUOTA_LOCK_CLASS
-from capacity.db.cursors import prepared_cursor
-from capacity.gpu_hours import gpu_hours_sql
-from capacity.placement import POLICY_LIMIT, CapacityError, PlacementRequest
-from capacity.placers.loader import Limits
-from capacity.placers.quota import LOCK_SQL
+from capacity.port import (
+    LOCK_SQL,
+    POLICY_LIMIT,
+    QUOTA_LOCK_CLASS,
+    Booking,
+    CapacityError,
+    PlacementRequest,
+    PoolRow,
+    Rule,
+    gpu_hours_sql,
+    prepared_cursor,
+)
 
 MS = timedelta(milliseconds=1)
 
 
-def check_window(request: PlacementRequest, limits: Limits | None, now: datetime) -> None:
+def check_window(request: PlacementRequest, pool: PoolRow, now: datetime) -> None:
     """Refuse a window longer than maxDuration or starting later than maxLeadTime from now."""
+    limits = pool.limits
     if limits is None:
         return
     window = request.during
@@ -42,13 +50,6 @@ def check_window(request: PlacementRequest, limits: Limits | None, now: datetime
                 POLICY_LIMIT,
                 f"maxLeadTime is {_text(limits.max_lead_time)}; this starts in {_text(lead, limits.max_lead_time)}",
             )
-
-
-def latest_start(limits: Limits | None, now: datetime) -> int | None:
-    """Return the latest start (epoch ms) maxLeadTime allows, or None without the limit."""
-    if limits is None or limits.max_lead_time is None:
-        return None
-    return int(now.timestamp() * 1000) + int(limits.max_lead_time / MS)
 
 
 # The GPU-hours the tenant's bookings in the pool hold from now on (capacity.gpu_hours: a MIG slice
@@ -69,24 +70,20 @@ def future_gpu_hours(tenant_pk: int, pool_pk: int, now: datetime) -> Decimal:
         return cur.fetchone()[0]
 
 
-def check_future_gpu_hours(
-    limits: Limits | None, tenant_pk: int, tenant_slug: str, pool_pk: int, now: datetime
-) -> None:
+def check_future_gpu_hours(booking: Booking) -> None:
     """Refuse when the tenant, its new booking written, would hold more than maxFutureGpuHours.
 
     Called in the booking's transaction once it is placed: takes the tenant's quota lock (held to
     the commit, as the charge holds it) and then reads, so a second request of the tenant waits
     and counts the first one. Raising rolls the booking back: nothing is written.
     """
-    if limits is None or limits.max_future_gpu_hours is None:
-        return
+    limit = booking.pool.limits.max_future_gpu_hours
     with connection.cursor() as cur:
-        cur.execute(LOCK_SQL, {"class": QUOTA_LOCK_CLASS, "tenant": tenant_pk})
-    held = future_gpu_hours(tenant_pk, pool_pk, now)
-    if held > limits.max_future_gpu_hours:
+        cur.execute(LOCK_SQL, {"class": QUOTA_LOCK_CLASS, "tenant": booking.tenant_pk})
+    held = future_gpu_hours(booking.tenant_pk, booking.pool.pk, booking.now)
+    if held > limit:
         raise CapacityError(
-            POLICY_LIMIT,
-            f"maxFutureGpuHours is {limits.max_future_gpu_hours}; {tenant_slug} would hold {_hours(held)}",
+            POLICY_LIMIT, f"maxFutureGpuHours is {limit}; {booking.tenant_slug} would hold {_hours(held)}"
         )
 
 
@@ -112,3 +109,20 @@ def _hours(value: Decimal) -> str:
     """Return GPU-hours as a plain number: whole, else one decimal."""
     rounded = round(float(value), 1)
     return str(int(rounded)) if rounded == int(rounded) else str(rounded)
+
+
+def _sets_window(pool: PoolRow) -> bool:
+    return pool.limits is not None and (
+        pool.limits.max_duration is not None or pool.limits.max_lead_time is not None
+    )
+
+
+def _sets_future_gpu_hours(pool: PoolRow) -> bool:
+    return pool.limits is not None and pool.limits.max_future_gpu_hours is not None
+
+
+WINDOW = Rule("limits.window", applies=_sets_window, before_lock=check_window)
+FUTURE_GPU_HOURS = Rule(
+    "limits.future-gpu-hours", applies=_sets_future_gpu_hours, placed=check_future_gpu_hours, quota_lock=True
+)
+RULES = (WINDOW, FUTURE_GPU_HOURS)

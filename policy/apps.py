@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+
+
+class PolicyConfig(AppConfig):
+    """The pool's rules, one module each, registered with placement at its named points (capacity.rules)."""
+
+    name = "policy"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from capacity.port import register_rule
+
+        from . import approval, limits, outside_check
+
+        # In this order at each point: the limits refuse before approval holds what they let through.
+        for module in (limits, approval, outside_check):
+            for rule in module.RULES:
+                register_rule(rule)
