@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,26 @@ def test_a_rule_at_a_point_placement_does_not_call_yet_is_refused(registry):
         registry.register_rule(Rule("later", applies=lambda p: True, at_commit=lambda b: None))
     assert registry.registered()[AT_COMMIT] == ()
     assert registry.registered()[PLACED] == ()
+
+
+def test_the_policy_app_registers_its_rules_at_their_points():
+    """The app's ready() put each rule where docs/architecture.md says, in the order they run."""
+    names = {point: [r.name for r in found] for point, found in rules.registered().items()}
+    assert names == {
+        rules.BEFORE_LOCK: ["limits.window"],
+        rules.BEFORE_CREATE: ["outside-check"],
+        rules.PLACED: ["limits.future-gpu-hours", "approval"],
+        rules.AT_COMMIT: [],
+        rules.AFTER_COMMIT: [],
+    }
+
+
+def test_the_architecture_page_lists_every_registered_rule_with_its_module():
+    """Each registered rule has a row in docs/architecture.md's Pool rules table naming its module."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    section = page.split("## Pool rules", 1)[1].split("\n## ", 1)[0]
+    for found in rules.registered().values():
+        for rule in found:
+            module = rule.before_lock or rule.before_create or rule.placed
+            path = module.__module__.replace(".", "/") + ".py"
+            assert f"| `{rule.name}` | `{path}` |" in section, rule.name

@@ -128,3 +128,40 @@ def test_the_pool_lease_placer_places_inline_where_max_future_gpu_hours_is_set(t
     with pytest.raises(CapacityError) as refused:
         queue(ask(1, start=48))
     assert refused.value.message == "maxFutureGpuHours is 30; acme would hold 48"
+
+
+def test_a_pool_that_sets_no_rule_runs_none_and_sends_no_statement_for_them(tenant, make_node, monkeypatch):
+    """With no rule set, booking calls no rule's code and sends what it sends with none registered."""
+    import dataclasses
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from capacity import rules
+
+    make_node("n1", gpus=8)
+    reserve(ask(1))  # warm-up: the first one creates the quota usage row
+    called = []
+
+    def counted(rule):
+        def wrap(point, run):
+            return None if run is None else (lambda *a: called.append((rule.name, point)) or run(*a))
+
+        return dataclasses.replace(rule, **{p: wrap(p, getattr(rule, p)) for p in ("before_lock", "placed")})
+
+    monkeypatch.setattr(
+        rules, "_AT", {p: tuple(counted(r) for r in f) for p, f in rules.registered().items()}
+    )
+    with CaptureQueriesContext(connection) as with_rules:
+        assert reserve(ask(1)).reservation.status == "placed"
+    assert called == []
+    saved = rules._AT
+    monkeypatch.setattr(rules, "_AT", {point: () for point in rules.POINTS})
+    with CaptureQueriesContext(connection) as without:
+        assert reserve(ask(1)).reservation.status == "placed"
+    assert len(with_rules.captured_queries) == len(without.captured_queries)
+    # Once the pool sets a limit, its rules run (the counting above would have seen them).
+    monkeypatch.setattr(rules, "_AT", saved)
+    set_policy("lab-pool", {"max_duration": timedelta(days=1), "max_future_gpu_hours": 10**6})
+    assert reserve(ask(1)).reservation.status == "placed"
+    assert called == [("limits.window", "before_lock"), ("limits.future-gpu-hours", "placed")]
