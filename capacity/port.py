@@ -74,15 +74,25 @@ FACE = {
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
-    "capacity.access": ("EVERYONE", "Scope", "feed_scope", "may_watch_nodes", "scope_for", "seen"),
+    "capacity.access": (
+        "EVERYONE",
+        "Scope",
+        "feed_scope",
+        "may_approve",
+        "may_watch_nodes",
+        "scope_for",
+        "seen",
+    ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime",),
-    "capacity.render": ("node_detail", "render_reservations"),
+    "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("parse_day",),
+    # The pool rules' pages and API (policy.views, policy.api) decide held bookings through these.
+    "capacity.services.approvals": ("approval_queue", "approve", "deny"),
     "capacity.services.pool_policy": ("Policy", "defaults", "stored_policies"),
     "capacity.services.release": ("release",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.

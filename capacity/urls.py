@@ -4,7 +4,6 @@ from django.urls import path
 
 from . import views
 from .metrics.view import metrics
-from .views import approvals
 from .views.account import api_token
 from .views.reservations import rebook
 from .views.series import series_release
@@ -30,8 +29,5 @@ urlpatterns = [
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("series/<int:pk>/release/", series_release, name="series-release"),
-    path("approvals/", approvals.approvals, name="approvals"),
-    path("approvals/<int:pk>/approve/", approvals.decide, {"decision": "approve"}, name="approval-approve"),
-    path("approvals/<int:pk>/deny/", approvals.decide, {"decision": "deny"}, name="approval-deny"),
     path("accounts/token/", api_token, name="api-token"),
 ]

@@ -256,8 +256,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "identity": (0, ()),
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
-    # registry they plug into (docs/architecture.md, Pool rules).
-    "policy": (41, ()),
+    # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
+    # held bookings, and a denial releases, which retries the pool's pending work: placement.
+    "policy": (86, ()),
 }
 
 REACH_FORBIDDEN = {

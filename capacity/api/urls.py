@@ -4,7 +4,6 @@ from django.urls import path
 
 from . import (
     agents,
-    approvals,
     devices,
     drain,
     earliest_view,
@@ -33,12 +32,6 @@ urlpatterns = [
     ),
     path("series/<str:series_id>", series.SeriesView.as_view(), name="api-series"),
     path("series/<str:series_id>/release", series.SeriesReleaseView.as_view(), name="api-series-release"),
-    path(
-        "reservations/<str:reservation_id>/approve",
-        approvals.ApproveView.as_view(),
-        name="api-reservation-approve",
-    ),
-    path("reservations/<str:reservation_id>/deny", approvals.DenyView.as_view(), name="api-reservation-deny"),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
