@@ -79,6 +79,8 @@ FACE = {
         "Scope",
         "feed_scope",
         "may_approve",
+        "may_set_policy",
+        "may_set_shares",
         "may_watch_nodes",
         "scope_for",
         "seen",
@@ -91,9 +93,18 @@ FACE = {
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("parse_day",),
-    # The pool rules' pages and API (policy.views, policy.api) decide held bookings through these.
+    # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.approvals": ("approval_queue", "approve", "deny"),
-    "capacity.services.pool_policy": ("Policy", "defaults", "stored_policies"),
+    "capacity.services.pool_policy": (
+        "Policy",
+        "defaults",
+        "parse_policy",
+        "policy_body",
+        "put_body",
+        "stored_policies",
+        "visible_policy",
+    ),
+    "capacity.services.shares": ("ShareRow", "delete_share", "parse_share", "set_share", "share_rows"),
     "capacity.services.release": ("release",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "Rule", "register_rule"),

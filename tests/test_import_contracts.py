@@ -257,8 +257,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
-    # held bookings, and a denial releases, which retries the pool's pending work: placement.
-    "policy": (86, ()),
+    # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
+    # policies and shares.
+    "policy": (88, ()),
 }
 
 REACH_FORBIDDEN = {

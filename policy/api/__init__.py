@@ -1,1 +1,4 @@
-"""The pool rules' REST API: approving held bookings (docs/policy.md), mounted at /api/v1/ by config/api_urls.py."""
+"""The pool rules' REST API: approvals, a pool's policy and its shares (docs/policy.md, docs/shares.md).
+
+Mounted at /api/v1/ by config/api_urls.py.
+"""
