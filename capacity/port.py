@@ -98,13 +98,27 @@ FACE = {
     "capacity.services.pool_policy": (
         "Policy",
         "defaults",
+        "SECRET",
         "parse_policy",
         "policy_body",
+        "policy_of",
         "put_body",
         "stored_policies",
         "visible_policy",
     ),
-    "capacity.services.shares": ("ShareRow", "delete_share", "parse_share", "set_share", "share_rows"),
+    "capacity.services.shares": (
+        "ShareRow",
+        "bookable_gpus",
+        "delete_share",
+        "holding_changes_at",
+        "parse_share",
+        "pool_shares",
+        "set_share",
+        "share_rows",
+    ),
+    "capacity.services.reclaim": ("lending_since",),
+    # The pool page's settings sections the pool's rules draw (Shares, Policy).
+    "capacity.views.pool_sections": ("Section", "register_section"),
     "capacity.services.release": ("release",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "Rule", "register_rule"),

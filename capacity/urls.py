@@ -12,8 +12,9 @@ urlpatterns = [
     path("", views.pools, name="pools"),
     path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
-    path("pools/<slug:slug>/shares/", views.pool_share, name="pool-share"),
-    path("pools/<slug:slug>/policy/", views.pool_policy, name="pool-policy"),
+    # The pool page's settings sections, registered by the pool's rules (views.pool_sections).
+    path("pools/<slug:slug>/shares/", views.pool_section, {"name": "shares"}, name="pool-share"),
+    path("pools/<slug:slug>/policy/", views.pool_section, {"name": "policy"}, name="pool-policy"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
