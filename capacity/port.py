@@ -82,6 +82,7 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        "pool_for",
         "scope_for",
         "seen",
     ),
@@ -106,16 +107,9 @@ FACE = {
         "stored_policies",
         "visible_policy",
     ),
-    "capacity.services.shares": (
-        "ShareRow",
-        "bookable_gpus",
-        "delete_share",
-        "holding_changes_at",
-        "parse_share",
-        "pool_shares",
-        "set_share",
-        "share_rows",
-    ),
+    "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
+    # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
+    "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),

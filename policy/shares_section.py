@@ -14,13 +14,13 @@ from capacity.port import (
     bookable_gpus,
     delete_share,
     gpus_text,
-    holding_changes_at,
     may_set_shares,
-    pool_shares,
     scope_for,
     set_share,
 )
 from inventory.models import Tenant
+
+from .shares import holding_changes_at, pool_shares
 
 
 class ShareForm(forms.Form):

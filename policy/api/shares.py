@@ -7,9 +7,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.port import ShareRow, delete_share, may_set_shares, parse_share, set_share, share_rows
+from capacity.port import delete_share, may_set_shares, parse_share, set_share
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from ..shares import ShareRow, share_rows
 
 POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
 TENANT = OpenApiParameter("tenant", str, OpenApiParameter.PATH, description="Tenant slug.")
