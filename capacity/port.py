@@ -39,6 +39,7 @@ FACE = {
     # The pure core: errors, requests and plans, and the searches what if replays.
     "capacity.placement": (
         "BUILTIN_SCORERS",
+        "CONFLICT",
         "DEDICATED_PREFIX",
         "FORBIDDEN",
         "INVALID_INPUT",
@@ -70,7 +71,7 @@ FACE = {
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
     "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
-    "capacity.models.reservations": ("AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
@@ -95,7 +96,9 @@ FACE = {
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("parse_day",),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
-    "capacity.services.approvals": ("approval_queue", "approve", "deny"),
+    "capacity.services.approvals": ("awaiting",),
+    "capacity.services.reservations": ("get",),
+    "capacity.services.release": ("MAX_REASON", "release"),
     "capacity.services.pool_policy": (
         "Policy",
         "defaults",
@@ -113,7 +116,6 @@ FACE = {
     "capacity.services.reclaim": ("lending_since",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
-    "capacity.services.release": ("release",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.

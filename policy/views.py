@@ -8,8 +8,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from capacity.port import CapacityError, approval_queue, approve, deny, may_approve
+from capacity.port import CapacityError, may_approve
 from config.web import login_required, page
+
+from .approvals import approval_queue, approve, deny
 
 
 @require_GET

@@ -7,9 +7,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from capacity.port import ReservationSerializer, approve, deny, may_approve, render_reservation
+from capacity.port import ReservationSerializer, may_approve, render_reservation
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from ..approvals import approve, deny
 
 # The reservation's path parameter, as capacity's API names it (capacity/api/views.py).
 RESERVATION_ID = OpenApiParameter("reservation_id", OpenApiTypes.INT, OpenApiParameter.PATH)
