@@ -39,6 +39,7 @@ FACE = {
     # The pure core: errors, requests and plans, and the searches what if replays.
     "capacity.placement": (
         "BUILTIN_SCORERS",
+        "CONFLICT",
         "DEDICATED_PREFIX",
         "FORBIDDEN",
         "INVALID_INPUT",
@@ -70,21 +71,51 @@ FACE = {
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
     "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
-    "capacity.models.reservations": ("AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
-    "capacity.access": ("EVERYONE", "Scope", "feed_scope", "may_watch_nodes", "scope_for", "seen"),
+    "capacity.access": (
+        "EVERYONE",
+        "Scope",
+        "feed_scope",
+        "may_approve",
+        "may_set_policy",
+        "may_set_shares",
+        "may_watch_nodes",
+        "pool_for",
+        "scope_for",
+        "seen",
+    ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime",),
-    "capacity.render": ("node_detail", "render_reservations"),
+    "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("parse_day",),
-    "capacity.services.pool_policy": ("Policy", "defaults", "stored_policies"),
-    "capacity.services.release": ("release",),
+    # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
+    "capacity.services.approvals": ("awaiting",),
+    "capacity.services.reservations": ("get",),
+    "capacity.services.release": ("MAX_REASON", "release"),
+    "capacity.services.pool_policy": (
+        "Policy",
+        "defaults",
+        "SECRET",
+        "parse_policy",
+        "policy_body",
+        "policy_of",
+        "put_body",
+        "stored_policies",
+        "visible_policy",
+    ),
+    "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
+    # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
+    "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
+    "capacity.services.reclaim": ("lending_since",),
+    # The pool page's settings sections the pool's rules draw (Shares, Policy).
+    "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.

@@ -4,7 +4,6 @@ from django.urls import path
 
 from . import views
 from .metrics.view import metrics
-from .views import approvals
 from .views.account import api_token
 from .views.reservations import rebook
 from .views.series import series_release
@@ -13,8 +12,9 @@ urlpatterns = [
     path("", views.pools, name="pools"),
     path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
-    path("pools/<slug:slug>/shares/", views.pool_share, name="pool-share"),
-    path("pools/<slug:slug>/policy/", views.pool_policy, name="pool-policy"),
+    # The pool page's settings sections, registered by the pool's rules (views.pool_sections).
+    path("pools/<slug:slug>/shares/", views.pool_section, {"name": "shares"}, name="pool-share"),
+    path("pools/<slug:slug>/policy/", views.pool_section, {"name": "policy"}, name="pool-policy"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
@@ -30,8 +30,5 @@ urlpatterns = [
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("series/<int:pk>/release/", series_release, name="series-release"),
-    path("approvals/", approvals.approvals, name="approvals"),
-    path("approvals/<int:pk>/approve/", approvals.decide, {"decision": "approve"}, name="approval-approve"),
-    path("approvals/<int:pk>/deny/", approvals.decide, {"decision": "deny"}, name="approval-deny"),
     path("accounts/token/", api_token, name="api-token"),
 ]

@@ -1,7 +1,7 @@
 """Mark a just-placed booking AwaitingApproval when it is above its pool's approvalAboveGpuHours.
 
 A pool rule at PLACED (capacity.rules), in a create's and a batch's placement alike. The DB half of
-approvals (capacity.services.approvals decides them): one statement, in the placement's
+approvals (policy.approvals decides them): one statement, in the placement's
 transaction, so the node agent never reads the booking unmarked.
 """
 

@@ -8,11 +8,14 @@ class PolicyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import register_rule
+        from capacity.port import register_rule, register_section
 
-        from . import approval, limits, outside_check
+        from . import approval, limits, outside_check, policy_section, shares_section
 
         # In this order at each point: the limits refuse before approval holds what they let through.
         for module in (limits, approval, outside_check):
             for rule in module.RULES:
                 register_rule(rule)
+        # The pool page draws its settings in this order: Shares, then Policy.
+        for module in (shares_section, policy_section):
+            register_section(module.SECTION)

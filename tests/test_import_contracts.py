@@ -41,12 +41,20 @@ LAZY_ALLOWED = {
         for app in ("usage", "webhooks", "whatif", "auditlog", "policy")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
+    ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
     **{
         (
             "policy.apps",
             f"policy.{rule}",
         ): "AppConfig.ready: registers the rule; rules import capacity's models"
         for rule in ("approval", "limits", "outside_check")
+    },
+    **{
+        (
+            "policy.apps",
+            f"policy.{section}",
+        ): "AppConfig.ready: registers the pool page's section; its form reads inventory's models"
+        for section in ("policy_section", "shares_section")
     },
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
@@ -256,8 +264,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "identity": (0, ()),
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
-    # registry they plug into (docs/architecture.md, Pool rules).
-    "policy": (41, ()),
+    # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
+    # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
+    # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
+    "policy": (90, ()),
 }
 
 REACH_FORBIDDEN = {

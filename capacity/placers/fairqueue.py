@@ -21,7 +21,7 @@ from capacity.placement.fairshare import HOUR, fair_share
 # pool pk -> tenant pk -> fair share (None: no guarantee). A pool is a key only if it has shares.
 FairShares = Mapping[int, Mapping[int, float | None]]
 
-# Bookings older than this many half-lives weigh under 0.1 %: not read (services.shares reads the same).
+# Bookings older than this many half-lives weigh under 0.1 %: not read (policy.shares reads the same).
 HALF_LIVES_READ = 10
 
 # Each share row of the pools asked (all pools when null), with its tenant's bookings in the pool

@@ -24,7 +24,7 @@ FACE = {
     "capacity.placers.ending": ("end_allocations",),
     "capacity.placers.notice": ("STARTS_LATER",),
     "capacity.placers.shares": ("BORROWED",),
-    "capacity.services.approvals": ("approval_queue", "approve", "awaiting", "deny", "release_unapproved"),
+    "capacity.services.approvals": ("awaiting", "release_unapproved"),
     "capacity.services.fair_queue": ("fair_shares", "queue_body", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),

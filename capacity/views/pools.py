@@ -21,7 +21,6 @@ from django.views.decorators.http import require_POST
 from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
-from capacity.services.shares import holding_changes_at
 from config.access import is_operator
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, safe_next, wants_partial
@@ -37,12 +36,9 @@ from .common import (
     visible_pools,
 )
 from .page_cache import NOT_KEPT, page_query, page_url, pool_fragment, pool_fragments
-from .policy import PolicyForm, apply_policy, kept_reservations, policy_context
+from .pool_sections import section, sections
 from .rows import CELL_TEXT, node_rows, split_common_labels
-from .shares import ShareForm, apply_share, shares_context
 
-# Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
-KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"
 # What the nodes section reads of the query: its filters and page (others key and show nothing).
 NODE_QUERY = ("page", *NodeFilterSet.base_filters)
 
@@ -121,14 +117,9 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def pool_page(
-    request: HttpRequest,
-    slug: str,
-    share_form: ShareForm | None = None,
-    share_error: str = "",
-    status: int = 200,
-    policy_form: PolicyForm | None = None,
-    policy_error: str = "",
+    request: HttpRequest, slug: str, status: int = 200, sent: tuple[str, object, str] | None = None
 ) -> HttpResponse:
+    """Draw the pool page; `sent`: a settings section's (name, form, error) sent back with its errors."""
     pool = visible_pool(request.user, slug)
     scope = scope_for(request.user)
     queryset = services.nodes_for(
@@ -184,20 +175,17 @@ def pool_page(
 
     def draw_settings(csrf_token: str) -> tuple[str, datetime | None]:
         now = timezone.now()
-        settings_context = {
-            **context,
-            "is_operator": is_operator(request.user),
-            "csrf_token": csrf_token,
-            **shares_context(request, pool, share_form, share_error),
-            **policy_context(request, pool, policy_form, policy_error, kept_placeholder=KEPT_PLACEHOLDER),
-        }
+        settings_context = {**context, "is_operator": is_operator(request.user), "csrf_token": csrf_token}
+        for s in sections():
+            form, error = sent[1:] if sent and sent[0] == s.name else (None, "")
+            settings_context.update(s.context(request, pool, form, error, s.placeholder))
         html = "\n".join(
-            render_to_string(f"capacity/pool_detail.html#{name}", settings_context, request)
-            for name in ("shares", "policy")
+            render_to_string(f"capacity/pool_detail.html#{s.name}", settings_context, request)
+            for s in sections()
         )
-        # What tenants hold now changes as bookings start and end; fair shares decay (the cap).
-        changes_at = holding_changes_at(pool, now) if settings_context["share_rows"] else None
-        return html, changes_at
+        # When time alone changes a section (what tenants hold as bookings start and end).
+        changes = [s.changes_at(pool, now, settings_context) for s in sections() if s.changes_at]
+        return html, min((c for c in changes if c is not None), default=None)
 
     def draw_filters(_csrf_token: str) -> tuple[str, datetime | None]:
         return render_to_string(
@@ -212,10 +200,7 @@ def pool_page(
         patch_vary_headers(response, ["HX-Request"])
         return response
     # A form sent back with its errors, or a secret to show once, is this reader's own.
-    secret = getattr(request, "session", {}).get("policy_secret")
-    own = bool(
-        share_form or share_error or policy_form or policy_error or (secret and secret[0] == pool.slug)
-    )
+    own = sent is not None or any(s.own(request, pool) for s in sections() if s.own)
     draws = {
         "nodes": (draw_nodes, NODE_QUERY),
         "chart": (draw_chart, ()),
@@ -233,57 +218,39 @@ def pool_page(
             **context,
             "nodes_html": mark_safe(html["nodes"]),
             "chart_html": mark_safe(html["chart"]),
-            "settings_html": mark_safe(with_kept_list(request, pool, settings_html)),
+            "settings_html": mark_safe(with_fresh_parts(request, pool, settings_html)),
             "filters_html": mark_safe(html["filters"]),
         },
         status=status,
     )
 
 
-def with_kept_list(request: HttpRequest, pool, html: str) -> str:
-    """Put the operator's bookings kept when idle in the Policy section's placeholder, read fresh.
+def with_fresh_parts(request: HttpRequest, pool, html: str) -> str:
+    """Put what each kept section reads per page (the Policy section's bookings kept when idle) in its placeholder.
 
     Keeping when idle writes the reservation alone, which the kept sections' key does not follow.
     """
-    if KEPT_PLACEHOLDER not in html:
-        return html
-    kept = render_to_string(
-        "capacity/pool_detail.html#kept-list", {"kept_reservations": kept_reservations(pool)}, request
-    )
-    return html.replace(KEPT_PLACEHOLDER, kept)
+    for s in sections():
+        if s.placeholder and s.fresh and s.placeholder in html:
+            html = html.replace(s.placeholder, s.fresh(request, pool))
+    return html
 
 
 @require_POST
 @operator_required
-def pool_share(request: HttpRequest, slug: str) -> HttpResponse:
-    """Set or remove a tenant's share from the pool page; htmx gets the Shares section back in place."""
+def pool_section(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+    """Apply a settings section's form (Shares, Policy) from the pool page; htmx gets the section back in place."""
+    s = section(name)
+    if s is None:
+        raise Http404(f"no pool page section {name}")
     pool = visible_pool(request.user, slug)
-    form, error = apply_share(request, pool)
-    status = 200 if form is None else 400
+    form, error = s.apply(request, pool)
     if not wants_partial(request):
         if form is None:
-            return redirect(reverse("pool-detail", args=[pool.slug]) + "#shares")
-        return pool_page(request, slug, form, error, status)
+            return redirect(reverse("pool-detail", args=[pool.slug]) + f"#{name}")
+        return pool_page(request, slug, status=400, sent=(name, form, error))
     # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
-    return page(
-        request, "capacity/pool_detail.html", shares_context(request, pool, form, error), partial="shares"
-    )
-
-
-@require_POST
-@operator_required
-def pool_policy(request: HttpRequest, slug: str) -> HttpResponse:
-    """Change the pool's policy from the pool page; htmx gets the Policy section back in place."""
-    pool = visible_pool(request.user, slug)
-    form, error = apply_policy(request, pool)
-    if not wants_partial(request):
-        if form is None:
-            return redirect(reverse("pool-detail", args=[pool.slug]) + "#policy")
-        return pool_page(request, slug, status=400, policy_form=form, policy_error=error)
-    # htmx swaps nothing on a 4xx: the section with its errors comes back as a 200.
-    return page(
-        request, "capacity/pool_detail.html", policy_context(request, pool, form, error), partial="policy"
-    )
+    return page(request, "capacity/pool_detail.html", s.context(request, pool, form, error, ""), partial=name)
 
 
 @require_POST

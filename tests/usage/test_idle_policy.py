@@ -17,6 +17,7 @@ from capacity.services.assignments import assignments
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.pool_policy import set_policy
 from inventory.models import DeviceSample, Pool
+from policy.approvals import approve
 from usage.idle import IDLE, mark_idle
 
 
@@ -196,7 +197,7 @@ def test_a_booking_awaiting_approval_is_never_idle_and_an_approved_one_counts_fr
     samples(held, start, 40, 0)
     assert mark_idle(start + timedelta(minutes=40)) == (0, 0)  # nothing could run on it
     assert idle_condition(held) is None
-    services.approve(held.pk, by="op", operator=True, now=start + timedelta(minutes=40))
+    approve(held.pk, by="op", operator=True, now=start + timedelta(minutes=40))
     samples(held, start + timedelta(minutes=40), 20, 0)
     assert mark_idle(start + timedelta(minutes=60)) == (0, 0)  # approved 20 minutes ago, not 30
     samples(held, start + timedelta(minutes=60), 15, 0)

@@ -14,7 +14,7 @@ from capacity.models import PoolShare, Reservation
 from capacity.placement.fairqueue import Waiting, places
 from capacity.placers.batch import place_batch, place_queued
 from capacity.placers.fairqueue import read_fair_shares
-from capacity.services.shares import share_rows
+from policy.shares import share_rows
 
 from booking import NOW, ask, config, from_real_now, reserve
 from tenants import make_tenant

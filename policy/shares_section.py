@@ -1,14 +1,26 @@
-"""The pool page's Shares section: every row and an edit form for operators, a tenant's own row."""
+"""The pool page's Shares section: every row and an edit form for operators, a tenant's own row.
+
+A section of capacity's pool page (capacity.views.pool_sections), registered by policy/apps.py.
+"""
 
 from __future__ import annotations
 
 from django import forms
 from django.http import HttpRequest
 
-from capacity.access import may_set_shares, scope_for
-from capacity.placement import CapacityError
-from capacity.services import shares
+from capacity.port import (
+    CapacityError,
+    Section,
+    bookable_gpus,
+    delete_share,
+    gpus_text,
+    may_set_shares,
+    scope_for,
+    set_share,
+)
 from inventory.models import Tenant
+
+from .shares import holding_changes_at, pool_shares
 
 
 class ShareForm(forms.Form):
@@ -31,7 +43,7 @@ def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, er
     shares is told it is guaranteed 0, never whose rows exist.
     """
     scope = scope_for(request.user)
-    rows, has_shares = shares.pool_shares(scope, pool)
+    rows, has_shares = pool_shares(scope, pool)
     context = {
         "pool": pool,
         "share_rows": rows,
@@ -41,7 +53,7 @@ def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, er
     }
     if may_set_shares(request.user):
         context["share_form"] = form or ShareForm(prefix="share")
-        context["bookable_gpus"] = shares.gpus_text(shares.bookable_gpus(pool))
+        context["bookable_gpus"] = gpus_text(float(bookable_gpus(pool)))
     return context
 
 
@@ -52,7 +64,7 @@ def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
     """
     if request.POST.get("delete"):
         try:
-            shares.delete_share(pool.slug, request.POST.get("share-tenant", ""))
+            delete_share(pool.slug, request.POST.get("share-tenant", ""))
             return None, ""
         except CapacityError as err:
             return ShareForm(prefix="share"), err.message
@@ -61,9 +73,19 @@ def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
         return form, ""
     data = form.cleaned_data
     try:
-        shares.set_share(
-            pool.slug, data["tenant"].slug, data["guaranteed"], data["borrowing"], data["lending"]
-        )
+        set_share(pool.slug, data["tenant"].slug, data["guaranteed"], data["borrowing"], data["lending"])
     except CapacityError as err:
         return form, err.message
     return None, ""
+
+
+def holding_changes(pool, now, context: dict):
+    """Return when what tenants hold changes as bookings start and end; fair shares decay (the cap)."""
+    return holding_changes_at(pool, now) if context["share_rows"] else None
+
+
+def _context(request: HttpRequest, pool, form: ShareForm | None, error: str, _placeholder: str) -> dict:
+    return shares_context(request, pool, form, error)
+
+
+SECTION = Section("shares", context=_context, apply=apply_share, changes_at=holding_changes)

@@ -7,10 +7,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.access import may_set_shares
-from capacity.services import shares
+from capacity.port import delete_share, may_set_shares, parse_share, set_share
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from ..shares import ShareRow, share_rows
 
 POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
 TENANT = OpenApiParameter("tenant", str, OpenApiParameter.PATH, description="Tenant slug.")
@@ -50,7 +51,7 @@ class ShareSerializer(serializers.Serializer):
     )
 
 
-def share_body(row: shares.ShareRow) -> dict:
+def share_body(row: ShareRow) -> dict:
     return {
         "tenantId": row.tenant,
         "guaranteedGpus": row.guaranteed_gpus,
@@ -77,7 +78,7 @@ class SharesView(BerthAPIView):
         responses={200: ShareSerializer(many=True), **errors(401, 404)},
     )
     def get(self, request, pool):
-        return Response([share_body(r) for r in shares.share_rows(self.scope, pool)])
+        return Response([share_body(r) for r in share_rows(self.scope, pool)])
 
 
 class ShareView(BerthAPIView):
@@ -101,9 +102,9 @@ class ShareView(BerthAPIView):
         responses={200: ShareSerializer, **errors(400, 401, 403, 404)},
     )
     def put(self, request, pool, tenant):
-        guaranteed, borrowing, lending = shares.parse_share(request.data)
-        shares.set_share(pool, tenant, guaranteed, borrowing, lending)
-        row = next(r for r in shares.share_rows(self.scope, pool) if r.tenant == tenant)
+        guaranteed, borrowing, lending = parse_share(request.data)
+        set_share(pool, tenant, guaranteed, borrowing, lending)
+        row = next(r for r in share_rows(self.scope, pool) if r.tenant == tenant)
         return Response(share_body(row))
 
     @extend_schema(
@@ -115,5 +116,5 @@ class ShareView(BerthAPIView):
         responses={204: None, **errors(401, 403, 404)},
     )
     def delete(self, request, pool, tenant):
-        shares.delete_share(pool, tenant)
+        delete_share(pool, tenant)
         return Response(status=204)

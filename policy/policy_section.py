@@ -1,4 +1,7 @@
-"""The pool page's Policy section: the pool's policy for everyone who may use it, a form for operators."""
+"""The pool page's Policy section: the pool's policy for everyone who may use it, a form for operators.
+
+A section of capacity's pool page (capacity.views.pool_sections), registered by policy/apps.py.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +9,26 @@ from datetime import timedelta
 
 from django import forms
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.utils import timezone
 
-from capacity.access import may_set_policy
-from capacity.models import Reservation
-from capacity.models.reservations import IDLE
-from capacity.placement import CapacityError
-from capacity.services import pool_policy
-from capacity.services.reclaim import lending_since
+from capacity.port import (
+    IDLE,
+    SECRET,
+    CapacityError,
+    Policy,
+    Reservation,
+    Section,
+    lending_since,
+    may_set_policy,
+    parse_policy,
+    policy_body,
+    policy_of,
+    put_body,
+)
+
+# Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
+KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"
 
 DURATION_HELP = "30m, 2h, 3d or 2w; blank: off"
 
@@ -64,9 +79,9 @@ class PolicyForm(forms.Form):
     )
 
 
-def policy_initial(policy: pool_policy.Policy) -> dict:
+def policy_initial(policy: Policy) -> dict:
     """Return the form's initial values: the policy as the API writes it, off as blank."""
-    return {name: ("" if value is None else value) for name, value in pool_policy.policy_body(policy).items()}
+    return {name: ("" if value is None else value) for name, value in policy_body(policy).items()}
 
 
 def kept_reservations(pool) -> list[Reservation]:
@@ -89,11 +104,11 @@ def policy_context(
     The pool was checked by the caller (visible_pool). With `kept_placeholder`, the list of kept
     bookings is not read: the placeholder stands in its place (the pool page puts a fresh list there).
     """
-    policy = pool_policy.policy_of(pool)
+    policy = policy_of(pool)
     context = {
         "pool": pool,
         "policy": policy,
-        "policy_body": pool_policy.policy_body(policy),
+        "policy_body": policy_body(policy),
         "policy_error": error,
     }
     if policy.lend_idle:
@@ -115,7 +130,7 @@ def policy_context(
 def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
     """Change the pool's policy from the posted form; (None, "") when done, else the form and the error.
 
-    The form is read as the API's PUT (services.pool_policy.parse_policy): an error naming a field
+    The form is read as the API's PUT (capacity.services.pool_policy.parse_policy): an error naming a field
     is shown next to it.
     """
     form = PolicyForm(request.POST, prefix="policy")
@@ -127,14 +142,37 @@ def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
     if data.get("policyWebhookOnError") is None:
         data.pop("policyWebhookOnError", None)
     try:
-        body = pool_policy.put_body(pool.slug, pool_policy.parse_policy(data))
+        body = put_body(pool.slug, parse_policy(data))
     except CapacityError as err:
         field = err.message.split(" ", 1)[0].rstrip(":")
         if field in form.fields:
             form.add_error(field, err.message)
             return form, ""
         return form, err.message
-    if pool_policy.SECRET in body:
+    if SECRET in body:
         # Shown once, as the API's PUT shows it: the receiver needs it to verify the calls.
-        request.session["policy_secret"] = (pool.slug, body[pool_policy.SECRET])
+        request.session["policy_secret"] = (pool.slug, body[SECRET])
     return None, ""
+
+
+def kept_list(request: HttpRequest, pool) -> str:
+    """Draw the operator's bookings kept when idle, read fresh for each page."""
+    return render_to_string(
+        "capacity/pool_detail.html#kept-list", {"kept_reservations": kept_reservations(pool)}, request
+    )
+
+
+def shows_secret(request: HttpRequest, pool) -> bool:
+    """Return whether the page shows this reader the outside check's secret, once."""
+    secret = getattr(request, "session", {}).get("policy_secret")
+    return bool(secret and secret[0] == pool.slug)
+
+
+SECTION = Section(
+    "policy",
+    context=policy_context,
+    apply=apply_policy,
+    placeholder=KEPT_PLACEHOLDER,
+    fresh=kept_list,
+    own=shows_secret,
+)

@@ -9,8 +9,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.access import may_set_policy
-from capacity.services import pool_policy
+from capacity.port import may_set_policy, parse_policy, policy_body, put_body, visible_policy
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
@@ -119,8 +118,8 @@ class PolicyView(BerthAPIView):
         responses={200: PolicySerializer, **errors(401, 404)},
     )
     def get(self, request, pool):
-        _, policy = pool_policy.visible_policy(self.scope, pool)
-        body = pool_policy.policy_body(policy)
+        _, policy = visible_policy(self.scope, pool)
+        body = policy_body(policy)
         if body.get("policyWebhook") and not may_set_policy(request.user):
             # Tenants see where the check is, not its path or query (they may carry a token).
             parts = urlsplit(body["policyWebhook"])
@@ -143,7 +142,7 @@ class PolicyView(BerthAPIView):
     def put(self, request, pool):
         if not may_set_policy(request.user):
             # A tenant that may not use the pool learns nothing of it: 404 before 403.
-            pool_policy.visible_policy(self.scope, pool)
+            visible_policy(self.scope, pool)
             raise PermissionDenied("only operators may change a pool's policy")
-        changes = pool_policy.parse_policy(request.data)
-        return Response(pool_policy.put_body(pool, changes))
+        changes = parse_policy(request.data)
+        return Response(put_body(pool, changes))

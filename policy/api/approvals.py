@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from capacity import services
-from capacity.access import may_approve
-from capacity.render import render_reservation
+from capacity.port import ReservationSerializer, may_approve, render_reservation
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
-from .serializers import ReservationSerializer
-from .views import RESERVATION_ID
+from ..approvals import approve, deny
+
+# The reservation's path parameter, as capacity's API names it (capacity/api/views.py).
+RESERVATION_ID = OpenApiParameter("reservation_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
 class DenySerializer(serializers.Serializer):
@@ -39,7 +40,7 @@ class ApproveView(BerthAPIView):
         responses={200: ReservationSerializer, **errors(401, 403, 404, 409)},
     )
     def post(self, request, reservation_id):
-        done = services.approve(
+        done = approve(
             reservation_id,
             by=request.user.get_username(),
             operator=may_approve(request.user),
@@ -66,7 +67,7 @@ class DenyView(BerthAPIView):
     )
     def post(self, request, reservation_id):
         reason = request.data.get("reason") if isinstance(request.data, dict) else None
-        done = services.deny(
+        done = deny(
             reservation_id,
             reason,
             by=request.user.get_username(),

@@ -8,10 +8,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from capacity import services
-from capacity.access import may_approve
-from capacity.placement import CapacityError
+from capacity.port import CapacityError, may_approve
 from config.web import login_required, page
+
+from .approvals import approval_queue, approve, deny
 
 
 @require_GET
@@ -24,7 +24,7 @@ def approvals(request: HttpRequest) -> HttpResponse:
 def _queue(request: HttpRequest, errors: dict[int, str] | None = None, status: int = 200) -> HttpResponse:
     if not may_approve(request.user):
         raise PermissionDenied("only operators approve bookings")
-    rows = services.approval_queue()
+    rows = approval_queue()
     return page(
         request,
         "capacity/approvals.html",
@@ -43,9 +43,9 @@ def decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
     by = request.user.get_username()
     try:
         if decision == "approve":
-            services.approve(pk, by=by, operator=operator)
+            approve(pk, by=by, operator=operator)
         else:
-            services.deny(pk, request.POST.get("reason", ""), by=by, operator=operator)
+            deny(pk, request.POST.get("reason", ""), by=by, operator=operator)
     except CapacityError as err:
         return _queue(request, {pk: err.message}, status=409 if err.code == "CONFLICT" else 400)
     return redirect(reverse("approvals"))

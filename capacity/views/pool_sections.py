@@ -1,0 +1,55 @@
+"""The pool page's settings sections (Shares, Policy): drawn by capacity, written by the app that owns them.
+
+The pool's rules (the `policy` app) register each section when the app is ready; the pool page
+(views.pools) draws them in registration order into its kept "settings" fragment and sends a
+section's form to it (`pools/<slug>/<name>/`), and never imports the app. With none registered the
+page has no settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+
+
+@dataclass(frozen=True)
+class Section:
+    """One settings section of the pool page: its partial in capacity/pool_detail.html and its form.
+
+    `context(request, pool, form, error, placeholder)`: what the partial draws (`form` and `error`
+    those sent back with errors); given `placeholder`, what is read fresh per page (`fresh`) is left
+    as that text in the kept fragment. `apply(request, pool)`: the posted form's change, (None, "")
+    when done, else (the form, an error outside its fields). `changes_at(pool, now, context)`: when
+    time alone changes what it drew. `own(request, pool)`: the section is this reader's alone now
+    (a secret shown once), so the fragment is not kept.
+    """
+
+    name: str
+    context: Callable[[HttpRequest, Any, Any, str, str], dict]
+    apply: Callable[[HttpRequest, Any], tuple[Any, str]]
+    placeholder: str = ""
+    fresh: Callable[[HttpRequest, Any], str] | None = None
+    changes_at: Callable[[Any, datetime, dict], datetime | None] | None = None
+    own: Callable[[HttpRequest, Any], bool] | None = None
+
+
+_SECTIONS: dict[str, Section] = {}
+
+
+def register_section(section: Section) -> None:
+    """Add a section to the pool page; one registered again under its name is replaced in place."""
+    _SECTIONS[section.name] = section
+
+
+def sections() -> tuple[Section, ...]:
+    """Return the sections in the order the page draws them."""
+    return tuple(_SECTIONS.values())
+
+
+def section(name: str) -> Section | None:
+    """Return the section of that name, or None."""
+    return _SECTIONS.get(name)
