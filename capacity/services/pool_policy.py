@@ -3,8 +3,9 @@
 A pool without a row reads the defaults, which are the site's settings (IDLE_AFTER,
 IDLE_RELEASE_AFTER): exactly what the idle check did before pools had policies. The first write
 creates the row from those defaults, then applies what it names. Durations are written as the
-API writes them elsewhere ("2h"; services.inputs.parse_duration); null is off. `lendIdle`,
-`spotNotice` and `spotMinRuntime` are stored and shown; placement reads them in a later part.
+API writes them elsewhere ("2h"; services.inputs.parse_duration); null is off. `lendIdle` is read
+by spot placement (capacity.placers.lend), `spotNotice` and `spotMinRuntime` by preemption
+(capacity.placers.notice).
 """
 
 from __future__ import annotations

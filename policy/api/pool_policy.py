@@ -32,7 +32,7 @@ class PolicySerializer(serializers.Serializer):
         help_text="Whether owners may mark a booking keepWhenIdle (never released for idleness)."
     )
     lendIdle = serializers.BooleanField(
-        help_text="Lend idle booked GPUs to spot work. Stored; read by placement in a later part."
+        help_text="Lend idle booked GPUs to spot work (reclaimed when the owner's processes return)."
     )
     spotNotice = serializers.CharField(
         allow_null=True,
