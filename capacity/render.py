@@ -141,7 +141,8 @@ class ReservationSerializer(serializers.Serializer):
         help_text="Only for spot work running on idle owners' lent GPUs (docs/policy.md): whose.",
     )
     seriesId = serializers.IntegerField(
-        required=False, help_text="Only for an occurrence of a series (docs/series.md): the series' id."
+        allow_null=True,
+        help_text="For an occurrence of a series (docs/series.md): the series' id. Null otherwise.",
     )
 
 
@@ -180,7 +181,7 @@ def reservation_data(
             if (lenders := getattr(reservation, "lent_from", None))
             else {}
         ),
-        **({"seriesId": series} if (series := getattr(reservation, "series_id", None)) else {}),
+        "seriesId": getattr(reservation, "series_id", None),
     }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import OuterRef, Subquery
+
 from capacity.access import EVERYONE, Scope
 from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.placement import NOT_FOUND, CapacityError
@@ -32,7 +34,9 @@ def list_reservations(
     *, scope: Scope = EVERYONE, status: str | None = None, pool: str | None = None, tenant=None
 ):
     """Return the caller's reservations, live and moved to history, newest first, optionally filtered."""
-    qs = AnyReservation.objects.select_related("tenant", "pool")
+    # The view keeps no series column (history drops it): a live occurrence's comes by its pk.
+    series = Reservation.objects.filter(pk=OuterRef("pk")).values("series_id")[:1]
+    qs = AnyReservation.objects.select_related("tenant", "pool").annotate(series_id=Subquery(series))
     # Ids, not joins on slugs: through the view only a constant id reads each side's index in order.
     if not scope.sees_every_tenant:
         qs = qs.filter(tenant_id__in=_ids(Tenant, scope.tenants))

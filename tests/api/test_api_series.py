@@ -249,3 +249,13 @@ def test_preview_reads_the_first_occurrence_and_all_or_nothing_alone_is_refused(
     answer = as_acme.post(RESERVATIONS, body, format="json")
     assert answer.json() == {"code": "INVALID_INPUT", "message": "repeat is required for a series"}
     assert not Reservation.objects.exists()
+
+
+def test_list_rows_carry_the_series_id_of_an_occurrence_and_null_for_a_plain_booking(as_acme, lab, tenant):
+    series = as_acme.post(RESERVATIONS, series_body(), format="json").json()["series"]
+    plain = series_body(start=next_monday(weeks=3))
+    del plain["repeat"]
+    single = as_acme.post(RESERVATIONS, plain, format="json").json()
+    rows = {r["id"]: r["seriesId"] for r in as_acme.get(RESERVATIONS).json()["results"]}
+    assert rows == {o["reservationId"]: series["id"] for o in series["occurrences"]} | {single["id"]: None}
+    assert as_acme.get(f"{RESERVATIONS}/{single['id']}").json()["seriesId"] is None
