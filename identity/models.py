@@ -16,6 +16,7 @@ class ProviderIdentity(models.Model):
     groups = models.JSONField(default=list, blank=True)
 
     class Meta:
+        verbose_name_plural = "provider identities"
         constraints = [
             models.UniqueConstraint(
                 fields=["issuer", "subject"],
