@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.fields import BigIntegerRangeField
@@ -167,3 +168,28 @@ def atom_labels(uuids: list[str]) -> dict[str, str]:
     """Return GPU3-style names for device uuids (one query)."""
     devices = Device.objects.filter(uuid__in=uuids).select_related("parent")
     return {d.uuid: device_label(d, d.parent) for d in devices}
+
+
+def asked_text(asked: dict) -> str:
+    """Return a request as its caller sent it, as indented JSON, its window's times read in UTC."""
+    during = asked.get("during")
+    if isinstance(during, dict):
+        times = {k: utc_text(during[k]) for k in ("start", "end") if k in during}
+        asked = {**asked, "during": {**during, **times}}
+    return json.dumps(asked, indent=2, ensure_ascii=False)
+
+
+def utc_text(value: object) -> object:
+    """Return epoch milliseconds or an ISO 8601 time as "YYYY-MM-DD HH:MM:SS UTC"; anything else as is."""
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            at = datetime.fromtimestamp(value / 1000, UTC)
+        elif isinstance(value, str):
+            at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if at.tzinfo is None:
+                return value
+        else:
+            return value
+    except (ValueError, OverflowError, OSError):
+        return value
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -37,6 +36,7 @@ from config.web import login_required, page, safe_next, wants_partial
 
 from .common import (
     RESERVATIONS_PER_PAGE,
+    asked_text,
     atom_labels,
     visible_tenants,
 )
@@ -346,7 +346,7 @@ def reservation_detail(
         {
             "nav": "reservations",
             "row": row,
-            "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
+            "asked": asked_text(reservation.request.get("input", {})),
             "conditions": services.redacted_conditions(reservation.conditions, scope),
             "history": condition_history(reservation, scope),
             "series": services.usage_series(reservation),
@@ -439,7 +439,7 @@ def rebook(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "nav": "reservations",
         "row": reservation_rows([reservation], scope)[0],
-        "asked": json.dumps(reservation.request.get("input", {}), indent=2, ensure_ascii=False),
+        "asked": asked_text(reservation.request.get("input", {})),
         "conditions": services.redacted_conditions(reservation.conditions, scope),
         "history": condition_history(reservation, scope),
         "rebook_refused": services.redact(done.reason, scope),
