@@ -123,4 +123,6 @@ def approval_queue(scope: Scope = EVERYONE, limit: int = 200) -> list[Reservatio
     rows = [r for r in rows if scope.allows(r.tenant.slug)]
     for r in rows:
         r.approval = r.condition(AWAITING) or {}
+        # For the page, which writes times as it writes the window's, not as the condition's ISO text.
+        r.hold_until = datetime.fromisoformat(r.approval["holdUntil"]) if "holdUntil" in r.approval else None
     return sorted(rows, key=lambda r: (r.approval.get("holdUntil", ""), r.pk))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -193,3 +194,14 @@ def utc_text(value: object) -> object:
     except (ValueError, OverflowError, OSError):
         return value
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+# An ISO 8601 time in a condition's message (an approval's hold): read as the pages write times.
+ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def utc_message(condition: dict | None) -> dict | None:
+    """Return a condition with the ISO times of its message as "YYYY-MM-DD HH:MM:SS UTC"."""
+    if not condition or not isinstance(condition.get("message"), str):
+        return condition
+    return {**condition, "message": ISO_TIME.sub(lambda m: str(utc_text(m[0])), condition["message"])}

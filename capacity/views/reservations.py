@@ -38,6 +38,7 @@ from .common import (
     RESERVATIONS_PER_PAGE,
     asked_text,
     atom_labels,
+    utc_message,
     visible_tenants,
 )
 from .page_cache import all_versions, kept_fragments, page_query, page_url
@@ -347,7 +348,9 @@ def reservation_detail(
             "nav": "reservations",
             "row": row,
             "asked": asked_text(reservation.request.get("input", {})),
-            "conditions": services.redacted_conditions(reservation.conditions, scope),
+            "conditions": [
+                utc_message(c) for c in services.redacted_conditions(reservation.conditions, scope)
+            ],
             "history": condition_history(reservation, scope),
             "series": services.usage_series(reservation),
             "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
@@ -362,7 +365,9 @@ def reservation_detail(
             "shared_until": max((at for at in notices.values() if at is not None), default=None),
             "occurrence_of": occurrence_context(reservation, scope),
             # Held for an operator (services.approvals): said at the top, with the operators' buttons.
-            "awaiting": services.awaiting(reservation) if isinstance(reservation, Reservation) else None,
+            "awaiting": utc_message(services.awaiting(reservation))
+            if isinstance(reservation, Reservation)
+            else None,
         },
         status=status,
     )

@@ -1,5 +1,8 @@
 """The approval queue page: operators see bookings awaiting approval and approve or deny them there."""
 
+import re
+from datetime import datetime
+
 import pytest
 
 from capacity.models import Reservation
@@ -49,3 +52,12 @@ def test_the_reservation_page_says_it_awaits_approval_to_its_owner_and_offers_op
     assert 'id="awaiting-approval"' in mine and "192 GPU-hours, above approvalAboveGpuHours 100" in mine
     assert f"/approvals/{held.pk}/approve/" not in mine
     assert f"/approvals/{held.pk}/approve/" in op.get(f"/reservations/{held.pk}/").content.decode()
+
+
+def test_hold_until_reads_as_a_utc_time_on_the_queue_and_the_reservation_page(op, held):
+    until = datetime.fromisoformat(held.condition("AwaitingApproval")["holdUntil"])
+    queue = op.get("/approvals/").content.decode()
+    assert f'<td class="small">{until:%Y-%m-%d %H:%M} UTC</td>' in queue
+    notice = re.search(r'id="awaiting-approval".*?</p>', op.get(f"/reservations/{held.pk}/").text, re.S)[0]
+    assert f"waits for an operator until {until:%Y-%m-%d %H:%M:%S} UTC." in notice
+    assert not re.search(r"\dT\d", queue + notice)
