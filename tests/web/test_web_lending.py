@@ -1,10 +1,12 @@
 """Lent GPUs on the pages: the owner's Reclaim button, the spot reservation's badge, the pool's week."""
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from capacity import services
 from capacity.models import PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Pool
@@ -35,8 +37,35 @@ def test_the_owner_reclaims_its_lent_gpus_with_the_button(lent, alice):
 def test_the_spot_reservation_wears_the_lent_badge_without_naming_another_tenants_booking(lent, bob, op):
     owner, work = lent
     page = bob.get(f"/reservations/{work.pk}/").content.decode()
-    assert "on lent GPUs" in page and f"#{owner.pk}" not in page and "1 other booking" in page
+    assert "on lent GPUs" in page and f"#{owner.pk}" not in page
+    assert (
+        lent_sentence(page) == "Runs on idle GPUs lent by another booking, until its owner takes them back."
+    )
     assert f"#{owner.pk}" in op.get(f"/reservations/{work.pk}/").content.decode()
+
+
+def lent_sentence(page: str) -> str:
+    """Return the lent-GPU sentence of a reservation page as read, without its markup."""
+    return re.sub(r"<[^>]+>", "", re.search(r'<span[^>]*id="lent-sentence">(.*?)</span></p>', page, re.S)[1])
+
+
+def test_the_lent_sentence_names_the_owners_booking_and_turns_past_once_the_work_ended(lent, alice, op):
+    owner, work = lent
+    page = op.get(f"/reservations/{work.pk}/").content.decode()
+    assert (
+        lent_sentence(page)
+        == f"Runs on idle GPUs lent by booking #{owner.pk}, until its owner takes them back."
+    )
+    assert alice.post(f"/reservations/{owner.pk}/reclaim/").status_code == 302
+    page = op.get(f"/reservations/{work.pk}/").content.decode()
+    assert lent_sentence(page) == f"Ran on idle GPUs lent by booking #{owner.pk}, until it was preempted."
+
+
+def test_lent_work_released_by_its_owner_says_where_it_ran(lent, op):
+    owner, work = lent
+    services.release(work.pk)
+    page = op.get(f"/reservations/{work.pk}/").content.decode()
+    assert lent_sentence(page) == f"Ran on idle GPUs lent by booking #{owner.pk}."
 
 
 def test_another_tenant_cannot_reclaim_the_booking(lent, bob):
