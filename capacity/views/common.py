@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -200,8 +201,15 @@ def utc_text(value: object) -> object:
 ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)")
 
 
-def utc_message(condition: dict | None) -> dict | None:
-    """Return a condition with the ISO times of its message as "YYYY-MM-DD HH:MM:SS UTC"."""
-    if not condition or not isinstance(condition.get("message"), str):
-        return condition
-    return {**condition, "message": ISO_TIME.sub(lambda m: str(utc_text(m[0])), condition["message"])}
+def utc_message(condition):
+    """Return a condition (a dict or a history line) with its message's ISO times as "YYYY-MM-DD HH:MM:SS UTC"."""
+    if isinstance(condition, dict) and isinstance(condition.get("message"), str):
+        return {**condition, "message": utc_words(condition["message"])}
+    if dataclasses.is_dataclass(condition) and isinstance(getattr(condition, "message", None), str):
+        return dataclasses.replace(condition, message=utc_words(condition.message))
+    return condition
+
+
+def utc_words(text: str) -> str:
+    """Return text with each ISO 8601 time in it as "YYYY-MM-DD HH:MM:SS UTC"."""
+    return ISO_TIME.sub(lambda m: str(utc_text(m[0])), text)

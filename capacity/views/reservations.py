@@ -351,7 +351,7 @@ def reservation_detail(
             "conditions": [
                 utc_message(c) for c in services.redacted_conditions(reservation.conditions, scope)
             ],
-            "history": condition_history(reservation, scope),
+            "history": [utc_message(h) for h in condition_history(reservation, scope)],
             "series": services.usage_series(reservation),
             "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
             "keep_error": keep_error,
