@@ -39,6 +39,7 @@ from .common import (
     asked_text,
     atom_labels,
     utc_message,
+    utc_words,
     visible_tenants,
 )
 from .page_cache import all_versions, kept_fragments, page_query, page_url
@@ -183,7 +184,7 @@ def reservation_rows(
             ReservationRow(
                 r,
                 held,
-                services.redact(condition.get("message", ""), scope),
+                utc_words(services.redact(condition.get("message", ""), scope)),
                 condition.get("type", ""),
                 repairs,
                 moved_off,

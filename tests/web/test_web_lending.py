@@ -59,6 +59,7 @@ def test_the_lent_sentence_names_the_owners_booking_and_turns_past_once_the_work
     assert alice.post(f"/reservations/{owner.pk}/reclaim/").status_code == 302
     page = op.get(f"/reservations/{work.pk}/").content.decode()
     assert lent_sentence(page) == f"Ran on idle GPUs lent by booking #{owner.pk}, until it was preempted."
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", page)  # the preemption's time too, in UTC words
 
 
 def test_lent_work_released_by_its_owner_says_where_it_ran(lent, op):
