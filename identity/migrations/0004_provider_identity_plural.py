@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('identity', '0003_sign_in_request_id'),
+        ("identity", "0003_sign_in_request_id"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='provideridentity',
-            options={'verbose_name_plural': 'provider identities'},
+            name="provideridentity",
+            options={"verbose_name_plural": "provider identities"},
         ),
     ]
