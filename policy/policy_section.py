@@ -42,7 +42,9 @@ class PolicyForm(forms.Form):
     )
     allowKeepWhenIdle = forms.BooleanField(label="Owners may keep idle bookings", required=False)
     lendIdle = forms.BooleanField(
-        label="Lend idle GPUs to spot work", required=False, help_text="spot work may run on them; they come back when the owner's processes return"
+        label="Lend idle GPUs to spot work",
+        required=False,
+        help_text="spot work may run on them; they come back when the owner's processes return",
     )
     spotNotice = forms.CharField(label="Spot notice", required=False, help_text=DURATION_HELP)
     spotMinRuntime = forms.CharField(label="Spot minimum runtime", required=False, help_text=DURATION_HELP)

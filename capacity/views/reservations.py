@@ -34,14 +34,7 @@ from capacity.services.reservation_events import condition_history
 from config import csvcells
 from config.web import login_required, page, safe_next, wants_partial
 
-from .common import (
-    RESERVATIONS_PER_PAGE,
-    asked_text,
-    atom_labels,
-    utc_message,
-    utc_words,
-    visible_tenants,
-)
+from .common import RESERVATIONS_PER_PAGE, asked_text, atom_labels, utc_message, utc_words, visible_tenants
 from .page_cache import all_versions, kept_fragments, page_query, page_url
 from .quota import quota_cards
 from .series import occurrence_context
@@ -349,10 +342,8 @@ def reservation_detail(
             "nav": "reservations",
             "row": row,
             "asked": asked_text(reservation.request.get("input", {})),
-            "conditions": [
-                utc_message(c) for c in services.redacted_conditions(reservation.conditions, scope)
-            ],
-            "history": [utc_message(h) for h in condition_history(reservation, scope)],
+            "conditions": list(map(utc_message, services.redacted_conditions(reservation.conditions, scope))),
+            "history": list(map(utc_message, condition_history(reservation, scope))),
             "series": services.usage_series(reservation),
             "series_grid": [(0, "100 %"), (60, "50 %"), (120, "0 %")],
             "keep_error": keep_error,
