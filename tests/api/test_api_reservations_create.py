@@ -16,8 +16,9 @@ def test_creating_a_reservation_answers_201_with_the_placed_reservation(as_acme,
     assert set(data) == {
         "id", "tenantId", "poolId", "status", "priority", "binding", "start", "end",
         "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "awaitingApproval", "conditions",
-        "allocations", "request", "usage",
+        "allocations", "request", "usage", "seriesId",
     }  # fmt: skip
+    assert data["seriesId"] is None  # not an occurrence of a series
     assert data["awaitingApproval"] is None  # a pool that asks no approval
     assert data["usage"] is None  # no sample from its node yet
     assert data["borrowedGpus"] == 0.0  # a pool without shares

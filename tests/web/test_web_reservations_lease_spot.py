@@ -8,6 +8,8 @@ from capacity.models import Reservation
 from web_helpers import HX
 
 PREEMPTED_MESSAGE = "preempted at 2026-12-04T10:00Z by reservation 42"
+# As the pages show it: its time in UTC words, as the rest of the page (the API keeps the ISO text).
+PREEMPTED_SHOWN = "preempted at 2026-12-04 10:00:00 UTC by reservation 42"
 
 
 def preempted(reservation: Reservation) -> Reservation:
@@ -44,7 +46,7 @@ def test_a_preempted_reservation_has_its_own_badge_and_says_why_in_the_list(alic
     row = row_of(alice.get("/reservations/").text, spot)
     assert f'<tr id="reservation-{spot.pk}" class="status-preempted">' in row
     assert '<span class="badge status preempted">↯ preempted</span>' in row
-    assert f'<span class="muted">Preempted:</span> {PREEMPTED_MESSAGE}' in row
+    assert f'<span class="muted">Preempted:</span> {PREEMPTED_SHOWN}' in row
     assert "Release…" not in row  # it has ended: nothing to release
 
 
@@ -53,7 +55,7 @@ def test_the_reservation_page_shows_the_preempted_condition_and_when(alice, two_
     html = alice.get(f"/reservations/{spot.pk}/").text
     assert '<section class="card result status-preempted"' in html
     assert "↯ preempted" in html
-    assert f'<span class="muted">Preempted:</span> <code>{PREEMPTED_MESSAGE}</code>' in html
+    assert f'<span class="muted">Preempted:</span> <code>{PREEMPTED_SHOWN}</code>' in html
     assert re.search(r"<dt>Preempted</dt><dd>\w{3} \d\d \d\d:\d\d UTC</dd>", html)
     assert "Release…" not in html
 
