@@ -114,6 +114,17 @@ def test_processes_using_more_than_two_to_the_31_mib_in_all_are_refused(agent):
         (smi_xml(processes=process(pid="9" * 5000)), "element gpu/processes/process_info/pid"),
         (smi_xml(processes=process(pid="²")), "element gpu/processes/process_info/pid"),
     ],
+    # Named ids: the XML holds a random GPU UUID, and pytest-xdist's workers must collect the same ids.
+    ids=[
+        "used-memory-30-digits",
+        "processes-use-too-much",
+        "total-400-digits",
+        "total-5000-digits",
+        "used-5000-digits",
+        "util-5000-digits",
+        "pid-5000-digits",
+        "pid-superscript-two",
+    ],
 )
 def test_numbers_in_nvidia_smi_xml_are_bounded_before_int_and_the_database(agent, xml, message):
     assert message in refused(agent, {"nvidiaSmi": {"query": xml}})
