@@ -63,7 +63,8 @@ LOST_RACES = Counter(
 )
 PREEMPTIONS = Counter(
     "berth_preemptions",
-    "Spot reservations taken back by regular work that fit only over them.",
+    "Reservations taken back, by placer: spot work (or, in a pool with shares, borrowing work) that "
+    "regular work fit only over (inline, pool-lease), or that BookingRepair's moves needed (repair).",
     ["placer"],
     registry=None,
 )
