@@ -4,7 +4,6 @@ from django.db.models.signals import post_migrate
 from config import access as config_access
 from config import (
     checks,  # noqa: F401  (registers the database hosts check)
-    replica,
     warmup,
 )
 
@@ -33,14 +32,12 @@ class CapacityConfig(AppConfig):
 
 
 def plug_into_config():
-    """Answer config's questions: who may do what (capacity.access), tokens, the replica's counter."""
+    """Answer config's questions: who may do what (capacity.access), tokens; warm the pool indexes."""
     from .access import is_operator, scope_for, view_refusal
-    from .metrics.events import REPLICA_READS
     from .placers.index import warm_indexes
     from .services.tokens import token_refusal
 
     config_access.register(
         is_operator=is_operator, scope_for=scope_for, view_refusal=view_refusal, token_refusal=token_refusal
     )
-    replica.count_reads_with(lambda outcome: REPLICA_READS.labels(outcome).inc())
     warmup.register(warm_indexes)

@@ -18,7 +18,7 @@ series: `reserve_series`, the API's `repeat` with the same rule, limits and answ
 Those are the tenant's reservations, charged to its quota as the API charges them.
 
 The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
-identity, auditlog) read: every name they use is in the table below, and the import contract
+identity, auditlog, metrics) read: every name they use is in the table below, and the import contract
 (tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
 module when first asked, so an app reaches only the modules of the names it uses
 (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
@@ -38,9 +38,11 @@ FACE = {
     "capacity.services.series": ("SeriesResult",),
     # The pure core: errors, requests and plans, and the searches what if replays.
     "capacity.placement": (
+        "ARCHIVED_REASON",
         "BUILTIN_SCORERS",
         "CONFLICT",
         "DEDICATED_PREFIX",
+        "EMPTY_POOL_REASON",
         "FORBIDDEN",
         "INVALID_INPUT",
         "NOT_FOUND",
@@ -71,7 +73,14 @@ FACE = {
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
     "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
-    "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.reservations": (
+        "APPROVED",
+        "AWAITING",
+        "IDLE",
+        "QUEUED_CONDITION",
+        "RECLAIMED",
+        "preempt_at",
+    ),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
@@ -79,6 +88,7 @@ FACE = {
         "EVERYONE",
         "Scope",
         "feed_scope",
+        "is_operator",
         "may_approve",
         "may_set_policy",
         "may_set_shares",
@@ -120,12 +130,15 @@ FACE = {
     "capacity.rules": ("Booking", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
-    "capacity.placers.quota": ("LOCK_SQL",),
+    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
     "capacity.services.outside_check": ("DEADLINE",),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),
+    # What booking tells its observers (the metrics app counts it), and pools' capacity now (its gauges).
+    "capacity.observe": ("EVENTS", "register_observer", "tell"),
+    "capacity.rollups": ("BUCKETS", "capacity_by_pool"),
 }
 
 lazy_face(__name__, FACE)

@@ -11,9 +11,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from inventory.models import Device, Node, NodeCondition, NodeTaint
-from inventory.signals import devices_booked, devices_reshaped, node_state_changed, report_refused
+from inventory.signals import devices_booked, devices_reshaped, node_state_changed
 
-from .metrics.events import REPORTS_REFUSED
 from .rollups import refresh_rollups
 from .services.release import RELEASE_RETRY_BATCH, retry_pending
 from .services.repair import live_bookings_of, repair_pools, repair_reshaped
@@ -74,9 +73,3 @@ def on_devices_reshaped(sender, pool_ids, device_ids, **kwargs):
     # After the commit, as for a failed GPU: the report's rows are what the repair reads.
     ids = list(device_ids)
     transaction.on_commit(lambda: repair_reshaped(ids))
-
-
-@receiver(report_refused)
-def on_report_refused(sender, code, **kwargs):
-    # Refusals are few and final (nothing was written): counted at once, not on a commit.
-    REPORTS_REFUSED.labels(str(code).lower()).inc()

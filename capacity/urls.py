@@ -3,14 +3,12 @@
 from django.urls import path
 
 from . import views
-from .metrics.view import metrics
 from .views.account import api_token
 from .views.reservations import rebook
 from .views.series import series_release
 
 urlpatterns = [
     path("", views.pools, name="pools"),
-    path("metrics", metrics, name="metrics"),
     path("pools/<slug:slug>/", views.pool_detail, name="pool-detail"),
     # The pool page's settings sections, registered by the pool's rules (views.pool_sections).
     path("pools/<slug:slug>/shares/", views.pool_section, {"name": "shares"}, name="pool-share"),

@@ -16,7 +16,7 @@ When the replica is not used:
   a replica that did not answer is not asked again for REPLICA_RETRY_SECONDS). A read whose
   replica connection fails midway runs again on the primary: it only reads.
 Each decorated read is counted by outcome (replica, pinned, lag or down) through the counter an
-app registers (`count_reads_with`; capacity's `berth_replica_reads{outcome}`): config imports no app.
+app registers (`count_reads_with`; the metrics app's `berth_replica_reads{outcome}`): config imports no app.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "usage",
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
+    "metrics",  # counts what capacity tells (capacity.observe); answers /metrics
     "devtools",
     "identity",
     "auditlog",

@@ -27,7 +27,6 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
-    ("capacity.apps", "capacity.metrics.events"): "AppConfig.ready: counts replica reads for config.replica",
     ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
     ("capacity.apps", "capacity.placers.index"): "AppConfig.ready: registers the pool indexes' warm-up",
     ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
@@ -38,7 +37,7 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog", "policy")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
@@ -56,6 +55,7 @@ LAZY_ALLOWED = {
         ): "AppConfig.ready: registers the pool page's section; its form reads inventory's models"
         for section in ("policy_section", "shares_section")
     },
+    ("metrics.apps", "capacity.observe"): "AppConfig.ready: registers the counters as capacity's observers",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
     ("usage.apps", "usage.figures"): "AppConfig.ready: figures read models, not loaded yet",
@@ -102,6 +102,10 @@ FORBIDDEN = [
     ("capacity", "whatif"),
     ("inventory", "whatif"),
     ("whatif", "devtools"),
+    # The metrics sit on top: capacity tells its observers (capacity.observe) without knowing them.
+    ("capacity", "metrics"),
+    ("inventory", "metrics"),
+    ("metrics", "devtools"),
     # config is a leaf: apps register into it (config.access, register_error, count_reads_with).
     ("config", "capacity"),
     ("config", "inventory"),
@@ -268,6 +272,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
     "policy": (90, ()),
+    # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
+    # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
+    # scrape's permission (capacity.access).
+    "metrics": (37, ()),
 }
 
 REACH_FORBIDDEN = {
@@ -355,7 +363,7 @@ def _capacity_imports(module: str) -> list[str]:
 
 @pytest.mark.parametrize("app", SIBLINGS)
 def test_an_app_beside_capacity_imports_it_through_the_port_alone(app: str) -> None:
-    """usage, whatif, webhooks, identity and auditlog name no capacity module but capacity.port."""
+    """usage, whatif, webhooks, identity, auditlog, policy and metrics name no capacity module but capacity.port."""
     broken = sorted(
         f"{module} imports {name}"
         for module in MODULES

@@ -22,11 +22,10 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity import rules
+from capacity import observe, rules
 from capacity.db.channels import PLACED_CHANNEL, PLACER_LOCK_CLASS
 from capacity.db.cursors import prepared_cursor
 from capacity.db.retry import retry_on_conflict
-from capacity.metrics import events as metrics
 from capacity.models.reservations import unschedulable
 from capacity.placement import (
     ARCHIVED_REASON,
@@ -245,10 +244,11 @@ def place_batch(
         if placed:
             _notify(placed)
     settled = _settle([e for e in entries if not e.committed], now)
-    metrics.batch(len(entries))
+    observe.tell("batch", len(entries))
     for e in (e for e in entries if e.committed or e.pk in settled):  # not those released meanwhile
         status = "placed" if e.committed else "pending"
-        metrics.placement(
+        observe.tell(
+            "placement",
             POOL_LEASE,
             status,
             reason=e.reason,

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from capacity import rules
-from capacity.metrics import events as metrics
+from capacity import observe, rules
 from capacity.models import Reservation
 from capacity.models.reservations import NO_FIT, unschedulable
 from capacity.placement import NOT_FOUND, CapacityError, PlacementRequest, reason_rest
@@ -40,7 +39,8 @@ class Stage:
 
     `charged`: the insert charged its quota; `explain`: a new reservation, whose pending outcome
     also says whether it could ever fit or what would; `reads`: the window's reads the insert sent
-    ahead for the first plan.
+    ahead for the first plan; `retry`: a pending booking tried again (services.release.retry_pending),
+    not a request's first placement.
     """
 
     tenant: Tenant
@@ -56,6 +56,7 @@ class Stage:
     reads: Reads | None = None
     planner: Planner | None = None
     outcome: Outcome | None = None
+    retry: bool = False
 
     def built(self, pool: PoolRow) -> Planner:
         """Return the request's planner, built the first time it is asked for."""
@@ -90,8 +91,14 @@ def place_and_record(stage: Stage) -> Outcome:
             request, request.pool_id, owner, config, pool=pool, now=stage.now, reads=stage.reads, built=built
         )
     stage.reads = None
-    metrics.placement(
-        INLINE, outcome.status, reason=outcome.reason, lost=len(outcome.lost), preempted=outcome.preempted
+    observe.tell(
+        "placement",
+        INLINE,
+        outcome.status,
+        reason=outcome.reason,
+        lost=len(outcome.lost),
+        preempted=outcome.preempted,
+        retry=stage.retry,
     )
     if outcome.status == "placed":
         # The commit's own statement marked the row placed; this copy follows.

@@ -20,10 +20,10 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from capacity import observe
 from capacity.access import EVERYONE, Scope
 from capacity.db.retry import retry_on_conflict
 from capacity.gpu_hours import SEVENTHS, gpu_hours_sql
-from capacity.metrics import events as metrics
 from capacity.models import AnyReservation, Reservation
 from capacity.models.reservations import IDLE, PREEMPTED_CONDITION, RECLAIMED
 from capacity.placers.commit import Owner
@@ -136,7 +136,7 @@ def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None
             )
             rows = cur.fetchall()
         count_lent_hours([pk for pk, _slug, ended in rows if ended])  # noticed work: when it ends
-        metrics.reclaims(dict(Counter(slug for _pk, slug, _ended in rows)), cause)
+        observe.tell("reclaims", dict(Counter(slug for _pk, slug, _ended in rows)), cause)
         done += [pk for pk, _slug, _ended in rows]
     return tuple(sorted(done))
 
@@ -160,7 +160,7 @@ def count_lent_hours(ended: list[int]) -> None:
         return
     with connection.cursor() as cur:
         cur.execute(_LENT_HOURS_SQL, [sorted(ended)])
-        metrics.gpu_hours_lent({slug: float(hours) for slug, hours in cur.fetchall() if hours})
+        observe.tell("lent_gpu_hours", {slug: float(hours) for slug, hours in cur.fetchall() if hours})
 
 
 def lent_work(lenders: list[int]) -> list[int]:

@@ -202,7 +202,7 @@ def retry_pending(
                 # A savepoint: whatever a refused attempt wrote goes with it.
                 with transaction.atomic():
                     outcome = place_and_record(
-                        Stage(reservation.tenant, request, config, now, reservation=reservation)
+                        Stage(reservation.tenant, request, config, now, reservation=reservation, retry=True)
                     )
             except CapacityError as err:
                 # Past maxFutureGpuHours it waits until the tenant's other bookings end or shrink.

@@ -30,10 +30,10 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from capacity import observe
 from capacity.conf import placer_config
 from capacity.db.channels import REPAIR_CHANNEL
 from capacity.db.retry import retry_on_conflict
-from capacity.metrics import events as metrics
 from capacity.models import Allocation, Reservation
 from capacity.placement import PlacementRequest, Window
 from capacity.placers import quota
@@ -259,7 +259,8 @@ def repair_reservation(
             conditions.append(
                 {"type": REPAIR_PENDING, "status": "True", "reason": "NoFit", "message": "; ".join(waiting)}
             )
-        metrics.repair(
+        observe.tell(
+            "repair",
             "drain" if drained else "maintenance" if windowed else kind,
             moved=len(notes),
             no_room=len(waiting),
@@ -338,7 +339,7 @@ def _move(
                 now=now,
             )
     if outcome.status == "placed":
-        metrics.preemptions("repair", len(outcome.preempted))
+        observe.tell("preemptions", "repair", len(outcome.preempted))
     if outcome.status != "placed":
         rollback_to(savepoint)
         return f"{why}: kept on {old_node} ({atoms_text(old_node, old_atoms)}) until room frees: {outcome.reason}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from capacity.metrics.store import SharedFilesCollector, metrics_dir
+from metrics.store import SharedFilesCollector, metrics_dir
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

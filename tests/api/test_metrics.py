@@ -9,13 +9,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.metrics.events import outcome_of
-from capacity.metrics.store import SharedFilesCollector, fold_dead
 from capacity.models import Reservation
 from capacity.placers.attempt import gave_up
 from capacity.placers.batch import place_queued
 from capacity.placers.types import PlacerConfig
 from inventory import services as nodes
+from metrics.events import outcome_of
+from metrics.store import SharedFilesCollector, fold_dead
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

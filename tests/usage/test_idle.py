@@ -90,7 +90,7 @@ def test_silence_is_not_idleness_too_few_samples_say_nothing(two_labelled_hosts,
 
 
 def test_the_metric_counts_idle_reservations_per_pool(two_labelled_hosts, tenant, book, settings):
-    from capacity.metrics.state import DatabaseCollector
+    from metrics.state import DatabaseCollector
 
     def idle_gauge():
         family = next(f for f in DatabaseCollector().collect() if f.name == "berth_idle_reservations")

@@ -170,7 +170,7 @@ def test_the_node_agents_assignments_say_idle_with_when_it_goes_and_a_kept_one_n
 
 
 def test_the_metric_counts_idle_bookings_kept_when_idle_per_pool(two_labelled_hosts, book):
-    from capacity.metrics.state import DatabaseCollector
+    from metrics.state import DatabaseCollector
 
     def gauge(name):
         family = next(f for f in DatabaseCollector().collect() if f.name == name)

@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.metrics.state import DatabaseCollector
 from capacity.models import Allocation
 from inventory.models import Device, DeviceSample, Node
+from metrics.state import DatabaseCollector
 from usage.models import UnbookedUse
 from usage.unbooked import mark_unbooked_use
 from webhooks.models import Event, Subscription

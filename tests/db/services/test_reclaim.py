@@ -129,10 +129,12 @@ def test_the_worker_takes_lent_work_back_once_the_owner_no_longer_holds_the_lent
 
 
 def test_the_hours_lent_work_ran_are_counted_when_it_is_taken_back(lent, django_capture_on_commit_callbacks):
-    from capacity.metrics.events import GPU_HOURS_LENT
+    from metrics.events import GPU_HOURS_LENT, LENT_GPU_SECONDS
 
     owner, _work = lent
     before = GPU_HOURS_LENT.labels("lab-pool")._value.get()
+    seconds_before = LENT_GPU_SECONDS.labels("lab-pool")._value.get()
     with django_capture_on_commit_callbacks(execute=True):
         services.reclaim(owner.pk, now=NOW + timedelta(minutes=30))
     assert GPU_HOURS_LENT.labels("lab-pool")._value.get() - before == pytest.approx(1.0)  # 2 GPUs, 30 min
+    assert LENT_GPU_SECONDS.labels("lab-pool")._value.get() - seconds_before == pytest.approx(3600.0)

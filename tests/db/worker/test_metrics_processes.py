@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.metrics.store import fold_dead
+from metrics.store import fold_dead
 
 from databases import this_database_url
 

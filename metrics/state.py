@@ -11,11 +11,14 @@ from django.db import connection
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
-from capacity.models.reservations import QUEUED_CONDITION
-from capacity.placement import ARCHIVED_REASON
-from capacity.placement.reasons import EMPTY_POOL_REASON
-from capacity.placers.quota import QUOTA_EXCEEDED_REASON
-from capacity.rollups import BUCKETS, capacity_by_pool
+from capacity.port import (
+    ARCHIVED_REASON,
+    BUCKETS,
+    EMPTY_POOL_REASON,
+    QUEUED_CONDITION,
+    QUOTA_EXCEEDED_REASON,
+    capacity_by_pool,
+)
 
 from .events import GAVE_UP_PREFIX
 

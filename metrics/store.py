@@ -32,7 +32,7 @@ FOLDED_TYPES = ("counter", "histogram")
 
 def default_dir() -> Path:
     """Return `.metrics/` beside manage.py: shared by `make run`'s server and worker."""
-    return Path(__file__).resolve().parent.parent.parent / ".metrics"
+    return Path(__file__).resolve().parent.parent / ".metrics"
 
 
 def metrics_dir() -> Path:

@@ -23,7 +23,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 
-from capacity.access import is_operator
+from capacity.port import is_operator
 from config.api.auth import AUTHENTICATION_CLASSES
 
 from .state import DatabaseCollector

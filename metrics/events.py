@@ -1,9 +1,12 @@
-"""Event counters the placers and services write: a few dict and mmap writes, never a statement.
+"""Event counters: what capacity tells (capacity.observe), counted in a few dict and mmap writes.
 
-Each is recorded when the transaction that did the work commits (`on_commit`): a placement rolled
-back, or retried after a serialization conflict, is not counted. Outside a transaction the
-callback runs at once. Labels take a handful of fixed values, so series stay few. Every metric has a label, so no
-process opens its file before it first counts something (tests point each run at its own directory).
+Each function here observes the capacity event of its name (OBSERVERS, registered by apps.py) and
+sends no statement. Each is recorded when the transaction that did the work commits (`on_commit`):
+a placement rolled back, or retried after a serialization conflict, is not counted. Outside a
+transaction the callback runs at once. Labels take a handful of fixed values, so series stay few.
+Every metric has a label, so no process opens its file before it first counts something (tests
+point each run at its own directory). A node report refused and a read sent to the replica are
+counted at once (apps.py): they write nothing to commit.
 """
 
 from __future__ import annotations
@@ -39,8 +42,16 @@ GAVE_UP_PREFIX = "Unschedulable after "
 
 PLACEMENTS = Counter(
     "berth_placements",
-    "Placements by placer and outcome: placed, preempting (placed by taking spot work back), "
-    "pending (nothing fits), lost_race (gave up after losing every attempt).",
+    "Requests placed, by placer and the outcome of their first placement: placed, preempting (placed by "
+    "taking spot work back), pending (nothing fits), lost_race (gave up after losing every attempt). "
+    "Each request counts once; a pending booking tried again counts in berth_placement_retries_total.",
+    ["placer", "outcome"],
+    registry=None,
+)
+RETRIES = Counter(
+    "berth_placement_retries",
+    "Pending bookings tried again (as capacity frees up, and each worker round), by placer and outcome "
+    "(as berth_placements_total): one booking that stays pending counts once per try.",
     ["placer", "outcome"],
     registry=None,
 )
@@ -52,7 +63,8 @@ LOST_RACES = Counter(
 )
 PREEMPTIONS = Counter(
     "berth_preemptions",
-    "Spot reservations taken back by regular work that fit only over them.",
+    "Reservations taken back, by placer: spot work (or, in a pool with shares, borrowing work) that "
+    "regular work fit only over (inline, pool-lease), or that BookingRepair's moves needed (repair).",
     ["placer"],
     registry=None,
 )
@@ -85,10 +97,17 @@ RECLAIMS = Counter(
     ["pool", "cause"],
     registry=None,
 )
+LENT_GPU_SECONDS = Counter(
+    "berth_lent_gpu_seconds",
+    "GPU-seconds spot work ran on idle owners' lent GPUs, by pool: counted when the lent work ends "
+    "(released, expired or taken back for its owner).",
+    ["pool"],
+    registry=None,
+)
+# Deprecated: the same figure in hours, not the base unit promtool's lint wants. Kept for one release.
 GPU_HOURS_LENT = Counter(
     "berth_gpu_hours_lent",
-    "GPU-hours spot work ran on idle owners' lent GPUs, by pool: counted when the lent work ends "
-    "(released, expired or taken back for its owner).",
+    "Deprecated, use berth_lent_gpu_seconds_total (the same figure in seconds); removed in the next release.",
     ["pool"],
     registry=None,
 )
@@ -123,16 +142,19 @@ def placement(
     lost: int = 0,
     preempted: Sequence[int] = (),
     queued_at: datetime | None = None,
+    retry: bool = False,
 ) -> None:
     """Count one placement when the transaction commits: its outcome, lost races and preemptions.
 
-    `queued_at` (pool-lease) also observes the time from queued to placed, as of the commit.
+    A `retry` (a pending booking tried again) counts as a retry, not as a request placed. `queued_at`
+    (pool-lease) also observes the time from queued to placed, as of the commit.
     """
     outcome = outcome_of(status, reason, preempted)
     taken = len(preempted)
+    counter = RETRIES if retry else PLACEMENTS
 
     def record() -> None:
-        PLACEMENTS.labels(placer, outcome).inc()
+        counter.labels(placer, outcome).inc()
         if lost:
             LOST_RACES.labels(placer).inc(lost)
         if taken:
@@ -160,11 +182,12 @@ def reclaims(by_pool: dict[str, int], cause: str) -> None:
         transaction.on_commit(record, robust=True)
 
 
-def gpu_hours_lent(by_pool: dict[str, float]) -> None:
-    """Count the GPU-hours lent work ran, per pool, when the transaction that ended it commits."""
+def lent_gpu_hours(by_pool: dict[str, float]) -> None:
+    """Count the GPU-hours lent work ran (in seconds), per pool, when the transaction that ended it commits."""
 
     def record() -> None:
         for pool, hours in by_pool.items():
+            LENT_GPU_SECONDS.labels(pool).inc(hours * 3600)
             GPU_HOURS_LENT.labels(pool).inc(hours)
 
     if by_pool:
@@ -186,3 +209,24 @@ def repair(kind: str, moved: int, no_room: int) -> None:
             REPAIRS.labels(kind, "no_room").inc(no_room)
 
     transaction.on_commit(record, robust=True)
+
+
+# What each capacity event (capacity.observe.EVENTS) is counted by.
+OBSERVERS = {
+    "placement": placement,
+    "preemptions": preemptions,
+    "repair": repair,
+    "batch": batch,
+    "reclaims": reclaims,
+    "lent_gpu_hours": lent_gpu_hours,
+}
+
+
+def report_refused(sender, code, **kwargs) -> None:
+    """Count a refused node report (inventory's signal) at once: refusals are final, nothing was written."""
+    REPORTS_REFUSED.labels(str(code).lower()).inc()
+
+
+def replica_read(outcome: str) -> None:
+    """Count where a read that may use the replica went (config.replica)."""
+    REPLICA_READS.labels(outcome).inc()
