@@ -69,11 +69,14 @@ dev: seed
 docs: venv
 	$(VENV)/bin/mkdocs build --strict --site-dir $(CURDIR)/.site
 
+# The tests run in TEST_WORKERS processes (pytest-xdist), each on a test database of its own;
+# `make test TEST_WORKERS=0` runs them in this one.
+TEST_WORKERS ?= 2
 test: venv
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/.site
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
 	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The tests that read the real clock's day (marked `dates`), again at fixed days from Monday to
 # Sunday and a leap day, each under libfaketime with a database of its own (devtools/dates.py).
