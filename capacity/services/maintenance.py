@@ -366,3 +366,9 @@ def _end(found: MaintenanceWindow, now: datetime) -> None:
 def _why(found: MaintenanceWindow) -> str:
     text = f"maintenance window {found.pk}"
     return f"{text}: {found.reason}" if found.reason else text
+
+
+def outside_pool(names: list[str], pool: str | None) -> list[str]:
+    """Return the names among `names` of nodes in a pool other than `pool` (unknown ones the schedule names)."""
+    found = Node.objects.filter(name__in=names).exclude(pool__slug=pool).values_list("name", flat=True)
+    return sorted(found)

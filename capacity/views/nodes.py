@@ -30,6 +30,7 @@ from .common import visible_node
 from .node_changelog import history_page
 from .node_fragments import PARTS, booked_text, node_activity, node_fragments
 from .rows import Badge, badges
+from .windows import window_section
 
 # --- one node ----------------------------------------------------------------------------------------
 
@@ -144,6 +145,7 @@ def _node_page_context(
         **node_fragments(request, node, scope, parts),
         **_node_context(node, bound, scope),
         **({"history": history_page(node)} if is_operator(request.user) else {}),
+        **window_section(request, node=node),
     }
 
 
@@ -174,7 +176,12 @@ def _kept_page_context(request: HttpRequest, node: Node) -> dict:
     more = {"panel": (panel, (), f"{activity}|{counts}", follows_bookings)}
     if operator:
         more["history"] = (draw("history", lambda: {"history": history_page(node)}), (), activity, False)
-    return {"nav": "pools", "node": node, **node_fragments(request, node, scope, PARTS, more)}
+    return {
+        "nav": "pools",
+        "node": node,
+        **node_fragments(request, node, scope, PARTS, more),
+        **window_section(request, node=node),  # drawn per request (views.windows)
+    }
 
 
 @login_required

@@ -38,6 +38,7 @@ from .common import (
 from .page_cache import NOT_KEPT, page_query, page_url, pool_fragment, pool_fragments
 from .pool_sections import section, sections
 from .rows import CELL_TEXT, node_rows, split_common_labels
+from .windows import window_section
 
 # What the nodes section reads of the query: its filters and page (others key and show nothing).
 NODE_QUERY = ("page", *NodeFilterSet.base_filters)
@@ -117,9 +118,14 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def pool_page(
-    request: HttpRequest, slug: str, status: int = 200, sent: tuple[str, object, str] | None = None
+    request: HttpRequest,
+    slug: str,
+    status: int = 200,
+    sent: tuple[str, object, str] | None = None,
+    windows: dict | None = None,
 ) -> HttpResponse:
-    """Draw the pool page; `sent`: a settings section's (name, form, error) sent back with its errors."""
+    """Draw the pool page; `sent`: a settings section's (name, form, error) sent back with its errors;
+    `windows`: the maintenance windows section drawn with a form's errors (views.windows)."""
     pool = visible_pool(request.user, slug)
     scope = scope_for(request.user)
     queryset = services.nodes_for(
@@ -220,6 +226,8 @@ def pool_page(
             "chart_html": mark_safe(html["chart"]),
             "settings_html": mark_safe(with_fresh_parts(request, pool, settings_html)),
             "filters_html": mark_safe(html["filters"]),
+            # Drawn per request, never kept (views.windows).
+            **(windows or window_section(request, pool=pool)),
         },
         status=status,
     )
