@@ -5,9 +5,10 @@ from django.urls import path
 from . import views
 from .metrics.view import metrics
 from .views.account import api_token
+from .views.nodes import node_window_delete, node_windows
+from .views.pools import pool_window_delete, pool_windows
 from .views.reservations import rebook
 from .views.series import series_release
-from .views.windows import node_window_delete, node_windows, pool_window_delete, pool_windows
 
 urlpatterns = [
     path("", views.pools, name="pools"),
