@@ -32,7 +32,7 @@ from .common import visible_node
 from .node_changelog import history_page
 from .node_fragments import PARTS, booked_text, node_activity, node_fragments
 from .rows import Badge, badges
-from .windows import cancel_window, done, window_section
+from .windows import cancel_window, done, draw_windows, window_section
 
 # --- one node ----------------------------------------------------------------------------------------
 
@@ -178,11 +178,12 @@ def _kept_page_context(request: HttpRequest, node: Node) -> dict:
     more = {"panel": (panel, (), f"{activity}|{counts}", follows_bookings)}
     if operator:
         more["history"] = (draw("history", lambda: {"history": history_page(node)}), (), activity, False)
+    # Kept under the pool's booking version, which a window scheduled or deleted bumps (views.windows).
+    more["windows"] = (draw_windows(request, "capacity/node_detail.html", node=node), (), "", True)
     return {
         "nav": "pools",
         "node": node,
         **node_fragments(request, node, scope, PARTS, more),
-        **window_section(request, node=node),  # drawn per request (views.windows)
     }
 
 

@@ -39,7 +39,7 @@ from .common import (
 from .page_cache import NOT_KEPT, page_query, page_url, pool_fragment, pool_fragments
 from .pool_sections import section, sections
 from .rows import CELL_TEXT, node_rows, split_common_labels
-from .windows import cancel_window, done, pool_partial, window_section
+from .windows import cancel_window, done, draw_windows, pool_partial, window_section
 
 # What the nodes section reads of the query: its filters and page (others key and show nothing).
 NODE_QUERY = ("page", *NodeFilterSet.base_filters)
@@ -215,6 +215,8 @@ def pool_page(
     }
     if not own:
         draws["settings"] = (draw_settings, False)
+    if windows is None:  # else a form sent back with its errors: this reader's own
+        draws["windows"] = (draw_windows(request, "capacity/pool_detail.html", pool=pool), ())
     # One read of the cache for them all.
     html = pool_fragments(request, pool.pk, scope, draws)
     settings_html = html["settings"] if not own else draw_settings(get_token(request))[0]
@@ -227,8 +229,8 @@ def pool_page(
             "chart_html": mark_safe(html["chart"]),
             "settings_html": mark_safe(with_fresh_parts(request, pool, settings_html)),
             "filters_html": mark_safe(html["filters"]),
-            # Drawn per request, never kept (views.windows).
-            **(windows or window_section(request, pool=pool)),
+            # Kept (views.windows), unless sent back with a form's errors.
+            **({"windows_html": mark_safe(html["windows"])} if windows is None else windows),
         },
         status=status,
     )

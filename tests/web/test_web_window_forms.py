@@ -180,3 +180,20 @@ def test_the_kept_node_timeline_shows_a_window_scheduled_and_cancelled_from_the_
     op.post(f"/nodes/node-a/maintenance/{window.pk}/delete/")
     for reader in (op, alice):
         assert "psu swap" not in reader.get(NODE).text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_kept_pool_page_lists_a_window_scheduled_elsewhere_and_drops_it_once_cancelled(
+    two_hosts, op, alice
+):
+    op.get(POOL), alice.get(POOL)  # both kept now
+    op.post("/nodes/node-b/maintenance/", form(start=24, end=30, reason="psu swap"))
+    window = MaintenanceWindow.objects.get()
+    for reader in (op, alice):
+        html = reader.get(POOL).text
+        assert f'<tr id="window-{window.pk}">' in section_of(html)
+        assert f"maintenance window {window.pk} on node-b" in html  # the chart too
+    op.post(f"/pools/lab-pool/maintenance/{window.pk}/delete/")
+    for reader in (op, alice):
+        html = reader.get(POOL).text
+        assert "No maintenance window scheduled." in section_of(html) and "psu swap" not in html
