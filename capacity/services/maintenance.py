@@ -311,6 +311,22 @@ def cancel(window_id: object, *, now: datetime | None = None) -> None:
         notice.refresh(notice.naming(pk), now, gone=notice.CANCELLED)
 
 
+def retell(window_id: int, now: datetime | None = None) -> list[int]:
+    """Tell the bookings again after a window's span changed in place (a Slurm reservation
+    shortened, say); return those whose condition changed. Schedule and cancel tell by themselves.
+
+    Those it now overlaps name it (or a sooner window); those it no longer overlaps read False,
+    reason WindowChanged, unless another window takes their GPUs.
+    """
+    now = now or timezone.now()
+    found = MaintenanceWindow.objects.filter(pk=window_id).first()
+    ids = set(notice.naming(window_id))
+    if found is not None:
+        ids |= {o.reservation for o in overlaps(found, now) if o.reservation}
+    with transaction.atomic():
+        return notice.refresh(ids, now, gone=notice.CHANGED)
+
+
 def switch_windows(now: datetime | None = None) -> tuple[int, int]:
     """Start the windows due and end those over (the worker, every round); return how many of each.
 

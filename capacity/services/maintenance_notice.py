@@ -25,7 +25,8 @@ from capacity.placement.maintenance import stamp
 from trail.context import stamp as name_actor
 
 REASON = "MaintenanceWindow"
-CANCELLED = "WindowCancelled"
+CANCELLED = "WindowCancelled"  # the window was deleted
+CHANGED = "WindowChanged"  # its span changed and no longer overlaps the booking (maintenance.retell)
 
 # Per reservation, each window not yet over that overlaps one of its live allocations on the
 # window's nodes, soonest first, with the reservation's nodes in it.
@@ -70,14 +71,16 @@ def condition(window: int, start: datetime, end: datetime, reason: str, nodes: l
     }
 
 
-def cancelled(previous: dict) -> dict:
-    """Return the condition of a booking whose window was deleted: status False, nothing moves."""
+def cancelled(previous: dict, reason: str = CANCELLED) -> dict:
+    """Return the condition of a booking whose window was deleted (or changed so that it no longer
+    overlaps it): status False, nothing moves."""
     nodes = ", ".join(previous.get("nodes") or [])
+    what = "was cancelled" if reason == CANCELLED else "changed and no longer overlaps this booking"
     return {
         "type": MAINTENANCE_SCHEDULED,
         "status": "False",
-        "reason": CANCELLED,
-        "message": f"maintenance window {previous.get('window')} on {nodes} was cancelled: nothing moves for it",
+        "reason": reason,
+        "message": f"maintenance window {previous.get('window')} on {nodes} {what}: nothing moves for it",
         "window": previous.get("window"),
     }
 
@@ -98,7 +101,8 @@ def notices(reservation_ids: Iterable[int], now: datetime) -> dict[int, dict]:
 def with_notice(conditions: list[dict], notice: dict | None, *, gone: str | None = None) -> list[dict]:
     """Return `conditions` with the MaintenanceScheduled one made `notice`.
 
-    Without a notice a true one is dropped, or with `gone` (CANCELLED) turned False; a False one stays.
+    Without a notice a true one is dropped, or with `gone` (CANCELLED, CHANGED) turned False with
+    that reason; a False one stays.
     """
     kept = [c for c in conditions if c.get("type") != MAINTENANCE_SCHEDULED]
     previous = next((c for c in conditions if c.get("type") == MAINTENANCE_SCHEDULED), None)
@@ -108,7 +112,7 @@ def with_notice(conditions: list[dict], notice: dict | None, *, gone: str | None
         return kept
     if previous.get("status") != "True":
         return conditions
-    return [*kept, cancelled(previous)] if gone else kept
+    return [*kept, cancelled(previous, gone)] if gone else kept
 
 
 def refresh(reservation_ids: Iterable[int], now: datetime, *, gone: str | None = None) -> list[int]:

@@ -2,7 +2,8 @@
 
 A booking a maintenance window will take GPUs from carries a MaintenanceScheduled condition
 (capacity.services.maintenance_notice): its turning true, or naming another window, is
-maintenance_scheduled; a deleted window turns it False (WindowCancelled), maintenance_cancelled.
+maintenance_scheduled (as is a new start); a deleted window turns it False (WindowCancelled, or
+WindowChanged for a window changed in place that no longer overlaps it), maintenance_cancelled.
 A booking moved off, or a window that ended, drops it and says nothing more (repaired says a move).
 """
 
@@ -87,11 +88,13 @@ BEGIN
       PERFORM webhooks_add('reservation.approved', NEW.id, NEW.tenant_id, NULL, approved->>'message');
     END IF;
     -- A maintenance window will take its GPUs (capacity.services.maintenance_notice): said when
-    -- the condition turns true or names another window; a deleted window's status False says so.
+    -- the condition turns true, names another window or another start; its status False (a window
+    -- deleted, or changed so that it no longer overlaps) says so.
     window_now := webhooks_condition(NEW.conditions, 'MaintenanceScheduled');
     window_was := webhooks_condition(OLD.conditions, 'MaintenanceScheduled');
     IF window_now->>'status' = 'True'
-       AND (window_was IS NULL OR window_was->>'status' <> 'True' OR window_was->'window' IS DISTINCT FROM window_now->'window') THEN
+       AND (window_was IS NULL OR window_was->>'status' <> 'True' OR window_was->'window' IS DISTINCT FROM window_now->'window'
+            OR window_was->'at' IS DISTINCT FROM window_now->'at') THEN
       PERFORM webhooks_add('reservation.maintenance_scheduled', NEW.id, NEW.tenant_id, NULL, window_now->>'message');
     ELSIF window_now->>'status' = 'False' AND window_was->>'status' = 'True' THEN
       PERFORM webhooks_add('reservation.maintenance_cancelled', NEW.id, NEW.tenant_id, NULL, window_now->>'message');

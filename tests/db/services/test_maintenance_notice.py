@@ -220,3 +220,35 @@ def test_scheduling_and_deleting_are_in_the_audit_with_who_and_what(tenant, make
         ("maintenance.schedule", "ops-alice", None, window, "firmware"),
         ("maintenance.delete", "system", window, None, ""),
     ]
+
+
+def test_a_window_changed_in_place_tells_its_bookings_again(tenant, make_node, hooked):
+    from capacity.models import MaintenanceWindow, MaintenanceWindowNode
+
+    make_node("node-a", gpus=8)
+    s = from_real_now(10)
+    first = later(s + 1, hours=1)  # inside [s, s+4)
+    second = later(s + 3, hours=1)
+    result = schedule(s, hours=4)
+    w = result.window.pk
+    assert sorted(result.told) == sorted([first.pk, second.pk])
+    # Shortened to [s, s+2): the second booking is no longer in it (as a Slurm reservation's end moved).
+    for rows in (MaintenanceWindow.objects.filter(pk=w), MaintenanceWindowNode.objects.filter(window_id=w)):
+        rows.update(ends_at=at(s + 2))
+    assert maintenance.retell(w) == [first.pk, second.pk]
+    assert (told(first)["status"], told(first)["end"]) == ("True", at(s + 2).isoformat())
+    assert [kind for kind, _ in events(first)] == ["reservation.maintenance_scheduled"]  # its start stands
+    assert told(second)["reason"] == "WindowChanged"
+    assert told(second)["message"] == (
+        f"maintenance window {w} on node-a changed and no longer overlaps this booking: nothing moves for it"
+    )
+    assert [kind for kind, _ in events(second)] == [
+        "reservation.maintenance_scheduled",
+        "reservation.maintenance_cancelled",
+    ]
+    # Starting later: the booking is told its GPUs go at the new start.
+    for rows in (MaintenanceWindow.objects.filter(pk=w), MaintenanceWindowNode.objects.filter(window_id=w)):
+        rows.update(starts_at=at(s) + timedelta(minutes=30))
+    assert maintenance.retell(w) == [first.pk]
+    assert told(first)["at"] == (at(s) + timedelta(minutes=30)).isoformat()
+    assert [kind for kind, _ in events(first)] == ["reservation.maintenance_scheduled"] * 2
