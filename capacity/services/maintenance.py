@@ -385,6 +385,6 @@ def _why(found: MaintenanceWindow) -> str:
 
 
 def outside_pool(names: list[str], pool: str | None) -> list[str]:
-    """Return the names among `names` of nodes in a pool other than `pool` (unknown ones the schedule names)."""
+    """Return those of `names` that are nodes of another pool than `pool` (the schedule names unknown ones)."""
     found = Node.objects.filter(name__in=names).exclude(pool__slug=pool).values_list("name", flat=True)
     return sorted(found)

@@ -2,9 +2,10 @@
 
 The section is kept with the page's other fragments, under the pool's booking version: a window
 scheduled or deleted bumps it (capacity 0040), which renews the section, the node's timeline and
-the pool's chart at the commit; a window starting or ending ends the kept section's life then. Schedule and cancel go through
-capacity.services.maintenance as the API and the command do (audit, notices, moves included); the
-views that answer the forms are the pages' own (views.nodes, views.pools).
+the pool's chart at the commit; a window starting or ending ends the kept section's life then.
+Schedule and cancel go through capacity.services.maintenance as the API and the command do
+(audit, notices, moves included); the views that answer the forms are the pages' own
+(views.nodes, views.pools).
 """
 
 from __future__ import annotations
