@@ -13,6 +13,8 @@ Meanwhile it long-polls `GET /api/v1/nodes/NODE/assignments?wait=...` and writes
   OUTPUT/reservations/ID.idle     while Berth marks it Idle: JSON with since, the evidence,
                                   keepWhenIdle and releaseAt (null: not released for it)
   OUTPUT/reservations/ID.preempt  while that spot reservation has notice: JSON with preemptAt
+  OUTPUT/reservations/ID.maintenance  while a maintenance window will take its GPUs: JSON with
+                                  windowId, start (when they go), end, reason and nodes
 
 A GPU process is a reservation's when its environment's BERTH_RESERVATION_ID names one the agent
 wrote an env file for; any other is left out. Not root, or to a Berth that refuses processOwners
@@ -43,7 +45,7 @@ import urllib.request
 import xml.etree.ElementTree as ElementTree
 from typing import Any
 
-VERSION = "1.3"
+VERSION = "1.4"
 LOG = logging.getLogger("berth-agent")
 SMI_TIMEOUT = 30.0  # seconds: a hung driver must not stall the agent for good
 HTTP_TIMEOUT = 20.0  # seconds for a report; a long-poll adds its wait
@@ -55,6 +57,7 @@ SMI_COMMANDS = (("query", ("-q", "-x")), ("list", ("-L",)), ("topo", ("topo", "-
 OWNER_VARIABLE = b"BERTH_RESERVATION_ID="  # what each reservations/ID.env hands its jobs
 MAX_OWNED = 4096  # Berth's cap on one report's processOwners
 MAX_ENVIRON_BYTES = 1024 * 1024  # a process environment larger than this is read no further
+FILE_KINDS = ("env", "idle", "preempt", "maintenance")  # reservations/ID.KIND the agent writes and removes
 UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out, cut short
 DEFAULTS = {
     "url": "http://127.0.0.1:8000",
@@ -372,7 +375,8 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def reservation_files(rid: str, entry: dict[str, Any], node: str) -> dict[str, str]:
-    """Return a reservation's files by kind: env; idle while it is Idle; preempt while it has notice."""
+    """Return a reservation's files by kind: env; idle while it is Idle; preempt while it has notice;
+    maintenance while a maintenance window will take its GPUs."""
     now, uuids = entry["now"], ",".join(entry["uuids"])
     env = {
         "BERTH_RESERVATION_ID": rid,
@@ -389,6 +393,10 @@ def reservation_files(rid: str, entry: dict[str, Any], node: str) -> dict[str, s
         files["idle"] = json.dumps({"reservationId": rid, **fields}, sort_keys=True) + "\n"
     if isinstance(at, str):
         files["preempt"] = json.dumps({"reservationId": rid, "preemptAt": at}, sort_keys=True) + "\n"
+    window = now.get("maintenance")
+    if isinstance(window, dict):
+        fields = {k: window.get(k) for k in ("windowId", "start", "end", "reason", "nodes", "message")}
+        files["maintenance"] = json.dumps({"reservationId": rid, **fields}, sort_keys=True) + "\n"
     return files
 
 
@@ -424,7 +432,8 @@ class Output:
 
     def write(self, feed: dict[str, Any], node: str) -> int:
         """Write the feed, one env file per reservation holding a device, an idle file per idle one
-        and a preempt file per one given notice; return the number of reservations."""
+        a preempt file per one given notice and a maintenance file per one a window will take GPUs
+        from; return the number of reservations."""
         held = held_devices(feed)  # raises on a bad shape, before anything is written
         written: set[str] = set()
         for rid, entry in sorted(held.items()):
@@ -432,7 +441,7 @@ class Output:
                 self._write(os.path.join(self.reservations, f"{rid}.{kind}"), text)
                 written.add(f"{rid}.{kind}")
         for name in os.listdir(self.reservations):
-            if name.rpartition(".")[2] in ("env", "idle", "preempt") and name not in written:
+            if name.rpartition(".")[2] in FILE_KINDS and name not in written:
                 os.unlink(os.path.join(self.reservations, name))
         text = json.dumps(feed, indent=2, sort_keys=True) + "\n"
         self._write(os.path.join(self.root, "assignments.json"), text)

@@ -15,7 +15,7 @@ from rest_framework import serializers
 from capacity import services
 from capacity.access import EVERYONE, Scope, nodes_for, redacted_conditions
 from capacity.models import Reservation
-from capacity.models.reservations import AWAITING, preempt_at
+from capacity.models.reservations import AWAITING, MAINTENANCE_SCHEDULED, preempt_at
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
 from inventory.api.serializers import (
@@ -93,6 +93,18 @@ class AwaitingApprovalSerializer(serializers.Serializer):
     gpuHours = serializers.FloatField(help_text="Whole-GPU-hours its devices hold (a MIG slice its share).")
 
 
+class MaintenanceNoticeSerializer(serializers.Serializer):
+    """The maintenance window that will take GPUs this booking holds (its MaintenanceScheduled condition)."""
+
+    windowId = serializers.IntegerField()
+    start = serializers.DateTimeField(
+        help_text="When the window starts: what it holds there is moved off then."
+    )
+    end = serializers.DateTimeField()
+    reason = serializers.CharField(help_text="The operator's reason for the window; may be empty.")
+    nodes = serializers.ListField(child=serializers.CharField(), help_text="Its nodes in the window.")
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -121,6 +133,11 @@ class ReservationSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Placed above its pool's approvalAboveGpuHours (docs/policy.md, Approvals): its GPUs are"
         " held, nothing starts until an operator approves it, and it is released at holdUntil. Null otherwise.",
+    )
+    maintenance = MaintenanceNoticeSerializer(
+        allow_null=True,
+        help_text="A maintenance window scheduled over GPUs it holds (docs/repair-and-drain.md): the soonest;"
+        " they are moved off at its start. Null otherwise.",
     )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
@@ -172,6 +189,7 @@ def reservation_data(
         "keepWhenIdle": getattr(reservation, "keep_when_idle", False),
         "preemptAt": _preempt_at(reservation),
         "awaitingApproval": _awaiting(reservation),
+        "maintenance": _maintenance(reservation),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
@@ -198,6 +216,20 @@ def _awaiting(reservation) -> dict | None:
     if held is None:
         return None
     return {"holdUntil": datetime.fromisoformat(held["holdUntil"]), "gpuHours": float(held["gpuHours"])}
+
+
+def _maintenance(reservation) -> dict | None:
+    """Return the window that will take a placed reservation's GPUs (MaintenanceScheduled), else None."""
+    found = reservation.condition(MAINTENANCE_SCHEDULED) if reservation.status == "placed" else None
+    if found is None or found.get("status") != "True":
+        return None
+    return {
+        "windowId": found["window"],
+        "start": datetime.fromisoformat(found["at"]),
+        "end": datetime.fromisoformat(found["end"]),
+        "reason": found.get("windowReason", ""),
+        "nodes": found.get("nodes", []),
+    }
 
 
 def _preempt_at(reservation) -> datetime | None:

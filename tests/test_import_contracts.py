@@ -271,7 +271,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
-    "policy": (90, ()),
+    # A release's retry may repair, and a repair keeps a booking's maintenance notice true
+    # (services.maintenance_notice).
+    "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
     # scrape's permission (capacity.access).

@@ -18,6 +18,8 @@ RESERVATION_EVENTS = (
     "reservation.awaiting_approval",
     "reservation.approved",
     "reservation.denied",
+    "reservation.maintenance_scheduled",
+    "reservation.maintenance_cancelled",
 )
 NODE_EVENTS = (
     "node.cordoned",

@@ -22,6 +22,9 @@ AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
 # Under notice (capacity.placers.notice): when its GPUs are taken back.
 PREEMPT_AT = "PreemptAt"
+# A maintenance window will take GPUs this booking holds (capacity.services.maintenance_notice):
+# status True names the window; False says a window that would have was cancelled.
+MAINTENANCE_SCHEDULED = "MaintenanceScheduled"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
 QUEUED = Q(status="pending", conditions__contains=[{"type": QUEUED_CONDITION}])
 

@@ -5,7 +5,9 @@ marked Idle, one more for its pool's policy, whatever the node's history; the an
 exactly when something in it does (its time aside). A reservation marked Idle says so in `idle`
 (docs/policy.md): the agent writes reservations/ID.idle; one given notice before preemption says
 when in `preemptAt`: the agent writes reservations/ID.preempt. A device lent to spot work while its
-owner is idle says which in `lent` (null otherwise): the owner still holds it in `now`.
+owner is idle says which in `lent` (null otherwise): the owner still holds it in `now`. One a
+maintenance window will take GPUs from says which in `maintenance` (its MaintenanceScheduled
+condition): the agent writes reservations/ID.maintenance.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ _BOOKINGS_SQL = """
 SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
        r.binding, t.slug, r.pool_id, r.keep_when_idle,
        (SELECT c FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'Idle' LIMIT 1),
-       (SELECT c->>'at' FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
+       (SELECT c->>'at' FROM jsonb_array_elements(r.conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1),
+       (SELECT c FROM jsonb_array_elements(r.conditions) c
+         WHERE c->>'type' = 'MaintenanceScheduled' AND c->>'status' = 'True' LIMIT 1)
   FROM capacity_devicebooking b
   JOIN capacity_allocation a ON a.id = b.allocation_id
   LEFT JOIN capacity_reservation r ON r.id = a.reservation_id
@@ -72,6 +76,7 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
         keep,
         idle,
         preempt,
+        window,
     ) in rows:
         owner = {"reservationId": reservation, "tenantId": tenant}
         if instance:
@@ -105,6 +110,8 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
                     "idle": _idle(idle, keep, policies.get(pool)),
                     # Spot work given notice (placers.notice): the agent writes reservations/ID.preempt.
                     "preemptAt": _iso(datetime.fromisoformat(preempt)) if preempt else None,
+                    # A maintenance window takes its GPUs (maintenance_notice): ID.maintenance.
+                    "maintenance": _window(window),
                 },
             )
             if binding == "node":
@@ -140,6 +147,22 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
         "asOf": _iso(now),
         **{k: v for k, v in body.items() if k != "node"},
     }, f'"{tag}"'
+
+
+def _window(condition: dict | str | None) -> dict | None:
+    """Return what the agent writes to reservations/ID.maintenance: the window, when, why, where."""
+    if condition is None:
+        return None
+    if isinstance(condition, str):
+        condition = json.loads(condition)
+    return {
+        "windowId": condition.get("window"),
+        "start": _iso(datetime.fromisoformat(condition["at"])),
+        "end": _iso(datetime.fromisoformat(condition["end"])),
+        "reason": condition.get("windowReason", ""),
+        "nodes": condition.get("nodes", []),
+        "message": condition.get("message", ""),
+    }
 
 
 def _idle(condition: dict | None, keep: bool | None, policy: Policy | None) -> dict | None:

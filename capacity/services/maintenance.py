@@ -10,6 +10,9 @@ retries what found no room). At the start the worker puts the nodes in maintenan
 each window node whether it did (`switched`: the node was not in maintenance then); at the end
 it takes out only the nodes it put in, unless another running window covers them (which then
 takes them over). An operator's own maintenance switch is never undone by a window.
+
+The bookings a window will take GPUs from are told (maintenance_notice: a condition, an event, the
+agent's file); scheduling and deleting a window is in the audit (`maintenance.schedule`, `.delete`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from capacity.models import Allocation, MaintenanceWindow, MaintenanceWindowNode
 from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
 from inventory import services as inventory
 from inventory.models import Node, Pool
+from trail.record import record
 
+from . import maintenance_notice as notice
 from .inputs import MAX_DURATION, START_GRACE, epoch_ms
 from .repair import repair_reservation, wake_worker
 
@@ -71,6 +76,7 @@ class Scheduled:
     moved: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
     left: int = 0  # reservations past the request's bound, moved by the worker
+    told: list[int] = field(default_factory=list)  # reservations given the MaintenanceScheduled condition
 
 
 def _invalid(message: str) -> CapacityError:
@@ -190,10 +196,34 @@ def schedule(data: Any, *, by: str = "", now: datetime | None = None) -> Schedul
             for n in nodes
         )
         found = overlaps(window, now)
+        record(
+            "maintenance.schedule",
+            f"maintenance:{window.pk}",
+            after=audit_data(window, [n.name for n in nodes]),
+            reason=spec.reason,
+            by=by,
+        )
     result = Scheduled(window, found)
+    # Told now: what the window will take at its start. With `move` what has not started is moved
+    # off instead (a booking that finds no room is told in its repair's transaction).
+    told = {o.reservation for o in found if o.reservation and (not spec.move or o.start <= now)}
+    with transaction.atomic():
+        result.told = notice.refresh(told, now)
     if spec.move:
         _move_off(result, now, pools)
     return result
+
+
+def audit_data(window: MaintenanceWindow, nodes: list[str]) -> dict:
+    """Return a window as the audit records it."""
+    return {
+        "nodes": nodes,
+        "pool": window.pool.slug if window.pool_id else None,
+        "start": window.starts_at.isoformat(),
+        "end": window.ends_at.isoformat(),
+        "reason": window.reason,
+        "move": window.move,
+    }
 
 
 def _move_off(result: Scheduled, now: datetime, pools: list[int]) -> None:
@@ -270,10 +300,31 @@ def cancel(window_id: object, *, now: datetime | None = None) -> None:
     """Delete a window (operators only): a running one ends now, taking out the nodes it put in."""
     now = now or timezone.now()
     found = window(window_id)
+    pk = found.pk
     with transaction.atomic():
         if found.started_at is not None and found.ended_at is None:
             _end(found, now)
+        record("maintenance.delete", f"maintenance:{pk}", before=audit_data(found, node_names([found])[pk]))
         found.delete()
+    # Bookings it would have taken GPUs from: told by another window, or that this one is off.
+    with transaction.atomic():
+        notice.refresh(notice.naming(pk), now, gone=notice.CANCELLED)
+
+
+def retell(window_id: int, now: datetime | None = None) -> list[int]:
+    """Tell the bookings again after a window's span changed in place (a Slurm reservation
+    shortened, say); return those whose condition changed. Schedule and cancel tell by themselves.
+
+    Those it now overlaps name it (or a sooner window); those it no longer overlaps read False,
+    reason WindowChanged, unless another window takes their GPUs.
+    """
+    now = now or timezone.now()
+    found = MaintenanceWindow.objects.filter(pk=window_id).first()
+    ids = set(notice.naming(window_id))
+    if found is not None:
+        ids |= {o.reservation for o in overlaps(found, now) if o.reservation}
+    with transaction.atomic():
+        return notice.refresh(ids, now, gone=notice.CHANGED)
 
 
 def switch_windows(now: datetime | None = None) -> tuple[int, int]:
@@ -300,6 +351,8 @@ def switch_windows(now: datetime | None = None) -> tuple[int, int]:
     for found in over.order_by("ends_at", "pk"):
         with transaction.atomic():
             _end(found, now)
+        with transaction.atomic():  # over: its notices go (or name the next window)
+            notice.refresh(notice.naming(found.pk), now)
         ended += 1
     return started, ended
 
@@ -329,3 +382,9 @@ def _end(found: MaintenanceWindow, now: datetime) -> None:
 def _why(found: MaintenanceWindow) -> str:
     text = f"maintenance window {found.pk}"
     return f"{text}: {found.reason}" if found.reason else text
+
+
+def outside_pool(names: list[str], pool: str | None) -> list[str]:
+    """Return those of `names` that are nodes of another pool than `pool` (the schedule names unknown ones)."""
+    found = Node.objects.filter(name__in=names).exclude(pool__slug=pool).values_list("name", flat=True)
+    return sorted(found)

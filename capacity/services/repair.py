@@ -50,6 +50,7 @@ from trail.context import stamp as name_actor
 
 from .atoms import atoms_text
 from .inputs import stored_request
+from .maintenance_notice import notice_of, notices, with_notice
 from .misshapen import misshapen
 
 REPAIRED = "Repaired"
@@ -265,6 +266,9 @@ def repair_reservation(
             moved=len(notes),
             no_room=len(waiting),
         )
+        if windowed or notice_of(reservation) is not None:
+            # A booking moved off a window's node is no longer told of it; one left there is.
+            conditions = with_notice(conditions, notices([reservation.pk], now).get(reservation.pk))
         # The commit of a move marks the row placed with no conditions; put ours back.
         Reservation.objects.filter(pk=reservation.pk).update(
             status=Reservation.Status.PLACED, conditions=conditions, updated_at=now

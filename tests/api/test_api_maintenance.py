@@ -131,3 +131,37 @@ def test_the_preview_explains_the_window(as_operator, as_acme, lab, ask):
     (row,) = [r for r in rejected if r["nodeId"] == "node-a"]
     assert row["filter"] == "maintenance-window"
     assert row["reason"].startswith(f"window {made['id']}, ")
+
+
+def test_a_running_booking_reads_the_window_and_the_audit_names_who_scheduled_and_deleted(
+    as_operator, as_acme, lab, ask
+):
+    running = as_acme.post("/api/v1/reservations", ask(2), format="json").json()  # starts now, a day
+    node = running["allocations"][0]["nodeId"]
+    made = as_operator.post(
+        WINDOWS, window_body(nodes=[node], start=hours_ahead(2), end=hours_ahead(4)), format="json"
+    )
+    window = made.json()
+    mine = as_acme.get(f"/api/v1/reservations/{running['id']}").json()
+    assert mine["maintenance"] == {
+        "windowId": window["id"],
+        "start": window["start"],
+        "end": window["end"],
+        "reason": "firmware",
+        "nodes": [node],
+    }
+    (condition,) = [c for c in mine["conditions"] if c["type"] == "MaintenanceScheduled"]
+    assert (condition["status"], condition["reason"]) == ("True", "MaintenanceWindow")
+    assert as_operator.delete(f"{WINDOWS}/{window['id']}").status_code == 204
+    mine = as_acme.get(f"/api/v1/reservations/{running['id']}").json()
+    assert mine["maintenance"] is None
+    (condition,) = [c for c in mine["conditions"] if c["type"] == "MaintenanceScheduled"]
+    assert (condition["status"], condition["reason"]) == ("False", "WindowCancelled")
+    rows = as_operator.get(f"/api/v1/audit?object=maintenance:{window['id']}").json()["results"]
+    assert [(r["action"], r["actor"]) for r in rows] == [
+        ("maintenance.delete", "operator"),
+        ("maintenance.schedule", "operator"),
+    ]
+    assert all(r["requestId"] for r in rows)
+    assert rows[1]["after"]["nodes"] == [node] and rows[0]["before"]["reason"] == "firmware"
+    assert as_acme.get(f"/api/v1/audit?object=maintenance:{window['id']}").status_code == 403

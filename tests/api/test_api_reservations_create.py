@@ -15,7 +15,7 @@ def test_creating_a_reservation_answers_201_with_the_placed_reservation(as_acme,
     data = response.json()
     assert set(data) == {
         "id", "tenantId", "poolId", "status", "priority", "binding", "start", "end",
-        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "awaitingApproval", "conditions",
+        "createdAt", "releasedAt", "borrowedGpus", "keepWhenIdle", "preemptAt", "awaitingApproval", "maintenance", "conditions",
         "allocations", "request", "usage", "seriesId",
     }  # fmt: skip
     assert data["seriesId"] is None  # not an occurrence of a series

@@ -375,3 +375,10 @@ def test_maintenance_window_schedules_lists_and_deletes_and_refuses_bad_input(ru
     assert code == 2 and "INVALID_INPUT: end:" in err
     assert run("maintenance_window", "delete", str(window.pk)) == f"deleted maintenance window {window.pk}\n"
     assert not MaintenanceWindow.objects.exists()
+    from trail.models import AuditRecord
+
+    rows = AuditRecord.objects.filter(object=f"maintenance:{window.pk}").order_by("id")
+    assert [(r.action, r.actor.startswith("manage.py maintenance_window")) for r in rows] == [
+        ("maintenance.schedule", True),
+        ("maintenance.delete", True),
+    ]

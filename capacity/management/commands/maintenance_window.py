@@ -57,4 +57,5 @@ class Command(BerthCommand):
         ]
         lines += [f"  moved reservation {pk}" for pk in result.moved]
         lines += [f"  reservation {pk} found no room: it stays, RepairPending" for pk in result.waiting]
+        lines += [f"  told reservation {pk}: its GPUs there go at the window's start" for pk in result.told]
         self.stdout.write("\n".join(lines))

@@ -1,0 +1,148 @@
+"""Maintenance windows on the node and pool pages: see them; operators schedule and cancel them.
+
+The section is kept with the page's other fragments, under the pool's booking version: a window
+scheduled or deleted bumps it (capacity 0040), which renews the section, the node's timeline and
+the pool's chart at the commit; a window starting or ending ends the kept section's life then.
+Schedule and cancel go through capacity.services.maintenance as the API and the command do
+(audit, notices, moves included); the views that answer the forms are the pages' own
+(views.nodes, views.pools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from capacity.access import is_operator, nodes_for, scope_for
+from capacity.models import MaintenanceWindowNode
+from capacity.placement import CapacityError
+from capacity.services import maintenance
+from capacity.services.maintenance import Scheduled
+from capacity.window_form import WindowForm
+from inventory.models import Node
+
+from .availability_chart import pool_charts
+
+SHOWN = 50  # windows listed; past them the section says more follow (the API lists them all)
+
+
+def _rows(request: HttpRequest, *, pool=None, node=None, now: datetime) -> tuple[list[dict], bool]:
+    """Return the windows not over on the pool's nodes or the node, soonest first, as the section
+    lists them (to a tenant, with the nodes of the pool it may read), and whether more follow: two
+    statements (one when there are none)."""
+    found = maintenance.windows(pool=pool.slug if pool else None, node=node.name if node else None)
+    found = found.filter(ends_at__gt=now)
+    scope = scope_for(request.user)
+    # A tenant reads the nodes of this page's pool it may read (the page checked the pool).
+    pool_id = pool.pk if pool is not None else node.pool_id
+    readable = None
+    if not scope.sees_every_tenant:
+        readable = nodes_for(scope, Node.objects.filter(pool_id=pool_id), pools_checked=True)
+    if readable is not None:
+        found = found.filter(window_nodes__node__in=readable).distinct()
+    shown = list(found[: SHOWN + 1])
+    more, shown = len(shown) > SHOWN, shown[:SHOWN]
+    names: dict[int, list[str]] = {w.pk: [] for w in shown}
+    if shown:
+        rows = MaintenanceWindowNode.objects.filter(window__in=shown)
+        if readable is not None:
+            rows = rows.filter(node__in=readable)
+        for pk, name in rows.order_by("window_id", "node__name").values_list("window_id", "node__name"):
+            names[pk].append(name)
+    return [
+        {
+            "window": w,
+            "nodes": names[w.pk],
+            "state": "running" if w.starts_at <= now else "scheduled",
+            "whole_pool": bool(pool and w.pool_id == pool.pk),
+        }
+        for w in shown
+    ], more
+
+
+def changes_at(context: dict) -> datetime | None:
+    """Return when time alone changes the section: a listed window starting or ending."""
+    moments = [m for row in context["windows"] for m in (row["window"].starts_at, row["window"].ends_at)]
+    now = timezone.now()
+    return min((m for m in moments if m > now), default=None)
+
+
+def draw_windows(
+    request: HttpRequest, template: str, **where
+) -> Callable[[str], tuple[str, datetime | None]]:
+    """Return a kept fragment's draw of the windows partial of `template` (a pool's or a node's page).
+
+    Kept under the pool's booking version, which a window scheduled or deleted bumps (capacity 0040).
+    """
+
+    def drawn(csrf_token: str) -> tuple[str, datetime | None]:
+        context = {
+            "is_operator": is_operator(request.user),
+            "csrf_token": csrf_token,
+            **window_section(request, **where),
+        }
+        return render_to_string(f"{template}#windows", context, request), changes_at(context)
+
+    return drawn
+
+
+def window_section(
+    request: HttpRequest,
+    *,
+    pool=None,
+    node=None,
+    form: WindowForm | None = None,
+    result: Scheduled | None = None,
+    error: str = "",
+) -> dict:
+    """Return what the windows partial draws for a pool's page or a node's page."""
+    now = timezone.now()
+    rows, more = _rows(request, pool=pool, node=node, now=now)
+    operator = is_operator(request.user)
+    if pool is not None:
+        action = reverse("pool-windows", args=[pool.slug])
+    else:
+        action = reverse("node-windows", args=[node.name])
+    return {
+        "windows": rows,
+        "windows_more": more,
+        "window_form": (form or WindowForm(pool_page=pool is not None)) if operator else None,
+        "window_action": action,
+        "window_result": result,
+        "window_error": error,
+        "window_target": "#node-page" if node is not None else "#maintenance-windows",
+        "window_cancel": "node-window-delete" if node is not None else "pool-window-delete",
+        "window_owner": node.name if node is not None else pool.slug,
+    }
+
+
+def cancel_window(pk: int) -> str:
+    """Cancel the window; return why not ("" when done)."""
+    try:
+        maintenance.cancel(pk)
+    except CapacityError as err:
+        return err.message
+    return ""
+
+
+def done(drawn: dict) -> bool:
+    """Return whether a window form's answer is a success (a plain post then redirects)."""
+    return drawn.get("result") is not None or not (drawn.get("form") or drawn.get("error"))
+
+
+def pool_partial(request: HttpRequest, pool, **drawn) -> dict:
+    """Return what the pool page's windows partial answers htmx: the section, and the chart out of
+    band (a window is hatched there)."""
+    scope = scope_for(request.user)
+    return {
+        "pool": pool,
+        **window_section(request, pool=pool, **drawn),
+        "availability": pool_charts([pool], scope),
+        "availability_tenant_view": not scope.sees_every_tenant,
+        "chart_oob": True,
+    }
