@@ -70,7 +70,14 @@ FACE = {
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
-    "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
+    "capacity.models": (
+        "AnyReservation",
+        "PoolPolicy",
+        "PoolShare",
+        "Reservation",
+        "ReservationEvent",
+        "Series",
+    ),
     "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
@@ -83,6 +90,7 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        "pool_allows",
         "pool_for",
         "scope_for",
         "seen",
@@ -94,23 +102,21 @@ FACE = {
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
-    "capacity.services.inputs": ("parse_day",),
+    "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
-    "capacity.services.approvals": ("awaiting",),
-    "capacity.services.reservations": ("get",),
+    "capacity.services.reservations": ("awaiting", "get"),
     "capacity.services.release": ("MAX_REASON", "release"),
+    # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
+        "ATTRS",
         "Policy",
         "defaults",
-        "SECRET",
-        "parse_policy",
-        "policy_body",
+        "from_row",
         "policy_of",
-        "put_body",
         "stored_policies",
-        "visible_policy",
     ),
-    "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
+    # What policy.shares counts a pool's bookable GPUs with.
+    "capacity.rollups": ("stored_rollups",),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
@@ -122,7 +128,6 @@ FACE = {
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL",),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.services.outside_check": ("DEADLINE",),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),

@@ -14,18 +14,16 @@ from django.utils import timezone
 
 from capacity.port import (
     IDLE,
-    SECRET,
     CapacityError,
     Policy,
     Reservation,
     Section,
     lending_since,
     may_set_policy,
-    parse_policy,
-    policy_body,
     policy_of,
-    put_body,
 )
+
+from .pool_policy import SECRET, parse_policy, policy_body, put_body
 
 # Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
 KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"

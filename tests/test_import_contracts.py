@@ -42,6 +42,8 @@ LAZY_ALLOWED = {
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
+    ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
+    ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     **{
         (
             "policy.apps",

@@ -39,8 +39,8 @@ class PoolPolicy(models.Model):
     placement, which lends idle booked GPUs (capacity.placers.lend). The booking limits (`max_duration`, `max_lead_time`,
     `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
     and checked by the pool rules in policy.limits. Approvals (`approval_above_gpu_hours`, null: none
-    needed; `approval_hold`) are policy.approval (the hold), policy.approvals (deciding) and
-    capacity.services.approvals (the hold's end); the outside check (`policy_webhook`,
+    needed; `approval_hold`) are policy.approval (the hold), policy.approvals (deciding, and the
+    hold's end: its worker job); the outside check (`policy_webhook`,
     its secret and `policy_webhook_on_error`) policy.outside_check.
     """
 

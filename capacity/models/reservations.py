@@ -138,7 +138,7 @@ class Reservation(Conditions, models.Model):
                 condition=Q(series__isnull=False),
                 name="reservation_series_idx",
             ),
-            # Bookings awaiting an operator's approval (capacity.services.approvals): the worker's
+            # Bookings awaiting an operator's approval (policy.approvals): the worker's
             # hold check each round and the approval queue read these few, not every placed row.
             models.Index(
                 fields=["id"],

@@ -60,7 +60,7 @@ _TENANT_HOLDS = (
    AND r.ends_at > lower(%(during)s::tstzrange)"""
     + _HOLDS_WHERE
 )
-# The holds, then the share rows, then the pool's bookable GPUs (as services.shares counts them
+# The holds, then the share rows, then the pool's bookable GPUs (as policy.shares counts them
 # when it checks guarantees) with the asking tenant: one round trip.
 _READ_SQL = f"""
 SELECT 'share', s.tenant_id, false, s.guaranteed_gpus::float8, s.borrowing_limit_gpus::float8,

@@ -24,7 +24,6 @@ FACE = {
     "capacity.placers.ending": ("end_allocations",),
     "capacity.placers.notice": ("STARTS_LATER",),
     "capacity.placers.shares": ("BORROWED",),
-    "capacity.services.approvals": ("awaiting", "release_unapproved"),
     "capacity.services.fair_queue": ("fair_shares", "queue_body", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),
@@ -32,7 +31,13 @@ FACE = {
     "capacity.services.reclaim": ("count_lent_hours", "reclaim", "reclaim_lapsed"),
     "capacity.services.reclaim_processes": ("reclaim_after_report", "reclaim_for_processes"),
     "capacity.services.release": ("expire_ended", "release", "retry_pending"),
-    "capacity.services.reservations": ("allocations_for", "allocations_of", "get", "list_reservations"),
+    "capacity.services.reservations": (
+        "allocations_for",
+        "allocations_of",
+        "awaiting",
+        "get",
+        "list_reservations",
+    ),
     "capacity.services.reserve": ("ReserveResult", "admission_context", "reserve"),
     "capacity.placement.satisfiable": ("UNSATISFIABLE",),
     "capacity.services.series": (

@@ -9,9 +9,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.port import may_set_policy, parse_policy, policy_body, put_body, visible_policy
+from capacity.port import may_set_policy
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from ..pool_policy import parse_policy, policy_body, put_body, visible_policy
 
 POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
 DURATION = "A duration such as 30m, 2h, 3d or 2w; null: off."

@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from capacity.models import DeviceBooking, Reservation
-from capacity.services import release_unapproved
 from capacity.services.assignments import assignments
+from policy.approvals import release_unapproved
 from webhooks.models import Event, Subscription
 
 POLICY = "/api/v1/pools/lab-pool/policy"

@@ -11,7 +11,7 @@ from capacity.models import Reservation
 from capacity.placers.batch import place_batch
 from capacity.placers.shares import BORROWED, BORROWED_REASON
 from capacity.placers.take_back import RECLAIMED_REASON
-from capacity.services.shares import set_share
+from policy.shares import set_share
 
 from booking import NOW, ask, atoms_of, config, reserve
 
