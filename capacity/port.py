@@ -52,6 +52,7 @@ FACE = {
         "PlacementRequest",
         "Plan",
         "Pool",
+        "Ranked",
         "Window",
         "ineligibility",
         "may_be_schedulable",
@@ -68,7 +69,12 @@ FACE = {
     "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
     "capacity.placers.loader": ("Limits", "NodeIndex", "PoolRow", "load_pool"),
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
-    "capacity.placers.types": ("PLACERS", "PlacerConfig"),
+    "capacity.placers.types": ("PLACERS", "Outcome", "PlacerConfig"),
+    # What a rule that places (NO_ROOM: lending) plans and commits with: placement's own loop.
+    "capacity.placers.attempt": ("Way", "attempt", "commit_members"),
+    "capacity.placers.commit": ("Committed", "LostRace", "Owner", "member_devices"),
+    "capacity.placers.reads": ("plan_reads",),
+    "capacity.placers.sql": ("key_in",),
     # Bookings as records, and who may read them.
     "capacity.models": (
         "AnyReservation",
@@ -97,7 +103,7 @@ FACE = {
     ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
-    "capacity.db.literals": ("to_datetime",),
+    "capacity.db.literals": ("to_datetime", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
@@ -123,7 +129,7 @@ FACE = {
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "Rule", "register_rule"),
+    "capacity.rules": ("Booking", "NoRoom", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL",),

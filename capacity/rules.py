@@ -14,8 +14,11 @@ The points, in a booking's order:
 - PLACED: in the booking's transaction, once its allocation is written; may refuse (the booking
   rolls back) or return the conditions it wrote (an approval hold). A rule that needs the tenant's
   quota lock (`quota_lock`) makes its pool place creates inline: a batch takes no quota lock.
+- NO_ROOM: a spot request that found no room on free capacity, in its
+  transaction (placers.inline; the pool-lease batch, holding the pool, for one of no gang); may place it another way
+  (lending idle owners' GPUs) and answer the placement's Outcome; the first answer wins.
 - AT_COMMIT: a placed booking's transaction.on_commit side; AFTER_COMMIT: once it is committed.
-  Named, not called yet: the first rule that needs one (lending, notice) wires its call.
+  Named, not called yet: the first rule that needs one (notice) wires its call.
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
     from capacity.placement import PlacementRequest
+    from capacity.placers.commit import Owner
     from capacity.placers.loader import PoolRow
+    from capacity.placers.planning import Planner
+    from capacity.placers.types import Outcome, PlacerConfig
 
-BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT = (
+BEFORE_LOCK, BEFORE_CREATE, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT = (
     "before-lock",
     "before-create",
     "placed",
+    "no-room",
     "at-commit",
     "after-commit",
 )
-POINTS = (BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT)
+POINTS = (BEFORE_LOCK, BEFORE_CREATE, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT)
 # Points placement does not call yet: the first rule that needs one wires its call (a rule there
 # would never run, so registering one is refused).
 UNCALLED = (AT_COMMIT, AFTER_COMMIT)
@@ -55,6 +62,25 @@ class Booking:
 
 
 @dataclass(frozen=True)
+class NoRoom:
+    """A spot request that found no room on free capacity, as a NO_ROOM rule reads it.
+
+    `built`: the request's planner when the caller built it; `holds_pool`: the caller holds the
+    pool's lock already (the pool-lease batch), so rows other transactions hold are skipped;
+    `memo`: what a rule keeps across one batch's requests (None inline), keyed by its name.
+    """
+
+    request: PlacementRequest
+    pool: PoolRow
+    owner: Owner
+    config: PlacerConfig
+    now: datetime | None
+    built: Planner | None = None
+    holds_pool: bool = False
+    memo: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Rule:
     """One pool rule: its name, whether a pool sets it, and what it does at each point it serves.
 
@@ -67,6 +93,7 @@ class Rule:
     before_lock: Callable[[PlacementRequest, PoolRow, datetime], None] | None = None
     before_create: Callable[[Any, str], None] | None = None  # (services.prepare.Prepared, identity)
     placed: Callable[[Booking], list | None] | None = None
+    no_room: Callable[[NoRoom], Outcome | None] | None = None
     at_commit: Callable[[Booking], None] | None = None
     after_commit: Callable[[Booking], None] | None = None
     quota_lock: bool = False
@@ -146,6 +173,15 @@ def placed(booking: Booking, *, batch: bool = False) -> list | None:
         if conditions is not None:
             written = conditions
     return written
+
+
+def no_room(asked: NoRoom) -> Outcome | None:
+    """Run the pool's NO_ROOM rules on a spot request that found no room; return the first placement."""
+    for rule in at(NO_ROOM, asked.pool):
+        outcome = rule.no_room(asked)
+        if outcome is not None:
+            return outcome
+    return None
 
 
 def places_inline(pool: PoolRow) -> bool:

@@ -36,7 +36,7 @@ class PoolPolicy(models.Model):
     changes only the fields it names. A null duration is off: `idle_warn_after` null marks nothing
     idle in the pool (so nothing is released for idleness either). `spot_notice` and
     `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` by spot
-    placement, which lends idle booked GPUs (capacity.placers.lend). The booking limits (`max_duration`, `max_lead_time`,
+    placement, which lends idle booked GPUs (policy.lending). The booking limits (`max_duration`, `max_lead_time`,
     `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
     and checked by the pool rules in policy.limits. Approvals (`approval_above_gpu_hours`, null: none
     needed; `approval_hold`) are policy.approval (the hold), policy.approvals (deciding, and the

@@ -105,7 +105,7 @@ class Reservation(Conditions, models.Model):
     # The owner asked that it never be released for idleness (where its pool's policy allows it);
     # it is still marked Idle. Not kept in history: it matters only while the booking runs.
     keep_when_idle = models.BooleanField(default=False, db_default=False)
-    # Spot work placed on an idle owner's lent GPUs (capacity.placers.lend): the owners'
+    # Spot work placed on an idle owner's lent GPUs (policy.lending): the owners'
     # reservations. Empty for everything else. Not kept in history.
     lent_from = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
     # The series this reservation is an occurrence of (capacity.models.series), else null. Not

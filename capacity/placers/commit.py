@@ -98,7 +98,7 @@ WITH labels AS (
    WHERE (SELECT count(*) FROM devices) = cardinality(%(picked)s::bigint[])
   RETURNING id
 ), owned AS (
-  -- Lent GPUs (capacity.placers.lend): each booked device must be booked by one of the lenders
+  -- Lent GPUs (policy.lending): each booked device must be booked by one of the lenders
   -- (layer 0) over the whole window; those bookings are locked so that a release cutting them
   -- waits for this commit (and the worker then takes the lent work back). Empty when not lending.
   SELECT o.device_id FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id
