@@ -60,7 +60,7 @@ FACE = {
     "capacity.placement.earliest": ("NodeTime",),
     "capacity.placement.freeindex": ("FreeIndex",),
     "capacity.placement.lease": ("plan_lease",),
-    "capacity.placement.shares": ("Share", "Verdict", "gpus_text", "judge", "within"),
+    "capacity.placement.shares": ("Share", "Verdict", "gpus_phrase", "gpus_text", "judge", "within"),
     "capacity.placement.validate": ("validate_request",),
     # The planner over the database's pool, as placement builds it (what if replays demand on it).
     "capacity.conf": ("placer_config",),
@@ -69,7 +69,7 @@ FACE = {
     "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
     "capacity.placers.loader": ("Limits", "NodeIndex", "PoolRow", "load_pool"),
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
-    "capacity.placers.types": ("PLACERS", "Outcome", "PlacerConfig"),
+    "capacity.placers.types": ("PLACERS", "Borrowed", "Outcome", "PlacerConfig"),
     # What a rule that places (NO_ROOM: lending) plans and commits with: placement's own loop.
     "capacity.placers.attempt": ("Way", "attempt", "commit_members"),
     "capacity.placers.commit": ("Committed", "LostRace", "Owner", "member_devices"),
@@ -84,7 +84,7 @@ FACE = {
         "ReservationEvent",
         "Series",
     ),
-    "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
+    "capacity.models.reservations": ("APPROVED", "AWAITING", "BORROWED", "IDLE", "RECLAIMED", "preempt_at"),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
@@ -103,7 +103,7 @@ FACE = {
     ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
-    "capacity.db.literals": ("to_datetime", "window_range"),
+    "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
@@ -129,7 +129,7 @@ FACE = {
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "NoRoom", "Rule", "register_rule"),
+    "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL",),

@@ -11,10 +11,19 @@ class PolicyConfig(AppConfig):
     def ready(self):
         from capacity.port import Job, register, register_rule, register_section
 
-        from . import approval, approvals, lending, limits, outside_check, policy_section, shares_section
+        from . import (
+            approval,
+            approvals,
+            borrowing,
+            lending,
+            limits,
+            outside_check,
+            policy_section,
+            shares_section,
+        )
 
         # In this order at each point: the limits refuse before approval holds what they let through.
-        for module in (limits, approval, outside_check, lending):
+        for module in (limits, approval, outside_check, borrowing, lending):
             for rule in module.RULES:
                 register_rule(rule)
         # The pool page draws its settings in this order: Shares, then Policy.

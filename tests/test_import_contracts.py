@@ -49,7 +49,7 @@ LAZY_ALLOWED = {
             "policy.apps",
             f"policy.{rule}",
         ): "AppConfig.ready: registers the rule; rules import capacity's models"
-        for rule in ("approval", "lending", "limits", "outside_check")
+        for rule in ("approval", "borrowing", "lending", "limits", "outside_check")
     },
     **{
         (

@@ -89,6 +89,9 @@ def test_the_policy_app_registers_its_rules_at_their_points():
     assert names == {
         rules.BEFORE_LOCK: ["limits.window"],
         rules.BEFORE_CREATE: ["outside-check"],
+        rules.RECLAIMS: ["shares"],
+        rules.COMMITTED: ["shares"],
+        rules.SPLIT: ["shares"],
         rules.PLACED: ["limits.future-gpu-hours", "approval"],
         rules.NO_ROOM: ["lending"],
         rules.AT_COMMIT: [],

@@ -20,6 +20,8 @@ RECLAIMED = "Reclaimed"
 # Held for an operator above the pool's approvalAboveGpuHours (policy.approval), then approved.
 AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
+# What a booking borrowed past its tenant's guarantee in a pool with shares (policy.borrowing).
+BORROWED = "Borrowed"
 # Under notice (capacity.placers.notice): when its GPUs are taken back.
 PREEMPT_AT = "PreemptAt"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.
@@ -99,7 +101,7 @@ class Reservation(Conditions, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     released_at = models.DateTimeField(null=True, blank=True)
-    # Whole GPUs held past the tenant's guarantee in a pool with shares (capacity.placers.shares):
+    # Whole GPUs held past the tenant's guarantee in a pool with shares (policy.borrowing):
     # what a guaranteed booking may reclaim. 0 for everything else.
     borrowed_gpus = models.FloatField(default=0.0, db_default=0.0)
     # The owner asked that it never be released for idleness (where its pool's policy allows it);

@@ -47,7 +47,6 @@ from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
 from .loader import NodeIndex, PoolRow, load_pool
-from .shares import past_guarantees
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""
@@ -215,7 +214,7 @@ def place_batch(
                     # A pool with shares: what stays within its tenants' guarantees commits as one
                     # batch; what would borrow is judged one at a time, on what the batch placed.
                     planned = [(e.pk, e.tenant_pk, e.request) for e in entries if e.fits]
-                    past = past_guarantees(pool.pk, planned)
+                    past = rules.split(pool, planned)  # policy.borrowing
                     _commit_all([e for e in entries if e.pk not in past], pool, config, ledger, now)
                     for e in entries:
                         if e.pk in past and e.fits:

@@ -52,7 +52,7 @@ class Committed:
 
 
 # The locks, in the spec's order: the pool row, then the node; and whether the pool has shares
-# (capacity.placers.shares judges the booking then). The pool CTE is read first, so its
+# (policy.borrowing judges the booking then). The pool CTE is read first, so its
 # row is locked before the node's. NO KEY UPDATE: placers exclude each other (and an archive) on it,
 # while a node action that writes a row referring to the pool (a rollup's foreign-key check takes
 # KEY SHARE) after locking its node does not wait for it, which would deadlock against this order.
