@@ -45,6 +45,8 @@ from config.errors import THROTTLED
 from config.outbound.signing import PREFIX, headers, new_secret
 from config.outbound.targets import Answer, TargetError, check_url, post, printable, resolve
 
+from .check_cap import busy, pool_slot
+
 # Seconds for the lookup, connect, request and answer together: a URL's check, the check's call.
 DEADLINE = 2.0
 MAX_URL = 2000
@@ -85,9 +87,13 @@ def consult(prepared: Any, identity: str = "") -> Answer | None:
     signed = headers(
         limits.policy_webhook_secret, f"chk_{uuid.uuid4().hex}", int(prepared.now.timestamp()), body
     )
-    with SLOTS.checking(prepared.tenant.pk) as refused:
+    cap = limits.policy_webhook_concurrency
+    with SLOTS.checking(prepared.tenant.pk) as refused, pool_slot(prepared.pool.pk, cap) as free:
         if refused is not None:
             raise CapacityError(THROTTLED, _busy(refused, prepared), retry_after=BUSY_RETRY_AFTER)
+        if not free:
+            pool = prepared.request.pool_id
+            raise CapacityError(THROTTLED, busy(pool, cap, BUSY_RETRY_AFTER), retry_after=BUSY_RETRY_AFTER)
         answer = post(
             limits.policy_webhook,
             body,

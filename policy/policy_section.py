@@ -77,6 +77,13 @@ class PolicyForm(forms.Form):
         required=False,
         choices=[("deny", "deny the booking"), ("allow", "allow the booking")],
     )
+    policyWebhookConcurrency = forms.IntegerField(
+        label="Checks at once",
+        required=False,
+        min_value=1,
+        max_value=1000,
+        help_text="the most bookings waiting on the check at once (per web process); blank: no cap",
+    )
 
 
 def policy_initial(policy: Policy) -> dict:
@@ -130,7 +137,7 @@ def policy_context(
 def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
     """Change the pool's policy from the posted form; (None, "") when done, else the form and the error.
 
-    The form is read as the API's PUT (capacity.services.pool_policy.parse_policy): an error naming a field
+    The form is read as the API's PUT (policy.pool_policy.parse_policy): an error naming a field
     is shown next to it.
     """
     form = PolicyForm(request.POST, prefix="policy")

@@ -31,6 +31,7 @@ from capacity.port import (
 from inventory.models import Pool
 from trail.record import record
 
+from .check_cap import parse_cap
 from .outside_check import check_secret, check_webhook_url, new_secret
 
 # API name -> (attribute, kind); kinds: "duration" (text or null), "bool", "int" (a positive whole
@@ -50,6 +51,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "approvalHold": ("approval_hold", "hold"),
     "policyWebhook": ("policy_webhook", "url"),
     "policyWebhookOnError": ("policy_webhook_on_error", "on_error"),
+    "policyWebhookConcurrency": ("policy_webhook_concurrency", "cap"),
 }
 # Write-only: a PUT may set the outside check's secret; no GET shows it (policy.outside_check).
 SECRET = "policyWebhookSecret"
@@ -82,6 +84,8 @@ def parse_policy(data: object) -> dict[str, Any]:
             if not isinstance(value, str):
                 raise CapacityError(INVALID_INPUT, f"{name} must be a duration such as 24h")
             changes[attr] = parse_duration(value.strip(), name)
+        elif kind == "cap":
+            changes[attr] = parse_cap(value, name)
         elif kind == "url":
             changes[attr] = None if value is None else check_webhook_url(value, name)
         elif kind == "bool":

@@ -37,6 +37,7 @@ class Policy:
     policy_webhook: str | None = None
     policy_webhook_secret: str = ""
     policy_webhook_on_error: str = OnError.DENY
+    policy_webhook_concurrency: int | None = None
     stored: bool = False
 
 

@@ -80,6 +80,13 @@ class PolicySerializer(serializers.Serializer):
         choices=["allow", "deny"],
         help_text="What a create does when the check answers neither 2xx nor 403, or not in time.",
     )
+    policyWebhookConcurrency = serializers.IntegerField(
+        allow_null=True,
+        min_value=1,
+        max_value=1000,
+        help_text="The most of the pool's creates waiting on its check at once in a web process; one more"
+        " answers 429 THROTTLED at once, before anything is written. Null: no cap of the pool's own.",
+    )
 
 
 class PolicyInputSerializer(PolicySerializer):
