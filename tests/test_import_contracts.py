@@ -269,7 +269,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
-    "policy": (90, ()),
+    # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
+    # attempt loop, commit and reads through the port too.
+    "policy": (86, ()),
 }
 
 REACH_FORBIDDEN = {
