@@ -178,7 +178,7 @@ def booking_drift() -> list[str]:
     """Find double bookings (the constraint forbids them), bookings that outlive their release, and
     lent bookings of work that records no lender.
 
-    A device lent to spot work (capacity.placers.lend) holds its owner's booking (layer 0) and the
+    A device lent to spot work (policy.lending) holds its owner's booking (layer 0) and the
     lent one (layer 1) at once: that is not double booking; two of one layer are.
     """
     with connection.cursor() as cur:

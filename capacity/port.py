@@ -54,6 +54,7 @@ FACE = {
         "PlacementRequest",
         "Plan",
         "Pool",
+        "Ranked",
         "Window",
         "ineligibility",
         "may_be_schedulable",
@@ -61,7 +62,7 @@ FACE = {
     "capacity.placement.earliest": ("NodeTime",),
     "capacity.placement.freeindex": ("FreeIndex",),
     "capacity.placement.lease": ("plan_lease",),
-    "capacity.placement.shares": ("Share", "Verdict", "gpus_text", "judge", "within"),
+    "capacity.placement.shares": ("Share", "Verdict", "gpus_phrase", "gpus_text", "judge", "within"),
     "capacity.placement.validate": ("validate_request",),
     # The planner over the database's pool, as placement builds it (what if replays demand on it).
     "capacity.conf": ("placer_config",),
@@ -70,12 +71,25 @@ FACE = {
     "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
     "capacity.placers.loader": ("Limits", "NodeIndex", "PoolRow", "load_pool"),
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
-    "capacity.placers.types": ("PLACERS", "PlacerConfig"),
+    "capacity.placers.types": ("PLACERS", "Borrowed", "Outcome", "PlacerConfig"),
+    # What a rule that places (NO_ROOM: lending) plans and commits with: placement's own loop.
+    "capacity.placers.attempt": ("Way", "attempt", "commit_members"),
+    "capacity.placers.commit": ("Committed", "LostRace", "Owner", "member_devices"),
+    "capacity.placers.reads": ("plan_reads",),
+    "capacity.placers.sql": ("key_in",),
     # Bookings as records, and who may read them.
-    "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
+    "capacity.models": (
+        "AnyReservation",
+        "PoolPolicy",
+        "PoolShare",
+        "Reservation",
+        "ReservationEvent",
+        "Series",
+    ),
     "capacity.models.reservations": (
         "APPROVED",
         "AWAITING",
+        "BORROWED",
         "IDLE",
         "QUEUED_CONDITION",
         "RECLAIMED",
@@ -93,52 +107,49 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        "pool_allows",
         "pool_for",
         "scope_for",
         "seen",
     ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
-    "capacity.db.literals": ("to_datetime",),
+    "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
-    "capacity.services.inputs": ("parse_day",),
+    "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
-    "capacity.services.approvals": ("awaiting",),
-    "capacity.services.reservations": ("get",),
+    "capacity.services.reservations": ("awaiting", "get"),
     "capacity.services.release": ("MAX_REASON", "release"),
+    # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
+        "ATTRS",
         "Policy",
         "defaults",
-        "SECRET",
-        "parse_policy",
-        "policy_body",
+        "from_row",
         "policy_of",
-        "put_body",
         "stored_policies",
-        "visible_policy",
     ),
-    "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "Rule", "register_rule"),
+    "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.services.outside_check": ("DEADLINE",),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),
-    # What booking tells its observers (the metrics app counts it), and pools' capacity now (its gauges).
+    # What booking tells its observers (the metrics app counts it); pools' capacity now (its gauges),
+    # and what policy.shares counts a pool's bookable GPUs with.
     "capacity.observe": ("EVENTS", "register_observer", "tell"),
-    "capacity.rollups": ("BUCKETS", "capacity_by_pool"),
+    "capacity.rollups": ("BUCKETS", "capacity_by_pool", "stored_rollups"),
 }
 
 lazy_face(__name__, FACE)

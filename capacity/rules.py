@@ -14,29 +14,46 @@ The points, in a booking's order:
 - PLACED: in the booking's transaction, once its allocation is written; may refuse (the booking
   rolls back) or return the conditions it wrote (an approval hold). A rule that needs the tenant's
   quota lock (`quota_lock`) makes its pool place creates inline: a batch takes no quota lock.
+- RECLAIMS: a regular request about to be planned with spot work counted free (placers.preempt);
+  a rule may say it may take back other work too (borrowed GPUs of a guarantee): any yes is yes.
+- COMMITTED: in the placement's attempt, once its rows are written under the pool's lock, in a
+  pool whose lock said it has shares (placers.attempt); may send it back pending (raise Pending:
+  the attempt rolls back to its savepoint) or return what it borrowed (a Borrowed it recorded).
+- SPLIT: a pool-lease batch's plans, under the pool's lock, in a pool with shares (placers.batch);
+  a rule names those it must judge one at a time (they place inline, through COMMITTED).
+- NO_ROOM: a spot request that found no room on free capacity, in its
+  transaction (placers.inline; the pool-lease batch, holding the pool, for one of no gang); may place it another way
+  (lending idle owners' GPUs) and answer the placement's Outcome; the first answer wins.
 - AT_COMMIT: a placed booking's transaction.on_commit side; AFTER_COMMIT: once it is committed.
-  Named, not called yet: the first rule that needs one (lending, notice) wires its call.
+  Named, not called yet: the first rule that needs one (notice) wires its call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
     from capacity.placement import PlacementRequest
+    from capacity.placers.commit import Owner
     from capacity.placers.loader import PoolRow
+    from capacity.placers.planning import Planner
+    from capacity.placers.types import Borrowed, Outcome, PlacerConfig
 
-BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT = (
+BEFORE_LOCK, BEFORE_CREATE, RECLAIMS, COMMITTED, SPLIT, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT = (
     "before-lock",
     "before-create",
+    "reclaims",
+    "committed",
+    "split",
     "placed",
+    "no-room",
     "at-commit",
     "after-commit",
 )
-POINTS = (BEFORE_LOCK, BEFORE_CREATE, PLACED, AT_COMMIT, AFTER_COMMIT)
+POINTS = (BEFORE_LOCK, BEFORE_CREATE, RECLAIMS, COMMITTED, SPLIT, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT)
 # Points placement does not call yet: the first rule that needs one wires its call (a rule there
 # would never run, so registering one is refused).
 UNCALLED = (AT_COMMIT, AFTER_COMMIT)
@@ -54,6 +71,29 @@ class Booking:
     now: datetime
 
 
+class Pending(Exception):
+    """A COMMITTED rule sends the booking back pending; the message is the reason it shows."""
+
+
+@dataclass(frozen=True)
+class NoRoom:
+    """A spot request that found no room on free capacity, as a NO_ROOM rule reads it.
+
+    `built`: the request's planner when the caller built it; `holds_pool`: the caller holds the
+    pool's lock already (the pool-lease batch), so rows other transactions hold are skipped;
+    `memo`: what a rule keeps across one batch's requests (None inline), keyed by its name.
+    """
+
+    request: PlacementRequest
+    pool: PoolRow
+    owner: Owner
+    config: PlacerConfig
+    now: datetime | None
+    built: Planner | None = None
+    holds_pool: bool = False
+    memo: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class Rule:
     """One pool rule: its name, whether a pool sets it, and what it does at each point it serves.
@@ -66,7 +106,11 @@ class Rule:
     applies: Callable[[PoolRow], bool]
     before_lock: Callable[[PlacementRequest, PoolRow, datetime], None] | None = None
     before_create: Callable[[Any, str], None] | None = None  # (services.prepare.Prepared, identity)
+    reclaims: Callable[[PoolRow, PlacementRequest], bool] | None = None
+    committed: Callable[[PoolRow, int, PlacementRequest], Borrowed | None] | None = None
+    split: Callable[[PoolRow, Sequence[tuple[int, int, PlacementRequest]]], set[int]] | None = None
     placed: Callable[[Booking], list | None] | None = None
+    no_room: Callable[[NoRoom], Outcome | None] | None = None
     at_commit: Callable[[Booking], None] | None = None
     after_commit: Callable[[Booking], None] | None = None
     quota_lock: bool = False
@@ -133,6 +177,32 @@ def before_create(prepared: Any, identity: str, asked: tuple | None = None) -> t
     return which
 
 
+def reclaims(pool: PoolRow, request: PlacementRequest) -> bool:
+    """Return whether a RECLAIMS rule lets the regular request take back more than spot work."""
+    return any(rule.reclaims(pool, request) for rule in at(RECLAIMS, pool))
+
+
+def committed(pool: PoolRow, reservation_pk: int, request: PlacementRequest) -> Borrowed | None:
+    """Run the COMMITTED rules on a booking just written under the pool's lock; return what it borrowed.
+
+    A rule that refuses raises Pending (the caller rolls back to its savepoint).
+    """
+    borrowed = None
+    for rule in at(COMMITTED, pool):
+        borrowed = rule.committed(pool, reservation_pk, request) or borrowed
+    return borrowed
+
+
+def split(pool: PoolRow, batch: Sequence[tuple[int, int, PlacementRequest]]) -> set[int]:
+    """Return the keys of a batch's (key, tenant pk, request) that a SPLIT rule judges one at a time."""
+    if not batch:
+        return set()
+    apart: set[int] = set()
+    for rule in at(SPLIT, pool):
+        apart |= rule.split(pool, batch)
+    return apart
+
+
 def placed(booking: Booking, *, batch: bool = False) -> list | None:
     """Run the pool's PLACED rules on a booking just written; return the conditions the last one wrote.
 
@@ -146,6 +216,15 @@ def placed(booking: Booking, *, batch: bool = False) -> list | None:
         if conditions is not None:
             written = conditions
     return written
+
+
+def no_room(asked: NoRoom) -> Outcome | None:
+    """Run the pool's NO_ROOM rules on a spot request that found no room; return the first placement."""
+    for rule in at(NO_ROOM, asked.pool):
+        outcome = rule.no_room(asked)
+        if outcome is not None:
+            return outcome
+    return None
 
 
 def places_inline(pool: PoolRow) -> bool:

@@ -93,7 +93,6 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     services.count_lent_hours(finish_due())
     expired = services.expire_ended()
     services.reclaim_for_processes()  # the owner's processes showed up on lent GPUs (the report's backstop)
-    services.release_unapproved()  # bookings no operator decided on within their approvalHold
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())

@@ -18,8 +18,6 @@ from django.utils import timezone
 
 from capacity.models import PoolPolicy, PoolShare, Quota
 from capacity.rollups import refresh_rollups
-from capacity.services.pool_policy import parse_policy, set_policy
-from capacity.services.shares import set_share
 from devtools.demo_bookings import ACTOR, DEMO_WINDOW_NODE, build_bookings, build_window
 from devtools.demo_samples import build_samples
 from inventory.changelog import recording
@@ -38,6 +36,8 @@ from inventory.models import (
     Site,
     Tenant,
 )
+from policy.pool_policy import parse_policy, set_policy
+from policy.shares import set_share
 from trail.models import AuditRecord
 
 DEMO_NAMESPACE = uuid.UUID("6f1c2a3e-8a41-4c1e-9a53-0d6f5b7e2a10")

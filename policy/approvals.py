@@ -2,16 +2,20 @@
 
 The pool's approval rule (policy.approval) holds a booking above its pool's approvalAboveGpuHours;
 an operator decides on it here: approved (the condition becomes Approved) or denied with a reason
-(released, reason ApprovalDenied). capacity.services.approvals keeps what booking and the worker
-read: whether a booking awaits, and the release of those no operator decided on in time.
+(released, reason ApprovalDenied). Past holdUntil the worker releases it (reason ApprovalExpired,
+release_unapproved: the policy app's worker job, registered by policy/apps.py). A status of its own
+would have had every placed-only query (accounting, the audit, expiry, drain, repair) learn it; a
+condition changes what must change.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import unicodedata
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.port import (
@@ -28,11 +32,16 @@ from capacity.port import (
     Scope,
     awaiting,
     release,
+    survive,
 )
 from capacity.port import get as get_reservation
 from trail.context import stamp
 
 DENIED = "ApprovalDenied"
+EXPIRED = "ApprovalExpired"
+EVERY_SECONDS = 10.0  # the worker's round: a hold is released within this of its end
+
+log = logging.getLogger(__name__)
 
 
 def _allowed(reservation_id: int | str, scope: Scope, operator: bool) -> Reservation | AnyReservation:
@@ -126,3 +135,48 @@ def approval_queue(scope: Scope = EVERYONE, limit: int = 200) -> list[Reservatio
         # For the page, which writes times as it writes the window's, not as the condition's ISO text.
         r.hold_until = datetime.fromisoformat(r.approval["holdUntil"]) if "holdUntil" in r.approval else None
     return sorted(rows, key=lambda r: (r.approval.get("holdUntil", ""), r.pk))
+
+
+# Placed bookings still awaiting approval whose hold has passed (reservation_awaiting_idx: the
+# condition written out, as the index's predicate is).
+_DUE_SQL = """
+SELECT r.id, c->>'holdUntil'
+  FROM capacity_reservation r CROSS JOIN LATERAL jsonb_array_elements(r.conditions) c
+ WHERE r.status = 'placed' AND r.conditions @> '[{"type": "AwaitingApproval"}]'::jsonb AND c->>'type' = %(type)s
+   AND (c->>'holdUntil')::timestamptz <= %(now)s
+ ORDER BY r.id
+"""
+
+
+def release_unapproved(now: datetime | None = None) -> int:
+    """Release the bookings no operator decided on within their approvalHold; return how many."""
+    now = now or timezone.now()
+    with connection.cursor() as cur:
+        cur.execute(_DUE_SQL, {"type": AWAITING, "now": now})
+        due = cur.fetchall()
+    released = 0
+    for pk, until in due:
+        with transaction.atomic():
+            row = Reservation.objects.select_for_update(skip_locked=True, of=("self",)).filter(pk=pk).first()
+            if row is None or awaiting(row) is None:
+                continue  # decided meanwhile, or being decided now
+            release(pk, now=now, reason=f"not approved by {until} (approvalHold)", by="berth", why=EXPIRED)
+            released += 1
+    return released
+
+
+def run_once() -> str:
+    """Release the bookings whose approval hold ran out; say how many (the worker's job round)."""
+    released = release_unapproved()
+    return f"{released} not approved in time, released" if released else ""
+
+
+def serve(stop: threading.Event) -> None:
+    """Release unapproved bookings every EVERY_SECONDS until `stop`."""
+
+    def _serve(stop: threading.Event) -> None:
+        while not stop.is_set():
+            release_unapproved()
+            stop.wait(EVERY_SECONDS)
+
+    survive("approval-expiry", stop, _serve, log)

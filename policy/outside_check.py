@@ -11,10 +11,15 @@ A create waiting on the check holds a web thread, so it takes a slot of the proc
 budget (capacity.waits.SLOTS, shared with waits): a tenant runs at most CHECKS_PER_TENANT checks at
 once in a web process, waits and checks together at most half its threads. Past either the create
 answers at once 429 THROTTLED with Retry-After BUSY_RETRY_AFTER, before anything is written.
+
+The check's settings, the URL and secret an operator sets, are checked here too (check_webhook_url,
+check_secret) for the pool policy's form and serializer (policy.pool_policy), which write them.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import math
@@ -24,7 +29,7 @@ from typing import Any
 
 from capacity.port import (
     CHECKS_PER_TENANT,
-    DEADLINE,
+    INVALID_INPUT,
     POLICY_LIMIT,
     SLOTS,
     TENANT_BOUND,
@@ -37,9 +42,15 @@ from capacity.port import (
     to_datetime,
 )
 from config.errors import THROTTLED
-from config.outbound.signing import headers
-from config.outbound.targets import Answer, post, printable
+from config.outbound.signing import PREFIX, headers, new_secret
+from config.outbound.targets import Answer, TargetError, check_url, post, printable, resolve
 
+from .check_cap import busy, pool_slot
+
+# Seconds for the lookup, connect, request and answer together: a URL's check, the check's call.
+DEADLINE = 2.0
+MAX_URL = 2000
+SECRET_BYTES = (24, 64)  # a settable secret's length, decoded
 MAX_MESSAGE = 300  # printable characters of a refusal's message shown to the caller
 REFUSED = "the pool's outside check (policyWebhook) refused this booking"
 # A create refused a slot may retry after this (seconds): a running check ends by its deadline.
@@ -47,7 +58,16 @@ BUSY_RETRY_AFTER = math.ceil(DEADLINE)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BUSY_RETRY_AFTER", "OUTSIDE_CHECK", "RULES", "consult"]
+__all__ = [
+    "BUSY_RETRY_AFTER",
+    "DEADLINE",
+    "OUTSIDE_CHECK",
+    "RULES",
+    "check_secret",
+    "check_webhook_url",
+    "consult",
+    "new_secret",
+]
 
 
 def consult(prepared: Any, identity: str = "") -> Answer | None:
@@ -67,9 +87,13 @@ def consult(prepared: Any, identity: str = "") -> Answer | None:
     signed = headers(
         limits.policy_webhook_secret, f"chk_{uuid.uuid4().hex}", int(prepared.now.timestamp()), body
     )
-    with SLOTS.checking(prepared.tenant.pk) as refused:
+    cap = limits.policy_webhook_concurrency
+    with SLOTS.checking(prepared.tenant.pk) as refused, pool_slot(prepared.pool.pk, cap) as free:
         if refused is not None:
             raise CapacityError(THROTTLED, _busy(refused, prepared), retry_after=BUSY_RETRY_AFTER)
+        if not free:
+            pool = prepared.request.pool_id
+            raise CapacityError(THROTTLED, busy(pool, cap, BUSY_RETRY_AFTER), retry_after=BUSY_RETRY_AFTER)
         answer = post(
             limits.policy_webhook,
             body,
@@ -157,3 +181,29 @@ def _asked_on(pool: PoolRow) -> tuple:
 
 OUTSIDE_CHECK = Rule("outside-check", applies=_asks, before_create=consult, asked=_asked_on)
 RULES = (OUTSIDE_CHECK,)
+
+
+def check_webhook_url(value: object, name: str = "policyWebhook") -> str:
+    """Return an outside check's URL, checked as webhook subscriptions are; INVALID_INPUT naming `name`."""
+    if not isinstance(value, str) or not value or len(value) > MAX_URL:
+        raise CapacityError(INVALID_INPUT, f"{name}: an http or https URL of at most {MAX_URL} characters")
+    try:
+        _scheme, host, port, _path = check_url(value)
+        resolve(host, port, timeout=DEADLINE)
+    except TargetError as exc:
+        raise CapacityError(INVALID_INPUT, f"{name}: {str(exc).removeprefix('url: ')}") from None
+    return value
+
+
+def check_secret(value: object) -> str:
+    """Return a secret an operator sets (whsec_ and base64 of 24 to 64 bytes), or INVALID_INPUT."""
+    bad = f"policyWebhookSecret must be {PREFIX} followed by base64 of {SECRET_BYTES[0]} to {SECRET_BYTES[1]} bytes"
+    if not isinstance(value, str) or not value.startswith(PREFIX) or len(value) > 100:
+        raise CapacityError(INVALID_INPUT, bad)
+    try:
+        raw = base64.b64decode(value.removeprefix(PREFIX), validate=True)
+    except (binascii.Error, ValueError):
+        raise CapacityError(INVALID_INPUT, bad) from None
+    if not SECRET_BYTES[0] <= len(raw) <= SECRET_BYTES[1]:
+        raise CapacityError(INVALID_INPUT, bad)
+    return value

@@ -14,18 +14,16 @@ from django.utils import timezone
 
 from capacity.port import (
     IDLE,
-    SECRET,
     CapacityError,
     Policy,
     Reservation,
     Section,
     lending_since,
     may_set_policy,
-    parse_policy,
-    policy_body,
     policy_of,
-    put_body,
 )
+
+from .pool_policy import SECRET, parse_policy, policy_body, put_body
 
 # Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
 KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"
@@ -78,6 +76,13 @@ class PolicyForm(forms.Form):
         label="When the check fails",
         required=False,
         choices=[("deny", "deny the booking"), ("allow", "allow the booking")],
+    )
+    policyWebhookConcurrency = forms.IntegerField(
+        label="Checks at once",
+        required=False,
+        min_value=1,
+        max_value=1000,
+        help_text="the most bookings waiting on the check at once (per web process); blank: no cap",
     )
 
 
@@ -132,7 +137,7 @@ def policy_context(
 def apply_policy(request: HttpRequest, pool) -> tuple[PolicyForm | None, str]:
     """Change the pool's policy from the posted form; (None, "") when done, else the form and the error.
 
-    The form is read as the API's PUT (capacity.services.pool_policy.parse_policy): an error naming a field
+    The form is read as the API's PUT (policy.pool_policy.parse_policy): an error naming a field
     is shown next to it.
     """
     form = PolicyForm(request.POST, prefix="policy")

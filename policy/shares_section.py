@@ -11,16 +11,13 @@ from django.http import HttpRequest
 from capacity.port import (
     CapacityError,
     Section,
-    bookable_gpus,
-    delete_share,
     gpus_text,
     may_set_shares,
     scope_for,
-    set_share,
 )
 from inventory.models import Tenant
 
-from .shares import holding_changes_at, pool_shares
+from .shares import bookable_gpus, delete_share, holding_changes_at, pool_shares, set_share
 
 
 class ShareForm(forms.Form):

@@ -41,12 +41,14 @@ LAZY_ALLOWED = {
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
+    ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
+    ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     **{
         (
             "policy.apps",
             f"policy.{rule}",
         ): "AppConfig.ready: registers the rule; rules import capacity's models"
-        for rule in ("approval", "limits", "outside_check")
+        for rule in ("approval", "borrowing", "lending", "limits", "outside_check")
     },
     **{
         (
@@ -271,8 +273,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
-    # A release's retry may repair, and a repair keeps a booking's maintenance notice true
-    # (services.maintenance_notice).
+    # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
+    # attempt loop, commit and reads through the port too; a release's retry may repair, and a repair
+    # keeps a booking's maintenance notice true (services.maintenance_notice).
     "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the

@@ -89,7 +89,11 @@ def test_the_policy_app_registers_its_rules_at_their_points():
     assert names == {
         rules.BEFORE_LOCK: ["limits.window"],
         rules.BEFORE_CREATE: ["outside-check"],
+        rules.RECLAIMS: ["shares"],
+        rules.COMMITTED: ["shares"],
+        rules.SPLIT: ["shares"],
         rules.PLACED: ["limits.future-gpu-hours", "approval"],
+        rules.NO_ROOM: ["lending"],
         rules.AT_COMMIT: [],
         rules.AFTER_COMMIT: [],
     }
@@ -101,6 +105,6 @@ def test_the_architecture_page_lists_every_registered_rule_with_its_module():
     section = page.split("## Pool rules", 1)[1].split("\n## ", 1)[0]
     for found in rules.registered().values():
         for rule in found:
-            module = rule.before_lock or rule.before_create or rule.placed
+            module = next(getattr(rule, point.replace("-", "_")) for point in rule.points)
             path = module.__module__.replace(".", "/") + ".py"
             assert f"| `{rule.name}` | `{path}` |" in section, rule.name

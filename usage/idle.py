@@ -57,7 +57,7 @@ def _windows(policies: dict[int, Policy]) -> list[tuple[timedelta, list[int] | N
 
 
 def lenders() -> set[int]:
-    """Return the reservations whose idle GPUs spot work runs on now (capacity.placers.lend)."""
+    """Return the reservations whose idle GPUs spot work runs on now (policy.lending)."""
     with connection.cursor() as cur:
         cur.execute(
             """SELECT DISTINCT unnest(lent_from) FROM capacity_reservation

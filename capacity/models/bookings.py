@@ -53,7 +53,7 @@ class DeviceBooking(models.Model):
     """One device held by one allocation over `[start, end)`, in a layer.
 
     Layer 0 is the owner's booking; layer 1 is spot work on an idle owner's lent GPUs
-    (capacity.placers.lend). No two bookings of a device overlap in the same layer.
+    (policy.lending). No two bookings of a device overlap in the same layer.
     """
 
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="bookings")

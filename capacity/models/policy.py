@@ -10,7 +10,7 @@ from inventory.models import Pool
 
 def _positive(field: str, api_name: str) -> models.CheckConstraint:
     """Return the constraint that a policy field, when set, is more than 0 (a duration or a count)."""
-    zero = 0 if field.endswith("_gpu_hours") else timedelta(0)
+    zero = 0 if field.endswith(("_gpu_hours", "_concurrency")) else timedelta(0)
     return models.CheckConstraint(
         condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gt": zero}),
         name=f"poolpolicy_{field.removesuffix('_after')}_positive",
@@ -36,11 +36,11 @@ class PoolPolicy(models.Model):
     changes only the fields it names. A null duration is off: `idle_warn_after` null marks nothing
     idle in the pool (so nothing is released for idleness either). `spot_notice` and
     `spot_min_runtime` are read by preemption (capacity.placers.notice); `lend_idle` by spot
-    placement, which lends idle booked GPUs (capacity.placers.lend). The booking limits (`max_duration`, `max_lead_time`,
+    placement, which lends idle booked GPUs (policy.lending). The booking limits (`max_duration`, `max_lead_time`,
     `max_future_gpu_hours`; null: no limit) are read with the pool's lookup (capacity.placers.loader)
     and checked by the pool rules in policy.limits. Approvals (`approval_above_gpu_hours`, null: none
-    needed; `approval_hold`) are policy.approval (the hold), policy.approvals (deciding) and
-    capacity.services.approvals (the hold's end); the outside check (`policy_webhook`,
+    needed; `approval_hold`) are policy.approval (the hold), policy.approvals (deciding, and the
+    hold's end: its worker job); the outside check (`policy_webhook`,
     its secret and `policy_webhook_on_error`) policy.outside_check.
     """
 
@@ -63,6 +63,8 @@ class PoolPolicy(models.Model):
     policy_webhook = models.URLField(max_length=2000, null=True, blank=True)
     policy_webhook_secret = models.CharField(max_length=100, blank=True, default="")
     policy_webhook_on_error = models.CharField(max_length=5, choices=OnError, default=OnError.DENY)
+    # The most of the pool's creates waiting on its check at once in a web process (policy.check_cap).
+    policy_webhook_concurrency = models.PositiveIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -81,6 +83,7 @@ class PoolPolicy(models.Model):
                 ("max_future_gpu_hours", "maxFutureGpuHours"),
                 ("approval_above_gpu_hours", "approvalAboveGpuHours"),
                 ("approval_hold", "approvalHold"),
+                ("policy_webhook_concurrency", "policyWebhookConcurrency"),
             )
         ] + [
             models.CheckConstraint(

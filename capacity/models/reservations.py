@@ -20,6 +20,8 @@ RECLAIMED = "Reclaimed"
 # Held for an operator above the pool's approvalAboveGpuHours (policy.approval), then approved.
 AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
+# What a booking borrowed past its tenant's guarantee in a pool with shares (policy.borrowing).
+BORROWED = "Borrowed"
 # Under notice (capacity.placers.notice): when its GPUs are taken back.
 PREEMPT_AT = "PreemptAt"
 # A maintenance window will take GPUs this booking holds (capacity.services.maintenance_notice):
@@ -102,13 +104,13 @@ class Reservation(Conditions, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     released_at = models.DateTimeField(null=True, blank=True)
-    # Whole GPUs held past the tenant's guarantee in a pool with shares (capacity.placers.shares):
+    # Whole GPUs held past the tenant's guarantee in a pool with shares (policy.borrowing):
     # what a guaranteed booking may reclaim. 0 for everything else.
     borrowed_gpus = models.FloatField(default=0.0, db_default=0.0)
     # The owner asked that it never be released for idleness (where its pool's policy allows it);
     # it is still marked Idle. Not kept in history: it matters only while the booking runs.
     keep_when_idle = models.BooleanField(default=False, db_default=False)
-    # Spot work placed on an idle owner's lent GPUs (capacity.placers.lend): the owners'
+    # Spot work placed on an idle owner's lent GPUs (policy.lending): the owners'
     # reservations. Empty for everything else. Not kept in history.
     lent_from = ArrayField(models.BigIntegerField(), default=list, db_default=[], blank=True)
     # The series this reservation is an occurrence of (capacity.models.series), else null. Not
@@ -141,7 +143,7 @@ class Reservation(Conditions, models.Model):
                 condition=Q(series__isnull=False),
                 name="reservation_series_idx",
             ),
-            # Bookings awaiting an operator's approval (capacity.services.approvals): the worker's
+            # Bookings awaiting an operator's approval (policy.approvals): the worker's
             # hold check each round and the approval queue read these few, not every placed row.
             models.Index(
                 fields=["id"],

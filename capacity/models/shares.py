@@ -11,7 +11,7 @@ class PoolShare(models.Model):
     `borrowing_limit_gpus` null: no limit on borrowing; `lending_limit_gpus` null: all of the
     guarantee may be lent. A pool without rows has no shares and places as before; once it has
     some, a tenant without a row is guaranteed 0. The guarantees of a pool add up to at most its
-    bookable GPUs (services.shares checks it under the pool's lock).
+    bookable GPUs (policy.shares checks it under the pool's lock).
     """
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="shares")

@@ -15,13 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 
+from capacity import rules
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .loader import NodeIndex, PoolRow
 from .notice import add_condition, spot_policy, starts_later_condition, with_notice
 from .preempt import Preemption, with_preempted
-from .shares import SharesRefused, check_shares
 from .take_back import take_back
 from .types import Outcome, PlacerConfig
 
@@ -90,12 +90,13 @@ def attempt(
             committed = way.commit(placing, members, index, None if early else savepoint)
             borrowed = None
             if way.pool is not None and owner.reservation_pk is not None and any(c.shared for c in committed):
-                borrowed = check_shares(way.pool.pk, way.pool.view.id, owner.reservation_pk, placing)
-        except (LostRace, ArchivedMeanwhile, SharesRefused) as stop:
+                # The pool has shares: its rules judge the booking (policy.borrowing).
+                borrowed = rules.committed(way.pool, owner.reservation_pk, placing)
+        except (LostRace, ArchivedMeanwhile, rules.Pending) as stop:
             rollback_to(savepoint)
             if isinstance(stop, ArchivedMeanwhile):
                 return Outcome("pending", reason=ARCHIVED_REASON, plan=plan, lost=lost)
-            if isinstance(stop, SharesRefused):
+            if isinstance(stop, rules.Pending):
                 return Outcome("pending", reason=str(stop), plan=plan, lost=lost)
             lost.append(stop.reason)
             request = request.with_excluded(stop.node)

@@ -45,9 +45,7 @@ from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
 from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
-from .lend import lend, lends_idle
 from .loader import NodeIndex, PoolRow, load_pool
-from .shares import past_guarantees
 
 # Matches reservation_queued_idx's condition, so the queue is read from that index.
 QUEUED_SQL = """r.status = 'pending' AND r.conditions @> '[{"type": "Queued"}]'::jsonb"""
@@ -215,26 +213,24 @@ def place_batch(
                     # A pool with shares: what stays within its tenants' guarantees commits as one
                     # batch; what would borrow is judged one at a time, on what the batch placed.
                     planned = [(e.pk, e.tenant_pk, e.request) for e in entries if e.fits]
-                    past = past_guarantees(pool.pk, planned)
+                    past = rules.split(pool, planned)  # policy.borrowing
                     _commit_all([e for e in entries if e.pk not in past], pool, config, ledger, now)
                     for e in entries:
                         if e.pk in past and e.fits:
                             _place_inline(e, pool, config, now)
                 else:
                     _commit_all(entries, pool, config, ledger, now)
-            lending: bool | None = None
+            memo: dict = {}  # the NO_ROOM rules' (lending asks the pool's policy once a batch)
             for e in entries:
                 if e.committed or e.plan is None or e.plan.fits:
                     continue
                 # Regular work that fits only by taking spot work back places inline (spec).
                 if e.request.priority == "regular":
                     _place_inline(e, pool, config, now)
-                # Spot work that found no room may run on idle owners' lent GPUs (placers.lend),
-                # where the pool lends them (asked once a batch).
+                # Spot work that found no room: the pool's NO_ROOM rules may place it otherwise
+                # (idle owners' lent GPUs, policy.lending).
                 elif e.request.priority == "spot" and e.request.gang is None:
-                    lending = lends_idle(pool) if lending is None else lending
-                    if lending:
-                        _lend_inline(e, pool, config, now)
+                    _no_room_inline(e, pool, config, now, memo)
         placed = [e.pk for e in entries if e.committed]
         for e in entries if pool is not None else ():
             if e.committed:  # the pool's rules once placed (capacity.rules): approval's hold
@@ -364,9 +360,11 @@ def _place_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) 
         e.reason = outcome.reason
 
 
-def _lend_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime) -> None:
-    # The batch may hold the pool row already: a lender another transaction holds is skipped.
-    outcome = lend(e.request, pool, Owner(e.pk), config, now, holds_pool=True)
+def _no_room_inline(e: Entry, pool: PoolRow, config: PlacerConfig, now: datetime, memo: dict) -> None:
+    # The batch may hold the pool row already: a row another transaction holds is skipped.
+    outcome = rules.no_room(
+        rules.NoRoom(e.request, pool, Owner(e.pk), config, now, holds_pool=True, memo=memo)
+    )
     if outcome is not None:
         e.lost = [*e.lost, *outcome.lost]
         e.committed = outcome.committed

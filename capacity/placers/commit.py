@@ -52,7 +52,7 @@ class Committed:
 
 
 # The locks, in the spec's order: the pool row, then the node; and whether the pool has shares
-# (capacity.placers.shares judges the booking then). The pool CTE is read first, so its
+# (policy.borrowing judges the booking then). The pool CTE is read first, so its
 # row is locked before the node's. NO KEY UPDATE: placers exclude each other (and an archive) on it,
 # while a node action that writes a row referring to the pool (a rollup's foreign-key check takes
 # KEY SHARE) after locking its node does not wait for it, which would deadlock against this order.
@@ -98,7 +98,7 @@ WITH labels AS (
    WHERE (SELECT count(*) FROM devices) = cardinality(%(picked)s::bigint[])
   RETURNING id
 ), owned AS (
-  -- Lent GPUs (capacity.placers.lend): each booked device must be booked by one of the lenders
+  -- Lent GPUs (policy.lending): each booked device must be booked by one of the lenders
   -- (layer 0) over the whole window; those bookings are locked so that a release cutting them
   -- waits for this commit (and the worker then takes the lent work back). Empty when not lending.
   SELECT o.device_id FROM capacity_devicebooking o JOIN capacity_allocation oa ON oa.id = o.allocation_id

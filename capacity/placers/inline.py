@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from capacity import rules
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
 
 from .attempt import Way, attempt, commit_members
 from .commit import Committed, Owner
-from .lend import lend
 from .loader import NodeIndex, PoolRow, load_pool
 from .planning import Planner, plan_request
 from .preempt import find_preemption
@@ -37,7 +37,7 @@ def place(
     `holds_pool` says the caller already locked the pool, so victims held elsewhere are skipped.
     `reads` are the window's reads the caller sent ahead (send_reads), for the first plan;
     `built` is the request's planner, when the caller built it. A spot request that finds no room
-    may run on idle owners' lent GPUs (capacity.placers.lend).
+    may be placed by the pool's NO_ROOM rules (capacity.rules: lending idle owners' GPUs, policy.lending).
     """
     pool = pool or load_pool(pool_slug)
     if pool is None or pool.view.archived:
@@ -67,6 +67,6 @@ def place(
     )
     outcome = attempt(request, way, owner, config, now)
     if outcome.status == "pending" and request.priority == "spot":
-        # No room on free capacity: idle owners' GPUs, where the pool lends them.
-        return lend(request, pool, owner, config, now, built, holds_pool=holds_pool) or outcome
+        # No room on free capacity: the pool's rules may place it otherwise (idle owners' GPUs, lent).
+        return rules.no_room(rules.NoRoom(request, pool, owner, config, now, built, holds_pool)) or outcome
     return outcome

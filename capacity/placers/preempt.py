@@ -2,7 +2,7 @@
 
 In a pool with shares, a regular request that keeps its tenant within its guarantee over its
 window may also take back other tenants' borrowing reservations (borrowed_gpus > 0,
-capacity.placers.shares): the guarantee is reclaimed, the fewest GPU-hours first, the same way.
+policy.borrowing, a pool rule at RECLAIMS): the guarantee is reclaimed, the fewest GPU-hours first, the same way.
 Below, "spot work" reads "spot work, or borrowing work being reclaimed".
 
 When a regular request does not fit, the pool is planned again with every spot booking and claim
@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from capacity import rules
 from capacity.db.cursors import prepared_cursor
 from capacity.db.literals import to_datetime, window_range
 from capacity.placement import PlacementRequest, Plan, Ranked
@@ -36,7 +37,6 @@ from capacity.placement.timeline import peak
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
 from .notice import TAKEABLE_SQL, spot_policy, youngest_start
-from .shares import may_reclaim
 from .sql import key_in
 
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
@@ -234,7 +234,8 @@ def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, dat
     index = pool_index(pool)
     at = preemption_time(request)
     young = youngest_start(spot_policy(pool.pk), at)
-    holds = read_holds(pool.pk, index, request, at, reclaim=may_reclaim(pool.pk, request), young=young)
+    reclaim = rules.reclaims(pool, request)  # borrowed GPUs of a guarantee, too (policy.borrowing)
+    holds = read_holds(pool.pk, index, request, at, reclaim=reclaim, young=young)
     return (index, at, holds) if holds.cost else None
 
 

@@ -10,7 +10,17 @@ from capacity.placement import Plan, SchedulerPlugin
 
 if TYPE_CHECKING:  # Annotations only: the configuration's readers (conf, what if) need no writes.
     from .commit import Committed
-    from .shares import Borrowed
+
+
+@dataclass(frozen=True)
+class Borrowed:
+    """What a placed booking borrowed past its tenant's guarantee (a pool's shares, policy.borrowing):
+    whole GPUs, from how many tenants, and the condition recorded on the reservation."""
+
+    gpus: float
+    lenders: int
+    condition: dict
+
 
 INLINE = "inline"
 POOL_LEASE = "pool-lease"

@@ -28,8 +28,8 @@ from inventory.states import node_states
 from .pool_policy import Policy, policy_of
 
 # Each live booking of the node's devices (ending after now), soonest first, with its owner; a
-# lent booking (layer 1: spot work on an idle owner's GPUs, capacity.placers.lend) says so. A
-# booking awaiting approval (services.approvals) is not handed out: its devices read as free here.
+# lent booking (layer 1: spot work on an idle owner's GPUs, policy.lending) says so. A
+# booking awaiting approval (policy.approval) is not handed out: its devices read as free here.
 _BOOKINGS_SQL = """
 SELECT b.layer, b.device_id, lower(b.during), upper(b.during), a.reservation_id, a.instance_id, r.priority,
        r.binding, t.slug, r.pool_id, r.keep_when_idle,

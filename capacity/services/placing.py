@@ -112,7 +112,7 @@ def place_and_record(stage: Stage) -> Outcome:
         reservation.updated_at = max(stage.now, reservation.created_at)
         # The pool's rules once placed (capacity.rules), a create and a retry of a pending booking
         # alike: maxFutureGpuHours under the tenant's quota lock, counting the booking just written;
-        # above approvalAboveGpuHours, held for an operator (services.approvals).
+        # above approvalAboveGpuHours, held for an operator (policy.approval).
         held = None
         if pool is not None:
             held = rules.placed(

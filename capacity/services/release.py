@@ -72,7 +72,7 @@ def release(
     quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
-        # Spot work lent its GPUs (capacity.placers.lend) lives within its booking: it ends too.
+        # Spot work lent its GPUs (policy.lending) lives within its booking: it ends too.
         take_back_lent(lent_work([reservation.pk]), now, OWNER_ENDED)
         if reservation.lent_from:
             count_lent_hours([reservation.pk])  # lent work ending: the hours it ran on lent GPUs

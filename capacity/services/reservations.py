@@ -1,4 +1,4 @@
-"""Reading reservations: one the caller may see, the caller's list, and their allocations."""
+"""Reading reservations: one the caller may see, the caller's list, their allocations, whether one awaits approval."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.db.models import OuterRef, Subquery
 
 from capacity.access import EVERYONE, Scope
 from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
+from capacity.models.reservations import AWAITING
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Pool, Tenant
 
@@ -28,6 +29,13 @@ def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation | 
     if not scope.allows(reservation.tenant.slug):
         raise CapacityError(NOT_FOUND, f"no reservation {reservation_id}")
     return reservation
+
+
+def awaiting(reservation: Reservation) -> dict | None:
+    """Return a placed reservation's AwaitingApproval condition (docs/policy.md, Approvals), or None."""
+    if reservation.status != Reservation.Status.PLACED:
+        return None
+    return reservation.condition(AWAITING)
 
 
 def list_reservations(

@@ -21,9 +21,9 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import PoolPolicy, Reservation
-from capacity.services.pool_policy import set_policy
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
+from policy.pool_policy import set_policy
 from usage.idle import IDLE, mark_idle
 
 _FILL_SQL = """

@@ -33,12 +33,12 @@ from capacity.models import Allocation, DeviceBooking, PoolPolicy, Quota, Reserv
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.rollups import refresh_rollups
 from capacity.services import lookups
-from capacity.services.pool_policy import set_policy
 from capacity.services.tokens import issue_token
 from devtools.bench.load import Tally, _Client, _figures, _timed, served
 from devtools.bench.placements import _build_nodes
 from devtools.bench.policy_check import _server
 from inventory.models import Node, Pool, Site, Tenant
+from policy.pool_policy import set_policy
 
 CHECKED, OTHER = "oc-checked", "oc-other"
 BUSY, CALM = "oc-busy", "oc-calm"

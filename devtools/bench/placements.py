@@ -25,10 +25,10 @@ from capacity.placers.batch import place_queued
 from capacity.placers.types import POOL_LEASE
 from capacity.rollups import refresh_rollups
 from capacity.services.maintenance import schedule
-from capacity.services.shares import bookable_gpus
 from capacity.worker import serve
 from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
+from policy.shares import bookable_gpus
 
 BENCH_QUOTA = 1_000_000_000
 # Nodes inserted per transaction when a benchmark pool is built (bulk inserts: the pool's

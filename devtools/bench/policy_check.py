@@ -21,8 +21,8 @@ from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, PoolPolicy, Reservation
 from capacity.services import lookups
-from capacity.services.pool_policy import set_policy
 from devtools.bench.placements import build_pool, requests_for
+from policy.pool_policy import set_policy
 
 
 def _server(delay_ms: float) -> http.server.ThreadingHTTPServer:

@@ -9,9 +9,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.port import may_set_policy, parse_policy, policy_body, put_body, visible_policy
+from capacity.port import may_set_policy
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+
+from ..pool_policy import parse_policy, policy_body, put_body, visible_policy
 
 POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
 DURATION = "A duration such as 30m, 2h, 3d or 2w; null: off."
@@ -77,6 +79,13 @@ class PolicySerializer(serializers.Serializer):
     policyWebhookOnError = serializers.ChoiceField(
         choices=["allow", "deny"],
         help_text="What a create does when the check answers neither 2xx nor 403, or not in time.",
+    )
+    policyWebhookConcurrency = serializers.IntegerField(
+        allow_null=True,
+        min_value=1,
+        max_value=1000,
+        help_text="The most of the pool's creates waiting on its check at once in a web process; one more"
+        " answers 429 THROTTLED at once, before anything is written. Null: no cap of the pool's own.",
     )
 
 

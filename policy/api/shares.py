@@ -7,11 +7,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.port import delete_share, may_set_shares, parse_share, set_share
+from capacity.port import may_set_shares
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
-from ..shares import ShareRow, share_rows
+from ..shares import ShareRow, delete_share, parse_share, set_share, share_rows
 
 POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="Pool slug.")
 TENANT = OpenApiParameter("tenant", str, OpenApiParameter.PATH, description="Tenant slug.")

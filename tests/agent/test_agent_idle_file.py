@@ -7,7 +7,7 @@ from django.utils import timezone
 from test_berth_agent import book
 
 from capacity.models import Reservation
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 
 
 def mark(reservation, condition):

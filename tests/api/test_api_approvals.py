@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from capacity.models import DeviceBooking, Reservation
-from capacity.services import release_unapproved
 from capacity.services.assignments import assignments
+from policy.approvals import release_unapproved
 from webhooks.models import Event, Subscription
 
 POLICY = "/api/v1/pools/lab-pool/policy"
@@ -151,6 +151,15 @@ def test_past_its_hold_an_undecided_booking_is_released_with_a_condition(as_acme
     assert row.status == "released"
     released = row.condition("Released")
     assert released["reason"] == "ApprovalExpired" and "(approvalHold)" in released["message"], released
+
+
+def test_the_worker_runs_the_expiry_as_the_policy_apps_job(as_acme, as_operator, lab, ask):
+    """The approval expiry is the policy app's worker job: a round with nothing due says nothing."""
+    from capacity.worker_jobs import JOBS
+
+    as_operator.put(POLICY, {"approvalAboveGpuHours": 10, "approvalHold": "2h"}, format="json")
+    create(as_acme, ask, gpus=1, duration="1d")
+    assert JOBS["approval-expiry"].run_once() == ""  # its hold has two hours to run
 
 
 def test_approval_fields_are_checked_and_the_hold_is_not_off(as_operator, lab):

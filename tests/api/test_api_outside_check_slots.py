@@ -158,3 +158,37 @@ def test_a_process_that_serves_no_web_threads_runs_its_checks_unbounded(checked,
         for slot in held:
             slot.__exit__(None, None, None)
     assert SLOTS.total() == 0
+
+
+def test_a_pool_past_its_own_cap_gets_429_before_its_tenants_bounds(
+    as_operator, as_acme, as_globex, checked, ask
+):
+    """policyWebhookConcurrency (policy.check_cap): the pool's creates waiting on its check at once."""
+    _check, opened = checked
+    capped = as_operator.put("/api/v1/pools/lab-pool/policy", {"policyWebhookConcurrency": 1}, format="json")
+    assert capped.status_code == 200 and capped.json()["policyWebhookConcurrency"] == 1
+    held = Create(as_acme, ask(gpus=1))
+    until_checks(1)
+    refused = as_globex.post("/api/v1/reservations", ask(gpus=1, tenant="globex"), format="json")
+    assert refused.status_code == 429 and refused["Retry-After"] == str(BUSY_RETRY_AFTER)
+    assert refused.json()["message"] == (
+        "lab-pool already has 1 bookings waiting on its outside check (policyWebhookConcurrency);"
+        f" nothing was booked: retry in {BUSY_RETRY_AFTER} s"
+    )
+    opened.set()
+    held.join()
+    assert held.status == 201, held.json
+    assert not Reservation.objects.filter(tenant__slug="globex").exists()
+    # The slot is given back: the next create asks the check and books.
+    assert (
+        as_globex.post("/api/v1/reservations", ask(gpus=1, tenant="globex"), format="json").status_code == 201
+    )
+    for bad in (0, 1001, "2", True):
+        answer = as_operator.put(
+            "/api/v1/pools/lab-pool/policy", {"policyWebhookConcurrency": bad}, format="json"
+        )
+        assert answer.status_code == 400 and answer.json()["message"].startswith(
+            "policyWebhookConcurrency must be"
+        )
+    off = as_operator.put("/api/v1/pools/lab-pool/policy", {"policyWebhookConcurrency": None}, format="json")
+    assert off.json()["policyWebhookConcurrency"] is None

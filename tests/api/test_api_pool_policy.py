@@ -21,6 +21,7 @@ DEFAULTS = {
     "approvalHold": "1d",
     "policyWebhook": None,
     "policyWebhookOnError": "deny",
+    "policyWebhookConcurrency": None,
 }
 
 

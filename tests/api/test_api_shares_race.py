@@ -7,8 +7,8 @@ from django.db import connection, connections, transaction
 
 from capacity.models import PoolShare
 from capacity.placement import CapacityError
-from capacity.services.shares import set_share
 from inventory.models import Pool
+from policy.shares import set_share
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 def test_an_operator_approves_a_held_booking_from_the_queue(login, demo, tmp_path):
     from capacity import services
     from capacity.models import Reservation
-    from capacity.services.pool_policy import set_policy
+    from policy.pool_policy import set_policy
 
     set_policy("h100-prod", {"approval_above_gpu_hours": 100})
     held = services.reserve(

@@ -345,7 +345,7 @@ def test_a_reason_over_200_characters_is_refused_with_exit_code_2(run, hosts):
 def test_a_booking_past_a_pool_limit_is_refused_with_policy_limit(run, hosts):
     from datetime import timedelta
 
-    from capacity.services.pool_policy import set_policy
+    from policy.pool_policy import set_policy
 
     set_policy("lab-pool", {"max_duration": timedelta(days=7)})
     with pytest.raises(CommandError) as failed:

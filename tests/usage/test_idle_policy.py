@@ -15,9 +15,9 @@ from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
 from capacity.services.assignments import assignments
 from capacity.services.keep_when_idle import set_keep_when_idle
-from capacity.services.pool_policy import set_policy
 from inventory.models import DeviceSample, Pool
 from policy.approvals import approve
+from policy.pool_policy import set_policy
 from usage.idle import IDLE, mark_idle
 
 

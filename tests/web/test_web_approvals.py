@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from capacity.models import Reservation
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 
 
 @pytest.fixture

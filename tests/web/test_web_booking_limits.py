@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from capacity.models import PoolPolicy, Reservation
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 
 from web_helpers import HX, error_next_to
 

@@ -182,7 +182,7 @@ def test_zero_seconds_draws_the_node_page_fresh(two_hosts, op, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_booking_its_approval_and_its_release_show_in_the_list_at_once(two_hosts, book, alice, op):
-    from capacity.services.pool_policy import set_policy
+    from policy.pool_policy import set_policy
 
     alice.get(LIST), op.get(LIST)
     set_policy("lab-pool", {"approval_above_gpu_hours": 100})

@@ -10,10 +10,9 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.models import Reservation
-from capacity.services.pool_policy import set_policy
-from capacity.services.shares import delete_share, set_share
 from inventory.models import Pool
-from policy.shares import holding_changes_at
+from policy.pool_policy import set_policy
+from policy.shares import delete_share, holding_changes_at, set_share
 
 POOL = "/pools/lab-pool/"
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from capacity.models import PoolPolicy, Reservation
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

@@ -1,7 +1,7 @@
 """The pool page's Shares section: operators see and edit every row in place, tenants their own."""
 
 from capacity.models import PoolShare
-from capacity.services.shares import set_share
+from policy.shares import set_share
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

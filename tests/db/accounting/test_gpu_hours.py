@@ -18,11 +18,10 @@ from capacity.audit import audit
 from capacity.booked_hours import booked_hours_drift
 from capacity.gpu_hours import BookedDevice, allocation_sevenths, gpu_hours, held_sevenths_sql
 from capacity.models import Allocation, DeviceBooking, Reservation
-from capacity.services.pool_policy import set_policy
-from capacity.services.shares import set_share
 from inventory.models import Device, Pool
 from policy.limits import future_gpu_hours
-from policy.shares import holding_gpus
+from policy.pool_policy import set_policy
+from policy.shares import holding_gpus, set_share
 
 from booking import NOW, ask, reserve
 from hours import kept, recount

@@ -110,11 +110,11 @@ def test_seeding_again_keeps_what_operators_and_tenants_changed_and_audits_nothi
 
     from capacity import services
     from capacity.models import MaintenanceWindow, Quota, Reservation
-    from capacity.services.pool_policy import parse_policy, set_policy
-    from capacity.services.shares import delete_share, set_share
     from capacity.services.tokens import issue_token
     from inventory import services as inventory
     from inventory.models import Tenant
+    from policy.pool_policy import parse_policy, set_policy
+    from policy.shares import delete_share, set_share
     from trail.context import acting_as
 
     call_command("seed_demo", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())

@@ -6,8 +6,8 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import Reservation
 from capacity.placers.batch import place_batch
-from capacity.services.pool_policy import set_policy
 from inventory.models import Pool
+from policy.pool_policy import set_policy
 
 from booking import NOW, ask
 

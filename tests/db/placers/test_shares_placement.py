@@ -9,9 +9,9 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import Reservation
 from capacity.placers.batch import place_batch
-from capacity.placers.shares import BORROWED, BORROWED_REASON
 from capacity.placers.take_back import RECLAIMED_REASON
-from capacity.services.shares import set_share
+from policy.borrowing import BORROWED, BORROWED_REASON
+from policy.shares import set_share
 
 from booking import NOW, ask, atoms_of, config, reserve
 

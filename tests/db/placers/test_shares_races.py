@@ -13,8 +13,8 @@ from capacity.audit import audit
 from capacity.models import Reservation
 from capacity.placers.batch import place_batch
 from capacity.placers.take_back import RECLAIMED_REASON
-from capacity.services.shares import set_share
 from inventory.models import Pool
+from policy.shares import set_share
 
 from booking import NOW, ask, config, reserve
 from racing import run_threads

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from capacity import services
 from capacity.placers.batch import place_batch
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 
 from booking import NOW, ask, config, reserve
 

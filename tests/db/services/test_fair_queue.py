@@ -187,7 +187,7 @@ def test_a_worker_round_reads_the_figures_once_and_places_the_fair_queue_first(s
     with CaptureQueriesContext(connection) as seen:
         run_round(lease, housekeeping=True)
     # The fair shares' read (the decay summed over bookings and history): once. Placing in a pool
-    # with shares also reads its rows, to judge each booking (capacity.placers.shares).
+    # with shares also reads its rows, to judge each booking (policy.borrowing).
     assert sum("capacity_devicebooking_all" in q["sql"] for q in seen.captured_queries) == 1
     status = [Reservation.objects.get(pk=r.pk).status for r in made]
     assert status == ["pending", "pending", "placed", "placed"]

@@ -7,9 +7,9 @@ import pytest
 from capacity.models import DeviceBooking, Reservation
 from capacity.placement import CapacityError
 from capacity.services.earliest_start import earliest
-from capacity.services.pool_policy import set_policy
 from inventory.models import Device
 from policy.limits import future_gpu_hours
+from policy.pool_policy import set_policy
 
 from booking import HOUR, MS, NOW, ask, config, reserve
 

@@ -93,7 +93,7 @@ def test_two_calls_for_one_instance_at_once_book_one_allocation(tenant, make_nod
 def test_the_port_applies_the_pool_policy_limits(tenant, make_node):
     from datetime import timedelta
 
-    from capacity.services.pool_policy import set_policy
+    from policy.pool_policy import set_policy
 
     make_node("node-a", gpus=4)
     set_policy("lab-pool", {"max_duration": timedelta(hours=12)})
@@ -142,9 +142,9 @@ def test_a_module_books_a_series_through_the_port_with_the_apis_rule_and_limits(
 def test_an_instance_past_its_tenants_outside_checks_is_refused_at_once_and_books_nothing(
     tenant, make_node, settings, monkeypatch
 ):
-    from capacity.services.pool_policy import set_policy
     from capacity.waits import CHECKS_PER_TENANT, SLOTS
     from policy.outside_check import BUSY_RETRY_AFTER
+    from policy.pool_policy import set_policy
 
     make_node("node-a", gpus=4)
     settings.WEB_THREADS = 16  # in a web process: the port's callers hold web threads too

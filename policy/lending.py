@@ -1,4 +1,4 @@
-"""Lend idle GPUs to spot work: a spot request that does not fit on free capacity runs on idle bookings.
+"""The lending rule: a spot request that does not fit on free capacity runs on idle bookings' GPUs.
 
 In a pool whose policy has `lend_idle`, a spot request that found no room is planned again with
 only lendable devices free: those that, over the request's whole window, hold exactly one booking,
@@ -12,7 +12,8 @@ booking covers the window, locking those bookings, and the EXCLUDE constraint le
 lent booking per device and instant. The spot reservation records its lenders (`lent_from`).
 A GPU whose latest sample shows a process is not lent. The pool-lease batch lends too, holding
 the pool: it skips lenders another transaction holds. capacity.services.reclaim takes lent work
-back.
+back. A pool rule at NO_ROOM (capacity.rules), registered by policy/apps.py: placement calls it
+only for a spot request that found no room, and it asks the pool's policy (one statement) then.
 """
 
 from __future__ import annotations
@@ -24,19 +25,32 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from capacity.db.cursors import prepared_cursor
-from capacity.db.literals import window_range
-from capacity.models.reservations import IDLE
-from capacity.placement import PlacementRequest, Ranked
-
-from .attempt import Way, attempt, commit_members
-from .commit import Committed, LostRace, Owner, member_devices
-from .index import PoolIndex, pool_index, views_for
-from .loader import NodeIndex, PoolRow
-from .planning import Planner
-from .reads import plan_reads
-from .sql import key_in
-from .types import Outcome, PlacerConfig
+from capacity.port import (
+    IDLE,
+    Committed,
+    LostRace,
+    NodeIndex,
+    NoRoom,
+    Outcome,
+    Owner,
+    PlacementRequest,
+    PlacerConfig,
+    Planner,
+    PoolIndex,
+    PoolRow,
+    Ranked,
+    Rule,
+    Way,
+    attempt,
+    commit_members,
+    key_in,
+    member_devices,
+    plan_reads,
+    pool_index,
+    prepared_cursor,
+    views_for,
+    window_range,
+)
 
 IDLE_JSON = f'[{{"type": "{IDLE}"}}]'
 # A sample older than this says nothing of a GPU now (an agent reports every 30 s).
@@ -190,3 +204,30 @@ def lend(
         return None
     outcome.lent_from = tuple(lent)
     return outcome
+
+
+def _no_room(asked: NoRoom) -> Outcome | None:
+    """Lend the request idle owners' GPUs where the pool lends them (a batch asks the policy once)."""
+    if asked.memo is not None:
+        lends = asked.memo.get(LENDING.name)
+        if lends is None:
+            lends = asked.memo[LENDING.name] = lends_idle(asked.pool)
+        if not lends:
+            return None
+    return lend(
+        asked.request,
+        asked.pool,
+        asked.owner,
+        asked.config,
+        asked.now,
+        asked.built,
+        holds_pool=asked.holds_pool,
+    )
+
+
+def _may_lend(pool: PoolRow) -> bool:
+    return True  # the pool's lend_idle is read fresh, and only once a spot request found no room
+
+
+LENDING = Rule("lending", applies=_may_lend, no_room=_no_room)
+RULES = (LENDING,)

@@ -1,4 +1,4 @@
-"""A placement in a pool with shares: judged after its commit, under the pool's lock.
+"""Shares and borrowing, a pool rule: a placement in a pool with shares is judged after its commit, under the pool's lock.
 
 The commit's lock statement says whether the pool has shares (read under the pool row's lock, so
 a share set meanwhile waits for this transaction). When it has, the pool's bookings over the
@@ -7,6 +7,12 @@ judged (capacity.placement.shares): a booking that would break a borrowing limit
 guarantee its tenant keeps, rolls back to the attempt's savepoint and stays pending with the
 reason; one that borrows records how much (`borrowed_gpus`, what a guaranteed booking may
 reclaim) and a Borrowed condition. A pool without shares costs nothing here.
+
+Placement calls it through capacity.rules (registered by policy/apps.py): COMMITTED (the judgement
+above), RECLAIMS (whether a regular request may take borrowed GPUs back: may_reclaim) and SPLIT (a
+batch's plans that would take a tenant past its guarantee: past_guarantees). Capacity's commit and
+batch lock statements say whether the pool has shares; the rule runs only then (RECLAIMS: for every
+regular request that may take spot work back, one statement, as before).
 """
 
 from __future__ import annotations
@@ -15,14 +21,25 @@ import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from capacity.db.cursors import prepared_cursor
-from capacity.db.literals import window_literal
-from capacity.gpu_hours import gpus_sql
-from capacity.placement import PlacementRequest, Window
-from capacity.placement.shares import Share, gpus_phrase, gpus_text, judge, within
+from capacity.port import (
+    BORROWED,
+    Borrowed,
+    Pending,
+    PlacementRequest,
+    PoolRow,
+    Rule,
+    Share,
+    Window,
+    gpus_phrase,
+    gpus_sql,
+    gpus_text,
+    judge,
+    prepared_cursor,
+    window_literal,
+    within,
+)
 from inventory.gpu_share import gpu_share, gpu_share_sql
 
-BORROWED = "Borrowed"
 BORROWED_REASON = "BorrowedFromShares"
 
 # What placed reservations hold over the window, per (tenant, whether it is the reservation
@@ -60,7 +77,7 @@ _TENANT_HOLDS = (
    AND r.ends_at > lower(%(during)s::tstzrange)"""
     + _HOLDS_WHERE
 )
-# The holds, then the share rows, then the pool's bookable GPUs (as services.shares counts them
+# The holds, then the share rows, then the pool's bookable GPUs (as policy.shares counts them
 # when it checks guarantees) with the asking tenant: one round trip.
 _READ_SQL = f"""
 SELECT 'share', s.tenant_id, false, s.guaranteed_gpus::float8, s.borrowing_limit_gpus::float8,
@@ -80,19 +97,6 @@ _RECORD_SQL = """
 UPDATE capacity_reservation SET borrowed_gpus = %(gpus)s, conditions = %(conditions)s::jsonb
  WHERE id = %(reservation)s::bigint
 """
-
-
-class SharesRefused(Exception):
-    """The booking breaks the pool's shares; the message says which and by how much."""
-
-
-@dataclass(frozen=True)
-class Borrowed:
-    """What a placed booking borrowed: whole GPUs past its tenant's guarantee, from how many tenants."""
-
-    gpus: float
-    lenders: int
-    condition: dict  # as recorded on the reservation
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def check_shares(
 ) -> Borrowed | None:
     """Judge a committed booking against the pool's shares; record what it borrowed.
 
-    Raise SharesRefused (nothing recorded: the caller rolls back to its savepoint) when it breaks
+    Raise Pending (nothing recorded: the caller rolls back to its savepoint) when it breaks
     them; return what it borrowed, or None when it stays within its tenant's guarantee.
     """
     window = (request.during.start / 1000, request.during.end / 1000)
@@ -161,7 +165,7 @@ def check_shares(
     read = read_shares(pool_pk, reservation_pk, request)
     verdict = judge(read.tenant, read.own, window, read.holds, read.shares, read.capacity)
     if verdict.refused is not None:
-        raise SharesRefused(f"{pool_slug}: {verdict.refused}")
+        raise Pending(f"{pool_slug}: {verdict.refused}")
     if verdict.borrowed <= 0:
         return None
     guaranteed = read.shares.get(read.tenant, Share(0)).guaranteed
@@ -244,3 +248,21 @@ def past_guarantees(pool_pk: int, batch: Sequence[tuple[int, int, PlacementReque
         else:
             holds.append((tenant, *window, gpus))
     return past
+
+
+def _committed(pool: PoolRow, reservation_pk: int, request: PlacementRequest) -> Borrowed | None:
+    return check_shares(pool.pk, pool.view.id, reservation_pk, request)
+
+
+def _may_share(pool: PoolRow) -> bool:
+    return True  # whether the pool has shares is read under its lock (the commit's, the batch's)
+
+
+BORROWING = Rule(
+    "shares",
+    applies=_may_share,
+    reclaims=lambda pool, request: may_reclaim(pool.pk, request),
+    committed=_committed,
+    split=lambda pool, batch: past_guarantees(pool.pk, batch),
+)
+RULES = (BORROWING,)
