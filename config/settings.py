@@ -256,10 +256,18 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Book GPU capacity: reservations, previews, pools and nodes.",
     "VERSION": "1.0.0",
     # A node's state in the node lists and a drain's state share the field name `state`.
+    # Nullable references valid for a strict 3.0.3 validator (config/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.nullable_references",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
         "MaintenanceWindowStateEnum": "capacity.api.maintenance.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
+        "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",
+        "PriorityEnum": "capacity.api.enums.PRIORITIES",
+        "WebhookEventEnum": "webhooks.models.EVENT_TYPES",
     },
 }
 
