@@ -11,12 +11,12 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from config import csvcells
 from config.api.base import BerthAPIView
+from config.api.negotiation import CsvOnly
 from config.api.schema import errors
 from config.replica import replica_reads
 from usage.report import BUCKETS, GROUPS, usage_period, usage_report
@@ -118,16 +118,6 @@ class UsageView(BerthAPIView):
         return Response(
             {"from": first.isoformat(), "to": last.isoformat(), "rows": [r.as_dict() for r in rows]}
         )
-
-
-class CsvOnly(BaseContentNegotiation):
-    """Answer CSV whatever the Accept header asks."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
 
 
 class UsageCsvView(UsageView):
