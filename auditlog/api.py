@@ -19,7 +19,7 @@ from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.negotiation import CsvOnly
 from config.api.pages import plain
-from config.api.schema import errors
+from config.api.schema import NO_FORMAT, json_errors
 
 COLUMNS = ("at", "actor", "action", "object", "before", "after", "reason", "requestId")
 
@@ -120,8 +120,8 @@ class AuditView(BerthAPIView):
             "label changes and what node reports changed, quotas, shares, pool policies, webhooks, "
             "calendar feeds and API tokens. Operators only; as CSV: GET /api/v1/audit.csv."
         ),
-        parameters=FILTERS,
-        responses={200: ENTRY, **errors(400, 401, 403)},
+        parameters=[*FILTERS, NO_FORMAT],
+        responses={(200, "application/json"): ENTRY, **json_errors(400, 401, 403)},
     )
     def get(self, request):
         return self.export(request)
@@ -141,6 +141,14 @@ class AuditView(BerthAPIView):
         return response
 
 
+PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", OpenApiTypes.STR, description="The page: follow the Link header as it is."),
+    OpenApiParameter(
+        "page_size", OpenApiTypes.INT, description="Entries a page: 50 by default, at most 500."
+    ),
+]
+
+
 class AuditCsvView(AuditView):
     """The audit export as CSV, a page at a time: the next page's address in the Link header."""
 
@@ -156,10 +164,10 @@ class AuditCsvView(AuditView):
             " JSON, `at` in UTC with microseconds (2026-05-01T12:00:00.000000Z). The next page's"
             ' address is in the Link header (rel="next"). Operators only.'
         ),
-        parameters=FILTERS,
+        parameters=[*FILTERS, *PAGE_PARAMETERS],
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="A page of the audit as CSV."),
-            **errors(400, 401, 403),
+            **json_errors(400, 401, 403),
         },
     )
     def get(self, request):

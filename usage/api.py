@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from config import csvcells
 from config.api.base import BerthAPIView
 from config.api.negotiation import CsvOnly
-from config.api.schema import errors
+from config.api.schema import NO_FORMAT, json_errors
 from config.replica import replica_reads
 from usage.report import BUCKETS, GROUPS, usage_period, usage_report
 
@@ -90,9 +90,9 @@ class UsageView(BerthAPIView):
         operation_id="usage_report",
         tags=["usage"],
         summary="GPU-hours booked and used per group and day, week or month",
-        parameters=PARAMETERS,
+        parameters=[*PARAMETERS, NO_FORMAT],
         responses={
-            200: inline_serializer(
+            (200, "application/json"): inline_serializer(
                 "UsageReport",
                 {
                     "from": serializers.DateField(),
@@ -100,7 +100,7 @@ class UsageView(BerthAPIView):
                     "rows": UsageRowSerializer(many=True),
                 },
             ),
-            **errors(400, 401),
+            **json_errors(400, 401),
         },
     )
     @replica_reads
@@ -132,7 +132,7 @@ class UsageCsvView(UsageView):
         parameters=PARAMETERS,
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The rows as CSV."),
-            **errors(400, 401),
+            **json_errors(400, 401),
         },
     )
     @replica_reads

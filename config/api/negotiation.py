@@ -1,8 +1,8 @@
-"""Content negotiation for the API's CSV operations (usage.csv, audit.csv)."""
+"""Content negotiation: `?format=` where a view knows it, and the CSV operations (usage.csv, audit.csv)."""
 
 from __future__ import annotations
 
-from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 
 
 class CsvOnly(BaseContentNegotiation):
@@ -13,3 +13,10 @@ class CsvOnly(BaseContentNegotiation):
 
     def select_parser(self, request, parsers):
         return parsers[0] if parsers else None
+
+
+class FormatOrAccept(DefaultContentNegotiation):
+    """DRF's negotiation, except that a `?format=` the view does not render is ignored, not a 404."""
+
+    def filter_renderers(self, renderers, format):
+        return [renderer for renderer in renderers if renderer.format == format] or renderers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from config.errors import CODES
@@ -19,6 +20,33 @@ class ErrorSerializer(serializers.Serializer):
 def errors(*codes: int) -> dict[int, type[ErrorSerializer]]:
     """Return OpenAPI responses for these error statuses."""
     return {code: ErrorSerializer for code in codes}
+
+
+def json_errors(*codes: int) -> dict[tuple[int, str], type[ErrorSerializer]]:
+    """Return these error statuses as JSON, for an operation whose answer is not (a CSV export)."""
+    return {(code, "application/json"): ErrorSerializer for code in codes}
+
+
+# What any operation may answer, whatever it does: 400 for a NUL byte or invalid Unicode in a path
+# or query value (config.api.base), 401 without credentials, 403 to a credential the operation is
+# not for (a node's own, on anything but its report and assignments).
+EVERY_OPERATION = {
+    "400": "Bad input: a parameter names what is wrong.",
+    "401": "No credentials, or they do not work.",
+    "403": "This credential may not do this.",
+}
+
+
+def common_errors(result, generator, request, public):
+    """Declare on every operation the errors any operation may answer (drf-spectacular hook)."""
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            responses = operation.setdefault("responses", {})
+            for code, description in EVERY_OPERATION.items():
+                responses.setdefault(code, {"content": error, "description": description})
+            operation["responses"] = dict(sorted(responses.items()))
+    return result
 
 
 # OpenAPI 3.0.3 lets `nullable` add null only beside a `type`: drf-spectacular's nullable reference,
@@ -42,3 +70,8 @@ def nullable_references(result, generator, request, public):
         return node
 
     return rewrite(result)
+
+
+# DRF reads ?format= on a view with more than one renderer, and drf-spectacular declares it; an
+# operation whose CSV is an operation of its own (usage.csv, audit.csv) leaves it out of the schema.
+NO_FORMAT = OpenApiParameter("format", exclude=True)
