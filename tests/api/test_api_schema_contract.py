@@ -41,6 +41,11 @@ def test_the_schema_is_valid_for_a_strict_validator(schema):
     assert errors == []
 
 
+def test_every_reference_names_a_component(schema):
+    refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(schema)))
+    assert refs and refs <= set(schema["components"]["schemas"])
+
+
 def test_every_operation_has_a_tag_an_operation_id_and_its_errors(schema):
     ids = []
     for label, operation in operations(schema):
