@@ -50,9 +50,13 @@ def common_errors(result, generator, request, public):
 
 
 # OpenAPI 3.0.3 lets `nullable` add null only beside a `type`: drf-spectacular's nullable reference,
-# {"allOf": [{"$ref": …}], "nullable": true}, rejects null in a strict validator. This is the form
-# that accepts it: exactly one of the reference or null.
+# {"allOf": [{"$ref": …}], "nullable": true}, and a nullable oneOf reject null in a strict
+# validator. This is the form that accepts it: exactly one of the reference (or shapes) or null.
 NULL_ONLY = {"type": "object", "nullable": True, "enum": [None]}
+
+
+def _takes_null(option: dict) -> bool:
+    return option.get("nullable") is True or option.get("$ref", "").endswith("/NullEnum")
 
 
 def nullable_references(result, generator, request, public):
@@ -64,6 +68,11 @@ def nullable_references(result, generator, request, public):
                 rest = {k: v for k, v in node.items() if k not in ("allOf", "nullable")}
                 refs = node["allOf"]
                 node = {"oneOf": [*refs, dict(NULL_ONLY)], **rest} if len(refs) == 1 else node
+            elif node.get("nullable") is True and "type" not in node and "oneOf" in node:
+                # One of several shapes, or null: null gets a shape of its own unless one takes it.
+                rest = {k: v for k, v in node.items() if k not in ("oneOf", "nullable")}
+                takes_null = any(_takes_null(option) for option in node["oneOf"])
+                node = {"oneOf": [*node["oneOf"], *([] if takes_null else [dict(NULL_ONLY)])], **rest}
             return {key: rewrite(value) for key, value in node.items()}
         if isinstance(node, list):
             return [rewrite(value) for value in node]
