@@ -1,24 +1,25 @@
-"""GET /api/v1/audit: every change the audit's sources hold, newest first, cursor-paged; JSON or CSV."""
+"""GET /api/v1/audit: every change the audit's sources hold, newest first, cursor-paged; JSON, or CSV (audit.csv)."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 import json
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from auditlog.sources import Filters, audit_source, key
+from config import csvcells
 from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
+from config.api.negotiation import CsvOnly
 from config.api.pages import plain
-from config.api.schema import errors
+from config.api.schema import NO_FORMAT, json_errors
 
 COLUMNS = ("at", "actor", "action", "object", "before", "after", "reason", "requestId")
 
@@ -32,22 +33,25 @@ class CsvRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         out = io.StringIO()
-        writer = csv.writer(out)
+        writer = csvcells.Writer(out)
         if isinstance(data, dict) and "results" in data:
             writer.writerow(COLUMNS)
             for entry in data["results"]:
-                writer.writerow(
-                    [
-                        json.dumps(entry[c])
-                        if c in ("before", "after") and entry[c] is not None
-                        else entry[c]
-                        for c in COLUMNS
-                    ]
-                )
+                writer.writerow([_cell(entry, c) for c in COLUMNS])
         else:  # an error: {"code", "message"}
             writer.writerow(["code", "message"])
             writer.writerow([data.get("code", ""), data.get("message", "")])
         return out.getvalue().encode()
+
+
+def _cell(entry: dict, column: str):
+    """Return an entry's CSV cell: before and after as JSON, the time as every CSV writes one."""
+    value = entry[column]
+    if column == "at":
+        return csvcells.csv_time(dt.datetime.fromisoformat(value))
+    if column in ("before", "after") and value is not None:
+        return json.dumps(value)
+    return value
 
 
 def _moment(name: str, raw: str | None) -> dt.datetime | None:
@@ -80,13 +84,24 @@ ENTRY = inline_serializer(
         "actor": serializers.CharField(allow_null=True),
         "action": serializers.CharField(),
         "object": serializers.CharField(),
-        "before": serializers.JSONField(allow_null=True),
-        "after": serializers.JSONField(allow_null=True),
+        "before": serializers.JSONField(help_text="What changed, before (any JSON; null for none)."),
+        "after": serializers.JSONField(help_text="What changed, after (any JSON; null for none)."),
         "reason": serializers.CharField(),
         "requestId": serializers.CharField(allow_null=True),
     },
     many=True,
 )
+
+
+FILTERS = [
+    OpenApiParameter("actor", OpenApiTypes.STR, description="a username, or a command's name"),
+    OpenApiParameter(
+        "action", OpenApiTypes.STR, description="e.g. sign-in, reservation.released, node.cordon"
+    ),
+    OpenApiParameter("object", OpenApiTypes.STR, description="e.g. user:alice, reservation:12, node:gpu-01"),
+    OpenApiParameter("from", OpenApiTypes.DATETIME, description="at or after"),
+    OpenApiParameter("to", OpenApiTypes.DATETIME, description="before"),
+]
 
 
 class AuditView(BerthAPIView):
@@ -103,23 +118,15 @@ class AuditView(BerthAPIView):
             "Who changed what, when and in which request (X-Request-Id), newest first: sign-ins and "
             "failed sign-ins (with the provider's sub), reservation status changes, node, taint and "
             "label changes and what node reports changed, quotas, shares, pool policies, webhooks, "
-            "calendar feeds and API tokens. `?format=csv` for CSV. Operators only."
+            "calendar feeds and API tokens. Operators only; as CSV: GET /api/v1/audit.csv."
         ),
-        parameters=[
-            OpenApiParameter("actor", OpenApiTypes.STR, description="a username, or a command's name"),
-            OpenApiParameter(
-                "action", OpenApiTypes.STR, description="e.g. sign-in, reservation.released, node.cordon"
-            ),
-            OpenApiParameter(
-                "object", OpenApiTypes.STR, description="e.g. user:alice, reservation:12, node:gpu-01"
-            ),
-            OpenApiParameter("from", OpenApiTypes.DATETIME, description="at or after"),
-            OpenApiParameter("to", OpenApiTypes.DATETIME, description="before"),
-            OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"]),
-        ],
-        responses={200: ENTRY, **errors(400, 401, 403)},
+        parameters=[*FILTERS, NO_FORMAT],
+        responses={(200, "application/json"): ENTRY, **json_errors(400, 401, 403)},
     )
     def get(self, request):
+        return self.export(request)
+
+    def export(self, request):
         query = request.query_params
         filters = Filters(
             actor=query.get("actor"),
@@ -132,3 +139,36 @@ class AuditView(BerthAPIView):
         if response.data.get("next"):
             response["Link"] = f'<{response.data["next"]}>; rel="next"'
         return response
+
+
+PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", OpenApiTypes.STR, description="The page: follow the Link header as it is."),
+    OpenApiParameter(
+        "page_size", OpenApiTypes.INT, description="Entries a page: 50 by default, at most 500."
+    ),
+]
+
+
+class AuditCsvView(AuditView):
+    """The audit export as CSV, a page at a time: the next page's address in the Link header."""
+
+    renderer_classes = [CsvRenderer]
+    content_negotiation_class = CsvOnly
+
+    @extend_schema(
+        operation_id="audit_list_csv",
+        tags=["audit"],
+        summary="Export the audit log as CSV",
+        description=(
+            "The JSON export's page as CSV: one header line, a line per entry, `before` and `after` as"
+            " JSON, `at` in UTC with microseconds (2026-05-01T12:00:00.000000Z). The next page's"
+            ' address is in the Link header (rel="next"). Operators only.'
+        ),
+        parameters=[*FILTERS, *PAGE_PARAMETERS],
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="A page of the audit as CSV."),
+            **json_errors(400, 401, 403),
+        },
+    )
+    def get(self, request):
+        return self.export(request)

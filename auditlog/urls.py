@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from auditlog.api import AuditView
+from auditlog.api import AuditCsvView, AuditView
 
 urlpatterns = [
     path("audit", AuditView.as_view(), name="api-audit"),
+    path("audit.csv", AuditCsvView.as_view(), name="api-audit-csv"),
 ]

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db.models import Prefetch
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from capacity import services
@@ -105,6 +106,12 @@ class MaintenanceNoticeSerializer(serializers.Serializer):
     nodes = serializers.ListField(child=serializers.CharField(), help_text="Its nodes in the window.")
 
 
+# The component capacity.api.inputs declares for reservations.create and capacity.preview.
+@extend_schema_field({"$ref": "#/components/schemas/ReservationInput"})
+class RequestField(serializers.DictField):
+    """A reservation's request: the create's input, as the caller sent it."""
+
+
 class ReservationSerializer(serializers.Serializer):
     """A reservation and what it holds."""
 
@@ -141,7 +148,7 @@ class ReservationSerializer(serializers.Serializer):
     )
     conditions = ConditionSerializer(many=True)
     allocations = AllocationSerializer(many=True)
-    request = serializers.DictField(help_text="The input as the caller sent it.")
+    request = RequestField(help_text="The input as the caller sent it.")
     usage = UsageSerializer(
         allow_null=True,
         help_text="What its GPUs did, from the nodes' per-minute samples (live while it runs); null before any.",

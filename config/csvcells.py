@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -48,3 +49,10 @@ class DictWriter(csv.DictWriter):
         super().__init__(out, fieldnames, **kwargs)
         writer_options = {k: v for k, v in kwargs.items() if k not in ("restval", "extrasaction")}
         self.writer = Writer(out, **writer_options)
+
+
+def csv_time(value: datetime | None) -> str:
+    """Return a time as every CSV Berth writes one: RFC 3339 in UTC, microseconds, `Z` ("" for None)."""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -250,17 +250,29 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.exceptions.api_exception_handler",
+    # An unknown ?format= is ignored as any undeclared parameter is (DRF's own answers 404).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.FormatOrAccept",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Berth API",
     "DESCRIPTION": "Book GPU capacity: reservations, previews, pools and nodes.",
     "VERSION": "1.0.0",
+    # Nullable references valid for a strict 3.0.3 validator, and the errors any operation may
+    # answer (config/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.nullable_references",
+        "config.api.schema.common_errors",
+    ],
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
         "MaintenanceWindowStateEnum": "capacity.api.maintenance.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
+        "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",
+        "PriorityEnum": "capacity.api.enums.PRIORITIES",
+        "WebhookEventEnum": "webhooks.models.EVENT_TYPES",
     },
 }
 

@@ -1,4 +1,4 @@
-"""GET /api/v1/usage: GPU-hours booked and used, as JSON or CSV (Accept: text/csv, or ?format=csv).
+"""GET /api/v1/usage: GPU-hours booked and used, as JSON; /api/v1/usage.csv (or ?format=csv) as CSV.
 
 `from` and `to` are whole UTC days, `to` included (usage_report.usage_period).
 """
@@ -8,13 +8,16 @@ from __future__ import annotations
 import io
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from config import csvcells
 from config.api.base import BerthAPIView
+from config.api.negotiation import CsvOnly
+from config.api.schema import NO_FORMAT, json_errors
 from config.replica import replica_reads
 from usage.report import BUCKETS, GROUPS, usage_period, usage_report
 
@@ -53,37 +56,58 @@ def write_rows(out, rows: list[dict]) -> None:
     writer.writerows(rows)
 
 
+class UsageRowSerializer(serializers.Serializer):
+    """One group's GPU-hours in one bucket; the group's keys are those groupBy names."""
+
+    tenantId = serializers.CharField(required=False, help_text="With groupBy tenant.")
+    poolId = serializers.CharField(required=False, help_text="With groupBy pool.")
+    gpuModel = serializers.CharField(required=False, help_text="With groupBy model.")
+    bucket = serializers.DateField(help_text="The bucket's first day (a week's Monday, a month's 1st).")
+    gpuHoursBooked = serializers.FloatField(help_text="Booked up to now.")
+    gpuHoursUsed = serializers.FloatField()
+    gpuHoursBookedAhead = serializers.FloatField(help_text="Booked after now.")
+    gpuHoursLent = serializers.FloatField(help_text="Of the booked hours, those lent to spot work.")
+
+
+PARAMETERS = [
+    OpenApiParameter("from", str, description="First day, YYYY-MM-DD, UTC (default 29 days before to)."),
+    OpenApiParameter(
+        "to",
+        str,
+        description="Last day, YYYY-MM-DD, UTC, included (default today). At most 366 days with from.",
+    ),
+    OpenApiParameter("groupBy", str, description=f"Comma-separated: {', '.join(GROUPS)} (default tenant)."),
+    OpenApiParameter("bucket", str, enum=list(BUCKETS), description="day (default), week or month."),
+]
+
+
 class UsageView(BerthAPIView):
+    # `?format=csv` and `Accept: text/csv` still answer CSV here; the schema declares CSV as
+    # GET /api/v1/usage.csv, an operation of its own, so that a generated client reads each as it is.
     renderer_classes = [JSONRenderer, CSVRenderer]
 
     @extend_schema(
+        operation_id="usage_report",
         tags=["usage"],
-        summary="GPU-hours booked and used per group and day, week or month (JSON, or CSV)",
-        parameters=[
-            OpenApiParameter(
-                "from", str, description="First day, YYYY-MM-DD, UTC (default 29 days before to)."
+        summary="GPU-hours booked and used per group and day, week or month",
+        parameters=[*PARAMETERS, NO_FORMAT],
+        responses={
+            (200, "application/json"): inline_serializer(
+                "UsageReport",
+                {
+                    "from": serializers.DateField(),
+                    "to": serializers.DateField(),
+                    "rows": UsageRowSerializer(many=True),
+                },
             ),
-            OpenApiParameter(
-                "to",
-                str,
-                description="Last day, YYYY-MM-DD, UTC, included (default today). At most 366 days with from.",
-            ),
-            OpenApiParameter(
-                "groupBy", str, description=f"Comma-separated: {', '.join(GROUPS)} (default tenant)."
-            ),
-            OpenApiParameter("bucket", str, enum=list(BUCKETS), description="day (default), week or month."),
-        ],
-        responses=inline_serializer(
-            "UsageReport",
-            {
-                "from": serializers.DateField(),
-                "to": serializers.DateField(),
-                "rows": serializers.ListField(child=serializers.DictField()),
-            },
-        ),
+            **json_errors(400, 401),
+        },
     )
     @replica_reads
     def get(self, request):
+        return self.report(request)
+
+    def report(self, request):
         now = timezone.now()
         first, last = usage_period(
             request.query_params.get("from"), request.query_params.get("to"), now=now, days=DEFAULT_DAYS
@@ -94,3 +118,23 @@ class UsageView(BerthAPIView):
         return Response(
             {"from": first.isoformat(), "to": last.isoformat(), "rows": [r.as_dict() for r in rows]}
         )
+
+
+class UsageCsvView(UsageView):
+    renderer_classes = [CSVRenderer]
+    content_negotiation_class = CsvOnly
+
+    @extend_schema(
+        operation_id="usage_report_csv",
+        tags=["usage"],
+        summary="The usage report as CSV: one header line, a line per row",
+        description="The columns are the JSON rows' keys, in the JSON's order; `bucket` is a day, YYYY-MM-DD.",
+        parameters=PARAMETERS,
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The rows as CSV."),
+            **json_errors(400, 401),
+        },
+    )
+    @replica_reads
+    def get(self, request):
+        return self.report(request)

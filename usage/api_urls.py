@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from .api import UsageView
+from .api import UsageCsvView, UsageView
 
 urlpatterns = [
     path("usage", UsageView.as_view(), name="api-usage"),
+    path("usage.csv", UsageCsvView.as_view(), name="api-usage-csv"),
 ]

@@ -8,9 +8,11 @@ from rest_framework.response import Response
 
 from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
+from config.api.schema import errors
 
 from . import services
 from .calendar import feed_of
+from .models import EVENT_TYPES, Delivery
 
 
 def by_id(row) -> tuple:
@@ -35,6 +37,36 @@ class SubscriptionSerializer(serializers.Serializer):
     secret = serializers.CharField(required=False, help_text="whsec_…: shown once.")
 
 
+class DeliveryTrySerializer(serializers.Serializer):
+    """One attempt to deliver an event."""
+
+    at = serializers.DateTimeField()
+    statusCode = serializers.IntegerField(
+        allow_null=True, help_text="The receiver's status; null when none came."
+    )
+    durationMs = serializers.IntegerField()
+    answer = serializers.CharField(
+        allow_blank=True, help_text="The receiver's answer, 200 printable characters."
+    )
+    error = serializers.CharField(allow_blank=True)
+
+
+class DeliverySerializer(serializers.Serializer):
+    """An event sent, or being sent, to a subscription, with every attempt."""
+
+    id = serializers.IntegerField()
+    eventId = serializers.CharField(help_text="evt_…: the webhook-id header of every attempt.")
+    type = serializers.ChoiceField(choices=EVENT_TYPES)
+    status = serializers.ChoiceField(choices=Delivery.Status.choices)
+    attempts = serializers.IntegerField()
+    createdAt = serializers.DateTimeField()
+    nextAttemptAt = serializers.DateTimeField(allow_null=True, help_text="Only while pending.")
+    deliveredAt = serializers.DateTimeField(allow_null=True)
+    lastStatusCode = serializers.IntegerField(allow_null=True)
+    lastError = serializers.CharField(allow_blank=True)
+    tries = DeliveryTrySerializer(many=True)
+
+
 class SubscribeSerializer(serializers.Serializer):
     """What a subscription asks for."""
 
@@ -45,7 +77,10 @@ class SubscribeSerializer(serializers.Serializer):
 
 class WebhooksView(BerthAPIView):
     @extend_schema(
-        tags=TAGS, summary="Your webhook subscriptions", responses=SubscriptionSerializer(many=True)
+        operation_id="webhooks_list",
+        tags=TAGS,
+        summary="List your webhook subscriptions",
+        responses={200: SubscriptionSerializer(many=True), **errors(400, 401)},
     )
     def get(self, request):
         found = services.Subscription.objects.filter(owner=request.user)
@@ -55,9 +90,11 @@ class WebhooksView(BerthAPIView):
 
     @extend_schema(
         tags=TAGS,
+        operation_id="webhooks_create",
         summary="Subscribe a URL to events; the answer holds its secret, shown once",
+        description="Node events are for operators (403). At most 20 subscriptions per user (400).",
         request=SubscribeSerializer,
-        responses={201: SubscriptionSerializer},
+        responses={201: SubscriptionSerializer, **errors(400, 401, 403)},
     )
     def post(self, request):
         made = services.subscribe(request.user, request.data)
@@ -65,11 +102,22 @@ class WebhooksView(BerthAPIView):
 
 
 class WebhookView(BerthAPIView):
-    @extend_schema(tags=TAGS, summary="One of your webhook subscriptions", responses=SubscriptionSerializer)
+    @extend_schema(
+        operation_id="webhooks_get",
+        tags=TAGS,
+        summary="Get one of your webhook subscriptions",
+        description="Another user's subscription answers 404, as one that does not exist.",
+        responses={200: SubscriptionSerializer, **errors(401, 404)},
+    )
     def get(self, request, webhook_id):
         return Response(services.describe(services.own(request.user, webhook_id)))
 
-    @extend_schema(tags=TAGS, summary="Remove a webhook subscription", responses={204: None})
+    @extend_schema(
+        operation_id="webhooks_delete",
+        tags=TAGS,
+        summary="Remove a webhook subscription",
+        responses={204: None, **errors(401, 404)},
+    )
     def delete(self, request, webhook_id):
         services.remove(request.user, webhook_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -77,7 +125,11 @@ class WebhookView(BerthAPIView):
 
 class RotateSecretView(BerthAPIView):
     @extend_schema(
-        tags=TAGS, summary="Give a subscription a new secret", request=None, responses=SubscriptionSerializer
+        operation_id="webhooks_rotate_secret",
+        tags=TAGS,
+        summary="Give a subscription a new secret, shown once",
+        request=None,
+        responses={200: SubscriptionSerializer, **errors(401, 404)},
     )
     def post(self, request, webhook_id):
         return Response(services.describe(services.rotate_secret(request.user, webhook_id), with_secret=True))
@@ -86,9 +138,10 @@ class RotateSecretView(BerthAPIView):
 class EnableView(BerthAPIView):
     @extend_schema(
         tags=TAGS,
+        operation_id="webhooks_enable",
         summary="Turn a disabled subscription back on",
         request=None,
-        responses=SubscriptionSerializer,
+        responses={200: SubscriptionSerializer, **errors(401, 404)},
     )
     def post(self, request, webhook_id):
         return Response(services.describe(services.enable(request.user, webhook_id)))
@@ -97,9 +150,13 @@ class EnableView(BerthAPIView):
 class TestView(BerthAPIView):
     @extend_schema(
         tags=TAGS,
+        operation_id="webhooks_test",
         summary="Send a webhook.test event to this subscription",
         request=None,
-        responses={202: inline_serializer("WebhookTestQueued", {"deliveryId": serializers.IntegerField()})},
+        responses={
+            202: inline_serializer("WebhookTestQueued", {"deliveryId": serializers.IntegerField()}),
+            **errors(401, 404),
+        },
     )
     def post(self, request, webhook_id):
         delivery = services.send_test(request.user, webhook_id)
@@ -109,10 +166,9 @@ class TestView(BerthAPIView):
 class DeliveriesView(BerthAPIView):
     @extend_schema(
         tags=TAGS,
-        summary="The subscription's latest deliveries, newest first, with every attempt",
-        responses=inline_serializer(
-            "WebhookDeliveries", {"results": serializers.ListField(child=serializers.DictField())}
-        ),
+        operation_id="webhooks_deliveries",
+        summary="List a subscription's deliveries, newest first, with every attempt",
+        responses={200: DeliverySerializer(many=True), **errors(400, 401, 404)},
     )
     def get(self, request, webhook_id):
         subscription = services.own(request.user, webhook_id)
@@ -125,9 +181,10 @@ class DeliveriesView(BerthAPIView):
 
 class CalendarView(BerthAPIView):
     @extend_schema(
+        operation_id="calendar_get",
         tags=["calendar"],
-        summary="Your secret iCalendar URL (made on first use)",
-        responses=inline_serializer("CalendarUrl", {"url": serializers.URLField()}),
+        summary="Get your secret iCalendar URL (made on first use)",
+        responses={200: inline_serializer("CalendarUrl", {"url": serializers.URLField()}), **errors(401)},
     )
     def get(self, request):
         feed = feed_of(request.user)

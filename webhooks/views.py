@@ -68,7 +68,11 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         "error": error,
         "error_field": error_field,
         "form": form,
-        "event_types": [t for t in services.SUBSCRIBABLE if watches_nodes or t not in NODE_EVENTS],
+        "event_types": [
+            t
+            for t in services.SUBSCRIBABLE
+            if t != "webhook.test" and (watches_nodes or t not in NODE_EVENTS)
+        ],
         "calendar_url": request.build_absolute_uri(f"/calendar/{feed_of(request.user).token}.ics"),
     }
     return page(request, "webhooks/webhooks.html", context)

@@ -20,6 +20,7 @@ from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
+from .assignment_shapes import NodeAssignmentsSerializer
 from .permissions import IsOperatorOrTheNode
 
 # How long an agent's long-poll may wait for a change of its node's assignments.
@@ -58,15 +59,7 @@ class AssignmentsView(BerthAPIView):
             )
         ],
         responses={
-            200: inline_serializer(
-                "NodeAssignments",
-                {
-                    "node": serializers.CharField(),
-                    "asOf": serializers.DateTimeField(),
-                    "state": serializers.DictField(),
-                    "devices": serializers.ListField(child=serializers.DictField()),
-                },
-            ),
+            200: NodeAssignmentsSerializer,
             304: None,
             **errors(401, 403, 404),
         },

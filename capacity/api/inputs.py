@@ -87,8 +87,9 @@ EXPRESSION_SCHEMA = {
         "op": {"type": "string", "enum": list(OPERATORS)},
         "values": {
             "type": "array",
+            "nullable": True,
             "maxItems": 64,
-            "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "items": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
         },
     },
     "required": ["key", "op"],
@@ -132,8 +133,8 @@ class DeviceRequestSerializer(KeywordFieldsMixin, serializers.Serializer):
 
     class_ = serializers.RegexField(KEY_PATTERN, required=False, help_text="Device class; gpu by default.")
     count = serializers.IntegerField(min_value=1, max_value=MAX_DEVICES, required=False)
-    selector = SelectorField(required=False)
-    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False)
+    selector = SelectorField(required=False, allow_null=True)
+    topology = serializers.ChoiceField(choices=TOPOLOGIES, required=False, allow_null=True)
 
 
 class WindowSerializer(serializers.Serializer):
@@ -147,7 +148,7 @@ class GangSerializer(serializers.Serializer):
     """Book size nodes at once, each taking the devices."""
 
     size = serializers.IntegerField(min_value=1, max_value=MAX_GANG_SIZE)
-    topologyKey = serializers.RegexField(KEY_PATTERN, required=False)
+    topologyKey = serializers.RegexField(KEY_PATTERN, required=False, allow_null=True)
 
 
 class WaitSerializer(serializers.Serializer):
@@ -168,22 +169,28 @@ class RepeatSerializer(serializers.Serializer):
     )
 
 
-# How the schema describes each field the API takes; which fields, in which order, and their help
+# How the schema describes each field the API takes (null where the API reads null as left out); which fields, in which order, and their help
 # texts come from the request's one declaration (capacity.placement.fields).
 INPUT_SCHEMA: dict[str, Callable[..., serializers.Field]] = {
     "tenantId": serializers.CharField,
     "poolId": serializers.CharField,
-    "devices": lambda **kw: DeviceRequestSerializer(many=True, required=False, **kw),
-    "topology": lambda **kw: serializers.ChoiceField(choices=TOPOLOGIES, required=False, **kw),
+    "devices": lambda **kw: DeviceRequestSerializer(many=True, required=False, allow_null=True, **kw),
+    "topology": lambda **kw: serializers.ChoiceField(
+        choices=TOPOLOGIES, required=False, allow_null=True, **kw
+    ),
     "resources": lambda **kw: serializers.DictField(
-        child=serializers.IntegerField(min_value=0), required=False, **kw
+        child=serializers.IntegerField(min_value=0), required=False, allow_null=True, **kw
     ),
     "duration": lambda **kw: serializers.RegexField(DURATION_RE.pattern, required=False, **kw),
     "during": lambda **kw: WindowSerializer(required=False, **kw),
-    "idempotencyKey": lambda **kw: serializers.RegexField(IDEMPOTENCY_KEY_RE.pattern, required=False, **kw),
+    "idempotencyKey": lambda **kw: serializers.RegexField(
+        IDEMPOTENCY_KEY_RE.pattern, required=False, allow_null=True, **kw
+    ),
     "binding": lambda **kw: serializers.ChoiceField(choices=Reservation.Binding.values, required=False, **kw),
-    "priority": lambda **kw: serializers.ChoiceField(choices=PRIORITIES, required=False, **kw),
-    "gang": lambda **kw: GangSerializer(required=False, **kw),
+    "priority": lambda **kw: serializers.ChoiceField(
+        choices=PRIORITIES, required=False, allow_null=True, **kw
+    ),
+    "gang": lambda **kw: GangSerializer(required=False, allow_null=True, **kw),
     "imageId": lambda **kw: serializers.CharField(required=False, allow_null=True, **kw),
     "wait": lambda **kw: WaitSerializer(required=False, **kw),
     "keepWhenIdle": lambda **kw: serializers.BooleanField(required=False, **kw),

@@ -4,16 +4,59 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 
 from capacity import services
+from capacity.models import Reservation
 from capacity.render import occurrence_items, series_data
 from config.api.base import BerthAPIView
 from config.api.exceptions import error_body
 from config.api.schema import errors
 
+from .inputs import RepeatSerializer, ReservationInputSerializer
+
 SERIES_ID = OpenApiParameter("series_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+class OccurrenceSerializer(serializers.Serializer):
+    """One occurrence of a series: its reservation, start and status (a pending one with its reason)."""
+
+    reservationId = serializers.IntegerField()
+    start = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=Reservation.Status.choices)
+    reason = serializers.CharField(required=False, help_text="Why it is not placed; only when it is not.")
+
+
+class SeriesSerializer(serializers.Serializer):
+    """A series: its rule over the first window, and its occurrences still live, in start order."""
+
+    id = serializers.IntegerField()
+    tenantId = serializers.CharField()
+    poolId = serializers.CharField()
+    rule = serializers.CharField(help_text="The RFC 5545 RRULE value, in UTC.")
+    repeat = RepeatSerializer()
+    start = serializers.DateTimeField(help_text="The first occurrence's start.")
+    end = serializers.DateTimeField(help_text="The first occurrence's end.")
+    allOrNothing = serializers.BooleanField()
+    createdBy = serializers.CharField(allow_blank=True)
+    createdAt = serializers.DateTimeField()
+    request = ReservationInputSerializer(help_text="The input as the caller sent it.")
+    occurrences = OccurrenceSerializer(many=True)
+
+
+class SeriesAnswerSerializer(serializers.Serializer):
+    """The answer of a series' create and read."""
+
+    series = SeriesSerializer()
+
+
+class SeriesReleasedSerializer(serializers.Serializer):
+    """The answer of a series' release: the series, and the reservations released now."""
+
+    series = SeriesSerializer()
+    released = serializers.ListField(child=serializers.IntegerField())
 
 
 def create_series(view: BerthAPIView, request, data) -> Response:
@@ -46,7 +89,7 @@ class SeriesView(BerthAPIView):
             " answers 404, as one that does not exist."
         ),
         parameters=[SERIES_ID],
-        responses={200: OpenApiTypes.OBJECT, **errors(401, 404)},
+        responses={200: SeriesAnswerSerializer, **errors(401, 404)},
     )
     def get(self, request, series_id):
         series = services.get_series(series_id, scope=self.scope)
@@ -67,7 +110,7 @@ class SeriesReleaseView(BerthAPIView):
         ),
         parameters=[SERIES_ID],
         request=None,
-        responses={200: OpenApiTypes.OBJECT, **errors(401, 404)},
+        responses={200: SeriesReleasedSerializer, **errors(401, 404)},
     )
     def post(self, request, series_id):
         series, released = services.release_series(series_id, scope=self.scope)

@@ -13,14 +13,25 @@ from rest_framework.response import Response
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.tokens import revoke_token
 from config.api.base import BerthAPIView
+from config.api.schema import errors
 
 
 class RevokeOwnTokenView(BerthAPIView):
     """Revoke the token this request came with (or, signed in by session, the user's token)."""
 
     @extend_schema(
+        operation_id="tokens_revoke",
+        tags=["tokens"],
+        summary="Revoke the token you call with",
+        description=(
+            "Takes no body (or {}); signed in by session, it revokes your token. A field answers 400;"
+            " a session caller without a token, 404."
+        ),
         request=None,
-        responses={200: inline_serializer("TokenRevoked", {"revokedAt": serializers.DateTimeField()})},
+        responses={
+            200: inline_serializer("TokenRevoked", {"revokedAt": serializers.DateTimeField()}),
+            **errors(400, 401, 404),
+        },
     )
     def post(self, request):
         # It revokes the caller's own token and takes no field: {"user": "globex"} must not read as

@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.utils import timezone
 from django_filters import FilterSet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.exceptions import ValidationError
@@ -38,7 +38,14 @@ from .serializers import (
     QuotaReportSerializer,
     ReservationSerializer,
 )
-from .series import create_series
+from .series import SeriesAnswerSerializer, create_series
+
+# A create answers a reservation, or with `repeat` a series: `{"series": …}`.
+CREATED = PolymorphicProxySerializer(
+    component_name="ReservationOrSeries",
+    serializers=[ReservationSerializer, SeriesAnswerSerializer],
+    resource_type_field_name=None,
+)
 
 TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
 
@@ -126,8 +133,8 @@ class ReservationsView(BerthAPIView):
         parameters=[IDEMPOTENCY_HEADER_PARAMETER],
         request=ReservationInputSerializer,
         responses={
-            201: ReservationSerializer,
-            200: ReservationSerializer,
+            201: CREATED,
+            200: CREATED,
             **errors(400, 401, 403, 404, 409, 422, 429),
         },
         examples=[*REQUEST_EXAMPLES, *RESERVATION_EXAMPLES],
@@ -203,6 +210,17 @@ class ReleaseView(BerthAPIView):
         return Response(render_reservation(services.release(reservation_id, scope=self.scope), self.scope))
 
 
+class ReclaimedSerializer(serializers.Serializer):
+    """What a reclaim did."""
+
+    reservation = ReservationSerializer()
+    reclaimed = serializers.IntegerField(help_text="Spot reservations taken back now (0: nothing to do).")
+    preemptAt = serializers.DateTimeField(
+        allow_null=True, help_text="With the pool's spotNotice: when the lent GPUs are the owner's alone."
+    )
+    detail = serializers.CharField()
+
+
 class ReclaimView(BerthAPIView):
     """Take an idle booking's lent GPUs back from the spot work running on them."""
 
@@ -219,7 +237,7 @@ class ReclaimView(BerthAPIView):
         ),
         parameters=[RESERVATION_ID],
         request=None,
-        responses={200: OpenApiTypes.OBJECT, **errors(401, 404)},
+        responses={200: ReclaimedSerializer, **errors(401, 404)},
     )
     def post(self, request, reservation_id):
         done = services.reclaim(reservation_id, scope=self.scope)

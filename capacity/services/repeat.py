@@ -122,9 +122,10 @@ def parse_repeat(value: object) -> Repeat:
         raise _invalid("repeat.byDay must name at least one day (MO, TU, WE, TH, FR, SA, SU)")
     by_day: tuple[str, ...] = ()
     if days is not None:
-        bad = next((d for d in days if d not in DAYS), None)
-        if bad is not None:
-            raise _invalid(f"repeat.byDay: {str(bad)[:20]!r} is not a day (MO, TU, WE, TH, FR, SA, SU)")
+        # A list, not next(…, None): null is a day that is not one too.
+        bad = [d for d in days if d not in DAYS]
+        if bad:
+            raise _invalid(f"repeat.byDay: {str(bad[0])[:20]!r} is not a day (MO, TU, WE, TH, FR, SA, SU)")
         by_day = tuple(sorted(set(days), key=DAYS.index))
     interval = value.get("interval", 1)
     if not _is_int(interval) or not 1 <= interval <= MAX_INTERVAL:

@@ -10,6 +10,12 @@ from collections.abc import Iterable, Mapping
 
 from rest_framework import serializers
 
+from inventory.api.report_shapes import (
+    MAX_PROCESS_OWNERS,
+    ImageField,
+    ProcessOwnerSerializer,
+    UtilizationSerializer,
+)
 from inventory.changelog import REASON_MAX
 from inventory.models import Device, DeviceLink, Node, NodeCondition, NodeLabel, NodeTaint
 from inventory.states import ANOTHER_TENANT, ANOTHER_TENANTS_DEDICATION, DEDICATED_PREFIX, NAMES, node_states
@@ -232,10 +238,7 @@ class ReportedDeviceSerializer(KeywordFieldsMixin, serializers.Serializer):
     parent = serializers.CharField(allow_null=True, required=False)
     healthy = serializers.BooleanField(required=False)
     attributes = serializers.DictField(required=False)
-    utilization = serializers.DictField(
-        required=False,
-        help_text='{"gpuPercent": 0-100, "memoryUsedMiB", "processes": [{"pid", "usedMiB", "name"}]}: this minute\'s sample.',
-    )
+    utilization = UtilizationSerializer(required=False, help_text="This minute's sample.")
 
 
 class NvidiaSmiSerializer(serializers.Serializer):
@@ -256,7 +259,7 @@ class NodeReportInputSerializer(serializers.Serializer):
         required=False, help_text="The devices and topology as nvidia-smi prints them; not with devices."
     )
     images = serializers.ListField(
-        child=serializers.JSONField(),
+        child=ImageField(),
         max_length=512,
         required=False,
         help_text='Images the node holds: references (ready), or {"image", "state"} objects; the whole cache.',
@@ -265,8 +268,8 @@ class NodeReportInputSerializer(serializers.Serializer):
         required=False, help_text="Needed to mark more than half of the node's healthy devices unhealthy."
     )
     processOwners = serializers.ListField(
-        child=serializers.DictField(),
-        max_length=4096,
+        child=ProcessOwnerSerializer(),
+        max_length=MAX_PROCESS_OWNERS,
         required=False,
         help_text='Whose the GPUs\' processes are: [{"pid", "reservationId"}], as the agent attributes them '
         "(a process left out: not attributed). Left out: the report attributes nothing.",

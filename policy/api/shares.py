@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from capacity.port import may_set_shares
 from config.api.base import BerthAPIView
+from config.api.pages import list_source
 from config.api.schema import errors
 
 from ..shares import ShareRow, delete_share, parse_share, set_share, share_rows
@@ -51,6 +52,11 @@ class ShareSerializer(serializers.Serializer):
     )
 
 
+def by_tenant(row: ShareRow) -> tuple:
+    """Return where a share row stands in its pool's list: by tenant."""
+    return (row.tenant,)
+
+
 def share_body(row: ShareRow) -> dict:
     return {
         "tenantId": row.tenant,
@@ -71,14 +77,18 @@ class SharesView(BerthAPIView):
         tags=["pools"],
         summary="List a pool's shares",
         description=(
-            "Operators read every tenant's row; a tenant its own only. A pool the caller may not use"
-            " answers 404. A pool with no rows has no shares and places as it always did."
+            "Operators read every tenant's row; a tenant its own only, by tenant, cursor-paged like"
+            " every list. A pool the caller may not use answers 404. A pool with no rows has no"
+            " shares and places as it always did."
         ),
         parameters=[POOL],
-        responses={200: ShareSerializer(many=True), **errors(401, 404)},
+        responses={200: ShareSerializer(many=True), **errors(400, 401, 404)},
     )
     def get(self, request, pool):
-        return Response([share_body(r) for r in share_rows(self.scope, pool)])
+        rows = share_rows(self.scope, pool)
+        return self.paginated(
+            list_source(rows, by_tenant), by_tenant, lambda page: [share_body(r) for r in page]
+        )
 
 
 class ShareView(BerthAPIView):

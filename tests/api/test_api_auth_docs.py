@@ -109,7 +109,9 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/webhooks/{webhook_id}/deliveries",
         "/api/v1/calendar",
         "/api/v1/usage",
+        "/api/v1/usage.csv",
         "/api/v1/audit",
+        "/api/v1/audit.csv",
     }
     create = schema["paths"]["/api/v1/reservations"]["post"]
     assert create["operationId"] == "reservations_create"

@@ -109,6 +109,7 @@ def test_all_or_nothing_lists_every_occurrence_that_would_not_place_and_books_no
     [
         ({"repeat": {"freq": "weekly", "byDay": [], "count": 4}}, "repeat.byDay must name at least one day"),
         ({"repeat": {"freq": "weekly", "count": 4}}, "repeat.byDay must name at least one day"),
+        ({"repeat": {"freq": "weekly", "byDay": [None], "count": 4}}, "repeat.byDay: 'None' is not a day"),
         ({"repeat": {"freq": "weekly", "byDay": ["MO"], "count": 0}}, "repeat.count must be from 1 to 200"),
         ({"repeat": {"freq": "daily", "count": 201}}, "repeat.count must be from 1 to 200"),
         ({"repeat": {"freq": "daily", "until": "2020-01-01"}}, "repeat.until must not be before the first"),

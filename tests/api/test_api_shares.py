@@ -36,7 +36,7 @@ def test_holding_and_borrowed_count_what_the_tenant_holds_now(
 ):
     put(as_operator, "acme", 2)
     reserve_as(acme, gpus=3)
-    row = as_acme.get(SHARES).json()[0]
+    row = as_acme.get(SHARES).json()["results"][0]
     assert (row["holdingGpus"], row["borrowedGpus"]) == (3.0, 1.0)
     # Booked from now: a moment of three GPUs, decayed, over a guarantee of two: above 0, far below 1.
     assert 0 <= row["fairShare"] < 0.01
@@ -45,8 +45,8 @@ def test_holding_and_borrowed_count_what_the_tenant_holds_now(
 def test_a_tenant_reads_only_its_own_row_and_may_not_write(as_operator, as_acme, lab, tenant, other_tenant):
     put(as_operator, "acme", 2)
     put(as_operator, "globex", 4, 0, 0)
-    assert [r["tenantId"] for r in as_operator.get(SHARES).json()] == ["acme", "globex"]
-    rows = as_acme.get(SHARES).json()
+    assert [r["tenantId"] for r in as_operator.get(SHARES).json()["results"]] == ["acme", "globex"]
+    rows = as_acme.get(SHARES).json()["results"]
     assert [r["tenantId"] for r in rows] == ["acme"]
     assert "globex" not in str(rows)
     for response in (put(as_acme, "acme", 8), as_acme.delete("/api/v1/pools/lab-pool/shares/globex")):
@@ -99,7 +99,16 @@ def test_bad_figures_and_unknown_names_answer_4xx_and_write_nothing(as_operator,
 
 
 def test_a_pool_without_shares_lists_none(as_acme, lab):
-    assert as_acme.get(SHARES).json() == []
+    assert as_acme.get(SHARES).json() == {"next": None, "previous": None, "results": []}
+
+
+def test_the_shares_are_paged_by_cursor_as_every_list(as_operator, lab, tenant, other_tenant):
+    put(as_operator, "acme", 1)
+    put(as_operator, "globex", 1)
+    first = as_operator.get(SHARES, {"page_size": 1}).json()
+    assert [r["tenantId"] for r in first["results"]] == ["acme"] and first["previous"] is None
+    second = as_operator.get(first["next"]).json()
+    assert [r["tenantId"] for r in second["results"]] == ["globex"] and second["next"] is None
 
 
 def test_a_mig_slice_counts_as_its_share_of_a_gpu_in_the_pool_and_in_holding(
@@ -126,7 +135,7 @@ def test_a_mig_slice_counts_as_its_share_of_a_gpu_in_the_pool_and_in_holding(
         "duration": "1h",
     }
     assert as_acme.post("/api/v1/reservations", body, format="json").status_code == 201
-    row = as_acme.get(SHARES).json()[0]
+    row = as_acme.get(SHARES).json()["results"][0]
     assert (row["holdingGpus"], row["borrowedGpus"]) == (0.4286, 0.0)
 
 
