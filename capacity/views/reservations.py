@@ -104,6 +104,11 @@ class ReservationRow:
         return (self.reservation.condition(services.IDLE) or {}).get("message", "")
 
     @property
+    def awaiting(self) -> bool:
+        """Return whether it is placed but waits for an operator's approval (services.approvals)."""
+        return services.awaiting(self.reservation) is not None
+
+    @property
     def preempt_at(self) -> datetime | None:
         """Return when spot work given notice is taken back (placers.notice), else None."""
         if self.reservation.status != Reservation.Status.PLACED:
@@ -201,6 +206,7 @@ COLUMNS = (
     "tenantId",
     "poolId",
     "status",
+    "awaitingApproval",
     "start",
     "end",
     "releasedAt",
@@ -232,6 +238,7 @@ def reservations_csv(queryset, scope) -> HttpResponse:
                     r.tenant.slug,
                     r.pool.slug,
                     r.status,
+                    "true" if row.awaiting else "false",
                     r.starts_at.isoformat(),
                     r.ends_at.isoformat(),
                     r.released_at.isoformat() if r.released_at else "",
