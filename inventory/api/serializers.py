@@ -124,7 +124,7 @@ class HistoryEntrySerializer(serializers.Serializer):
 
     at = serializers.DateTimeField()
     actor = serializers.CharField(
-        help_text='A username, a command such as "manage.py cordon (root)", or "system".'
+        help_text='A username, a command such as "command:cordon", or "system".'
     )
     action = serializers.CharField(
         help_text="cordon, uncordon, drain, maintenance-on, taint-add, label-set, …"
