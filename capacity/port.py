@@ -80,6 +80,7 @@ FACE = {
         "Scope",
         "feed_scope",
         "may_approve",
+        "may_manage_teams",
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
@@ -111,6 +112,8 @@ FACE = {
         "visible_policy",
     ),
     "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
+    # A team's quota rows, set and removed on the team page (policy.teams), and who has none for GPUs.
+    "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),

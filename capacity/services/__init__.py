@@ -25,6 +25,7 @@ FACE = {
     "capacity.placers.notice": ("STARTS_LATER",),
     "capacity.placers.shares": ("BORROWED",),
     "capacity.services.approvals": ("awaiting", "release_unapproved"),
+    "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
     "capacity.services.fair_queue": ("fair_shares", "queue_body", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),
