@@ -26,6 +26,7 @@ urlpatterns = [
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
     path("", include("policy.urls")),
+    path("", include("auditlog.page_urls")),
     path("", include("usage.urls")),
     path("", include("webhooks.urls")),
     path("", include("whatif.urls")),

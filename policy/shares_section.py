@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django import forms
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 
 from capacity.port import (
     CapacityError,
@@ -17,10 +18,15 @@ from capacity.port import (
     may_set_shares,
     scope_for,
     set_share,
+    without_gpu_quota,
 )
 from inventory.models import Tenant
 
 from .shares import holding_changes_at, pool_shares
+
+# Where the kept Shares section reads, per page, which teams with a share have no GPU quota: a quota
+# set on the team page changes nothing the kept fragment's key follows.
+NO_QUOTA_PLACEHOLDER = "berth-share-no-quota-placeholder-7c2b"
 
 
 class ShareForm(forms.Form):
@@ -36,7 +42,9 @@ class ShareForm(forms.Form):
     )
 
 
-def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, error: str = "") -> dict:
+def shares_context(
+    request: HttpRequest, pool, form: ShareForm | None = None, error: str = "", placeholder: str = ""
+) -> dict:
     """Return what the Shares section draws: the rows the user may read and, for operators, the form.
 
     The pool was checked by the caller (visible_pool). A tenant's team without a row in a pool with
@@ -54,7 +62,26 @@ def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, er
     if may_set_shares(request.user):
         context["share_form"] = form or ShareForm(prefix="share")
         context["bookable_gpus"] = gpus_text(float(bookable_gpus(pool)))
+        if placeholder:
+            context["no_quota_placeholder"] = placeholder
+        else:
+            context["no_quota"] = teams_without_quota(pool)
     return context
+
+
+def teams_without_quota(pool) -> list[str]:
+    """Return the slugs of the teams with a share of the pool and no GPU quota (their bookings are refused)."""
+    teams = dict(Tenant.objects.filter(pool_shares__pool=pool).values_list("pk", "slug"))
+    return sorted(teams[pk] for pk in without_gpu_quota(teams))
+
+
+def no_quota_warning(request: HttpRequest, pool) -> str:
+    """Draw the warning for the teams with a share and no GPU quota, read fresh for each page (operators)."""
+    if not may_set_shares(request.user):
+        return ""
+    return render_to_string(
+        "capacity/pool_detail.html#share-no-quota", {"no_quota": teams_without_quota(pool)}, request
+    )
 
 
 def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
@@ -84,8 +111,15 @@ def holding_changes(pool, now, context: dict):
     return holding_changes_at(pool, now) if context["share_rows"] else None
 
 
-def _context(request: HttpRequest, pool, form: ShareForm | None, error: str, _placeholder: str) -> dict:
-    return shares_context(request, pool, form, error)
+def _context(request: HttpRequest, pool, form: ShareForm | None, error: str, placeholder: str) -> dict:
+    return shares_context(request, pool, form, error, placeholder)
 
 
-SECTION = Section("shares", context=_context, apply=apply_share, changes_at=holding_changes)
+SECTION = Section(
+    "shares",
+    context=_context,
+    apply=apply_share,
+    placeholder=NO_QUOTA_PLACEHOLDER,
+    fresh=no_quota_warning,
+    changes_at=holding_changes,
+)

@@ -97,7 +97,10 @@ class Booking:
 
 # A placed booking held for approval (services.approvals), read in the bookings' own statement.
 _AWAITING = ExpressionWrapper(
-    Q(allocation__reservation__status="placed", allocation__reservation__conditions__contains=[{"type": AWAITING}]),
+    Q(
+        allocation__reservation__status="placed",
+        allocation__reservation__conditions__contains=[{"type": AWAITING}],
+    ),
     output_field=BooleanField(),
 )
 

@@ -102,7 +102,11 @@ def timeline(
         lanes.append(Lane(device_label(device, parent), device.uuid, parent is not None, bars))
     if leases:
         node_bars = [
-            bar(b, f"▣ {'⏸ ' if b.awaiting else ''}{b.short} lease" if b.mine else f"▣ leased by {b.holder}", b.text)
+            bar(
+                b,
+                f"▣ {'⏸ ' if b.awaiting else ''}{b.short} lease" if b.mine else f"▣ leased by {b.holder}",
+                b.text,
+            )
             for b in leases.values()
         ]
         lanes.insert(0, Lane("Whole node", "", False, node_bars, node=True))

@@ -26,7 +26,7 @@ def held(two_hosts, book):
 
 
 def _row(html: str, pk: int) -> str:
-    return re.search(rf'<tr[^>]*>(?:(?!</tr>).)*?#{pk}</a>.*?</tr>', html, re.S)[0]
+    return re.search(rf"<tr[^>]*>(?:(?!</tr>).)*?#{pk}</a>.*?</tr>", html, re.S)[0]
 
 
 def test_the_booking_forms_answer_says_awaiting_approval_not_placed(two_hosts, alice):
@@ -68,7 +68,9 @@ def test_the_node_timeline_marks_the_awaiting_booking_until_it_is_approved(held,
 
 def test_the_calendar_has_it_tentative_until_approved(held, acme_user, op):
     (event,) = icalendar.Calendar.from_ical(calendar(feed_of(acme_user), "http://x")).walk("VEVENT")
-    assert str(event["status"]) == "TENTATIVE" and str(event["summary"]).startswith("[awaiting approval] acme")
+    assert str(event["status"]) == "TENTATIVE" and str(event["summary"]).startswith(
+        "[awaiting approval] acme"
+    )
     op.post(f"/approvals/{held.pk}/approve/")
     (event,) = icalendar.Calendar.from_ical(calendar(feed_of(acme_user), "http://x")).walk("VEVENT")
     assert str(event["status"]) == "CONFIRMED" and str(event["summary"]).startswith("[placed] acme")
