@@ -20,11 +20,10 @@ from django.views.decorators.http import require_GET
 
 from auditlog.sources import Filters, audit_source
 from capacity.port import may_read_audit
-from config.web import login_required, page
+from config.web import login_required, page, wants_partial
 
 PER_PAGE = 50
 SALT = "berth.audit-page"
-FILTERS = ("actor", "action", "object", "from", "to")
 # What the action filter offers (any other exact action may be typed).
 ACTIONS = (
     "sign-in",
@@ -79,27 +78,27 @@ class Moment(forms.CharField):
 
 
 class AuditFilterForm(forms.Form):
-    """The audit's filters: each exact, both times in UTC."""
+    """The audit's filters, named as the API's: each exact, `from` and `to` in UTC."""
 
     actor = forms.CharField(required=False, max_length=150, help_text="a username, command:NAME or system")
     action = forms.CharField(required=False, max_length=40, help_text="e.g. quota.set, node.cordon")
     object = forms.CharField(required=False, max_length=300, help_text="e.g. quota:acme/gpu, node:gpu-01")
-    start = Moment(label="From (UTC)", required=False, max_length=40, help_text="at or after")
-    end = Moment(label="To (UTC)", required=False, max_length=40, help_text="before")
 
-    def __init__(self, data, *args, **kwargs):
-        # The page's query says from and to, as the API's does.
-        data = {**{k: data.get(k, "") for k in FILTERS}}
-        data["start"], data["end"] = data.pop("from"), data.pop("to")
-        super().__init__(data, *args, **kwargs)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `from` is a keyword: these two are added by name.
+        self.fields["from"] = Moment(
+            label="From (UTC)", required=False, max_length=40, help_text="at or after"
+        )
+        self.fields["to"] = Moment(label="To (UTC)", required=False, max_length=40, help_text="before")
         self.fields["action"].widget.attrs["list"] = "audit-actions"
-        for name in ("start", "end"):
+        for name in ("from", "to"):
             self.fields[name].widget.attrs["placeholder"] = "2026-05-01 09:00"
 
     def clean(self):
         data = super().clean()
-        if data.get("start") and data.get("end") and data["end"] <= data["start"]:
-            self.add_error("end", "after From")
+        if data.get("from") and data.get("to") and data["to"] <= data["from"]:
+            self.add_error("to", "after From")
         return data
 
 
@@ -118,9 +117,9 @@ def _query(form: AuditFilterForm) -> dict:
     """Return the filters as the API takes them (times as ISO 8601 in UTC), the empty ones left out."""
     data = form.cleaned_data
     query = {k: data[k] for k in ("actor", "action", "object") if data.get(k)}
-    for name, key in (("from", "start"), ("to", "end")):
-        if data.get(key):
-            query[name] = data[key].isoformat().replace("+00:00", "Z")
+    for name in ("from", "to"):
+        if data.get(name):
+            query[name] = data[name].isoformat().replace("+00:00", "Z")
     return query
 
 
@@ -160,8 +159,8 @@ def audit(request: HttpRequest) -> HttpResponse:
             actor=query.get("actor"),
             action=query.get("action"),
             object=query.get("object"),
-            since=form.cleaned_data["start"],
-            until=form.cleaned_data["end"],
+            since=form.cleaned_data["from"],
+            until=form.cleaned_data["to"],
         )
         rows = audit_source(filters)(position, backwards, PER_PAGE + 1)
         more = len(rows) > PER_PAGE
@@ -193,5 +192,5 @@ def audit(request: HttpRequest) -> HttpResponse:
         },
         # The pager swaps the list; the filter form the form (its errors) and the list.
         partial="audit-list" if getattr(request.htmx, "target", None) == "audit-list" else "audit-body",
-        status=200 if form.is_valid() else 400,
+        status=200 if form.is_valid() or wants_partial(request) else 400,  # htmx swaps nothing on a 4xx
     )

@@ -60,7 +60,7 @@ def teams(request: HttpRequest) -> HttpResponse:
             else:
                 url = reverse("team", args=[tenant.slug])
                 return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
-        status = 400
+        status = 200 if wants_partial(request) else 400  # htmx swaps nothing on a 4xx
     rows = list(
         Tenant.objects.annotate(
             member_count=Count("users", distinct=True),
@@ -133,14 +133,14 @@ def team(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _answer(request: HttpRequest, tenant: Tenant, section: str, failed: bool, **given) -> HttpResponse:
-    """Answer a section's form: its section (htmx) or the page; a failure is a 400 and wrote nothing."""
+    """Answer a section's form: its section (htmx) or the page (a failure: 400); a failure wrote nothing."""
     if not failed and not wants_partial(request):
         return redirect(f"{reverse('team', args=[tenant.slug])}#{section}")
     # The quota's warning sits beside the shares: a share or a quota changes both sections.
     partial = "settings" if section in ("quotas", "shares") else section
-    return page(
-        request, TEMPLATE, _context(request, tenant, **given), partial=partial, status=400 if failed else 200
-    )
+    # htmx swaps nothing on a 4xx: its section comes back with the errors as a 200.
+    status = 400 if failed and not wants_partial(request) else 200
+    return page(request, TEMPLATE, _context(request, tenant, **given), partial=partial, status=status)
 
 
 @require_POST
