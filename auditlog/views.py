@@ -12,15 +12,13 @@ import json
 
 from django import forms
 from django.core import signing
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from auditlog.sources import Filters, audit_source
-from capacity.port import may_read_audit
-from config.web import login_required, page, wants_partial
+from config.web import operator_required, page, wants_partial
 
 PER_PAGE = 50
 SALT = "berth.audit-page"
@@ -143,11 +141,9 @@ def _link(query: dict, position, backwards: bool) -> str:
 
 
 @require_GET
-@login_required
+@operator_required  # the audit is the operators', on its page as in the export
 def audit(request: HttpRequest) -> HttpResponse:
     """List who changed what, newest first: filters, Newer and Older, and the same rows as JSON and CSV."""
-    if not may_read_audit(request.user):
-        raise PermissionDenied("only operators read the audit")
     form = AuditFilterForm(request.GET)
     entries, newer, older, query, bad_cursor = [], None, None, {}, False
     if form.is_valid():

@@ -136,11 +136,6 @@ def may_manage_teams(user) -> bool:
     return is_operator(user)
 
 
-def may_read_audit(user) -> bool:
-    """Return whether the user may read the audit, on its page or as the export (operators)."""
-    return is_operator(user)
-
-
 def may_watch_nodes(user) -> bool:
     """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
     return is_operator(user)

@@ -81,7 +81,6 @@ FACE = {
         "feed_scope",
         "may_approve",
         "may_manage_teams",
-        "may_read_audit",
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",

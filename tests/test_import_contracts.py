@@ -266,8 +266,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
-    # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
-    "policy": (90, ()),
+    # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend;
+    # the team pages set quotas (capacity.services.quotas).
+    "policy": (91, ()),
 }
 
 REACH_FORBIDDEN = {
