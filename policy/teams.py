@@ -106,8 +106,10 @@ def _context(request: HttpRequest, tenant: Tenant, **given) -> dict:
     shares = list(PoolShare.objects.filter(tenant=tenant).select_related("pool").order_by("pool__slug"))
     quotas = quota_rows(tenant.slug)
     guaranteed = sum(s.guaranteed_gpus for s in shares)
+    lacking = tenant.pk in without_gpu_quota([tenant.pk])
+    # Offered while the team cannot book: a GPU limit of its guarantees.
     quota_form = given.pop("quota_form", None) or QuotaForm(
-        prefix="quota", initial={"resource": "gpu", "limit": guaranteed or None}
+        prefix="quota", initial={"resource": "gpu", "limit": (guaranteed or None) if lacking else None}
     )
     return {
         "nav": "teams",
@@ -115,7 +117,7 @@ def _context(request: HttpRequest, tenant: Tenant, **given) -> dict:
         "members": _members(tenant),
         "quotas": quotas,
         "shares": shares,
-        "no_gpu_quota": tenant.pk in without_gpu_quota([tenant.pk]),
+        "no_gpu_quota": lacking,
         "guaranteed": guaranteed,
         "member_form": given.pop("member_form", None) or MemberForm(prefix="member"),
         "quota_form": quota_form,
@@ -156,6 +158,7 @@ def team_members(request: HttpRequest, slug: str) -> HttpResponse:
             remove_member(tenant.slug, request.POST["remove"])
         elif form.is_valid():
             add_member(tenant.slug, form.cleaned_data["user"])
+            form = MemberForm(prefix="member")  # done: an empty field for the next one
     except InventoryError as err:
         error = attach(form, err.message)
     failed = bool(error or form.errors)

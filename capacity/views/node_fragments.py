@@ -98,13 +98,13 @@ def timeline(
                 leases.setdefault((b.reservation_id, b.start, b.end), b)
                 bars.append(bar(b, "", f"{b.text}: the whole node"))
             else:
-                bars.append(bar(b, f"⏸ {b.short}" if b.awaiting else b.short, b.text))
+                bars.append(bar(b, f"⌛ {b.short}" if b.awaiting else b.short, b.text))
         lanes.append(Lane(device_label(device, parent), device.uuid, parent is not None, bars))
     if leases:
         node_bars = [
             bar(
                 b,
-                f"▣ {'⏸ ' if b.awaiting else ''}{b.short} lease" if b.mine else f"▣ leased by {b.holder}",
+                f"▣ {'⌛ ' if b.awaiting else ''}{b.short} lease" if b.mine else f"▣ leased by {b.holder}",
                 b.text,
             )
             for b in leases.values()

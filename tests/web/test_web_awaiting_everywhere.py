@@ -13,7 +13,7 @@ from webhooks.calendar import calendar, feed_of
 
 from web_helpers import HX
 
-AWAITING_BADGE = "⏸ awaiting approval"
+AWAITING_BADGE = "⌛ awaiting approval"
 
 
 @pytest.fixture
@@ -59,11 +59,11 @@ def test_the_node_timeline_marks_the_awaiting_booking_until_it_is_approved(held,
     node = Reservation.objects.get(pk=held.pk).allocations.get().node.name
     for client in (op, alice):
         html = client.get(f"/nodes/{node}/").text
-        assert f"⏸ #{held.pk} acme" in html and "tl-awaiting" in html
+        assert f"⌛ #{held.pk} acme" in html and "tl-awaiting" in html
         assert f"reservation {held.pk} (acme) (awaiting approval)" in html
     assert op.post(f"/approvals/{held.pk}/approve/").status_code == 302
     html = op.get(f"/nodes/{node}/").text  # the kept timeline follows the approval
-    assert f"⏸ #{held.pk}" not in html and f"#{held.pk} acme" in html
+    assert f"⌛ #{held.pk}" not in html and f"#{held.pk} acme" in html
 
 
 def test_the_calendar_has_it_tentative_until_approved(held, acme_user, op):
@@ -74,3 +74,11 @@ def test_the_calendar_has_it_tentative_until_approved(held, acme_user, op):
     op.post(f"/approvals/{held.pk}/approve/")
     (event,) = icalendar.Calendar.from_ical(calendar(feed_of(acme_user), "http://x")).walk("VEVENT")
     assert str(event["status"]) == "CONFIRMED" and str(event["summary"]).startswith("[placed] acme")
+
+
+def test_its_page_history_reads_each_status_as_it_was(held, alice):
+    html = alice.get(f"/reservations/{held.pk}/").text
+    head = re.search(r'id="booking-result".*?</h2>', html, re.S)[0]
+    assert AWAITING_BADGE in head
+    history = re.search(r"<h3[^>]*>History.*?</table>|History</.*?</table>", html, re.S)[0]
+    assert AWAITING_BADGE not in history and "✓ placed" in history and "◷ pending" in history
