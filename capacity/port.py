@@ -113,7 +113,13 @@ FACE = {
     ),
     "capacity.services.shares": ("bookable_gpus", "delete_share", "parse_share", "set_share"),
     # A team's quota rows, set and removed on the team page (policy.teams), and who has none for GPUs.
-    "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
+    "capacity.services.quotas": (
+        "delete_quota",
+        "lacking_gpu_quota",
+        "quota_rows",
+        "set_quota",
+        "without_gpu_quota",
+    ),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),

@@ -15,10 +15,10 @@ from capacity.port import (
     bookable_gpus,
     delete_share,
     gpus_text,
+    lacking_gpu_quota,
     may_set_shares,
     scope_for,
     set_share,
-    without_gpu_quota,
 )
 from inventory.models import Tenant
 
@@ -71,8 +71,8 @@ def shares_context(
 
 def teams_without_quota(pool) -> list[str]:
     """Return the slugs of the teams with a share of the pool and no GPU quota (their bookings are refused)."""
-    teams = dict(Tenant.objects.filter(pool_shares__pool=pool).values_list("pk", "slug"))
-    return sorted(teams[pk] for pk in without_gpu_quota(teams))
+    teams = lacking_gpu_quota(Tenant.objects.filter(pool_shares__pool=pool))
+    return list(teams.order_by("slug").values_list("slug", flat=True).distinct())  # one statement
 
 
 def no_quota_warning(request: HttpRequest, pool) -> str:

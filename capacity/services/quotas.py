@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from capacity.models import Quota
 from capacity.models.quota import DEFAULT_RESOURCE
@@ -76,6 +77,11 @@ def delete_quota(tenant_slug: str, resource: str) -> None:
             raise CapacityError(NOT_FOUND, f"{tenant.slug} has no quota for {resource}")
         record("quota.delete", f"quota:{tenant.slug}/{resource}", before={"limit": row.limit})
         row.delete()
+
+
+def lacking_gpu_quota(tenants: QuerySet) -> QuerySet:
+    """Return those of `tenants` with no quota for whole GPUs, still a query (one statement when read)."""
+    return tenants.exclude(quotas__resource__in=GPU_QUOTA)
 
 
 def without_gpu_quota(tenant_ids: Iterable[int]) -> set[int]:
