@@ -34,6 +34,7 @@ from .services.inputs import duration_text
 from .services.outside_check import new_secret
 from .services.pool_policy import FIELDS as POLICY_FIELDS
 from .services.pool_policy import parse_policy, row_body
+from .services.quotas import without_gpu_quota
 from .services.shares import SHARE_FIELDS, check_guarantees, set_share
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
@@ -318,7 +319,7 @@ class PoolShareAdmin(AuditedAdmin):
     def save_model(self, request, obj, form, change):
         # Through the service: under the pool's lock the sum is checked again (a concurrent writer).
         try:
-            set_share(
+            share = set_share(
                 obj.pool.slug,
                 obj.tenant.slug,
                 obj.guaranteed_gpus,
@@ -327,6 +328,16 @@ class PoolShareAdmin(AuditedAdmin):
             )
         except CapacityError as err:
             self.message_user(request, str(err), messages.ERROR)
+            return
+        obj.pk = share.pk  # the admin's own message links the row
+        if without_gpu_quota([obj.tenant_id]):
+            self.message_user(
+                request,
+                # Words first: the admin capitalises a message's first letter.
+                f"No GPU quota for {obj.tenant.slug}: its bookings are refused whatever its share says."
+                f" Set one on the team's page, Teams → {obj.tenant.slug}.",
+                messages.WARNING,
+            )
 
 
 _POLICY_DURATIONS = {

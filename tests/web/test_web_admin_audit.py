@@ -75,3 +75,23 @@ def test_a_user_made_in_the_admin_and_made_staff_is_in_the_audit_without_a_passw
         {"email": "carol@example.com", "is_staff": True},
     )
     assert "password" not in str(_records())
+
+
+def test_a_share_set_in_the_admin_for_a_team_without_a_gpu_quota_warns(root, two_hosts):
+    from inventory.models import Pool
+
+    from tenants import make_tenant
+
+    bare = make_tenant("bare", default_quota=None)
+    form = {
+        "pool": Pool.objects.get(slug="lab-pool").pk,
+        "tenant": bare.pk,
+        "guaranteed_gpus": 2,
+        "borrowing_limit_gpus": "",
+        "lending_limit_gpus": "",
+    }
+    answer = root.post("/admin/capacity/poolshare/add/", form, follow=True)
+    assert (
+        "No GPU quota for bare: its bookings are refused whatever its share says."
+        " Set one on the team&#x27;s page, Teams → bare." in answer.content.decode()
+    )

@@ -96,7 +96,12 @@ BAD = [
     ("/teams/", {"slug": "Not A Slug", "name": "x"}, "slug", "lower-case letters, digits and &#x27;-&#x27;"),
     ("/teams/", {"slug": "acme", "name": "Again"}, "slug", "there is already a team acme"),
     ("/teams/", {"slug": "ok", "name": ""}, "name", "This field is required."),
-    ("/teams/acme/members/", {"member-user": "nobody"}, "member-user", "no user nobody"),
+    (
+        "/teams/acme/members/",
+        {"member-user": "nobody"},
+        "member-user",
+        "no user nobody; people appear here once they have signed in",
+    ),
     ("/teams/acme/members/", {"member-user": "node.node-a"}, "member-user", "no user node.node-a"),
     (
         "/teams/acme/quotas/",
