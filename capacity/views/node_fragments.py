@@ -141,6 +141,7 @@ def timeline(
     return {
         "lanes": lanes,
         "bands": bands,
+        "awaiting": any(b.awaiting for rows in bookings.values() for b in rows),
         "ticks": ticks,
         "now": pos(now) if start <= now <= end else None,
         "start": start,

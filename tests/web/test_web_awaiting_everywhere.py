@@ -61,6 +61,7 @@ def test_the_node_timeline_marks_the_awaiting_booking_until_it_is_approved(held,
         html = client.get(f"/nodes/{node}/").text
         assert f"⌛ #{held.pk} acme" in html and "tl-awaiting" in html
         assert f"reservation {held.pk} (acme) (awaiting approval)" in html
+        assert "awaiting approval: held, nothing starts" in html  # the legend
     assert op.post(f"/approvals/{held.pk}/approve/").status_code == 302
     html = op.get(f"/nodes/{node}/").text  # the kept timeline follows the approval
     assert f"⌛ #{held.pk}" not in html and f"#{held.pk} acme" in html
@@ -82,3 +83,8 @@ def test_its_page_history_reads_each_status_as_it_was(held, alice):
     assert AWAITING_BADGE in head
     history = re.search(r"<h3[^>]*>History.*?</table>|History</.*?</table>", html, re.S)[0]
     assert AWAITING_BADGE not in history and "✓ placed" in history and "◷ pending" in history
+
+
+def test_the_timeline_legend_names_awaiting_only_when_a_bar_is(two_hosts, book, op):
+    book(gpus=1, duration="1h")
+    assert "awaiting approval: held, nothing starts" not in op.get("/nodes/node-a/").text
