@@ -102,11 +102,11 @@ class AuditView(BerthAPIView):
         description=(
             "Who changed what, when and in which request (X-Request-Id), newest first: sign-ins and "
             "failed sign-ins (with the provider's sub), reservation status changes, node, taint and "
-            "label changes and what node reports changed, quotas, shares, pool policies, webhooks, "
-            "calendar feeds and API tokens. `?format=csv` for CSV. Operators only."
+            "label changes and what node reports changed, teams, memberships, users, quotas, shares, "
+            "pool policies, webhooks, calendar feeds and API tokens. `?format=csv` for CSV. Operators only."
         ),
         parameters=[
-            OpenApiParameter("actor", OpenApiTypes.STR, description="a username, or a command's name"),
+            OpenApiParameter("actor", OpenApiTypes.STR, description="a username, command:NAME or system"),
             OpenApiParameter(
                 "action", OpenApiTypes.STR, description="e.g. sign-in, reservation.released, node.cordon"
             ),
