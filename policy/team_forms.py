@@ -20,6 +20,12 @@ class TeamForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="as people read it: Acme Research")
 
 
+class NameForm(forms.Form):
+    """A team's new name (its slug never changes here: it is the API's tenantId)."""
+
+    name = forms.CharField(max_length=200, help_text="as people read it")
+
+
 class MemberForm(forms.Form):
     """A person to add to the team, by username."""
 

@@ -31,9 +31,9 @@ from capacity.port import (
 from config.web import login_required, page, wants_partial
 from inventory.errors import InventoryError
 from inventory.models import Tenant
-from inventory.teams import add_member, create_team, remove_member
+from inventory.teams import add_member, create_team, remove_member, rename_team
 
-from .team_forms import MemberForm, QuotaForm, TeamForm, TeamShareForm, attach
+from .team_forms import MemberForm, NameForm, QuotaForm, TeamForm, TeamShareForm, attach
 
 TEMPLATE = "policy/team.html"
 OPERATORS_GROUP = "operators"  # capacity.access.OPERATORS_GROUP
@@ -120,6 +120,7 @@ def _context(request: HttpRequest, tenant: Tenant, **given) -> dict:
         "no_gpu_quota": lacking,
         "guaranteed": guaranteed,
         "member_form": given.pop("member_form", None) or MemberForm(prefix="member"),
+        "name_form": given.pop("name_form", None) or NameForm(prefix="team", initial={"name": tenant.name}),
         "quota_form": quota_form,
         "share_form": given.pop("share_form", None) or TeamShareForm(prefix="share"),
         **given,
@@ -137,9 +138,9 @@ def team(request: HttpRequest, slug: str) -> HttpResponse:
 def _answer(request: HttpRequest, tenant: Tenant, section: str, failed: bool, **given) -> HttpResponse:
     """Answer a section's form: its section (htmx) or the page (a failure: 400); a failure wrote nothing."""
     if not failed and not wants_partial(request):
-        return redirect(f"{reverse('team', args=[tenant.slug])}#{section}")
+        return redirect(reverse("team", args=[tenant.slug]) + (f"#{section}" if section else ""))
     # The quota's warning sits beside the shares: a share or a quota changes both sections.
-    partial = "settings" if section in ("quotas", "shares") else section
+    partial = "settings" if section in ("quotas", "shares") else section or None
     # htmx swaps nothing on a 4xx: its section comes back with the errors as a 200.
     status = 400 if failed and not wants_partial(request) else 200
     return page(request, TEMPLATE, _context(request, tenant, **given), partial=partial, status=status)
@@ -205,3 +206,20 @@ def team_shares(request: HttpRequest, slug: str) -> HttpResponse:
         error = attach(form, err.message)
     failed = bool(error or form.errors)
     return _answer(request, tenant, "shares", failed, share_form=form, share_error=error)
+
+
+@require_POST
+@login_required
+def team_name(request: HttpRequest, slug: str) -> HttpResponse:
+    """Rename the team (`team-name`); its slug stays."""
+    _operator(request)
+    tenant = _tenant(slug)
+    form, error = NameForm(request.POST, prefix="team"), ""
+    if form.is_valid():
+        try:
+            tenant = rename_team(tenant.slug, form.cleaned_data["name"])
+            form = None
+        except InventoryError as err:
+            error = attach(form, err.message)
+    failed = bool(error or (form is not None and form.errors))
+    return _answer(request, tenant, "", failed, name_form=form, name_error=error)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("approvals/<int:pk>/deny/", views.decide, {"decision": "deny"}, name="approval-deny"),
     path("teams/", teams.teams, name="teams"),
     path("teams/<slug:slug>/", teams.team, name="team"),
+    path("teams/<slug:slug>/name/", teams.team_name, name="team-name"),
     path("teams/<slug:slug>/members/", teams.team_members, name="team-members"),
     path("teams/<slug:slug>/quotas/", teams.team_quotas, name="team-quotas"),
     path("teams/<slug:slug>/shares/", teams.team_shares, name="team-shares"),

@@ -174,6 +174,7 @@ def test_removing_what_is_not_there_says_so_and_writes_nothing(two_hosts, op):
         ("get", "/teams/"),
         ("post", "/teams/"),
         ("get", "/teams/acme/"),
+        ("post", "/teams/acme/name/"),
         ("post", "/teams/acme/members/"),
         ("post", "/teams/acme/quotas/"),
         ("post", "/teams/acme/shares/"),
@@ -181,10 +182,18 @@ def test_removing_what_is_not_there_says_so_and_writes_nothing(two_hosts, op):
     ],
 )
 def test_a_tenant_gets_403_and_nothing_is_written(two_hosts, alice, method, url):
-    data = {"slug": "x", "name": "X", "member-user": "alice", "quota-resource": "gpu", "quota-limit": "1"}
+    data = {
+        "slug": "x",
+        "name": "X",
+        "team-name": "X",
+        "member-user": "alice",
+        "quota-resource": "gpu",
+        "quota-limit": "1",
+    }
     answer = getattr(alice, method)(url, data) if method == "post" else alice.get(url)
     assert answer.status_code == 403
     assert not AuditRecord.objects.exists() and not Tenant.objects.filter(slug="x").exists()
+    assert Tenant.objects.get(slug="acme").name == "Acme"
 
 
 def test_an_unknown_team_is_404_and_the_nav_shows_teams_and_audit_to_operators_alone(two_hosts, op, alice):
@@ -203,3 +212,14 @@ def test_the_team_list_flags_a_team_without_a_gpu_quota(two_hosts, op):
     bare = html.split('id="team-bare"')[1].split("</tr>")[0]
     assert "⚠ no GPU quota" in bare
     assert "⚠ no GPU quota" not in html.split('id="team-acme"')[1].split("</tr>")[0]
+
+
+def test_a_team_renamed_keeps_its_slug_and_a_blank_name_is_refused_next_to_the_field(two_hosts, op):
+    assert op.post("/teams/acme/name/", {"team-name": "Acme Labs"}).status_code == 302
+    assert Tenant.objects.get(slug="acme").name == "Acme Labs"
+    assert "<h1>Acme Labs" in op.get("/teams/acme/").text
+    answer = op.post("/teams/acme/name/", {"team-name": "  "})
+    assert answer.status_code == 400 and "This field is required." in error_next_to(answer.text, "team-name")
+    assert _records(action="team.set") == [
+        ("olga", "team.set", "tenant:acme", {"name": "Acme"}, {"name": "Acme Labs"})
+    ]
