@@ -202,21 +202,9 @@ LIST_QUERY = ("page", *ReservationFilterSet.base_filters)
 CSV_MAX_ROWS = 10_000  # one download at most; narrow the filters for more
 _CHUNK = 1_000
 COLUMNS = (
-    "id",
-    "tenantId",
-    "poolId",
-    "status",
-    "awaitingApproval",
-    "start",
-    "end",
-    "releasedAt",
-    "nodes",
-    "atoms",
-    "gpuPercentMean",
-    "gpuPercentP95",
-    "minutesWithoutProcess",
-    "samples",
-)
+    "id", "tenantId", "poolId", "status", "awaitingApproval", "start", "end",
+    "releasedAt", "nodes", "atoms", "gpuPercentMean", "gpuPercentP95", "minutesWithoutProcess", "samples"
+)  # fmt: skip
 
 
 def reservations_csv(queryset, scope) -> HttpResponse:
