@@ -117,8 +117,8 @@ class AuditView(BerthAPIView):
         description=(
             "Who changed what, when and in which request (X-Request-Id), newest first: sign-ins and "
             "failed sign-ins (with the provider's sub), reservation status changes, node, taint and "
-            "label changes and what node reports changed, quotas, shares, pool policies, webhooks, "
-            "calendar feeds and API tokens. Operators only; as CSV: GET /api/v1/audit.csv."
+            "label changes and what node reports changed, teams, memberships, users, quotas, shares, pool policies, "
+            "webhooks, calendar feeds and API tokens. Operators only; as CSV: GET /api/v1/audit.csv."
         ),
         parameters=[*FILTERS, NO_FORMAT],
         responses={(200, "application/json"): ENTRY, **json_errors(400, 401, 403)},

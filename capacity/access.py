@@ -131,6 +131,11 @@ def may_approve(user) -> bool:
     return is_operator(user)
 
 
+def may_manage_teams(user) -> bool:
+    """Return whether the user may create teams and set their members, quotas and shares (operators, SSO ones too)."""
+    return is_operator(user)
+
+
 def may_watch_nodes(user) -> bool:
     """Return whether the user may subscribe to node events (they name every tenant's nodes)."""
     return is_operator(user)

@@ -104,6 +104,7 @@ FACE = {
         "feed_scope",
         "is_operator",
         "may_approve",
+        "may_manage_teams",
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
@@ -131,6 +132,14 @@ FACE = {
         "from_row",
         "policy_of",
         "stored_policies",
+    ),
+    # A team's quota rows, set and removed on the team page (policy.teams), and who has none for GPUs.
+    "capacity.services.quotas": (
+        "delete_quota",
+        "lacking_gpu_quota",
+        "quota_rows",
+        "set_quota",
+        "without_gpu_quota",
     ),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),

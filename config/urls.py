@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("capacity.urls")),
     path("", include("metrics.urls")),
     path("", include("policy.urls")),
+    path("", include("auditlog.page_urls")),
     path("", include("usage.urls")),
     path("", include("webhooks.urls")),
     path("", include("whatif.urls")),

@@ -15,7 +15,9 @@ from capacity.models import AnyReservation, Series
 from capacity.services.maintenance import schedule
 from inventory.models import Tenant
 
-ACTOR = "seed_demo"  # who the audit and the node history name for what the seed creates
+ACTOR = (
+    "command:seed_demo"  # who the audit and the node history name for what the seed creates (command:NAME)
+)
 
 DEMO_SERIES = "demo-series-1"
 # (key, tenant, pool, GPUs, start offset, length) relative to the first seeding.
@@ -93,7 +95,7 @@ def build_series(acme: Tenant, config, now) -> int:
             "idempotencyKey": DEMO_SERIES,
         },
         config=config,
-        by="seed_demo",
+        by=ACTOR,
     )
     return len(done.occurrences)
 

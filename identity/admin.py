@@ -1,8 +1,12 @@
-"""The admin's read-only view of provider identities and sign-ins."""
+"""The admin's read-only view of provider identities and sign-ins; users' changes in the audit."""
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
 
 from identity.models import ProviderIdentity, SignInEvent
+from trail.record import record
 
 
 @admin.register(ProviderIdentity)
@@ -27,3 +31,55 @@ class SignInEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+# --- users: each change an operator makes in the admin is in the audit, before and after -----------
+
+User = get_user_model()
+USER_FIELDS = ("username", "email", "is_active", "is_staff", "is_superuser")
+
+
+def user_values(user) -> dict:
+    """Return what the audit keeps of a user: never the password."""
+    values = {name: getattr(user, name) for name in USER_FIELDS}
+    values["groups"] = sorted(user.groups.values_list("name", flat=True)) if user.pk else []
+    return values
+
+
+class AuditedUserAdmin(UserAdmin):
+    """Django's user admin; `user.create`, `user.set` (what changed) and `user.delete` go to the audit."""
+
+    def save_model(self, request, obj, form, change):
+        request._berth_user_before = user_values(User.objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        before, after = getattr(request, "_berth_user_before", None), user_values(form.instance)
+        name = f"user:{form.instance.get_username()}"
+        if before is None:
+            record("user.create", name, after=after)
+            return
+        changed = [key for key in after if before.get(key) != after[key]]
+        if changed:
+            record(
+                "user.set",
+                name,
+                before={k: before.get(k) for k in changed},
+                after={k: after[k] for k in changed},
+            )
+
+    def delete_model(self, request, obj):
+        record("user.delete", f"user:{obj.get_username()}", before=user_values(obj))
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for obj in queryset:
+                record("user.delete", f"user:{obj.get_username()}", before=user_values(obj))
+            super().delete_queryset(request, queryset)
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, AuditedUserAdmin)

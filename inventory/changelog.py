@@ -1,7 +1,7 @@
 """The history of nodes, their taints and labels: who changed what, when and why.
 
 django-simple-history writes a snapshot row on every save and delete of a registered model. This
-module adds to each row the actor as text (a username; a command such as "manage.py cordon (root)";
+module adds to each row the actor as text (a username; a command such as "command:cordon";
 else "system") and the change in words ("cordoned", "label rack: r1 → r2"), takes the reason from
 `recording(reason=…)`, and skips a save that changes nothing an operator would read, so that a node
 report that repeats itself leaves no row. It imports no model: the models import it.

@@ -3,7 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from capacity.port import CapacityError, PoolPolicy, PoolShare, duration_text
+from capacity.port import CapacityError, PoolPolicy, PoolShare, duration_text, without_gpu_quota
 from trail.audited_admin import AuditedAdmin
 
 from .outside_check import new_secret
@@ -48,7 +48,7 @@ class PoolShareAdmin(AuditedAdmin):
     def save_model(self, request, obj, form, change):
         # Through the service: under the pool's lock the sum is checked again (a concurrent writer).
         try:
-            set_share(
+            share = set_share(
                 obj.pool.slug,
                 obj.tenant.slug,
                 obj.guaranteed_gpus,
@@ -57,6 +57,16 @@ class PoolShareAdmin(AuditedAdmin):
             )
         except CapacityError as err:
             self.message_user(request, str(err), messages.ERROR)
+            return
+        obj.pk = share.pk  # the admin's own message links the row
+        if without_gpu_quota([obj.tenant_id]):
+            self.message_user(
+                request,
+                # Words first: the admin capitalises a message's first letter.
+                f"No GPU quota for {obj.tenant.slug}: its bookings are refused whatever its share says."
+                f" Set one on the team's page, Teams → {obj.tenant.slug}.",
+                messages.WARNING,
+            )
 
 
 _POLICY_DURATIONS = {

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 from django import forms
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 
 from capacity.port import (
     CapacityError,
     Section,
     gpus_text,
+    lacking_gpu_quota,
     may_set_shares,
     scope_for,
 )
 from inventory.models import Tenant
 
 from .shares import bookable_gpus, delete_share, holding_changes_at, pool_shares, set_share
+
+# Where the kept Shares section reads, per page, which teams with a share have no GPU quota: a quota
+# set on the team page changes nothing the kept fragment's key follows.
+NO_QUOTA_PLACEHOLDER = "berth-share-no-quota-placeholder-7c2b"
 
 
 class ShareForm(forms.Form):
@@ -33,7 +39,9 @@ class ShareForm(forms.Form):
     )
 
 
-def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, error: str = "") -> dict:
+def shares_context(
+    request: HttpRequest, pool, form: ShareForm | None = None, error: str = "", placeholder: str = ""
+) -> dict:
     """Return what the Shares section draws: the rows the user may read and, for operators, the form.
 
     The pool was checked by the caller (visible_pool). A tenant's team without a row in a pool with
@@ -51,7 +59,26 @@ def shares_context(request: HttpRequest, pool, form: ShareForm | None = None, er
     if may_set_shares(request.user):
         context["share_form"] = form or ShareForm(prefix="share")
         context["bookable_gpus"] = gpus_text(float(bookable_gpus(pool)))
+        if placeholder:
+            context["no_quota_placeholder"] = placeholder
+        else:
+            context["no_quota"] = teams_without_quota(pool)
     return context
+
+
+def teams_without_quota(pool) -> list[str]:
+    """Return the slugs of the teams with a share of the pool and no GPU quota (their bookings are refused)."""
+    teams = lacking_gpu_quota(Tenant.objects.filter(pool_shares__pool=pool))
+    return list(teams.order_by("slug").values_list("slug", flat=True).distinct())  # one statement
+
+
+def no_quota_warning(request: HttpRequest, pool) -> str:
+    """Draw the warning for the teams with a share and no GPU quota, read fresh for each page (operators)."""
+    if not may_set_shares(request.user):
+        return ""
+    return render_to_string(
+        "capacity/pool_detail.html#share-no-quota", {"no_quota": teams_without_quota(pool)}, request
+    )
 
 
 def apply_share(request: HttpRequest, pool) -> tuple[ShareForm | None, str]:
@@ -81,8 +108,15 @@ def holding_changes(pool, now, context: dict):
     return holding_changes_at(pool, now) if context["share_rows"] else None
 
 
-def _context(request: HttpRequest, pool, form: ShareForm | None, error: str, _placeholder: str) -> dict:
-    return shares_context(request, pool, form, error)
+def _context(request: HttpRequest, pool, form: ShareForm | None, error: str, placeholder: str) -> dict:
+    return shares_context(request, pool, form, error, placeholder)
 
 
-SECTION = Section("shares", context=_context, apply=apply_share, changes_at=holding_changes)
+SECTION = Section(
+    "shares",
+    context=_context,
+    apply=apply_share,
+    placeholder=NO_QUOTA_PLACEHOLDER,
+    fresh=no_quota_warning,
+    changes_at=holding_changes,
+)

@@ -275,7 +275,8 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
     # attempt loop, commit and reads through the port too; a release's retry may repair, and a repair
-    # keeps a booking's maintenance notice true (services.maintenance_notice).
+    # keeps a booking's maintenance notice true (services.maintenance_notice); the team pages set
+    # quotas (capacity.services.quotas).
     "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the

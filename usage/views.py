@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 
 from capacity.port import CapacityError, scope_for
 from config.replica import replica_reads
@@ -148,4 +150,15 @@ def usage(request: HttpRequest) -> HttpResponse:
         "ahead": round(sum(r["gpuHoursBookedAhead"] for r in rows), 1),
         "used": round(sum(r["gpuHoursUsed"] for r in rows), 1),
     }
+    if not error:
+        # The same rows from the API: the period shown, its grouping and buckets, as CSV or JSON.
+        query = {
+            "from": first.isoformat(),
+            "to": last.isoformat(),
+            "groupBy": ",".join(group_by),
+            "bucket": bucket,
+        }
+        api = reverse("api-usage")
+        context["csv_url"] = f"{api}?{urlencode({**query, 'format': 'csv'})}"
+        context["json_url"] = f"{api}?{urlencode(query)}"
     return page(request, "usage/usage.html", context)

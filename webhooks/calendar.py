@@ -6,7 +6,8 @@ MAX_EVENTS of them, nearest first: one event per reservation, its status in the 
 nodes and GPUs in the description; a series is one recurring event (its RRULE, its cancelled
 occurrences as EXDATEs, an occurrence that differs as an override). A booking that held GPUs is CONFIRMED, also once it has ended;
 one released or preempted early ends at that moment (spot work given notice, at its preemptAt,
-labelled preempting); one that never held GPUs and was released is CANCELLED; one waiting for GPUs is TENTATIVE.
+labelled preempting); one that never held GPUs and was released is CANCELLED; one waiting for GPUs is TENTATIVE,
+and so is one placed but awaiting an operator's approval (labelled awaiting approval).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import icalendar
 from django.db import transaction
 from django.utils import timezone
 
-from capacity.port import Reservation, Series, feed_scope, preempt_at, render_reservations, seen
+from capacity.port import AWAITING, Reservation, Series, feed_scope, preempt_at, render_reservations, seen
 from trail.record import record
 
 from .models import CalendarFeed
@@ -54,6 +55,8 @@ def shape(reservation: Reservation, held: bool) -> tuple[str, str, datetime, dat
     start, end = reservation.starts_at, reservation.ends_at
     if reservation.status in WAITING:
         return reservation.status, "TENTATIVE", start, end
+    if reservation.status == "placed" and reservation.condition(AWAITING) is not None:
+        return "awaiting approval", "TENTATIVE", start, end  # held, but nothing starts until approved
     if reservation.status not in ENDED:
         noticed = preempt_at(reservation.conditions)  # spot work given notice: it ends then
         if noticed is not None and reservation.status == "placed":

@@ -22,7 +22,7 @@ class NodeHistoryView(OperatorView):
         summary="List a node's history",
         description=(
             "Every change of the node, its taints and its labels, newest first: when, who (a user, a "
-            'command such as "manage.py cordon (root)", or "system"), what and why. Operators only.'
+            'command such as "command:cordon", or "system"), what and why. Operators only.'
         ),
         parameters=[NODE_NAME],
         responses={200: HistoryEntrySerializer(many=True), **errors(400, 401, 403, 404)},

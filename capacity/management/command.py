@@ -41,10 +41,6 @@ class BerthCommand(CodedErrorCommand):
         except (CapacityError, InventoryError) as err:
             raise refused(err.code, err.message) from None
 
-    def actor(self) -> str:
-        """Return who the history names for this command's changes: "manage.py cordon (root)"."""
-        return f"manage.py {type(self).__module__.rsplit('.', 1)[-1]} ({os_user()})"
-
     def print_json(self, data: Any) -> None:
         self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
 

@@ -153,8 +153,8 @@ def check(tenant_slug: str, rows: Iterable[tuple[str, int, int, int | None, int]
         if limit is None:
             raise CapacityError(
                 QUOTA_EXCEEDED,
-                f"quota exceeded for {tenant_slug}: no quota for {resource} (an operator sets one,"
-                f" or a default with resource '{DEFAULT_RESOURCE}')",
+                f"no quota set for {tenant_slug}: {resource} has no limit and there is no default"
+                f" ('{DEFAULT_RESOURCE}'); an operator sets one on the team's page, Teams → {tenant_slug}",
             )
         if used + requested > limit:
             raise CapacityError(

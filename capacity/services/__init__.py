@@ -23,6 +23,7 @@ FACE = {
     "capacity.models.reservations": ("BORROWED", "IDLE", "QUEUED_MESSAGE", "UNSCHEDULABLE", "preempt_at"),
     "capacity.placers.ending": ("end_allocations",),
     "capacity.placers.notice": ("STARTS_LATER",),
+    "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
     "capacity.services.fair_queue": ("fair_shares", "queue_body", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),

@@ -12,13 +12,14 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.contrib.postgres.fields import BigIntegerRangeField
 from django.db.backends.postgresql.psycopg_any import NumericRange
-from django.db.models import F, Func, Value
+from django.db.models import BooleanField, ExpressionWrapper, F, Func, Q, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from capacity import access
 from capacity.models import AnyDeviceBooking, DeviceBooking, Reservation
+from capacity.models.reservations import AWAITING
 from inventory.models import Device, Node, Pool, Tenant
 
 NODES_PER_PAGE = 50
@@ -84,12 +85,24 @@ class Booking:
     reservation_id: int | None = None
     lease: bool = False
     spot: bool = False
+    awaiting: bool = False  # placed, waiting for an operator's approval (told to whoever may read it)
 
     @property
     def text(self) -> str:
         kind = " (whole-node lease)" if self.lease else ""
         kind += " (spot)" if self.spot else ""
+        kind += " (awaiting approval)" if self.awaiting else ""
         return f"{self.owner}{kind}: {self.start:{TIME_FORMAT}} – {self.end:{TIME_FORMAT}} UTC"
+
+
+# A placed booking held for approval (policy/approval.py), read in the bookings' own statement.
+_AWAITING = ExpressionWrapper(
+    Q(
+        allocation__reservation__status="placed",
+        allocation__reservation__conditions__contains=[{"type": AWAITING}],
+    ),
+    output_field=BooleanField(),
+)
 
 
 def bookings_by_device(
@@ -112,7 +125,7 @@ def bookings_by_device(
     live = start >= timezone.now() - settings.HISTORY_AFTER
     rows = (
         (DeviceBooking if live else AnyDeviceBooking)
-        .objects.annotate(key=key)
+        .objects.annotate(key=key, awaiting=_AWAITING)
         .filter(
             key__overlap=NumericRange(min(device_ids), max(device_ids), "[]"),
             device_id__in=device_ids,
@@ -127,11 +140,12 @@ def bookings_by_device(
             # The same join as the tenant: what kind of booking it is costs no query.
             "allocation__reservation__binding",
             "allocation__reservation__priority",
+            "awaiting",
         )
         .order_by("device_id", "during")
     )
     out: dict[int, list[Booking]] = defaultdict(list)
-    for device_id, during, reservation_id, tenant, instance, binding, priority in rows:
+    for device_id, during, reservation_id, tenant, instance, binding, priority, awaiting in rows:
         mine = reservation_id is not None and scope.allows(tenant)
         if mine:
             owner, short = f"reservation {reservation_id} ({tenant})", f"#{reservation_id} {tenant}"
@@ -153,6 +167,7 @@ def bookings_by_device(
                 reservation_id=reservation_id,
                 lease=binding == Reservation.Binding.NODE,
                 spot=priority == Reservation.Priority.SPOT,
+                awaiting=bool(awaiting) and mine,
             )
         )
     return out

@@ -85,6 +85,7 @@ def timeline(
             "when": "past" if b.end <= now else "now" if b.start <= now else "later",
             "spot": b.spot,
             "held": b.lease,
+            "awaiting": b.awaiting,
         }
 
     lanes = []
@@ -97,11 +98,15 @@ def timeline(
                 leases.setdefault((b.reservation_id, b.start, b.end), b)
                 bars.append(bar(b, "", f"{b.text}: the whole node"))
             else:
-                bars.append(bar(b, b.short, b.text))
+                bars.append(bar(b, f"⌛ {b.short}" if b.awaiting else b.short, b.text))
         lanes.append(Lane(device_label(device, parent), device.uuid, parent is not None, bars))
     if leases:
         node_bars = [
-            bar(b, f"▣ {b.short} lease" if b.mine else f"▣ leased by {b.holder}", b.text)
+            bar(
+                b,
+                f"▣ {'⌛ ' if b.awaiting else ''}{b.short} lease" if b.mine else f"▣ leased by {b.holder}",
+                b.text,
+            )
             for b in leases.values()
         ]
         lanes.insert(0, Lane("Whole node", "", False, node_bars, node=True))
@@ -136,6 +141,7 @@ def timeline(
     return {
         "lanes": lanes,
         "bands": bands,
+        "awaiting": any(b.awaiting for rows in bookings.values() for b in rows),
         "ticks": ticks,
         "now": pos(now) if start <= now <= end else None,
         "start": start,
@@ -286,6 +292,7 @@ def node_fragments(
             ("from",) if name == "timeline" else (),
             "",
             name not in ("topology", "devices"),
+            name == "timeline",  # it says which booking awaits approval: a reservation's change
         )
         for name in names
     }

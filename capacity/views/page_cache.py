@@ -7,7 +7,8 @@ the fragment reads, in a fixed order (others ignored): a write to the pool's nod
 and every reader get a fresh fragment on their next request. What time alone changes (a booking
 starting or ending) ends a fragment's life at that moment; the rest within PAGE_CACHE_SECONDS.
 The CSRF token is drawn as a placeholder and each reader's own token put in its place.
-The node page keys its parts on its pool's versions (node_fragments.py); the reservation lists on
+The node page keys its parts on its pool's versions (node_fragments.py; its timeline, which marks a
+booking awaiting approval, on the pool's reservation version too); the reservation lists on
 every pool's generation, booking and reservation versions (all_versions, one statement).
 Each reader stores at most PAGE_VARIANTS_PER_READER pages (path and query) at once: beyond that its
 other queries are drawn and not kept, so one reader cannot push everyone's kept pages out.
@@ -42,7 +43,7 @@ Draw = Callable[[str], tuple[str, datetime | None]]
 PAGE_VARIANTS_PER_READER = 20
 
 VERSIONS_SQL = """
-SELECT g.generation, v.version
+SELECT g.generation, v.version, v.reservations
   FROM inventory_pool p
   LEFT JOIN inventory_poolgeneration g ON g.pool_id = p.id
   LEFT JOIN capacity_poolbookingversion v ON v.pool_id = p.id
@@ -52,10 +53,15 @@ SELECT g.generation, v.version
 
 def pool_versions(pool_pk: int) -> tuple[int | None, int | None]:
     """Return the pool's inventory generation and booking version, in one statement."""
+    return _pool_versions(pool_pk)[:2]
+
+
+def _pool_versions(pool_pk: int) -> tuple[int | None, int | None, int | None]:
+    """Return the pool's inventory generation, booking version and reservation version."""
     with connection.cursor() as cur:
         cur.execute(VERSIONS_SQL, [pool_pk])
         row = cur.fetchone()
-    return (row[0], row[1]) if row else (None, None)
+    return tuple(row) if row else (None, None, None)
 
 
 ALL_VERSIONS_SQL = """
@@ -128,21 +134,24 @@ def pool_fragments(request: HttpRequest, pool_pk: int, scope: Scope, draws: dict
     `draws` maps each name to its `draw` and `per_url` (as pool_fragment's), and optionally what
     else it was drawn from beyond the pool's versions (a digest of what moves no version) and
     whether it reads bookings (default True; False: kept across the pool's bookings, keyed on its
-    inventory generation alone).
+    inventory generation alone) and whether it reads reservations' own changes too (default False:
+    an approval, a condition; True keys it on the pool's reservation version as well).
     """
     if not settings.PAGE_CACHE_SECONDS:  # keeping is off: nothing read, nothing stored
         return {name: draw(_token(request))[0] for name, (draw, *_) in draws.items()}
     # Read once per request: its fragments are drawn from one state of the pool.
     read = request.__dict__.setdefault("_pool_versions", {})
     if pool_pk not in read:
-        read[pool_pk] = pool_versions(pool_pk)
-    generation, version = read[pool_pk]
+        read[pool_pk] = _pool_versions(pool_pk)
+    generation, version, reservations = read[pool_pk]
     # A pool without a generation has had no node yet: nothing would change its key.
     keyed = {}
     for name, (draw, per_url, *rest) in draws.items():
         extra = rest[0] if rest else ""
         reads_bookings = rest[1] if len(rest) > 1 else True
-        keyed[name] = (draw, per_url, f"{extra}|{version if reads_bookings else '-'}")
+        reads_reservations = rest[2] if len(rest) > 2 else False
+        drawn_from = f"{version}.{reservations}" if reads_reservations else version
+        keyed[name] = (draw, per_url, f"{extra}|{drawn_from if reads_bookings else '-'}")
     return kept_fragments(request, f"{pool_pk}|{generation}", scope, keyed, generation is not None)
 
 

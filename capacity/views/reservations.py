@@ -104,6 +104,11 @@ class ReservationRow:
         return (self.reservation.condition(services.IDLE) or {}).get("message", "")
 
     @property
+    def awaiting(self) -> bool:
+        """Return whether it is placed but waits for an operator's approval (policy/approval.py)."""
+        return services.awaiting(self.reservation) is not None
+
+    @property
     def preempt_at(self) -> datetime | None:
         """Return when spot work given notice is taken back (placers.notice), else None."""
         if self.reservation.status != Reservation.Status.PLACED:
@@ -197,20 +202,9 @@ LIST_QUERY = ("page", *ReservationFilterSet.base_filters)
 CSV_MAX_ROWS = 10_000  # one download at most; narrow the filters for more
 _CHUNK = 1_000
 COLUMNS = (
-    "id",
-    "tenantId",
-    "poolId",
-    "status",
-    "start",
-    "end",
-    "releasedAt",
-    "nodes",
-    "atoms",
-    "gpuPercentMean",
-    "gpuPercentP95",
-    "minutesWithoutProcess",
-    "samples",
-)
+    "id", "tenantId", "poolId", "status", "awaitingApproval", "start", "end",
+    "releasedAt", "nodes", "atoms", "gpuPercentMean", "gpuPercentP95", "minutesWithoutProcess", "samples"
+)  # fmt: skip
 
 
 def reservations_csv(queryset, scope) -> HttpResponse:
@@ -232,6 +226,7 @@ def reservations_csv(queryset, scope) -> HttpResponse:
                     r.tenant.slug,
                     r.pool.slug,
                     r.status,
+                    "true" if row.awaiting else "false",
                     csvcells.csv_time(r.starts_at),
                     csvcells.csv_time(r.ends_at),
                     csvcells.csv_time(r.released_at),
@@ -356,7 +351,7 @@ def reservation_detail(
             "lends": any(at is None for at in notices.values()),
             "shared_until": max((at for at in notices.values() if at is not None), default=None),
             "occurrence_of": occurrence_context(reservation, scope),
-            # Held for an operator (services.approvals): said at the top, with the operators' buttons.
+            # Held for an operator (policy/approval.py): said at the top, with the operators' buttons.
             "awaiting": utc_message(services.awaiting(reservation))
             if isinstance(reservation, Reservation)
             else None,

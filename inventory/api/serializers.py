@@ -129,9 +129,7 @@ class HistoryEntrySerializer(serializers.Serializer):
     """One change of a node, its taints or labels: when, who, what and why."""
 
     at = serializers.DateTimeField()
-    actor = serializers.CharField(
-        help_text='A username, a command such as "manage.py cordon (root)", or "system".'
-    )
+    actor = serializers.CharField(help_text='A username, a command such as "command:cordon", or "system".')
     action = serializers.CharField(
         help_text="cordon, uncordon, drain, maintenance-on, taint-add, label-set, …"
     )

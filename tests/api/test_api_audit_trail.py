@@ -48,7 +48,22 @@ def test_a_command_is_named_as_the_command(as_operator, as_acme, lab, ask):
     pk = as_acme.post("/api/v1/reservations", ask(1), format="json").json()["id"]
     call_command("release", str(pk), stdout=StringIO())
     (released,) = audit(as_operator, object=f"reservation:{pk}", action="reservation.released")
-    assert released["actor"].startswith("manage.py release (") and released["requestId"] is None
+    assert released["actor"] == "command:release" and released["requestId"] is None
+
+
+def test_accept_devices_is_named_as_the_command_not_the_system(as_operator, lab):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from inventory.models import Device, Node
+
+    node = Node.objects.order_by("name").first()
+    Device.objects.filter(pk=node.devices.order_by("index").first().pk).update(verified=False, bookable=False)
+    call_command("accept_devices", node.name, "--reason", "new card", stdout=StringIO())
+    (accepted,) = audit(as_operator, object=f"node:{node.name}", action="node.accept")
+    assert (accepted["actor"], accepted["reason"]) == ("command:accept_devices", "new card")
+    assert audit(as_operator, actor="command:accept_devices") == [accepted]
 
 
 def test_a_node_action_names_its_request(as_operator, lab):
@@ -181,4 +196,4 @@ def test_tokens_issued_and_revoked_by_command_name_the_command(as_operator, acme
     call_command("issue_token", "acme", stdout=StringIO())
     call_command("revoke_token", "acme", stdout=StringIO())
     actors = [r["actor"] for r in audit(as_operator, object="token:acme")]
-    assert [a.split(" (")[0] for a in actors] == ["manage.py revoke_token", "manage.py issue_token"]
+    assert actors == ["command:revoke_token", "command:issue_token"]

@@ -174,3 +174,18 @@ def test_the_command_json_names_the_period_it_read(lab):
     call_command("usage_report", "--to=2026-12-10", "--json", stdout=out)
     answer = json.loads(out.getvalue())
     assert (answer["from"], answer["to"], answer["rows"]) == ("2026-11-11", "2026-12-10", [])
+
+
+def test_the_page_links_the_same_rows_as_csv_and_json(acme, as_acme, lab):
+    book(1, midnight(-1) + timedelta(hours=1), 2)
+    page = Client()
+    page.force_login(acme)
+    html = page.get("/usage/?groupBy=tenant&groupBy=pool&bucket=week").text
+    csv_url = re.search(r'id="usage-csv" href="([^"]+)"', html).group(1).replace("&amp;", "&")
+    json_url = re.search(r'id="usage-json" href="([^"]+)"', html).group(1).replace("&amp;", "&")
+    assert "groupBy=tenant%2Cpool" in csv_url and "bucket=week" in csv_url and "format=csv" in csv_url
+    answer = page.get(csv_url)
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/csv")
+    assert answer.content.decode().count("\n") == 2  # the header and acme's one row
+    assert totals(page.get(json_url).json()["rows"]) == (2.0, 0.0)
+    assert 'id="usage-csv"' not in page.get("/usage/?from=nonsense").text  # no rows to link

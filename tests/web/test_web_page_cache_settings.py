@@ -107,3 +107,16 @@ def test_what_the_pool_holds_next_changes_at_the_first_start_or_end_after_now(tw
         }
     ).reservation
     assert holding_changes_at(pool, timezone.now()) == running.ends_at
+
+
+def test_a_team_made_or_removed_shows_in_the_share_form_at_once(two_hosts, op):
+    from inventory.teams import create_team
+
+    for _ in range(2):  # kept now
+        assert 'value="lab3"' not in section(op.get(POOL).text, "shares")
+    create_team("lab3", "Lab Three")
+    assert '<option value="lab3">lab3</option>' in section(op.get(POOL).text, "shares")
+    from inventory.models import Tenant
+
+    Tenant.objects.filter(slug="lab3").delete()
+    assert 'value="lab3"' not in section(op.get(POOL).text, "shares")

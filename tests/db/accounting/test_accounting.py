@@ -60,7 +60,8 @@ def test_a_resource_with_no_quota_row_and_no_default_is_refused_never_unlimited(
         reserve(slices)
     assert err.value.code == "QUOTA_EXCEEDED"
     assert err.value.message == (
-        "quota exceeded for acme: no quota for mig-1g.10gb (an operator sets one, or a default with resource '*')"
+        "no quota set for acme: mig-1g.10gb has no limit and there is no default ('*'); an operator sets one"
+        " on the team's page, Teams → acme"
     )
     assert not Reservation.objects.exists() and not QuotaCharge.objects.exists()
     # A default limit bounds every resource without a row of its own, MIG slices included.
