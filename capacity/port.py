@@ -70,7 +70,16 @@ FACE = {
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
     "capacity.placers.types": ("PLACERS", "PlacerConfig"),
     # Bookings as records, and who may read them.
-    "capacity.models": ("AnyReservation", "PoolShare", "Reservation", "ReservationEvent", "Series"),
+    "capacity.models": (
+        "AnyReservation",
+        "MaintenanceWindow",
+        "PoolShare",
+        "Reservation",
+        "ReservationEvent",
+        "Series",
+    ),
+    # The Slurm bridge holds a hand-made Slurm reservation as a maintenance window on its nodes.
+    "capacity.services.maintenance": ("cancel_window", "schedule_window"),
     "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
     "capacity.models.policy": ("OnError",),
     "capacity.models.rollups": ("GPU_HOUR",),

@@ -38,7 +38,7 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog", "policy")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "slurm")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
@@ -65,6 +65,11 @@ LAZY_ALLOWED = {
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
     ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
     ("whatif.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
+    ("slurm.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the bridge's reconcile job",
+    ("slurm.apps", "capacity.rules"): "AppConfig.ready: registers the account rule in capacity's registry",
+    ("slurm.apps", "slurm.accounts"): "AppConfig.ready: the account rule imports models, not loaded yet",
+    ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
+    ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
     ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
 }
 
@@ -256,6 +261,10 @@ APPS = reach.APPS
 SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The calendar words a pending booking's place in the fair queue, which counts GPU-hours.
     "webhooks": (41, ()),
+    # The Slurm bridge: the models it reads, the rule and job registries it plugs into, and the
+    # maintenance windows a hand-made Slurm reservation becomes (scheduling one may move bookings
+    # off its nodes: placement).
+    "slurm": (70, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (53, ()),

@@ -329,3 +329,8 @@ def _end(found: MaintenanceWindow, now: datetime) -> None:
 def _why(found: MaintenanceWindow) -> str:
     text = f"maintenance window {found.pk}"
     return f"{text}: {found.reason}" if found.reason else text
+
+
+# The names the port gives them (capacity.port): the Slurm bridge schedules and cancels windows.
+schedule_window = schedule
+cancel_window = cancel

@@ -1,0 +1,120 @@
+"""The bridge's tests run against the real Slurm of `make slurm` (devtools/slurm_cluster.py): no stand-in.
+
+Two nodes, berth-n1 and berth-n2, with 8 fake GPUs each, mirrored in Berth's lab-pool under the same
+names. Without scontrol on the machine the tests are skipped (CI installs it); with scontrol and no
+cluster answering they fail, naming `make slurm`. Each test starts from a Slurm with no reservation
+and no job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from devtools import slurm_cluster
+
+CONF = str(slurm_cluster.CONF)
+
+
+def slurm(*args: str, check: bool = True) -> str:
+    """Run a Slurm command (scontrol, sbatch, squeue, scancel) against the local cluster; return its output."""
+    done = subprocess.run(
+        args, capture_output=True, text=True, env={**slurm_cluster.env(), "TZ": "UTC"}, timeout=20
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout + done.stderr
+
+
+def shown(name: str) -> dict[str, str] | None:
+    """Return a reservation as `scontrol -o show reservation` gives it, or None."""
+    out = slurm("scontrol", "-o", "show", "reservation", name, check=False)
+    if "not found" in out or "ReservationName=" not in out:
+        return None
+    return dict(w.split("=", 1) for w in out.split() if "=" in w)
+
+
+def names() -> set[str]:
+    out = slurm("scontrol", "-o", "show", "reservation", check=False)
+    return {w.split("=", 1)[1] for w in out.split() if w.startswith("ReservationName=")}
+
+
+def wipe() -> None:
+    """Cancel every job and delete every reservation (jobs first: a reservation in use cannot go)."""
+    slurm("scancel", "--full", "-u", "root", check=False)
+    for node in slurm_cluster.NODES:
+        slurm("scontrol", "update", f"NodeName={node}", "State=RESUME", check=False)
+    deadline = time.monotonic() + 10
+    while names() and time.monotonic() < deadline:
+        for name in names():
+            slurm("scontrol", "delete", f"ReservationName={name}", check=False)
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The local cluster, answering; skip without scontrol, fail without the cluster."""
+    if shutil.which("scontrol") is None:
+        pytest.skip(
+            "no scontrol on this machine: apt-get install slurm-client (make slurm installs the cluster)"
+        )
+    if subprocess.run(
+        ["scontrol", "ping"], env=slurm_cluster.env(), capture_output=True, timeout=20
+    ).returncode:
+        pytest.fail("no local Slurm cluster answers: run `make slurm` first")
+    return slurm_cluster
+
+
+@pytest.fixture
+def clean_slurm(cluster, settings):
+    """A Slurm with nothing in it, and Berth's settings pointed at it."""
+    settings.SLURM = {**settings.SLURM, "SCONTROL": ["scontrol"], "CONF": CONF}
+    wipe()
+    yield
+    wipe()
+
+
+@pytest.fixture
+def lab(clean_slurm, make_node, tenant, other_tenant):
+    """berth-n1 and berth-n2 (8 GPUs each) in lab-pool, bridged; acme and globex are tenants."""
+    from slurm.models import BridgedPool
+
+    nodes = [make_node(name, gpus=8) for name in slurm_cluster.NODES]
+    BridgedPool.objects.create(pool=nodes[0].pool)
+    return nodes
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+@pytest.fixture
+def book():
+    """Book through the services as of the real clock, with no random pick (the tests know the node)."""
+    from capacity import services
+    from capacity.conf import placer_config
+
+    config = dataclasses.replace(placer_config(), random=None)
+
+    def reserve(start=timedelta(0), length=timedelta(minutes=20), tenant="acme", **extra):
+        at = now().replace(microsecond=0)  # whole seconds, as Slurm keeps them
+        data = {
+            "tenantId": tenant,
+            "poolId": "lab-pool",
+            "during": {"start": ms(at + start), "end": ms(at + start + length)},
+            **extra,
+        }
+        if "devices" not in data and data.get("binding") != "node":
+            data["binding"] = "node"
+        return services.reserve(data, now=at, config=config)
+
+    return reserve
