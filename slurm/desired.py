@@ -18,8 +18,9 @@ from django.db import connection
 from .models import BridgedPool, SlurmAccount
 from .scontrol import ACCOUNT_RE, NAME_RE
 
-# Reservations Berth makes need no idle nodes: Berth decided, and a job already running keeps its time.
-BOOKING_FLAGS = ("IGNORE_JOBS",)
+# Reservations Berth makes need no idle nodes (Berth decided; a job already running keeps its time)
+# and may overlap another berth-* one cut short a moment ago: Berth itself never double-books a node.
+BOOKING_FLAGS = ("IGNORE_JOBS", "OVERLAP")
 WINDOW_FLAGS = ("MAINT", "IGNORE_JOBS")
 
 _BOOKINGS_SQL = """
@@ -127,3 +128,15 @@ def desired(pools: dict[int, BridgedPool], now: datetime) -> Desired:
         if nodes:
             wants[name] = Want(name, pool_pk, nodes, start, end, users=users, flags=WINDOW_FLAGS)
     return Desired(wants, problems)
+
+
+def preempted(names: list[str]) -> set[str]:
+    """Return which of these berth-<id> names are bookings Berth preempted."""
+    ids = {int(n[len(prefix()) :]): n for n in names if n[len(prefix()) :].isdigit()}
+    if not ids:
+        return set()
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id FROM capacity_reservation WHERE id = ANY(%s) AND status = 'preempted'", [list(ids)]
+        )
+        return {ids[pk] for (pk,) in cur.fetchall()}

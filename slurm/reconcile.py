@@ -2,8 +2,8 @@
 
 Berth is the source of truth for what it booked: the pass creates the berth-* reservations that
 are missing, fixes those that differ (nodes, times, accounts) and ends those Berth no longer holds
-(deleted before they start; shortened to now once started, as Slurm refuses to delete a
-reservation with jobs). Slurm is the source of truth for what Berth did not make: its nodes' DOWN
+(deleted before they start; cut short to a few seconds from now once started: Slurm refuses to
+delete a reservation its jobs run in). Slurm is the source of truth for what Berth did not make: its nodes' DOWN
 and DRAIN states become a `SlurmNode` condition on Berth's node (which stops it being offered), and
 its hand-made reservations become maintenance windows on their nodes. Whatever it could not do is
 kept on each bridged pool (`problems`, shown as its conditions) and counted; an unreachable Slurm
@@ -23,14 +23,14 @@ from capacity.port import CapacityError, cancel_window, schedule_window
 from inventory.models import Node, NodeCondition
 
 from . import scontrol
-from .desired import Want, bridged, desired, prefix
+from .desired import Want, bridged, desired, preempted, prefix
 from .models import BridgedPool, ImportedReservation
 from .scontrol import NAME_RE, SlurmError, SlurmReservation, slurm_end
 
 log = logging.getLogger(__name__)
 CONDITION = "SlurmNode"
 # A reservation Berth no longer holds that ends within this is left to end by itself.
-ENDING = timedelta(seconds=5)
+ENDING = timedelta(seconds=2)
 MAX_PROBLEMS = 50
 
 
@@ -79,11 +79,13 @@ def run_pass(now: datetime | None = None) -> Outcome:
     want = desired(pools, now)
     outcome.problems.extend(want.problems)
     mine = {r.name: r for r in held if r.name.startswith(prefix())}
+    # Ends first: a booking placed where a released one was takes its nodes in the same pass.
+    gone = [name for name in mine if name not in want.wants]
+    taken = preempted(gone)
+    for name in gone:
+        _end(mine[name], now, outcome, delete=name in taken)
     for name, wanted in want.wants.items():
         _converge(wanted, mine.get(name), now, outcome)
-    for name, found in mine.items():
-        if name not in want.wants:
-            _end(found, now, outcome)
     berth_nodes = _bridged_nodes(pools)
     _import(held, berth_nodes, now, outcome)
     _node_states(slurm_nodes, berth_nodes, outcome)
@@ -145,20 +147,25 @@ def _converge(wanted: Want, found: SlurmReservation | None, now: datetime, outco
         outcome.problems.append(refused)
 
 
-def _end(found: SlurmReservation, now: datetime, outcome: Outcome) -> None:
-    """End a berth-* reservation Berth no longer holds: delete it, or cut a started one short."""
-    if found.start is not None and found.start > now:
+def _end(found: SlurmReservation, now: datetime, outcome: Outcome, *, delete: bool = False) -> None:
+    """End a berth-* reservation Berth no longer holds.
+
+    One not started, or a preempted booking's, is deleted; a started one (an early release), or one
+    Slurm will not delete because its jobs run in it, ends ENDING from now: those jobs keep their
+    time, and no new job starts in it.
+    """
+    if (found.start is not None and found.start > now) or delete:
         if _try(outcome, None, f"delete {found.name}", scontrol.delete, found.name):
             outcome.ended.append(found.name)
-        return
-    if found.end is not None and found.end <= now + ENDING:
-        return
-    if _try(outcome, None, f"delete {found.name}", scontrol.delete, found.name):
-        outcome.ended.append(found.name)
-        return
-    outcome.problems.pop()  # in use: jobs run in it; they keep running, no new one starts
-    if _try(outcome, None, f"end {found.name}", scontrol.update, found.name, EndTime=slurm_end(now + ENDING)):
-        outcome.ended.append(found.name)
+            return
+        if found.start is not None and found.start > now:
+            return
+        outcome.problems.pop()  # in use: cut it short instead
+    if found.end is None or found.end > now + ENDING:
+        if _try(
+            outcome, None, f"end {found.name}", scontrol.update, found.name, EndTime=slurm_end(now + ENDING)
+        ):
+            outcome.ended.append(found.name)
 
 
 def _bridged_nodes(pools: dict[int, BridgedPool]) -> dict[str, Node]:
