@@ -161,11 +161,10 @@ def _end(found: SlurmReservation, now: datetime, outcome: Outcome, *, delete: bo
         if found.start is not None and found.start > now:
             return
         outcome.problems.pop()  # in use: cut it short instead
-    if found.end is None or found.end > now + ENDING:
-        if _try(
-            outcome, None, f"end {found.name}", scontrol.update, found.name, EndTime=slurm_end(now + ENDING)
-        ):
-            outcome.ended.append(found.name)
+    if (found.end is None or found.end > now + ENDING) and _try(
+        outcome, None, f"end {found.name}", scontrol.update, found.name, EndTime=slurm_end(now + ENDING)
+    ):
+        outcome.ended.append(found.name)
 
 
 def _bridged_nodes(pools: dict[int, BridgedPool]) -> dict[str, Node]:

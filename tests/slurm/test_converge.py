@@ -72,7 +72,9 @@ def test_with_slurm_unreachable_bookings_go_on_and_the_bridge_says_it_is_behind_
     outcome = run_pass()
     assert not outcome.reached
     bridge = BridgedPool.objects.get()
-    assert bridge.last_ok_at is None and bridge.problems[0]["message"].startswith("Slurm unreachable: scontrol")
+    assert bridge.last_ok_at is None and bridge.problems[0]["message"].startswith(
+        "Slurm unreachable: scontrol"
+    )
     assert shown(f"berth-{booked.reservation.pk}") is None
     settings.SLURM = good
     assert run_pass().created == [f"berth-{booked.reservation.pk}"]

@@ -18,7 +18,9 @@ def test_a_node_slurm_drains_gets_a_condition_and_is_not_offered_until_it_comes_
     assert run_pass().conditions == 1
     condition = NodeCondition.objects.get(node__name="berth-n1", type="SlurmNode")
     assert condition.reason == "Drain"
-    assert condition.message.startswith("Slurm reports the node DRAIN: bad fan [root@")  # who and when, as Slurm says
+    assert condition.message.startswith(
+        "Slurm reports the node DRAIN: bad fan [root@"
+    )  # who and when, as Slurm says
     assert "SlurmNode" in Node.objects.get(name="berth-n1").no_schedule_reasons
     assert book(gang={"size": 2}).reservation.status == "pending"
     assert book().reservation.allocations.get().node.name == "berth-n2"
@@ -44,7 +46,10 @@ def test_a_reservation_made_by_hand_in_slurm_is_blocked_time_with_its_name(lab, 
     assert run_pass().imported == []  # nothing changed in Slurm: nothing to do again
     slurm("scontrol", "delete", "ReservationName=bios-update")
     run_pass()
-    assert not ImportedReservation.objects.exists() and not MaintenanceWindow.objects.filter(pk=window.pk).exists()
+    assert (
+        not ImportedReservation.objects.exists()
+        and not MaintenanceWindow.objects.filter(pk=window.pk).exists()
+    )
 
 
 def test_a_hand_made_reservation_over_a_berth_booking_is_reported(lab, book):
