@@ -15,6 +15,7 @@ urlpatterns = [
     # The pool page's settings sections, registered by the pool's rules (views.pool_sections).
     path("pools/<slug:slug>/shares/", views.pool_section, {"name": "shares"}, name="pool-share"),
     path("pools/<slug:slug>/policy/", views.pool_section, {"name": "policy"}, name="pool-policy"),
+    path("pools/<slug:slug>/slurm/", views.pool_section, {"name": "slurm"}, name="pool-slurm"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),

@@ -25,7 +25,7 @@ from inventory.models import Node, NodeCondition
 from . import scontrol
 from .desired import Want, bridged, desired, preempted, prefix
 from .models import BridgedPool, ImportedReservation
-from .scontrol import NAME_RE, SlurmError, SlurmReservation, slurm_end
+from .scontrol import SlurmError, SlurmReservation, slurm_end
 
 log = logging.getLogger(__name__)
 CONDITION = "SlurmNode"
@@ -228,10 +228,11 @@ def _node_states(slurm_nodes, nodes: dict[str, Node], outcome: Outcome) -> None:
     """Give each bridged node Slurm reports DOWN or DRAIN a SlurmNode condition; clear it on the others."""
     states = {n.name: n for n in slurm_nodes}
     have = {c.node_id: c for c in NodeCondition.objects.filter(type=CONDITION, node__in=list(nodes.values()))}
+    unknown: dict[int, list[str]] = {}
     for name, node in nodes.items():
         found = states.get(name)
-        if found is None and NAME_RE.match(name):
-            outcome.problems.append((node.pool_id, f"node {name} is not in Slurm"))
+        if found is None:
+            unknown.setdefault(node.pool_id, []).append(name)
         bad = found is not None and (found.down or found.drained)
         current = have.get(node.pk)
         if bad:
@@ -247,6 +248,9 @@ def _node_states(slurm_nodes, nodes: dict[str, Node], outcome: Outcome) -> None:
         elif current is not None:
             current.delete()
             outcome.conditions += 1
+    for pool_pk, names in unknown.items():
+        listed = ", ".join(sorted(names)[:5]) + (", …" if len(names) > 5 else "")
+        outcome.problems.append((pool_pk, f"{len(names)} node(s) of the pool are not in Slurm: {listed}"))
 
 
 def _record(pools: dict[int, BridgedPool], outcome: Outcome, now: datetime) -> None:

@@ -70,6 +70,8 @@ LAZY_ALLOWED = {
     ("slurm.apps", "slurm.accounts"): "AppConfig.ready: the account rule imports models, not loaded yet",
     ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
     ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
+    ("slurm.apps", "slurm.section"): "AppConfig.ready: registers the pool page's Slurm section (models)",
+    ("slurm.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's section",
     ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
 }
 
@@ -261,10 +263,10 @@ APPS = reach.APPS
 SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The calendar words a pending booking's place in the fair queue, which counts GPU-hours.
     "webhooks": (41, ()),
-    # The Slurm bridge: the models it reads, the rule and job registries it plugs into, and the
-    # maintenance windows a hand-made Slurm reservation becomes (scheduling one may move bookings
-    # off its nodes: placement).
-    "slurm": (70, ()),
+    # The Slurm bridge: the models it reads, the rule, job and pool-page registries it plugs into,
+    # and the maintenance windows a hand-made Slurm reservation becomes (scheduling one may move
+    # bookings off its nodes: placement).
+    "slurm": (75, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (53, ()),

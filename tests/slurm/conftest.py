@@ -19,6 +19,7 @@ import pytest
 from devtools import slurm_cluster
 
 from api_people import acme, client_for, deterministic_placement, make_user, operator  # noqa: F401
+from page_people import acme_user, operators_group  # noqa: F401
 
 CONF = str(slurm_cluster.CONF)
 
