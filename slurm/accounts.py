@@ -1,4 +1,5 @@
-"""The bridge's rule at booking: a tenant books in a bridged pool only with a Slurm account (before any lock).
+"""The bridge's rule at booking, before any lock: a tenant books in a bridged pool only with a Slurm account,
+and only whole nodes where the pool says so.
 
 A pool's bridged state is read once per BRIDGED_TTL seconds in each process (a change made in this
 process is seen at once), so a pool that is not bridged sends no statement for it; in a bridged
@@ -24,12 +25,13 @@ def forget() -> None:
     _CACHE["at"] = -1e9
 
 
-def bridged_pools() -> dict[int, bool]:
-    """Return pool pk -> accounts_required for the enabled bridged pools (cached BRIDGED_TTL seconds)."""
+def bridged_pools() -> dict[int, tuple[bool, bool]]:
+    """Return pool pk -> (accounts_required, whole_nodes_only) of the enabled bridged pools (cached BRIDGED_TTL s)."""
     if time.monotonic() - _CACHE["at"] > BRIDGED_TTL:
-        _CACHE["pools"] = dict(
-            BridgedPool.objects.filter(enabled=True).values_list("pool_id", "accounts_required")
+        rows = BridgedPool.objects.filter(enabled=True).values_list(
+            "pool_id", "accounts_required", "whole_nodes_only"
         )
+        _CACHE["pools"] = {pk: (required, whole) for pk, required, whole in rows}
         _CACHE["at"] = time.monotonic()
     return _CACHE["pools"]
 
@@ -60,8 +62,15 @@ def missing_account(pool_pk: int, pool_slug: str, tenant_slug: str, required: bo
 
 
 def check(request, pool, now: datetime) -> None:
-    """Refuse (POLICY_LIMIT) a booking by a tenant without a Slurm account in a bridged pool."""
-    why = missing_account(pool.pk, pool.view.id, request.tenant_id, bridged_pools()[pool.pk])
+    """Refuse (POLICY_LIMIT) a booking Slurm could not hold to: no Slurm account, or GPUs in a whole-node pool."""
+    required, whole_nodes_only = bridged_pools()[pool.pk]
+    if whole_nodes_only and not request.lease:
+        raise CapacityError(
+            POLICY_LIMIT,
+            f"pool {pool.view.id} is bridged to Slurm for whole nodes only (Slurm reserves nodes, not GPUs):"
+            ' book whole nodes (binding "node", a gang for several)',
+        )
+    why = missing_account(pool.pk, pool.view.id, request.tenant_id, required)
     if why is not None:
         raise CapacityError(POLICY_LIMIT, why)
 

@@ -36,6 +36,7 @@ class BridgeSerializer(serializers.Serializer):
     bridged = serializers.BooleanField()
     enabled = serializers.BooleanField()
     accountsRequired = serializers.BooleanField()
+    wholeNodesOnly = serializers.BooleanField()
     accounts = serializers.DictField(child=serializers.CharField(), help_text="Tenant slug → Slurm account.")
     lastPassAt = serializers.DateTimeField(allow_null=True, required=False)
     lastOkAt = serializers.DateTimeField(

@@ -10,7 +10,8 @@ class BridgedPool(models.Model):
     """A pool whose bookings are mirrored into a Slurm cluster as reservations (docs/slurm.md).
 
     `accounts_required`: a tenant books here only with an account mapping (SlurmAccount); without
-    it, a tenant's Slurm account is its slug. The last pass's outcome is kept here: when it ran,
+    it, a tenant's Slurm account is its slug. `whole_nodes_only`: only whole-node leases and gangs
+    may be booked here, the bookings Slurm can hold to (it reserves nodes, not GPUs). The last pass's outcome is kept here: when it ran,
     when one last reached Slurm, and what it could not do (`problems`, shown as the bridge's
     conditions).
     """
@@ -18,6 +19,7 @@ class BridgedPool(models.Model):
     pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="+")
     enabled = models.BooleanField(default=True)
     accounts_required = models.BooleanField(default=False)
+    whole_nodes_only = models.BooleanField(default=False)
     last_pass_at = models.DateTimeField(null=True, blank=True)
     last_ok_at = models.DateTimeField(null=True, blank=True)
     problems = models.JSONField(default=list, blank=True)

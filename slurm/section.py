@@ -28,6 +28,11 @@ class BridgeForm(forms.Form):
         required=False,
         help_text="off: a tenant's slug is its Slurm account",
     )
+    wholeNodesOnly = forms.BooleanField(
+        label="Whole nodes only",
+        required=False,
+        help_text="GPU-level bookings are refused: Slurm reserves nodes",
+    )
     tenant = forms.ModelChoiceField(
         Tenant.objects.order_by("slug"), to_field_name="slug", required=False, label="Tenant"
     )
@@ -71,7 +76,14 @@ def _apply(request: HttpRequest, pool) -> tuple[BridgeForm | None, str]:
     data = form.cleaned_data
     try:
         if data["bridged"]:
-            services.set_bridge(pool.slug, {"enabled": True, "accountsRequired": data["accountsRequired"]})
+            services.set_bridge(
+                pool.slug,
+                {
+                    "enabled": True,
+                    "accountsRequired": data["accountsRequired"],
+                    "wholeNodesOnly": data["wholeNodesOnly"],
+                },
+            )
         elif BridgedPool.objects.filter(pool=pool).exists():
             services.unbridge(pool.slug)
         tenant, account = data["tenant"], data["account"].strip()

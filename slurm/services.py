@@ -16,7 +16,7 @@ from .accounts import forget
 from .models import BridgedPool, SlurmAccount
 from .scontrol import ACCOUNT_RE
 
-BRIDGE_FIELDS = ("enabled", "accountsRequired")
+BRIDGE_FIELDS = ("enabled", "accountsRequired", "wholeNodesOnly")
 
 
 def _pool(slug: str) -> Pool:
@@ -59,6 +59,7 @@ def bridge_body(pool: str) -> dict:
         "bridged": True,
         "enabled": bridge.enabled,
         "accountsRequired": bridge.accounts_required,
+        "wholeNodesOnly": bridge.whole_nodes_only,
         "accounts": accounts,
         "lastPassAt": bridge.last_pass_at,
         "lastOkAt": bridge.last_ok_at,
@@ -68,7 +69,7 @@ def bridge_body(pool: str) -> dict:
 
 
 def set_bridge(pool: str, data: object) -> dict:
-    """Bridge a pool (or change its bridge) from {"enabled", "accountsRequired"}; INVALID_INPUT names the field."""
+    """Bridge a pool (or change its bridge) from {"enabled", "accountsRequired", "wholeNodesOnly"}; 400 names the field."""
     if not isinstance(data, Mapping):
         raise CapacityError(INVALID_INPUT, "the request must be a JSON object")
     unknown = sorted(set(data) - set(BRIDGE_FIELDS))
@@ -84,7 +85,8 @@ def set_bridge(pool: str, data: object) -> dict:
         bridge, _ = BridgedPool.objects.get_or_create(pool=found)
         bridge.enabled = data.get("enabled", bridge.enabled)
         bridge.accounts_required = data.get("accountsRequired", bridge.accounts_required)
-        bridge.save(update_fields=["enabled", "accounts_required"])
+        bridge.whole_nodes_only = data.get("wholeNodesOnly", bridge.whole_nodes_only)
+        bridge.save(update_fields=["enabled", "accounts_required", "whole_nodes_only"])
     forget()
     return bridge_body(pool)
 

@@ -20,6 +20,7 @@ class Migration(migrations.Migration):
                 ('pool', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='inventory.pool')),
                 ('enabled', models.BooleanField(default=True)),
                 ('accounts_required', models.BooleanField(default=False)),
+                ('whole_nodes_only', models.BooleanField(default=False)),
                 ('last_pass_at', models.DateTimeField(blank=True, null=True)),
                 ('last_ok_at', models.DateTimeField(blank=True, null=True)),
                 ('problems', models.JSONField(blank=True, default=list)),

@@ -9,7 +9,7 @@ from django.db import migrations
 
 FORWARD = """
 CREATE CONSTRAINT TRIGGER slurmbridgedpool_booking_version
-  AFTER INSERT OR DELETE OR UPDATE OF enabled, accounts_required ON slurm_bridgedpool DEFERRABLE INITIALLY DEFERRED
+  AFTER INSERT OR DELETE OR UPDATE OF enabled, accounts_required, whole_nodes_only ON slurm_bridgedpool DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW EXECUTE FUNCTION capacity_pool_row_bumps();
 CREATE CONSTRAINT TRIGGER slurmaccount_booking_version
   AFTER INSERT OR UPDATE OR DELETE ON slurm_slurmaccount DEFERRABLE INITIALLY DEFERRED

@@ -70,3 +70,14 @@ def test_bad_bridge_input_is_a_400_naming_the_field(clean_slurm, pool, operator,
         api.put("/api/v1/pools/lab-pool/slurm/accounts/acme", {"account": "a"}, format="json").status_code
         == 404
     )
+
+
+def test_a_pool_bridged_for_whole_nodes_only_refuses_gpu_level_bookings(clean_slurm, make_node, tenant, operator,
+                                                                         acme, client_for):  # fmt: skip
+    make_node("berth-n1", gpus=8)
+    client_for(operator).put("/api/v1/pools/lab-pool/slurm", {"wholeNodesOnly": True}, format="json")
+    gpus = {**_lease(), "devices": [{"class": "gpu", "count": 2}]}
+    del gpus["binding"]
+    refused = client_for(acme).post("/api/v1/reservations", gpus, format="json")
+    assert refused.status_code == 422 and "whole nodes only" in refused.json()["message"]
+    assert client_for(acme).post("/api/v1/reservations", _lease(), format="json").status_code == 201
