@@ -133,6 +133,9 @@ FACE = {
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
     "capacity.services.outside_check": ("DEADLINE",),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
+    "capacity.checks": ("register_check",),
+    # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
+    "capacity.metrics.store": ("metrics_dir",),
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),
 }

@@ -1,7 +1,7 @@
 """A local Slurm cluster for the bridge's tests: munge, one slurmctld and two slurmd on this machine.
 
-`python -m devtools.slurm_cluster up` (`make slurm`) writes slurm.conf and gres.conf into .slurm/
-(git-ignored), with eight fake GPUs per node (one `File=` each, symlinks to /dev/null), starts munged
+`python -m devtools.slurm_cluster up` (`make slurm`) writes slurm.conf, gres.conf and Berth's
+job_submit.lua (slurm/job_submit.lua) into .slurm/ (git-ignored), with eight fake GPUs per node (one `File=` each, symlinks to /dev/null), starts munged
 when no daemon answers, then slurmctld and one `slurmd -N <node>` per node in the background (each
 node with `NodeHostname=localhost` and a port of its own), and waits until every node is idle. It is
 idempotent: a cluster that answers with this configuration is left alone. `down` stops the daemons
@@ -30,6 +30,7 @@ GPUS = 8
 CLUSTER = "berth"
 PARTITION = "berth"
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+JOB_SUBMIT = ROOT / "slurm" / "job_submit.lua"
 
 
 def port() -> int:
@@ -88,6 +89,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=30
+JobSubmitPlugins=lua
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1,sched_interval=1
 {nodes}
@@ -160,9 +162,12 @@ def _write_conf() -> bool:
         if not gpu.is_symlink():
             gpu.symlink_to("/dev/null")
     (BASE / "gres.conf").write_text(gres_text())
-    old = CONF.read_text() if CONF.exists() else ""
+    lua = BASE / "job_submit.lua"
+    old = (CONF.read_text() if CONF.exists() else "") + (lua.read_text() if lua.exists() else "")
     CONF.write_text(conf_text())
-    return old != CONF.read_text()
+    # Berth's job_submit plugin, as an operator installs it: GPU jobs only in reservations.
+    lua.write_text(JOB_SUBMIT.read_text())
+    return old != CONF.read_text() + lua.read_text()
 
 
 def up() -> None:

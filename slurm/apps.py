@@ -10,16 +10,18 @@ class SlurmConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_delete, post_save
 
-        from capacity.port import Job, register, register_rule, register_section
+        from capacity.port import Job, register, register_check, register_rule, register_section
 
         from .accounts import RULE
         from .jobs import run_once, serve
         from .models import BridgedPool
         from .section import SECTION
+        from .services import problems
 
         register(Job("slurm", run_once, serve))
         register_rule(RULE)
         register_section(SECTION)
+        register_check("slurm", problems)
         for signal in (post_save, post_delete):
             signal.connect(
                 forget_bridges, sender=BridgedPool, weak=False, dispatch_uid=f"slurm-forget-{id(signal)}"

@@ -24,6 +24,7 @@ from inventory.models import Node, NodeCondition
 
 from . import scontrol
 from .desired import Want, bridged, desired, preempted, prefix
+from .metrics import PASSES, PROBLEMS
 from .models import BridgedPool, ImportedReservation
 from .scontrol import SlurmError, SlurmReservation, slurm_end
 
@@ -265,5 +266,7 @@ def _record(pools: dict[int, BridgedPool], outcome: Outcome, now: datetime) -> N
         if outcome.reached:
             fields["last_ok_at"] = now
         BridgedPool.objects.filter(pk=bridge.pk).update(**fields)
+    PASSES.labels("unreachable" if not outcome.reached else "problems" if outcome.problems else "ok").inc()
     if outcome.problems:
+        PROBLEMS.labels("unreachable" if not outcome.reached else "mirror").inc(len(outcome.problems))
         log.warning("slurm pass: %s", "; ".join(m for _, m in outcome.problems[:5]))

@@ -127,3 +127,14 @@ def delete_account(pool: str, tenant: str) -> None:
     deleted, _ = SlurmAccount.objects.filter(pool__pool__slug=pool, tenant__slug=tenant).delete()
     if not deleted:
         raise CapacityError(NOT_FOUND, f"tenant {tenant} has no Slurm account mapping in pool {pool}")
+
+
+def problems() -> list[str]:
+    """Return check_capacity's lines: each enabled bridged pool that is behind, and what its last pass could not do."""
+    lines = []
+    for bridge in BridgedPool.objects.filter(enabled=True).select_related("pool").order_by("pool__slug"):
+        if behind(bridge):
+            when = f"{bridge.last_ok_at:%Y-%m-%d %H:%M} UTC" if bridge.last_ok_at else "never"
+            lines.append(f"pool {bridge.pool.slug}: behind (Slurm last reached {when})")
+        lines += [f"pool {bridge.pool.slug}: {p['message']}" for p in bridge.problems]
+    return lines

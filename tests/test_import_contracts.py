@@ -71,6 +71,8 @@ LAZY_ALLOWED = {
     ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
     ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
     ("slurm.apps", "slurm.section"): "AppConfig.ready: registers the pool page's Slurm section (models)",
+    ("slurm.apps", "slurm.services"): "AppConfig.ready: registers check_capacity's check (models)",
+    ("slurm.apps", "capacity.checks"): "AppConfig.ready: registers check_capacity's check",
     ("slurm.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's section",
     ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
 }

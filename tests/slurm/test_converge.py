@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
+import pytest
 from conftest import names, now, shown, slurm
+from django.core.management import CommandError, call_command
 
 from capacity import services
 from slurm.models import BridgedPool
@@ -62,9 +65,16 @@ def test_the_pass_creates_the_missing_fixes_the_changed_and_ends_the_strays(lab,
     assert run_pass().summary() == ""
 
 
+def _metric(client, line_start: str) -> float:
+    text = client.get("/metrics").content.decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
 def test_with_slurm_unreachable_bookings_go_on_and_the_bridge_says_it_is_behind_then_catches_up(
-    lab, book, settings
+    lab, book, settings, operator, client_for
 ):
+    unreachable = 'berth_slurm_passes_total{result="unreachable"}'
+    before = _metric(client_for(operator), unreachable)
     good = settings.SLURM
     settings.SLURM = {**good, "CONF": "/nonexistent/slurm.conf", "TIMEOUT": 1}
     booked = book(start=timedelta(hours=1))
@@ -76,10 +86,15 @@ def test_with_slurm_unreachable_bookings_go_on_and_the_bridge_says_it_is_behind_
         "Slurm unreachable: scontrol"
     )
     assert shown(f"berth-{booked.reservation.pk}") is None
+    assert _metric(client_for(operator), unreachable) == before + 1
+    with pytest.raises(CommandError, match=r"problem\(s\) found"):
+        call_command("check_capacity", stdout=(out := io.StringIO()))
+    assert "problem: slurm: pool lab-pool: behind (Slurm last reached never)" in out.getvalue()
     settings.SLURM = good
     assert run_pass().created == [f"berth-{booked.reservation.pk}"]
     bridge.refresh_from_db()
     assert bridge.last_ok_at == bridge.last_pass_at and bridge.problems == []
+    call_command("check_capacity", stdout=io.StringIO())  # in step again: no problem
 
 
 def test_a_maintenance_window_is_a_maint_reservation(lab):

@@ -64,3 +64,10 @@ def test_a_gpu_level_booking_is_not_a_reservation(lab, book):
     """Slurm reserves nodes, not GPUs: two GPUs of a node stay a Berth booking only (docs/slurm.md)."""
     book(devices=[{"class": "gpu", "count": 2}])
     assert run_pass().created == [] and names() == set()
+
+
+def test_a_gpu_job_outside_any_reservation_is_refused_by_berths_job_submit_plugin(lab):
+    """slurm/job_submit.lua, installed by `make slurm` as an operator installs it: GPUs only under a booking."""
+    said = slurm("sbatch", "--gres=gpu:1", "--wrap", "true", check=False)
+    assert "GPUs here are booked in Berth" in said and "--reservation=berth-<id>" in said
+    assert "Submitted batch job" in slurm("sbatch", "--output=/dev/null", "--wrap", "true")
