@@ -82,7 +82,10 @@ class BridgeView(OperatorView):
         operation_id="pools_slurm_delete",
         tags=["pools"],
         summary="Stop bridging a pool",
-        description="Operators only. The next pass ends the pool's berth-* reservations.",
+        description=(
+            "Operators only. The bridge is switched off (`enabled: false`, its accounts kept): the next pass"
+            " ends the pool's berth-* reservations and takes its nodes' Slurm conditions and windows away."
+        ),
         parameters=[POOL],
         responses={204: None, **errors(401, 403, 404)},
     )

@@ -79,11 +79,6 @@ def window_name(window_pk: int) -> str:
     return f"{prefix()}mw-{window_pk}"
 
 
-def bridged() -> dict[int, BridgedPool]:
-    """Return the enabled bridged pools by pool pk."""
-    return {b.pool_id: b for b in BridgedPool.objects.filter(enabled=True)}
-
-
 def account_for(
     bridge: BridgedPool, tenant_pk: int, slug: str, mapped: dict[tuple[int, int], str]
 ) -> str | None:

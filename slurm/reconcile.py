@@ -23,7 +23,7 @@ from capacity.port import CapacityError, cancel_window, schedule_window
 from inventory.models import Node, NodeCondition
 
 from . import scontrol
-from .desired import Want, bridged, desired, preempted, prefix
+from .desired import Want, desired, preempted, prefix
 from .metrics import PASSES, PROBLEMS
 from .models import BridgedPool, ImportedReservation
 from .scontrol import SlurmError, SlurmReservation, slurm_end
@@ -63,11 +63,16 @@ class Outcome:
 
 
 def run_pass(now: datetime | None = None) -> Outcome:
-    """Run one pass over every enabled bridged pool; return what it did."""
+    """Run one pass over the bridged pools; return what it did.
+
+    A pool whose bridge is switched off keeps its row, so that passes go on ending its reservations;
+    with no row at all a pass asks nothing of Slurm.
+    """
     now = now or timezone.now()
-    pools = bridged()
+    rows = {b.pool_id: b for b in BridgedPool.objects.all()}
+    pools = {pk: b for pk, b in rows.items() if b.enabled}
     outcome = Outcome()
-    if not pools:
+    if not rows:
         return outcome
     try:
         held = scontrol.reservations()
@@ -75,7 +80,7 @@ def run_pass(now: datetime | None = None) -> Outcome:
     except SlurmError as err:
         outcome.reached = False
         outcome.problems.append((None, f"Slurm unreachable: {err}"))
-        _record(pools, outcome, now)
+        _record(rows, outcome, now)
         return outcome
     want = desired(pools, now)
     outcome.problems.extend(want.problems)
@@ -90,7 +95,7 @@ def run_pass(now: datetime | None = None) -> Outcome:
     berth_nodes = _bridged_nodes(pools)
     _import(held, berth_nodes, now, outcome)
     _node_states(slurm_nodes, berth_nodes, outcome)
-    _record(pools, outcome, now)
+    _record(rows, outcome, now)
     return outcome
 
 
@@ -229,6 +234,10 @@ def _node_states(slurm_nodes, nodes: dict[str, Node], outcome: Outcome) -> None:
     """Give each bridged node Slurm reports DOWN or DRAIN a SlurmNode condition; clear it on the others."""
     states = {n.name: n for n in slurm_nodes}
     have = {c.node_id: c for c in NodeCondition.objects.filter(type=CONDITION, node__in=list(nodes.values()))}
+    # A node no longer in a bridged pool (its bridge switched off, the node moved) loses Slurm's word.
+    for stale in NodeCondition.objects.filter(type=CONDITION).exclude(node__in=list(nodes.values())):
+        stale.delete()
+        outcome.conditions += 1
     unknown: dict[int, list[str]] = {}
     for name, node in nodes.items():
         found = states.get(name)

@@ -84,7 +84,7 @@ def _apply(request: HttpRequest, pool) -> tuple[BridgeForm | None, str]:
                     "wholeNodesOnly": data["wholeNodesOnly"],
                 },
             )
-        elif BridgedPool.objects.filter(pool=pool).exists():
+        elif BridgedPool.objects.filter(pool=pool, enabled=True).exists():
             services.unbridge(pool.slug)
         tenant, account = data["tenant"], data["account"].strip()
         if tenant is not None and account:

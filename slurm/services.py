@@ -92,8 +92,8 @@ def set_bridge(pool: str, data: object) -> dict:
 
 
 def unbridge(pool: str) -> None:
-    """Stop bridging a pool: the next pass ends the berth-* reservations of its bookings."""
-    BridgedPool.objects.filter(pool=_pool(pool)).delete()
+    """Stop bridging a pool: its bridge is switched off (its accounts kept), and passes end its reservations."""
+    BridgedPool.objects.filter(pool=_pool(pool)).update(enabled=False)
     forget()
 
 

@@ -13,6 +13,7 @@ from capacity import services
 from slurm.models import BridgedPool
 from slurm.reconcile import run_pass
 from slurm.scontrol import slurm_time
+from slurm.services import unbridge as services_unbridge
 
 
 def test_a_release_before_the_start_deletes_the_reservation(lab, book):
@@ -108,3 +109,14 @@ def test_a_maintenance_window_is_a_maint_reservation(lab):
     run_pass()
     seen = shown(f"berth-mw-{window.pk}")
     assert seen["Nodes"] == "berth-n2" and "MAINT" in seen["Flags"] and seen["StartTime"] == slurm_time(start)
+
+
+def test_a_pool_no_longer_bridged_loses_its_reservations_and_slurm_conditions(lab, book):
+    booked = book(start=timedelta(hours=1))
+    slurm("scontrol", "update", "NodeName=berth-n2", "State=DRAIN", "Reason=test")
+    run_pass()
+    assert shown(f"berth-{booked.reservation.pk}") is not None
+    services_unbridge("lab-pool")
+    outcome = run_pass()
+    assert outcome.ended == [f"berth-{booked.reservation.pk}"] and outcome.conditions == 1
+    assert names() == set()
