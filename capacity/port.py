@@ -81,7 +81,7 @@ FACE = {
     # The Slurm bridge holds a hand-made Slurm reservation as a maintenance window on its nodes.
     "capacity.services.maintenance": ("cancel_window", "schedule_window"),
     "capacity.models.reservations": ("APPROVED", "AWAITING", "IDLE", "RECLAIMED", "preempt_at"),
-    "capacity.models.policy": ("OnError",),
+    "capacity.models.policy": ("OnError", "switch_rule"),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": (

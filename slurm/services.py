@@ -12,7 +12,6 @@ from django.utils import timezone
 from capacity.port import INVALID_INPUT, NOT_FOUND, CapacityError
 from inventory.models import Pool, Tenant
 
-from .accounts import forget
 from .models import BridgedPool, SlurmAccount
 from .scontrol import ACCOUNT_RE
 
@@ -87,14 +86,15 @@ def set_bridge(pool: str, data: object) -> dict:
         bridge.accounts_required = data.get("accountsRequired", bridge.accounts_required)
         bridge.whole_nodes_only = data.get("wholeNodesOnly", bridge.whole_nodes_only)
         bridge.save(update_fields=["enabled", "accounts_required", "whole_nodes_only"])
-    forget()
     return bridge_body(pool)
 
 
 def unbridge(pool: str) -> None:
     """Stop bridging a pool: its bridge is switched off (its accounts kept), and passes end its reservations."""
-    BridgedPool.objects.filter(pool=_pool(pool)).update(enabled=False)
-    forget()
+    bridge = BridgedPool.objects.filter(pool=_pool(pool)).first()
+    if bridge is not None and bridge.enabled:
+        bridge.enabled = False
+        bridge.save(update_fields=["enabled"])
 
 
 def parse_account(data: object) -> str:

@@ -23,5 +23,9 @@ DROP TRIGGER slurmbridgedpool_booking_version ON slurm_bridgedpool;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("slurm", "0002_notify_triggers"), ("capacity", "0037_pool_settings_bump_version")]
+    dependencies = [
+        ("slurm", "0002_notify_triggers"),
+        ("capacity", "0037_pool_settings_bump_version"),
+        ("capacity", "0045_pool_rule"),
+    ]
     operations = [migrations.RunSQL(FORWARD, BACKWARD)]

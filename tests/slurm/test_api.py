@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import ms, now, shown
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from slurm_helpers import ms, now, shown
 
 from slurm.reconcile import run_pass
 

@@ -6,8 +6,8 @@ import io
 from datetime import timedelta
 
 import pytest
-from conftest import names, now, shown, slurm
 from django.core.management import CommandError, call_command
+from slurm_helpers import names, now, shown, slurm
 
 from capacity import services
 from slurm.models import BridgedPool

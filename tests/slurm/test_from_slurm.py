@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import now, slurm
+from slurm_helpers import now, slurm
 
 from capacity.port import MaintenanceWindow
 from inventory.models import Node, NodeCondition

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from conftest import names, shown, slurm
+from slurm_helpers import names, shown, slurm
 
 from slurm.reconcile import run_pass
 

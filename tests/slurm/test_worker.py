@@ -7,8 +7,8 @@ import time
 from datetime import timedelta
 
 import pytest
-from conftest import shown
 from django.db import connection
+from slurm_helpers import shown
 
 from capacity import services
 from slurm.jobs import serve
