@@ -123,6 +123,8 @@ def _start_munge() -> None:
         return
     Path("/run/munge").mkdir(exist_ok=True)
     shutil.chown("/run/munge", "munge", "munge")
+    if not Path("/etc/munge/munge.key").exists():  # the package's postinst makes one; a bare image may not
+        subprocess.run(["runuser", "-u", "munge", "--", "mungekey", "--create"], check=True, timeout=30)
     subprocess.run(["runuser", "-u", "munge", "--", "munged", "--force"], check=True, timeout=15)
     _wait(_munge_answers, 10, "munged does not answer")
 

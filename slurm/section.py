@@ -48,6 +48,7 @@ def _context(request: HttpRequest, pool, form: BridgeForm | None, error: str, pl
         initial = {
             "bridged": bridge["bridged"] and bridge["enabled"],
             "accountsRequired": bridge["accountsRequired"],
+            "wholeNodesOnly": bridge["wholeNodesOnly"],
         }
         context["slurm_form"] = form or BridgeForm(prefix="slurm", initial=initial)
         if placeholder:

@@ -46,6 +46,7 @@ def bridge_body(pool: str) -> dict:
             "bridged": False,
             "enabled": False,
             "accountsRequired": False,
+            "wholeNodesOnly": False,
             "accounts": {},
         }
     accounts = dict(

@@ -81,3 +81,14 @@ def test_a_pool_bridged_for_whole_nodes_only_refuses_gpu_level_bookings(clean_sl
     refused = client_for(acme).post("/api/v1/reservations", gpus, format="json")
     assert refused.status_code == 422 and "whole nodes only" in refused.json()["message"]
     assert client_for(acme).post("/api/v1/reservations", _lease(), format="json").status_code == 201
+
+
+def test_a_pool_not_bridged_reads_as_such(pool, operator, client_for):
+    assert client_for(operator).get("/api/v1/pools/lab-pool/slurm").json() == {
+        "pool": "lab-pool",
+        "bridged": False,
+        "enabled": False,
+        "accountsRequired": False,
+        "wholeNodesOnly": False,
+        "accounts": {},
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.test import Client
 
 from slurm.models import BridgedPool, SlurmAccount
@@ -22,10 +24,17 @@ def test_an_operator_bridges_the_pool_and_maps_an_account_from_the_page(pool, te
     )
     sent = client.post(
         "/pools/lab-pool/slurm/",
-        {"slurm-bridged": "on", "slurm-tenant": "acme", "slurm-account": "proj-acme"},
+        {
+            "slurm-bridged": "on",
+            "slurm-wholeNodesOnly": "on",
+            "slurm-tenant": "acme",
+            "slurm-account": "proj-acme",
+        },
         HTTP_HX_REQUEST="true",
     )
     assert sent.status_code == 200 and "<code>proj-acme</code>" in sent.content.decode()
+    assert re.search(r'<input[^>]*name="slurm-wholeNodesOnly"[^>]*checked', sent.content.decode())
+    assert "refused: whole nodes only" in sent.content.decode()
     assert BridgedPool.objects.get().enabled and SlurmAccount.objects.get().account == "proj-acme"
     assert "Slurm not reached yet" in client.get("/pools/lab-pool/").content.decode()
 
