@@ -11,7 +11,6 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from capacity.port import CapacityError, Section, may_set_policy
-from inventory.models import Tenant
 
 from . import services
 from .models import BridgedPool
@@ -33,16 +32,16 @@ class BridgeForm(forms.Form):
         required=False,
         help_text="GPU-level bookings are refused: Slurm reserves nodes",
     )
-    tenant = forms.ModelChoiceField(
-        Tenant.objects.order_by("slug"), to_field_name="slug", required=False, label="Tenant"
-    )
+    tenant = forms.SlugField(label="Tenant", required=False, help_text="its slug")
     account = forms.CharField(
         label="Slurm account", required=False, max_length=64, help_text="blank removes the tenant's mapping"
     )
 
 
 def _context(request: HttpRequest, pool, form: BridgeForm | None, error: str, placeholder: str) -> dict:
-    bridge = services.bridge_body(pool.slug)
+    # One read for a pool that is not bridged (the kept page reads nothing of it again).
+    row = BridgedPool.objects.filter(pool=pool).first()
+    bridge = services.body_of(pool, row)
     context = {"slurm": bridge, "slurm_error": error, "pool": pool}
     if may_set_policy(request.user):
         initial = {
@@ -51,10 +50,12 @@ def _context(request: HttpRequest, pool, form: BridgeForm | None, error: str, pl
             "wholeNodesOnly": bridge["wholeNodesOnly"],
         }
         context["slurm_form"] = form or BridgeForm(prefix="slurm", initial=initial)
-        if placeholder:
+        if row is None:
+            pass  # nothing to say of a bridge that is not there, and nothing to read per page
+        elif placeholder:
             context["slurm_state_placeholder"] = placeholder
         else:
-            context["slurm_state"] = _state(pool)
+            context["slurm_state"] = {"bridge": row, "behind": services.behind(row)}
     return context
 
 
@@ -88,10 +89,10 @@ def _apply(request: HttpRequest, pool) -> tuple[BridgeForm | None, str]:
         elif BridgedPool.objects.filter(pool=pool, enabled=True).exists():
             services.unbridge(pool.slug)
         tenant, account = data["tenant"], data["account"].strip()
-        if tenant is not None and account:
-            services.set_account(pool.slug, tenant.slug, services.parse_account({"account": account}))
-        elif tenant is not None and services.bridge_body(pool.slug)["accounts"].get(tenant.slug):
-            services.delete_account(pool.slug, tenant.slug)
+        if tenant and account:
+            services.set_account(pool.slug, tenant, services.parse_account({"account": account}))
+        elif tenant and services.bridge_body(pool.slug)["accounts"].get(tenant):
+            services.delete_account(pool.slug, tenant)
     except CapacityError as err:
         if err.message.startswith("account"):
             form.add_error("account", err.message)

@@ -39,10 +39,14 @@ def behind(bridge: BridgedPool, now: datetime | None = None) -> bool:
 def bridge_body(pool: str) -> dict:
     """Return the pool's bridge as the API shows it (`bridged: false` for a pool that is not)."""
     found = _pool(pool)
-    bridge = BridgedPool.objects.filter(pool=found).first()
+    return body_of(found, BridgedPool.objects.filter(pool=found).first())
+
+
+def body_of(pool: Pool, bridge: BridgedPool | None) -> dict:
+    """Return a pool's bridge as the API shows it; its accounts are one read more, for a bridged pool only."""
     if bridge is None:
         return {
-            "pool": found.slug,
+            "pool": pool.slug,
             "bridged": False,
             "enabled": False,
             "accountsRequired": False,
@@ -55,7 +59,7 @@ def bridge_body(pool: str) -> dict:
         .values_list("tenant__slug", "account")
     )
     return {
-        "pool": found.slug,
+        "pool": pool.slug,
         "bridged": True,
         "enabled": bridge.enabled,
         "accountsRequired": bridge.accounts_required,
