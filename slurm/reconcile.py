@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from capacity.port import CapacityError, cancel_window, schedule_window
@@ -33,6 +33,7 @@ CONDITION = "SlurmNode"
 # A reservation Berth no longer holds that ends within this is left to end by itself.
 ENDING = timedelta(seconds=2)
 MAX_PROBLEMS = 50
+PASS_LOCK = 0x5107_B41D  # one reconcile pass at a time, across the workers
 
 
 @dataclass
@@ -66,14 +67,28 @@ def run_pass(now: datetime | None = None) -> Outcome:
     """Run one pass over the bridged pools; return what it did.
 
     A pool whose bridge is switched off keeps its row, so that passes go on ending its reservations;
-    with no row at all a pass asks nothing of Slurm.
+    with no row at all a pass asks nothing of Slurm. One pass at a time across the workers: a
+    worker that finds another's pass running leaves it that one (it reads Berth after this one's
+    commit anyway, at its next wake-up or timed pass).
     """
     now = now or timezone.now()
     rows = {b.pool_id: b for b in BridgedPool.objects.all()}
-    pools = {pk: b for pk, b in rows.items() if b.enabled}
     outcome = Outcome()
     if not rows:
         return outcome
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [PASS_LOCK])
+        if not cur.fetchone()[0]:
+            return outcome
+    try:
+        return _pass(rows, now, outcome)
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])
+
+
+def _pass(rows: dict[int, BridgedPool], now: datetime, outcome: Outcome) -> Outcome:
+    pools = {pk: b for pk, b in rows.items() if b.enabled}
     try:
         held = scontrol.reservations()
         slurm_nodes = scontrol.nodes()
