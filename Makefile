@@ -74,6 +74,9 @@ test: venv
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/.site
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
 	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
+	@if command -v scontrol >/dev/null 2>&1; then echo "Slurm tests: on (the local cluster of make slurm)"; \
+	  [ "$$(id -u)" != 0 ] || $(PY) -m devtools.slurm_cluster up; \
+	else echo "Slurm tests: SKIPPED - no scontrol (make slurm installs Debian's Slurm and starts a local cluster)"; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The tests that read the real clock's day (marked `dates`), again at fixed days from Monday to
