@@ -19,7 +19,8 @@ PROD_ENV = DJANGO_DEBUG=0 DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECR
 PYTHON ?= $(shell for c in python3.12 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3.13 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.13.*/bin/python3 2>/dev/null | sort -V | tail -n1) python3; do \
 	  command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$c; break; }; done)
 
-.PHONY: run dev test test-dates docs venv migrate seed static lint typecheck bench clean-db ha ha-down test-ha
+.PHONY: run dev test test-dates docs venv migrate seed static lint typecheck bench clean-db ha ha-down test-ha \
+	slurm slurm-down test-slurm
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@if [ -z "$(PYTHON)" ]; then echo "Berth needs Python >= 3.12 (python3.12 recommended): install it, e.g. 'apt-get install python3.12' or 'pyenv install 3.12'."; exit 1; fi
@@ -69,14 +70,18 @@ dev: seed
 docs: venv
 	$(VENV)/bin/mkdocs build --strict --site-dir $(CURDIR)/.site
 
-# The tests run in TEST_WORKERS processes (pytest-xdist), each on a test database of its own;
+# The tests run in TEST_WORKERS processes (pytest-xdist), each on a test database of its own
+# (tests/slurm all on one: they share the local Slurm cluster);
 # `make test TEST_WORKERS=0` runs them in this one.
 TEST_WORKERS ?= 2
 test: venv
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/.site
 	@if [ -x /usr/bin/chromium ]; then echo "Browser tests: on (Chromium at /usr/bin/chromium)"; \
 	else echo "Browser tests: SKIPPED - no /usr/bin/chromium (install it with: apt-get install -y chromium)"; fi
-	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	@if command -v scontrol >/dev/null 2>&1; then echo "Slurm tests: on (the local cluster of make slurm)"; \
+	  [ "$$(id -u)" != 0 ] || $(PY) -m devtools.slurm_cluster up; \
+	else echo "Slurm tests: SKIPPED - no scontrol (make slurm installs Debian's Slurm and starts a local cluster)"; fi
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The tests that read the real clock's day (marked `dates`), again at fixed days from Monday to
 # Sunday and a leap day, each under libfaketime with a database of its own (devtools/dates.py).
@@ -111,3 +116,16 @@ ha-down: venv
 # the primary mid-load and promotes the standby. Skipped, with the reason, where the binaries are missing.
 test-ha: venv
 	BERTH_HA=1 $(PY) -m pytest tests/ha $(PYTEST_ARGS)
+
+# A local Slurm cluster for the bridge's tests (devtools/slurm_cluster.py): munge, slurmctld and two
+# slurmd (berth-n1, berth-n2, 8 fake GPUs each) from Debian's packages, installed when missing, state
+# in .slurm/ (git-ignored). Idempotent: a cluster that answers is left alone. `make slurm-down` stops it.
+slurm: venv
+	$(PY) -m devtools.slurm_cluster up
+
+slurm-down: venv
+	$(PY) -m devtools.slurm_cluster down
+
+# The bridge's tests against that cluster (`make test` runs them too once it is up).
+test-slurm: slurm
+	$(PY) -m pytest tests/slurm $(PYTEST_ARGS)

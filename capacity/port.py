@@ -80,12 +80,15 @@ FACE = {
     # Bookings as records, and who may read them.
     "capacity.models": (
         "AnyReservation",
+        "MaintenanceWindow",
         "PoolPolicy",
         "PoolShare",
         "Reservation",
         "ReservationEvent",
         "Series",
     ),
+    # The Slurm bridge holds a hand-made Slurm reservation as a maintenance window on its nodes.
+    "capacity.services.maintenance": ("cancel_window", "schedule_window"),
     "capacity.models.reservations": (
         "APPROVED",
         "AWAITING",
@@ -95,7 +98,7 @@ FACE = {
         "RECLAIMED",
         "preempt_at",
     ),
-    "capacity.models.policy": ("OnError",),
+    "capacity.models.policy": ("OnError", "switch_rule"),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": (
@@ -153,6 +156,8 @@ FACE = {
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
+    "capacity.checks": ("register_check",),
+    # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),
     "capacity.management.command": ("BerthCommand",),
     # What booking tells its observers (the metrics app counts it); pools' capacity now (its gauges),

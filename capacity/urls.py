@@ -18,6 +18,7 @@ urlpatterns = [
     # Maintenance windows from the pool and node pages (views.windows).
     path("pools/<slug:slug>/maintenance/", pool_windows, name="pool-windows"),
     path("pools/<slug:slug>/maintenance/<int:pk>/delete/", pool_window_delete, name="pool-window-delete"),
+    path("pools/<slug:slug>/slurm/", views.pool_section, {"name": "slurm"}, name="pool-slurm"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
     path("nodes/<str:name>/maintenance/", node_windows, name="node-windows"),
     path("nodes/<str:name>/maintenance/<int:pk>/delete/", node_window_delete, name="node-window-delete"),

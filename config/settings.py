@@ -8,6 +8,7 @@ EMAIL_HOST and EMAIL_* (password reset by mail), BERTH_TOKEN_DAYS. README.md, "P
 
 import os
 import re
+import shlex
 from datetime import timedelta
 from pathlib import Path
 
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
     "metrics",  # counts what capacity tells (capacity.observe); answers /metrics
+    "slurm",  # the bridge to a Slurm cluster (docs/slurm.md)
     "devtools",
     "identity",
     "auditlog",
@@ -366,6 +368,19 @@ WEBHOOK_LEAD_MINUTES = int(os.environ.get("BERTH_WEBHOOK_LEAD_MINUTES", "15"))
 WEBHOOK_GIVE_UP_HOURS = 24
 WEBHOOK_DISABLE_AFTER_HOURS = 24
 WEBHOOK_LOG_DAYS = 7
+
+# The Slurm bridge (docs/slurm.md): the scontrol command (run as the SlurmUser, e.g.
+# "sudo -u slurm scontrol"), the cluster's slurm.conf, each call's deadline, the prefix of the
+# reservations Berth owns, the users of the maintenance (Flags=MAINT) reservations, and how often
+# the worker's pass runs when nothing wakes it.
+SLURM = {
+    "SCONTROL": shlex.split(os.environ.get("BERTH_SLURM_SCONTROL", "scontrol")),
+    "CONF": os.environ.get("BERTH_SLURM_CONF", os.environ.get("SLURM_CONF", "")),
+    "TIMEOUT": float(os.environ.get("BERTH_SLURM_TIMEOUT", "10")),
+    "PREFIX": "berth-",
+    "MAINT_USERS": ["root"],
+    "PASS_EVERY": float(os.environ.get("BERTH_SLURM_PASS_SECONDS", "30")),
+}
 
 # Utilization samples (usage/folds.py): raw minutes are kept USAGE_RAW_DAYS, each hour is
 # folded into one row per device once it is over, and hourly rows are kept USAGE_HOURLY_DAYS.

@@ -23,27 +23,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ENV = "PROMETHEUS_MULTIPROC_DIR"
+from config.metrics_dir import ENV, default_dir, metrics_dir  # noqa: F401 (names of this module too)
+
 LOCK_FILE = ".lock"
 ARCHIVE = "archive"
 # Only counters and histograms are written by Berth's processes; gauges come from the database.
 FOLDED_TYPES = ("counter", "histogram")
-
-
-def default_dir() -> Path:
-    """Return `.metrics/` beside manage.py: shared by `make run`'s server and worker."""
-    return Path(__file__).resolve().parent.parent / ".metrics"
-
-
-def metrics_dir() -> Path:
-    """Return the shared directory (created if missing), setting PROMETHEUS_MULTIPROC_DIR if unset.
-
-    prometheus-client reads the variable when a process first writes a value, so it must be set
-    before any counter is touched; children (the bench's forked placer, gunicorn workers) inherit it.
-    """
-    path = Path(os.environ.setdefault(ENV, str(default_dir())))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @contextmanager

@@ -37,7 +37,7 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
@@ -67,6 +67,16 @@ LAZY_ALLOWED = {
     ("webhooks.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the delivery job",
     ("webhooks.apps", "webhooks.deliver"): "AppConfig.ready: deliver imports models, not loaded yet",
     ("whatif.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the what-if job",
+    ("slurm.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the bridge's reconcile job",
+    ("slurm.apps", "capacity.rules"): "AppConfig.ready: registers the account rule in capacity's registry",
+    ("slurm.apps", "slurm.accounts"): "AppConfig.ready: the account rule imports models, not loaded yet",
+    ("slurm.apps", "capacity.models.policy"): "a signal handler: the pool's rule follows its bridge (models)",
+    ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
+    ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
+    ("slurm.apps", "slurm.section"): "AppConfig.ready: registers the pool page's Slurm section (models)",
+    ("slurm.apps", "slurm.services"): "AppConfig.ready: registers check_capacity's check (models)",
+    ("slurm.apps", "capacity.checks"): "AppConfig.ready: registers check_capacity's check",
+    ("slurm.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's section",
     ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
 }
 
@@ -262,6 +272,10 @@ APPS = reach.APPS
 SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The calendar words a pending booking's place in the fair queue, which counts GPU-hours.
     "webhooks": (41, ()),
+    # The Slurm bridge: the models it reads, the rule, job and pool-page registries it plugs into,
+    # and the maintenance windows a hand-made Slurm reservation becomes (scheduling one may move
+    # bookings off its nodes: placement).
+    "slurm": (75, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (53, ()),

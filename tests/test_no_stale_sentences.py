@@ -7,7 +7,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where people read Berth's own words: the pages, the docs, and the help texts in the code.
-APPS = ("capacity", "inventory", "policy", "usage", "webhooks", "whatif", "identity", "auditlog", "config")
+APPS = (
+    "capacity",
+    "inventory",
+    "policy",
+    "usage",
+    "webhooks",
+    "whatif",
+    "identity",
+    "auditlog",
+    "config",
+    "slurm",
+)
 CODE = [p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]
 READ = sorted({*ROOT.glob("templates/**/*.html"), *ROOT.glob("docs/**/*.md"), ROOT / "README.md", *CODE})
 # Promises of later work, and "does not use/read ... yet" about what placement does.

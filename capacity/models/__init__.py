@@ -2,7 +2,7 @@
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
 from .maintenance import MaintenanceWindow, MaintenanceWindowNode
-from .policy import PoolPolicy
+from .policy import PoolPolicy, PoolRule
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange, PoolCapacityRollup
@@ -26,6 +26,7 @@ __all__ = [
     "PoolBookingVersion",
     "PoolCapacityRollup",
     "PoolPolicy",
+    "PoolRule",
     "PoolShare",
     "Quota",
     "QuotaCharge",

@@ -27,6 +27,7 @@ class PoolRow:
     owner_pk: int | None = None
     tenant_pks: tuple[int, ...] = ()  # the tenants that may book here; none means any
     limits: Limits | None = None  # the booking limits of the pool's policy; None: no limit set
+    rules: tuple[str, ...] = ()  # the rules other apps turned on for the pool (capacity.models.PoolRule)
 
     def allows(self, tenant_pk: int) -> bool:
         """Return whether the tenant may use the pool (placement.eligibility.may_use, named in access)."""
@@ -83,7 +84,8 @@ _LOOKUP_COLUMNS = """u.id, u.slug, u.name,
            ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1),
            pp.max_duration, pp.max_lead_time, pp.max_future_gpu_hours,
            pp.approval_above_gpu_hours, pp.approval_hold, pp.policy_webhook, pp.policy_webhook_secret,
-           pp.policy_webhook_on_error, pp.policy_webhook_concurrency"""
+           pp.policy_webhook_on_error, pp.policy_webhook_concurrency,
+           ARRAY(SELECT pr.rule FROM capacity_poolrule pr WHERE pr.pool_id = p.id ORDER BY 1)"""
 _LOOKUP_FROM = """
       FROM (SELECT 1) AS one
       LEFT JOIN inventory_tenant u ON u.slug = {tenant}
@@ -129,7 +131,13 @@ def lookup(tenant: str, pool: str) -> Lookup:
     # (its digest differs) when an operator changes them.
     limits = Limits(*row[11:20]) if any(row[i] is not None for i in (11, 12, 13, 14, 16)) else None
     pool_row = PoolRow(
-        row[3], view, generation=row[8], owner_pk=row[9], tenant_pks=tuple(row[10]), limits=limits
+        row[3],
+        view,
+        generation=row[8],
+        owner_pk=row[9],
+        tenant_pks=tuple(row[10]),
+        limits=limits,
+        rules=tuple(row[19] or ()),
     )
     return Lookup(tenant_row, pool_row, row[20])
 

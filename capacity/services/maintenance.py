@@ -388,3 +388,8 @@ def outside_pool(names: list[str], pool: str | None) -> list[str]:
     """Return those of `names` that are nodes of another pool than `pool` (the schedule names unknown ones)."""
     found = Node.objects.filter(name__in=names).exclude(pool__slug=pool).values_list("name", flat=True)
     return sorted(found)
+
+
+# The names the port gives them (capacity.port): the Slurm bridge schedules and cancels windows.
+schedule_window = schedule
+cancel_window = cancel

@@ -80,6 +80,8 @@ def test_the_schema_is_served_as_yaml_and_json(anonymous, db):
         "/api/v1/pools/{pool}/policy",
         "/api/v1/pools/{pool}/shares",
         "/api/v1/pools/{pool}/shares/{tenant}",
+        "/api/v1/pools/{pool}/slurm",
+        "/api/v1/pools/{pool}/slurm/accounts/{tenant}",
         "/api/v1/maintenance",
         "/api/v1/maintenance/{window_id}",
         "/api/v1/nodes",

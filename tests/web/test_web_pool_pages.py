@@ -271,12 +271,13 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # tenants' keys), the 14 days' bookings; the Shares section: the pool's shares (an operator: the
     # tenants of its form and the pool's rollups for its bookable GPUs); the Policy section: the
     # pool's policy (an operator: the bookings kept when idle); the maintenance windows section: the
-    # windows not yet over (their nodes too, when there are some).
-    # And for the five fragments kept in the cache (the nodes section, the chart, the Shares and
-    # Policy sections, the filter form, the windows): the pool's versions, one read of the five and
+    # windows not yet over (their nodes too, when there are some); the Slurm section: the pool's
+    # bridge (none here, so nothing more, and nothing read again on a kept page).
+    # And for the five fragments kept in the cache (the nodes section, the chart, the Shares, Policy
+    # and Slurm sections, the filter form, the windows): the pool's versions, one read of the five and
     # one store of the five (config/cache.py; Django's database cache took five statements a key). An
     # operator's page reads, fresh, which teams with a share have no GPU quota (one statement more).
-    assert small == 21 + 1 + 1 + 1 + 1 + (who == "op")
+    assert small == 21 + 1 + 1 + 1 + 1 + 1 + (who == "op")
     # Again, nothing changed: all four are the kept ones. The pool's versions and one cache read
     # instead of count, nodes, generation, devices, labels, resources, taints, bookings and claims,
     # the chart's pool, (tenant keys) and bookings, the shares (the form's tenants, the rollups) and
