@@ -29,6 +29,13 @@ BridgeInput = inline_serializer(
 AccountInput = inline_serializer("SlurmAccountInput", {"account": serializers.CharField(max_length=64)})
 
 
+class ProblemSerializer(serializers.Serializer):
+    """One thing the last pass could not do."""
+
+    message = serializers.CharField(help_text="What failed, at most 300 characters.")
+    at = serializers.DateTimeField(help_text="The pass that found it.")
+
+
 class BridgeSerializer(serializers.Serializer):
     """A pool's Slurm bridge and how its last pass went."""
 
@@ -43,7 +50,7 @@ class BridgeSerializer(serializers.Serializer):
         allow_null=True, required=False, help_text="The last pass that reached Slurm."
     )
     behind = serializers.BooleanField(required=False, help_text="Slurm has not been reached lately.")
-    problems = serializers.ListField(child=serializers.DictField(), required=False)
+    problems = ProblemSerializer(many=True, required=False)
 
 
 class OperatorView(BerthAPIView):

@@ -83,12 +83,12 @@ def test_a_rule_at_a_point_placement_does_not_call_yet_is_refused(registry):
     assert registry.registered()[PLACED] == ()
 
 
-def test_the_policy_app_registers_its_rules_at_their_points():
-    """The app's ready() put each rule where docs/architecture.md says, in the order they run."""
+def test_the_policy_and_slurm_apps_register_their_rules_at_their_points():
+    """The apps' ready() put each rule where docs/architecture.md says, in the order they run."""
     names = {point: [r.name for r in found] for point, found in rules.registered().items()}
     assert names == {
-        rules.BEFORE_LOCK: ["limits.window"],
-        rules.BEFORE_CREATE: ["outside-check"],
+        rules.BEFORE_LOCK: ["limits.window", "slurm.whole-nodes"],
+        rules.BEFORE_CREATE: ["outside-check", "slurm.account"],
         rules.RECLAIMS: ["shares"],
         rules.COMMITTED: ["shares"],
         rules.SPLIT: ["shares"],

@@ -125,7 +125,7 @@ def lookup(tenant: str, pool: str) -> Lookup:
         row = cur.fetchone()
     tenant_row = row[0:3] if row[0] is not None else None
     if row[3] is None:
-        return Lookup(tenant_row, None, row[20])
+        return Lookup(tenant_row, None, row[21])
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
     # The policy's limits ride on the pool's lookup: no statement more, and a kept lookup goes stale
     # (its digest differs) when an operator changes them.
@@ -137,9 +137,9 @@ def lookup(tenant: str, pool: str) -> Lookup:
         owner_pk=row[9],
         tenant_pks=tuple(row[10]),
         limits=limits,
-        rules=tuple(row[19] or ()),
+        rules=tuple(row[20] or ()),
     )
-    return Lookup(tenant_row, pool_row, row[20])
+    return Lookup(tenant_row, pool_row, row[21])
 
 
 @dataclass

@@ -100,7 +100,7 @@ def test_the_feed_names_each_devices_reservation_now_and_next_and_answers_304_wh
     assert held == sorted(running["allocations"][0]["atoms"])
     assert by_uuid[held[0]]["now"] == {
         "reservationId": running["id"], "tenantId": "acme", "priority": "regular", "end": running["end"],
-        "idle": None, "preemptAt": None,
+        "idle": None, "preemptAt": None, "maintenance": None,
     }  # fmt: skip
     assert by_uuid[held[0]]["lent"] is None  # no spot work runs on it lent
     assert {d["next"]["reservationId"] for d in body["devices"]} == {later["id"]}

@@ -15,6 +15,7 @@ from capacity import services
 from capacity.port import BUCKETS
 from inventory.models import Pool
 from metrics import events
+from slurm import metrics as slurm_metrics
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,10 +38,11 @@ def emitted(as_operator) -> tuple[str, set[str]]:
 
 
 def declared() -> set[str]:
-    """Return every event metric metrics.events defines, counted yet or not."""
+    """Return every event metric metrics.events and the Slurm bridge define, counted yet or not."""
     return {
         exposed_name(m.name, m.type)
-        for value in vars(events).values()
+        for module in (events, slurm_metrics)
+        for value in vars(module).values()
         if isinstance(value, MetricWrapperBase)
         for m in value.describe()
     }

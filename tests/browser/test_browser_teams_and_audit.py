@@ -44,7 +44,7 @@ def test_a_team_made_from_the_pages_and_its_audit(login, demo, shots):
 
 
 def test_a_booking_awaiting_approval_reads_so_in_the_list(login, demo, shots):
-    from capacity.services.pool_policy import set_policy
+    from policy.pool_policy import set_policy
 
     set_policy("h100-prod", {"approval_above_gpu_hours": 100})
     page = login("acme")

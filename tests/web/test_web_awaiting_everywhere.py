@@ -8,7 +8,7 @@ import icalendar
 import pytest
 
 from capacity.models import Reservation
-from capacity.services.pool_policy import set_policy
+from policy.pool_policy import set_policy
 from webhooks.calendar import calendar, feed_of
 
 from web_helpers import HX
