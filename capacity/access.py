@@ -96,16 +96,18 @@ def who_sql(user_id: str) -> tuple[str, str, str]:
     """
     groups = User.groups.through._meta
     members = Tenant.users.through._meta
+    # Aliases of their own: the caller's statement names its tables as it likes.
     of_user = (
-        f"FROM {members.db_table} m JOIN {Tenant._meta.db_table} t"
-        f" ON t.id = m.{members.get_field('tenant').column}"
-        f" WHERE m.{members.get_field('user').column} = {user_id} ORDER BY t.id"
+        f"FROM {members.db_table} who_m JOIN {Tenant._meta.db_table} who_t"
+        f" ON who_t.id = who_m.{members.get_field('tenant').column}"
+        f" WHERE who_m.{members.get_field('user').column} = {user_id} ORDER BY who_t.id"
     )
     return (
-        f"EXISTS (SELECT 1 FROM {groups.db_table} ug JOIN {Group._meta.db_table} g ON g.id = ug.group_id"
-        f" WHERE ug.user_id = {user_id} AND g.name = '{OPERATORS_GROUP}')",
-        f"ARRAY(SELECT t.slug {of_user})",
-        f"ARRAY(SELECT t.id {of_user})",
+        f"EXISTS (SELECT 1 FROM {groups.db_table} who_ug JOIN {Group._meta.db_table} who_g"
+        f" ON who_g.id = who_ug.{groups.get_field('group').column}"
+        f" WHERE who_ug.{groups.get_field('user').column} = {user_id} AND who_g.name = '{OPERATORS_GROUP}')",
+        f"ARRAY(SELECT who_t.slug {of_user})",
+        f"ARRAY(SELECT who_t.id {of_user})",
     )
 
 
