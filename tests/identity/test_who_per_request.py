@@ -121,6 +121,18 @@ def test_a_kept_pool_page_reads_session_user_group_and_tenants_once(alice, pool,
     assert again == []
 
 
+@pytest.mark.parametrize("url", ["/api/v1/reservations", "/api/v1/pools"])
+def test_an_api_read_by_token_reads_token_user_group_and_tenants_once(alice, pool, tenant, url):
+    """Real API reads: the token's statement first, then none of those tables again."""
+    pool.tenants.add(tenant)
+    key = _token(alice)
+    with Statements() as seen:
+        assert Client().get(url, HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    assert "authtoken_token" in seen.sql[0]
+    again = [sql for sql in seen.sql[1:] if WHO_TABLES.search(sql)]
+    assert again == []
+
+
 def test_signing_out_ends_the_session_for_every_copy_of_its_cookie(alice):
     client = _signed_in(alice)
     copy = Client()
