@@ -135,7 +135,7 @@ def test_a_kept_read_costs_one_indexed_statement_past_the_rest_of_the_page(two_h
     assert sum("keep_when_idle" in s for s in statements) == 1
     # The session with its user, groups and tenants (one statement: identity/sessions.py), the pool
     # and its tenants, the versions, the kept list.
-    assert len(statements) == 6 + in_database
+    assert len(statements) == 5 + in_database
 
 
 @pytest.mark.django_db(transaction=True)
