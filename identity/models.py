@@ -72,8 +72,15 @@ class Session(AbstractBaseSession):
     user deletes their sessions.
     """
 
+    # No constraint in the database: a request whose user is deleted meanwhile still saves its session
+    # (which then reads no user); deleting a user through Django deletes their sessions.
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_constraint=False,
     )
 
     @classmethod
