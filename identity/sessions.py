@@ -2,9 +2,9 @@
 
 SESSION_ENGINE names this store. It keeps the signed-in user's id in the session row's own column
 (identity.models.Session) so the statement that reads the session also reads the user and what the
-rules ask of them (config.access.with_who). Nothing is cached: signing out (the row is deleted), a
-password change (the session hash), a removed membership and a demoted operator all take effect on
-the next request, as with Django's own store. `get_user` (the authentication middleware's) takes
+rules ask of them (config.access.who_sql). Nothing is cached: signing out (the row is deleted), a
+password change (the session hash), a deactivated user, a removed membership and a demoted operator
+all take effect on the next request, as with Django's own store. `get_user` (the authentication middleware's) takes
 the user from there instead of asking the backend again.
 """
 
