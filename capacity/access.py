@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import Group, User
 from django.db.models import Q
 
 from capacity.models import Reservation
@@ -42,6 +43,8 @@ class Scope:
     """Whose reservations a caller may touch: the tenant slugs, or every tenant (operators)."""
 
     tenants: frozenset[str] | None = None
+    # The same tenants' ids when known (a signed-in user's, read with the session): saves a lookup.
+    ids: frozenset[int] | None = field(default=None, compare=False)
 
     @property
     def sees_every_tenant(self) -> bool:
@@ -84,6 +87,36 @@ def is_operator(user) -> bool:
     return user._berth_operator
 
 
+def who_sql(user_id: str) -> tuple[str, str, str]:
+    """Return SQL for what `is_operator` and `_tenants` ask of the user whose id is the SQL `user_id`.
+
+    Three expressions (in the operators group?, tenant slugs, tenant ids in the same order) that the
+    session store and the token check put into the statement that reads the session or token, so
+    session, user, operator and tenants are one statement; `remember_who` keeps them on the user.
+    """
+    groups = User.groups.through._meta
+    members = Tenant.users.through._meta
+    # Aliases of their own: the caller's statement names its tables as it likes.
+    of_user = (
+        f"FROM {members.db_table} who_m JOIN {Tenant._meta.db_table} who_t"
+        f" ON who_t.id = who_m.{members.get_field('tenant').column}"
+        f" WHERE who_m.{members.get_field('user').column} = {user_id} ORDER BY who_t.id"
+    )
+    return (
+        f"EXISTS (SELECT 1 FROM {groups.db_table} who_ug JOIN {Group._meta.db_table} who_g"
+        f" ON who_g.id = who_ug.{groups.get_field('group').column}"
+        f" WHERE who_ug.{groups.get_field('user').column} = {user_id} AND who_g.name = '{OPERATORS_GROUP}')",
+        f"ARRAY(SELECT who_t.slug {of_user})",
+        f"ARRAY(SELECT who_t.id {of_user})",
+    )
+
+
+def remember_who(user, operator: bool, slugs: list[str], ids: list[int]) -> None:
+    """Keep on `user` what `who_sql` read, as `is_operator` and `_tenants` keep what they read."""
+    user._berth_operator = bool(operator)
+    user._berth_tenants = dict(zip(slugs or (), ids or (), strict=True))
+
+
 def _tenants(user) -> dict[str, int]:
     """Return the tenants the user belongs to, slug -> id (read once per user object)."""
     if not user or not user.is_authenticated:
@@ -108,7 +141,10 @@ def tenant_ids(user, slugs: Collection[str] | None = None) -> tuple[int, ...]:
 
 def scope_for(user) -> Scope:
     """Return whose reservations the user may touch: every tenant for operators, else their own."""
-    return EVERYONE if is_operator(user) else Scope(tenant_slugs(user))
+    if is_operator(user):
+        return EVERYONE
+    tenants = _tenants(user)
+    return Scope(frozenset(tenants), frozenset(tenants.values()))
 
 
 def feed_scope(feed) -> Scope:
@@ -203,7 +239,18 @@ def tenants_for(scope: Scope) -> list[Tenant]:
 
 def pool_allows(pool: Pool, tenant: Tenant) -> bool:
     """Return whether the tenant may use the pool (the same rule the placer's PoolRow applies)."""
-    return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant.pk)
+    return _pool_allows_id(pool, tenant.pk)
+
+
+def _pool_allows_id(pool: Pool, tenant_id: int) -> bool:
+    return may_use(pool.owner_tenant_id, tuple(t.pk for t in pool.tenants.all()), tenant_id)
+
+
+def _scope_ids(scope: Scope) -> frozenset[int]:
+    """Return the ids of the scope's tenants: known with a signed-in user's scope, else read by slug."""
+    if scope.ids is not None:
+        return scope.ids
+    return frozenset(Tenant.objects.filter(slug__in=scope.tenants).values_list("pk", flat=True))
 
 
 def pools_for(scope: Scope):
@@ -211,8 +258,8 @@ def pools_for(scope: Scope):
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants")
     if scope.sees_every_tenant:
         return pools
-    tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
-    return [p for p in pools if any(pool_allows(p, t) for t in tenants)]
+    ids = _scope_ids(scope)
+    return [p for p in pools if any(_pool_allows_id(p, pk) for pk in ids)]
 
 
 def pool_for(scope: Scope, slug: str) -> Pool | None:
@@ -220,8 +267,8 @@ def pool_for(scope: Scope, slug: str) -> Pool | None:
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants").filter(slug=slug)
     if scope.sees_every_tenant:
         return next(iter(pools), None)
-    tenants = list(Tenant.objects.filter(slug__in=scope.tenants))
-    return next((p for p in pools if any(pool_allows(p, t) for t in tenants)), None)
+    ids = _scope_ids(scope)
+    return next((p for p in pools if any(_pool_allows_id(p, pk) for pk in ids)), None)
 
 
 def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):

@@ -12,8 +12,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 # is_operator(user) -> bool; scope_for(user) -> the caller's scope (the API view's `scope`);
 # view_refusal(user, view, kwargs) -> why this caller may not call this API view, or None;
-# token_refusal(token) -> why a known, active user's token is refused (revoked, expired), or None.
-QUESTIONS = ("is_operator", "scope_for", "view_refusal", "token_refusal")
+# token_refusal(token) -> why a known, active user's token is refused (revoked, expired), or None;
+# who_sql(user_id) -> SQL expressions reading what the rules ask of the user whose id is the SQL
+# `user_id` (operator?, tenant slugs, tenant ids), to put into the statement that reads a session or
+# a token; remember_who(user, operator, slugs, ids) -> keeps what they read on the user object.
+QUESTIONS = ("is_operator", "scope_for", "view_refusal", "token_refusal", "who_sql", "remember_who")
 _answers: dict[str, Callable[..., Any]] = {}
 
 
@@ -50,3 +53,13 @@ def view_refusal(user, view, kwargs: dict) -> str | None:
 def token_refusal(token) -> str | None:
     """Return why this token is refused, or None."""
     return _ask("token_refusal", token)
+
+
+def who_sql(user_id: str) -> tuple[str, ...]:
+    """Return SQL expressions reading what the rules ask of the user whose id is the SQL `user_id`."""
+    return _ask("who_sql", user_id)
+
+
+def remember_who(user, *read: Any) -> None:
+    """Keep on `user` what `who_sql`'s expressions read: no statement asks it again this request."""
+    _ask("remember_who", user, *read)

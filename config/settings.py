@@ -86,7 +86,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's, with the user read in the session's own statement (identity/sessions.py).
+    "identity.sessions.Authentication",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A session signed in through the identity provider is checked with it again every
     # BERTH_OIDC_RECHECK minutes (identity/middleware.py); nothing happens without BERTH_OIDC_ISSUER.
@@ -100,6 +101,9 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Sessions read with their user, operator group and tenants in one statement (identity/sessions.py).
+SESSION_ENGINE = "identity.sessions"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -1,5 +1,7 @@
 from django.conf import settings
+from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
+from django.utils.module_loading import import_string
 
 
 class ProviderIdentity(models.Model):
@@ -59,3 +61,29 @@ class SignInEvent(models.Model):
     def __str__(self) -> str:
         outcome = "signed in" if self.succeeded else "failed to sign in"
         return f"{self.username or '?'} {outcome} by {self.method} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class Session(AbstractBaseSession):
+    """A browser's session, naming its signed-in user in a column: one statement reads both.
+
+    Django's session row keeps the user only inside its signed data; with the user's id beside it
+    the session store (identity/sessions.py) joins the user, whether they are an operator and their
+    tenants into the statement that reads the session. Signing out deletes the row; deleting the
+    user deletes their sessions.
+    """
+
+    # No constraint in the database: a request whose user is deleted meanwhile still saves its session
+    # (which then reads no user); deleting a user through Django deletes their sessions.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_constraint=False,
+    )
+
+    @classmethod
+    def get_session_store_class(cls):
+        """Return the store SESSION_ENGINE names (identity.sessions'), as SessionMiddleware loads it."""
+        return import_string(f"{settings.SESSION_ENGINE}.SessionStore")

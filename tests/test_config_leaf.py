@@ -16,6 +16,8 @@ def test_capacity_answers_every_question_configs_bases_ask():
         "scope_for": rules.scope_for,
         "view_refusal": rules.view_refusal,
         "token_refusal": token_refusal,
+        "who_sql": rules.who_sql,
+        "remember_who": rules.remember_who,
     }
 
 

@@ -9,20 +9,60 @@ exceptions and query logging (and counting in tests and benchmarks) sees them.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import psycopg
 from django.db import DatabaseError, connection
 from psycopg import pq
 
+# psycopg keeps a statement's parsed form (where its %(name)s placeholders are) only for statements
+# of at most 4,096 bytes (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH); a longer one is split by a
+# regular expression again on every execute (the commit's 5.8 KB statement: ~0.3 ms a placement).
+_PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s")
 
-def prepared_cursor(*, binary: bool = False):
+
+@dataclass(frozen=True)
+class Numbered:
+    """A statement written with %(name)s placeholders, sent with PostgreSQL's own $1, $2, ...
+
+    Numbered once when the module loads; its cursor (`prepared_cursor(numbered=True)`) sends it as
+    it is, so psycopg parses nothing however long it is. `args` orders a dict of values to match.
+    """
+
+    sql: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, sql: str) -> Numbered:
+        """Return `sql` numbered: the first name met is $1, a name met again keeps its number."""
+        names: list[str] = []
+
+        def number(match: re.Match) -> str:
+            if match[1] is None:
+                return "%"
+            if match[1] not in names:
+                names.append(match[1])
+            return f"${names.index(match[1]) + 1}"
+
+        return cls(_PLACEHOLDER.sub(number, sql), tuple(names))
+
+    def args(self, values: Mapping[str, object]) -> list[object]:
+        """Return the values in the statement's order (a missing name raises KeyError)."""
+        return [values[name] for name in self.names]
+
+
+def prepared_cursor(*, binary: bool = False, numbered: bool = False):
     """Return a Django cursor whose statements are bound on the server and prepared.
 
     `binary` asks for results in binary: large arrays of numbers come faster than as text (the
     ledger read of a full bench pool, 5,442 bookings and 4,128 claims: 12.9 → 11.2 ms).
+    `numbered` takes statements with $1, $2, ... placeholders (a `Numbered`'s) and a list of values.
     """
     connection.ensure_connection()
     connection.validate_thread_sharing()
-    raw = psycopg.Cursor(connection.connection)
+    raw = (psycopg.RawCursor if numbered else psycopg.Cursor)(connection.connection)
     if binary:
         raw.format = pq.Format.BINARY
     if connection.queries_logged:

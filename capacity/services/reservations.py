@@ -47,7 +47,8 @@ def list_reservations(
     qs = AnyReservation.objects.select_related("tenant", "pool").annotate(series_id=Subquery(series))
     # Ids, not joins on slugs: through the view only a constant id reads each side's index in order.
     if not scope.sees_every_tenant:
-        qs = qs.filter(tenant_id__in=_ids(Tenant, scope.tenants))
+        known = sorted(scope.ids) if scope.ids is not None else None  # a signed-in caller's, read with them
+        qs = qs.filter(tenant_id__in=known if known is not None else _ids(Tenant, scope.tenants))
     if status:
         qs = qs.filter(status=status)
     if pool:

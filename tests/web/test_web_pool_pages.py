@@ -265,8 +265,8 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # With the free-GPUs filter the nodes section is drawn and not kept: the other three are still
     # stored, in the same one statement.
     assert small == large == filtered
-    # session, user, operators group, (a tenant user: its tenants, their rows), pools, pool tenants,
-    # count, nodes, the pool's generation, devices, labels, resources, taints, bookings, scalar
+    # session with its user, operators group and tenants (one statement: identity/sessions.py),
+    # pools, pool tenants, count, nodes, the pool's generation, devices, labels, resources, taints, bookings, scalar
     # claims now; the availability chart: the pool with its generation, (a tenant user: its
     # tenants' keys), the 14 days' bookings; the Shares section: the pool's shares (an operator: the
     # tenants of its form and the pool's rollups for its bookable GPUs); the Policy section: the
@@ -277,16 +277,16 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # and Slurm sections, the filter form, the windows): the pool's versions, one read of the five and
     # one store of the five (config/cache.py; Django's database cache took five statements a key). An
     # operator's page reads, fresh, which teams with a share have no GPU quota (one statement more).
-    assert small == 21 + 1 + 1 + 1 + 1 + 1 + (who == "op")
-    # Again, nothing changed: all four are the kept ones. The pool's versions and one cache read
+    assert small == {"op": 19, "alice": 17}[who] + 1 + 1 + 1 + 1 + 1 + (who == "op")
+    # Again, nothing changed: all five are the kept ones. The pool's versions and one cache read
     # instead of count, nodes, generation, devices, labels, resources, taints, bookings and claims,
     # the chart's pool, (tenant keys) and bookings, the shares (the form's tenants, the rollups) and
-    # the policy. An operator's bookings kept when idle are still read; a tenant's tenants twice (its
-    # scope, then the rows the filter offers); an operator's teams without a GPU quota: 9 for an
-    # operator, 9 for a tenant.
+    # the policy. An operator's bookings kept when idle are still read, and its teams without a GPU
+    # quota; a tenant's tenants come with the session (their ids too, so the pool's check reads no
+    # tenant rows): 7 for an operator (9 before the session read them), 5 for a tenant (9).
     _queries(client, "/pools/lab-pool/?state=schedulable&page=2")
     _queries(client, "/pools/lab-pool/?state=schedulable&page=2")  # a minute may end between
-    assert _queries(client, "/pools/lab-pool/?state=schedulable&page=2") == {"op": 9, "alice": 9}[who]
+    assert _queries(client, "/pools/lab-pool/?state=schedulable&page=2") == {"op": 7, "alice": 5}[who]
 
 
 def test_the_row_action_keeps_the_labels_the_page_shows_once(op, make_node):
