@@ -13,8 +13,7 @@ Meanwhile it long-polls `GET /api/v1/nodes/NODE/assignments?wait=...` and writes
   OUTPUT/reservations/ID.idle     while Berth marks it Idle: JSON with since, the evidence,
                                   keepWhenIdle and releaseAt (null: not released for it)
   OUTPUT/reservations/ID.preempt  while that spot reservation has notice: JSON with preemptAt
-  OUTPUT/reservations/ID.maintenance  while a maintenance window will take its GPUs: JSON with
-                                  windowId, start (when they go), end, reason and nodes
+  OUTPUT/reservations/ID.maintenance  while a window will take its GPUs: JSON with windowId, start...
 
 A GPU process is a reservation's when its environment's BERTH_RESERVATION_ID names one the agent
 wrote an env file for; any other is left out. Not root, or to a Berth that refuses processOwners
@@ -60,17 +59,10 @@ MAX_ENVIRON_BYTES = 1024 * 1024  # a process environment larger than this is rea
 FILE_KINDS = ("env", "idle", "preempt", "maintenance")  # reservations/ID.KIND the agent writes and removes
 UNREACHABLE = (OSError, http.client.HTTPException)  # refused, reset, timed out, cut short
 DEFAULTS = {
-    "url": "http://127.0.0.1:8000",
-    "node": "",
-    "token_file": "/etc/berth/agent.token",
-    "interval": "30",
-    "wait": "55",
-    "nvidia_smi": "nvidia-smi",
-    "output": "/run/berth",
-    "images_command": "",
-    "images_dir": "",
+    "url": "http://127.0.0.1:8000", "node": "", "token_file": "/etc/berth/agent.token", "interval": "30",
+    "wait": "55", "nvidia_smi": "nvidia-smi", "output": "/run/berth", "images_command": "", "images_dir": "",
     "proc": "/proc",
-}
+}  # fmt: skip
 
 
 class TokenError(Exception):
@@ -310,8 +302,7 @@ def known_reservations(output: str) -> set[str]:
 
 
 def build_report(settings: Settings) -> dict[str, Any]:
-    """Return the report body: nvidia-smi's texts (those that ran), whose the GPUs' processes are,
-    and the cached images."""
+    """Return the report body: nvidia-smi's texts that ran, whose the GPUs' processes are, the images."""
     texts = read_nvidia_smi(settings.nvidia_smi)
     body: dict[str, Any] = {}
     # Without -q -x or -L Berth cannot tell which GPUs are here; sending only a topology would
@@ -375,8 +366,7 @@ def held_devices(feed: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def reservation_files(rid: str, entry: dict[str, Any], node: str) -> dict[str, str]:
-    """Return a reservation's files by kind: env; idle while it is Idle; preempt while it has notice;
-    maintenance while a maintenance window will take its GPUs."""
+    """Return a reservation's files by kind: env; idle, preempt and maintenance while they apply."""
     now, uuids = entry["now"], ",".join(entry["uuids"])
     env = {
         "BERTH_RESERVATION_ID": rid,
@@ -393,8 +383,7 @@ def reservation_files(rid: str, entry: dict[str, Any], node: str) -> dict[str, s
         files["idle"] = json.dumps({"reservationId": rid, **fields}, sort_keys=True) + "\n"
     if isinstance(at, str):
         files["preempt"] = json.dumps({"reservationId": rid, "preemptAt": at}, sort_keys=True) + "\n"
-    window = now.get("maintenance")
-    if isinstance(window, dict):
+    if isinstance(window := now.get("maintenance"), dict):
         fields = {k: window.get(k) for k in ("windowId", "start", "end", "reason", "nodes", "message")}
         files["maintenance"] = json.dumps({"reservationId": rid, **fields}, sort_keys=True) + "\n"
     return files
@@ -431,9 +420,7 @@ class Output:
             raise
 
     def write(self, feed: dict[str, Any], node: str) -> int:
-        """Write the feed, one env file per reservation holding a device, an idle file per idle one
-        a preempt file per one given notice and a maintenance file per one a window will take GPUs
-        from; return the number of reservations."""
+        """Write the feed and each held reservation's files (reservation_files); return how many."""
         held = held_devices(feed)  # raises on a bad shape, before anything is written
         written: set[str] = set()
         for rid, entry in sorted(held.items()):
