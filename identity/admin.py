@@ -1,8 +1,9 @@
-"""The admin's read-only view of provider identities and sign-ins; users' changes in the audit."""
+"""The admin's read-only view of provider identities and sign-ins; users' and groups' changes in the audit."""
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
 from django.db import transaction
 
 from identity.models import ProviderIdentity, SignInEvent
@@ -80,6 +81,50 @@ class AuditedUserAdmin(UserAdmin):
             super().delete_queryset(request, queryset)
 
 
+def group_values(group) -> dict:
+    """Return what the audit keeps of a group: its name and its permissions' codenames."""
+    perms = group.permissions.values_list("content_type__app_label", "codename") if group.pk else []
+    return {"name": group.name, "permissions": sorted(f"{app}.{code}" for app, code in perms)}
+
+
+class AuditedGroupAdmin(GroupAdmin):
+    """Django's group admin; `group.create`, `group.set` and `group.delete` go to the audit.
+
+    A group's name is a role (the operators group makes operators), so renaming one is recorded too.
+    """
+
+    def save_model(self, request, obj, form, change):
+        request._berth_group_before = group_values(Group.objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        before, after = getattr(request, "_berth_group_before", None), group_values(form.instance)
+        name = f"group:{form.instance.name}"
+        if before is None:
+            record("group.create", name, after=after)
+        elif changed := [key for key in after if before.get(key) != after[key]]:
+            record(
+                "group.set",
+                name,
+                before={k: before[k] for k in changed},
+                after={k: after[k] for k in changed},
+            )
+
+    def delete_model(self, request, obj):
+        record("group.delete", f"group:{obj.name}", before=group_values(obj))
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for obj in queryset:
+                record("group.delete", f"group:{obj.name}", before=group_values(obj))
+            super().delete_queryset(request, queryset)
+
+
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 admin.site.register(User, AuditedUserAdmin)
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
+admin.site.register(Group, AuditedGroupAdmin)

@@ -95,3 +95,21 @@ def test_a_share_set_in_the_admin_for_a_team_without_a_gpu_quota_warns(root, two
         "No GPU quota for bare: its bookings are refused whatever its share says."
         " Set one on the team&#x27;s page, Teams → bare." in answer.content.decode()
     )
+
+
+def test_a_group_made_renamed_and_deleted_in_the_admin_is_in_the_audit(root):
+    from django.contrib.auth.models import Group, Permission
+
+    perm = Permission.objects.get(codename="view_tenant")
+    answer = root.post("/admin/auth/group/add/", {"name": "auditors", "permissions": [perm.pk]})
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    group = Group.objects.get(name="auditors")
+    answer = root.post(f"/admin/auth/group/{group.pk}/change/", {"name": "readers", "permissions": [perm.pk]})
+    assert answer.status_code == 302
+    assert root.post(f"/admin/auth/group/{group.pk}/delete/", {"post": "yes"}).status_code == 302
+    after = {"name": "auditors", "permissions": ["inventory.view_tenant"]}
+    assert _records() == [
+        ("root", "group.create", "group:auditors", None, after),
+        ("root", "group.set", "group:readers", {"name": "auditors"}, {"name": "readers"}),
+        ("root", "group.delete", "group:readers", {**after, "name": "readers"}, None),
+    ]
