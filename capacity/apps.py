@@ -2,6 +2,7 @@ from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
 from config import access as config_access
+from config import actions as config_actions
 from config import (
     checks,  # noqa: F401  (registers the database hosts check)
     warmup,
@@ -32,9 +33,11 @@ class CapacityConfig(AppConfig):
 
 
 def plug_into_config():
-    """Answer config's questions: who may do what (capacity.access), tokens; warm the pool indexes."""
+    """Answer config's questions: who may do what (capacity.access), tokens; do its actions (release);
+    warm the pool indexes."""
     from .access import is_operator, remember_who, scope_for, view_refusal, who_sql
     from .placers.index import warm_indexes
+    from .services.release import release
     from .services.tokens import token_refusal
 
     config_access.register(
@@ -45,4 +48,5 @@ def plug_into_config():
         who_sql=who_sql,
         remember_who=remember_who,
     )
+    config_actions.register(release=release)
     warmup.register(warm_indexes)

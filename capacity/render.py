@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -29,6 +30,9 @@ from inventory.api.serializers import (
 from inventory.errors import InventoryError
 from inventory.filtersets import free_gpus_now
 from inventory.models import Device, NodeRefusal, NodeReport
+
+if TYPE_CHECKING:
+    from capacity.placement.fairqueue import Place
 from inventory.node_changelog import state_entries
 
 
@@ -245,36 +249,47 @@ def _preempt_at(reservation) -> datetime | None:
     return datetime.fromisoformat(at) if at else None
 
 
-def render_reservation(reservation: Reservation, scope: Scope = EVERYONE, *, queue: bool = False) -> dict:
-    """Return a reservation as the caller reads it; with `queue`, its place in a fair queue if any."""
+def render_reservation(
+    reservation: Reservation, scope: Scope = EVERYONE, *, queue: Mapping[int, Place] | None = None
+) -> dict:
+    """Return a reservation as the caller reads it; with `queue` (services.queue_places), its place in
+    a fair queue if any."""
     usage = services.usage_for([reservation.pk]).get(reservation.pk)
     data = reservation_data(reservation, services.allocations_of(reservation), scope, usage)
     if queue:
-        _with_queue([data], [reservation])
+        _with_queue([data], [reservation], queue)
     return ReservationSerializer(data).data
 
 
 def render_reservations(
-    reservations: list[Reservation], scope: Scope = EVERYONE, *, queue: bool = False
+    reservations: list[Reservation], scope: Scope = EVERYONE, *, queue: Mapping[int, Place] | None = None
 ) -> list[dict]:
     """Return reservations (tenant and pool loaded) as the caller reads them, in a few queries.
 
-    With `queue`, those waiting in a pool's fair queue say where (two statements more at most).
+    With `queue` (services.queue_places: two statements more at most), those waiting in a pool's
+    fair queue say where.
     """
     allocations = services.allocations_for(reservations)
     usage = services.usage_for(r.pk for r in reservations)
     rows = [reservation_data(r, allocations[r.pk], scope, usage.get(r.pk)) for r in reservations]
     if queue:
-        _with_queue(rows, reservations)
+        _with_queue(rows, reservations, queue)
     return ReservationSerializer(rows, many=True).data
 
 
-def _with_queue(rows: list[dict], reservations: list[Reservation]) -> None:
+def _with_queue(rows: list[dict], reservations: list[Reservation], places: Mapping[int, Place]) -> None:
     # Only the tenant's own figure and a count: nothing names another tenant.
-    places = services.queue_places(reservations)
     for row, r in zip(rows, reservations, strict=True):
         if r.pk in places:
-            row["queue"] = services.queue_body(places[r.pk])
+            row["queue"] = queue_body(places[r.pk])
+
+
+def queue_body(place: Place | None) -> dict | None:
+    """Return the API's `queue` of a reservation: {"position", "of", "fairShare"}."""
+    if place is None:
+        return None
+    share = None if place.fair_share is None else round(place.fair_share, 4)
+    return {"position": place.position, "of": place.of, "fairShare": share}
 
 
 def with_summary_rows(nodes, scope: Scope = EVERYONE):

@@ -4,8 +4,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from capacity import access as rules
+from capacity.services.release import release
 from capacity.services.tokens import token_refusal
-from config import access
+from config import access, actions
 from config.api.exceptions import classify
 from inventory.errors import FilterError, IngestError
 
@@ -32,6 +33,21 @@ def test_a_question_no_app_answers_is_refused_rather_than_guessed(monkeypatch):
 def test_an_answer_to_a_question_config_does_not_ask_is_refused():
     with pytest.raises(ImproperlyConfigured, match=r"config\.access asks no may_fly"):
         access.register(may_fly=lambda user: True)
+
+
+def test_capacity_does_the_release_usage_asks_for_without_importing_it():
+    assert actions._doers == {"release": release}
+
+
+def test_an_action_no_app_does_is_refused_rather_than_skipped(monkeypatch):
+    monkeypatch.delitem(actions._doers, "release")
+    with pytest.raises(ImproperlyConfigured, match=r"no installed app does config\.actions's 'release'"):
+        actions.release(1, reason="idle")
+
+
+def test_a_doer_of_an_action_config_does_not_name_is_refused():
+    with pytest.raises(ImproperlyConfigured, match=r"config\.actions has no fly"):
+        actions.register(fly=lambda: None)
 
 
 def test_inventorys_errors_answer_with_the_codes_it_registered():

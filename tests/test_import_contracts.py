@@ -29,6 +29,7 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
     ("capacity.apps", "capacity.placers.index"): "AppConfig.ready: registers the pool indexes' warm-up",
+    ("capacity.apps", "capacity.services.release"): "AppConfig.ready: does config.actions' release (models)",
     ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("auditlog.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the sign-in retention job",
     ("auditlog.apps", "auditlog.retention"): "AppConfig.ready: retention imports models, not loaded yet",
@@ -270,8 +271,9 @@ APPS = reach.APPS
 # imports, the other such apps it may reach). An app that builds on capacity is one row here; each
 # reads capacity through capacity.port alone, and nothing beneath reaches it.
 SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
-    # The calendar words a pending booking's place in the fair queue, which counts GPU-hours.
-    "webhooks": (41, ()),
+    # What webhooks send and the calendar lists: bookings and nodes as capacity.render words them (the
+    # models, who may see what, the placement core's words); a place in the fair queue is the API's alone.
+    "webhooks": (34, ()),
     # The Slurm bridge: the models it reads, the rule, job and pool-page registries it plugs into,
     # and the maintenance windows a hand-made Slurm reservation becomes (scheduling one may move
     # bookings off its nodes: placement).
@@ -279,8 +281,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (53, ()),
-    # The idle check releases bookings, and a release retries the pool's pending work: placement.
-    "usage": (89, ()),
+    # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
+    # check releases bookings through config.actions (capacity registers its release), so usage never
+    # reaches the pool's pending work a release retries (placement).
+    "usage": (38, ()),
     "identity": (0, ()),
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the

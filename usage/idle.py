@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
-from capacity.port import IDLE, RECLAIMED, Policy, Reservation, atoms_text, defaults, release, stored_policies
+from capacity.port import IDLE, RECLAIMED, Policy, Reservation, atoms_text, defaults, stored_policies
+from config import actions
 
 _CANDIDATES_SQL = """
 SELECT a.reservation_id, n.name, array_agg(DISTINCT d.uuid), avg(x.gpu_percent), count(x.gpu_percent),
@@ -164,7 +165,7 @@ def _release_long_idle(idle: dict[int, str], now: datetime, policies: dict[int, 
         condition = next(c for c in reservation.conditions if c.get("type") == IDLE)
         since = datetime.fromisoformat(condition.get("since") or now.isoformat())
         if now - since >= after:
-            release(
+            actions.release(
                 reservation.pk,
                 now=now,
                 reason=f"idle for {after}: {condition['message']}",

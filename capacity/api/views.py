@@ -109,7 +109,7 @@ class ReservationsView(BerthAPIView):
         return self.paginated(
             queryset_source(filters.qs, NEWEST, descending=True),
             lambda row: position_of(row, NEWEST),
-            lambda page: render_reservations(page, self.scope, queue=True),
+            lambda page: render_reservations(page, self.scope, queue=services.queue_places(page)),
         )
 
     @extend_schema(
@@ -145,7 +145,9 @@ class ReservationsView(BerthAPIView):
             return create_series(self, request, data)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)
-        body = render_reservation(result.reservation, self.scope, queue=True)
+        body = render_reservation(
+            result.reservation, self.scope, queue=services.queue_places([result.reservation])
+        )
         if result.outcome is not None and result.outcome.preempted:
             # The caller's own spot work it ended is named; another tenant's is counted.
             body["preempted"] = services.visible_reservations(result.outcome.preempted, self.scope)
@@ -170,8 +172,9 @@ class ReservationView(BerthAPIView):
         responses={200: ReservationSerializer, **errors(401, 404)},
     )
     def get(self, request, reservation_id):
+        reservation = services.get(reservation_id, scope=self.scope)
         return Response(
-            render_reservation(services.get(reservation_id, scope=self.scope), self.scope, queue=True)
+            render_reservation(reservation, self.scope, queue=services.queue_places([reservation]))
         )
 
     @extend_schema(
@@ -191,7 +194,9 @@ class ReservationView(BerthAPIView):
     def patch(self, request, reservation_id):
         keep = keep_when_idle.parse_changes(request.data)
         reservation = keep_when_idle.set_keep_when_idle(reservation_id, keep, scope=self.scope)
-        return Response(render_reservation(reservation, self.scope, queue=True))
+        return Response(
+            render_reservation(reservation, self.scope, queue=services.queue_places([reservation]))
+        )
 
 
 class ReleaseView(BerthAPIView):

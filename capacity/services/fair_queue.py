@@ -99,14 +99,6 @@ def queue_places(reservations: Iterable[Reservation], now: datetime | None = Non
         return {pk: Place(position, total, figure[pk]) for pk, position, total in cur.fetchall()}
 
 
-def queue_body(place: Place | None) -> dict | None:
-    """Return the API's `queue` of a reservation: {"position", "of", "fairShare"}."""
-    if place is None:
-        return None
-    share = None if place.fair_share is None else round(place.fair_share, 4)
-    return {"position": place.position, "of": place.of, "fairShare": share}
-
-
 def queue_text(reservation: Reservation, scope: Scope = EVERYONE, now: datetime | None = None) -> str:
     """Return "3rd of 11 in h100-prod; your team used 1.3× its share this week", or "" out of a queue.
 
