@@ -182,9 +182,8 @@ REPLICA_PIN_SECONDS = env.number("BERTH_REPLICA_PIN_SECONDS", 15)
 # A replica that did not answer is asked again after this long; reads go to the primary meanwhile.
 REPLICA_RETRY_SECONDS = env.number("BERTH_REPLICA_RETRY_SECONDS", 10)
 
-# Rendered fragments of the pool page (capacity/page_cache.py), shared by every process and host:
-# the database's own cache table by default (no other service to run; a read costs one statement),
-# Redis when BERTH_REDIS_URL is set (no statement at all). docs/operations.md, Caching.
+# Rendered page fragments (capacity/views/page_cache.py), shared by every process and host: the
+# database's cache table (one statement a read), or Redis at BERTH_REDIS_URL (docs/operations.md).
 BERTH_REDIS_URL = os.environ.get("BERTH_REDIS_URL", "").strip()
 if BERTH_REDIS_URL:
     CACHES = {
@@ -365,18 +364,15 @@ if BERTH_TLS:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("BERTH_HSTS_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env.flag("BERTH_HSTS_PRELOAD", True)
 
-# Webhooks (webhooks/): how long before a booking starts or ends its `reservation.starting` and
-# `.ending` events go out; how long a delivery is retried; how long a subscription may fail before
-# it is disabled; how long the delivery log is kept.
+# Webhooks (webhooks/): the lead of `reservation.starting` and `.ending`; how long a delivery is
+# retried and a failing subscription kept on; how long the delivery log is kept.
 WEBHOOK_LEAD_MINUTES = int(os.environ.get("BERTH_WEBHOOK_LEAD_MINUTES", "15"))
 WEBHOOK_GIVE_UP_HOURS = 24
 WEBHOOK_DISABLE_AFTER_HOURS = 24
 WEBHOOK_LOG_DAYS = 7
 
-# The Slurm bridge (docs/slurm.md): the scontrol command (run as the SlurmUser, e.g.
-# "sudo -u slurm scontrol"), the cluster's slurm.conf, each call's deadline, the prefix of the
-# reservations Berth owns, the users of the maintenance (Flags=MAINT) reservations, and how often
-# the worker's pass runs when nothing wakes it.
+# The Slurm bridge: scontrol (run as the SlurmUser), slurm.conf, each call's deadline, the prefix of
+# Berth's reservations, the Flags=MAINT ones' users, the timed pass (docs/slurm.md, Setting it up).
 SLURM = {
     "SCONTROL": shlex.split(os.environ.get("BERTH_SLURM_SCONTROL", "scontrol")),
     "CONF": os.environ.get("BERTH_SLURM_CONF", os.environ.get("SLURM_CONF", "")),
