@@ -4,10 +4,9 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
-from django.db import transaction
 
 from identity.models import ProviderIdentity, SignInEvent
-from trail.record import record
+from trail.audited_admin import AuditedAdmin
 
 
 @admin.register(ProviderIdentity)
@@ -47,38 +46,16 @@ def user_values(user) -> dict:
     return values
 
 
-class AuditedUserAdmin(UserAdmin):
+class AuditedUserAdmin(AuditedAdmin, UserAdmin):
     """Django's user admin; `user.create`, `user.set` (what changed) and `user.delete` go to the audit."""
 
-    def save_model(self, request, obj, form, change):
-        request._berth_user_before = user_values(User.objects.get(pk=obj.pk)) if change else None
-        super().save_model(request, obj, form, change)
+    audit_kind, audit_create = "user", True
 
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        before, after = getattr(request, "_berth_user_before", None), user_values(form.instance)
-        name = f"user:{form.instance.get_username()}"
-        if before is None:
-            record("user.create", name, after=after)
-            return
-        changed = [key for key in after if before.get(key) != after[key]]
-        if changed:
-            record(
-                "user.set",
-                name,
-                before={k: before.get(k) for k in changed},
-                after={k: after[k] for k in changed},
-            )
+    def audit_object(self, obj) -> str:
+        return f"user:{obj.get_username()}"
 
-    def delete_model(self, request, obj):
-        record("user.delete", f"user:{obj.get_username()}", before=user_values(obj))
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request, queryset):
-        with transaction.atomic():
-            for obj in queryset:
-                record("user.delete", f"user:{obj.get_username()}", before=user_values(obj))
-            super().delete_queryset(request, queryset)
+    def audit_values(self, obj) -> dict:
+        return user_values(obj)
 
 
 def group_values(group) -> dict:
@@ -87,39 +64,19 @@ def group_values(group) -> dict:
     return {"name": group.name, "permissions": sorted(f"{app}.{code}" for app, code in perms)}
 
 
-class AuditedGroupAdmin(GroupAdmin):
+class AuditedGroupAdmin(AuditedAdmin, GroupAdmin):
     """Django's group admin; `group.create`, `group.set` and `group.delete` go to the audit.
 
     A group's name is a role (the operators group makes operators), so renaming one is recorded too.
     """
 
-    def save_model(self, request, obj, form, change):
-        request._berth_group_before = group_values(Group.objects.get(pk=obj.pk)) if change else None
-        super().save_model(request, obj, form, change)
+    audit_kind, audit_create = "group", True
 
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        before, after = getattr(request, "_berth_group_before", None), group_values(form.instance)
-        name = f"group:{form.instance.name}"
-        if before is None:
-            record("group.create", name, after=after)
-        elif changed := [key for key in after if before.get(key) != after[key]]:
-            record(
-                "group.set",
-                name,
-                before={k: before[k] for k in changed},
-                after={k: after[k] for k in changed},
-            )
+    def audit_object(self, obj) -> str:
+        return f"group:{obj.name}"
 
-    def delete_model(self, request, obj):
-        record("group.delete", f"group:{obj.name}", before=group_values(obj))
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request, queryset):
-        with transaction.atomic():
-            for obj in queryset:
-                record("group.delete", f"group:{obj.name}", before=group_values(obj))
-            super().delete_queryset(request, queryset)
+    def audit_values(self, obj) -> dict:
+        return group_values(obj)
 
 
 if admin.site.is_registered(User):

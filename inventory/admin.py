@@ -1,9 +1,9 @@
 """Admin for inventory: devices and labels inline on their node; teams' changes in the audit."""
 
 from django.contrib import admin
-from django.db import transaction
 from simple_history.admin import SimpleHistoryAdmin
 
+from trail.audited_admin import AuditedAdmin
 from trail.record import record
 
 from .models import (
@@ -25,31 +25,26 @@ from .teams import membership, team_values
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(AuditedAdmin):
     """Teams; each create, change, delete and membership change is recorded as the team page's are."""
 
     list_display = ["slug", "name"]
     search_fields = ["slug", "name"]
     filter_horizontal = ["users"]
+    audit_kind, audit_create = "team", True
+
+    def audit_object(self, obj) -> str:
+        return f"tenant:{obj.slug}"
+
+    def audit_values(self, obj) -> dict:
+        return team_values(obj)
 
     def save_model(self, request, obj, form, change):
-        before = team_values(Tenant.objects.get(pk=obj.pk)) if change else None
         request._berth_members_before = set(obj.users.values_list("username", flat=True)) if change else set()
         super().save_model(request, obj, form, change)
-        after = team_values(obj)
-        if before is None:
-            record("team.create", f"tenant:{obj.slug}", after=after)
-        elif before != after:
-            changed = [name for name in after if before[name] != after[name]]
-            record(
-                "team.set",
-                f"tenant:{obj.slug}",
-                before={n: before[n] for n in changed},
-                after={n: after[n] for n in changed},
-            )
 
     def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
+        super().save_related(request, form, formsets, change)  # the team's own change first
         tenant = form.instance
         before = getattr(request, "_berth_members_before", set())
         after = set(tenant.users.values_list("username", flat=True))
@@ -65,16 +60,6 @@ class TenantAdmin(admin.ModelAdmin):
                 membership(tenant.slug, username),
                 before={"tenant": tenant.slug, "user": username},
             )
-
-    def delete_model(self, request, obj):
-        record("team.delete", f"tenant:{obj.slug}", before=team_values(obj))
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request, queryset):
-        with transaction.atomic():
-            for obj in queryset:
-                record("team.delete", f"tenant:{obj.slug}", before=team_values(obj))
-            super().delete_queryset(request, queryset)
 
 
 @admin.register(Site)

@@ -11,9 +11,15 @@ from trail.record import record
 
 
 class AuditedAdmin(admin.ModelAdmin):
-    """Record each change and delete an operator makes here, in the admin's transaction (trail)."""
+    """Record each change and delete an operator makes here, in the admin's transaction (trail).
 
-    audit_kind = ""  # quota, share, policy: the action's and object's first part
+    The change is recorded once the form's many-to-many fields are saved too (save_related), so a
+    user's groups or a group's permissions are in it. An admin whose save_model does not call this
+    one's (it saves through a service that records) records nothing here.
+    """
+
+    audit_kind = ""  # quota, share, policy, user, group: the action's and object's first part
+    audit_create = False  # a new row is `KIND.create` (else `KIND.set`, as quotas, shares and policies)
 
     def audit_object(self, obj) -> str:
         raise NotImplementedError
@@ -22,14 +28,22 @@ class AuditedAdmin(admin.ModelAdmin):
         raise NotImplementedError
 
     def save_model(self, request, obj, form, change):
-        before = self.audit_values(type(obj).objects.get(pk=obj.pk)) if change else None
+        request._berth_audit_before = self.audit_values(type(obj).objects.get(pk=obj.pk)) if change else None
         super().save_model(request, obj, form, change)
-        after = self.audit_values(obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if not hasattr(request, "_berth_audit_before"):
+            return
+        before, obj = request.__dict__.pop("_berth_audit_before"), form.instance
+        after, action = self.audit_values(obj), "set"
         if before is not None:  # what changed, alone
             changed = [name for name in after if before.get(name) != after[name]]
             before, after = {n: before.get(n) for n in changed}, {n: after[n] for n in changed}
+        elif self.audit_create:
+            action = "create"
         if after:
-            record(f"{self.audit_kind}.set", self.audit_object(obj), before=before, after=after)
+            record(f"{self.audit_kind}.{action}", self.audit_object(obj), before=before, after=after)
 
     def delete_model(self, request, obj):
         record(f"{self.audit_kind}.delete", self.audit_object(obj), before=self.audit_values(obj))
