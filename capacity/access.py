@@ -24,6 +24,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 from django.db.models import Q
+from django.http import Http404
 
 from capacity.models import Reservation
 from capacity.placement.eligibility import may_use
@@ -269,6 +270,14 @@ def pool_for(scope: Scope, slug: str) -> Pool | None:
         return next(iter(pools), None)
     ids = _scope_ids(scope)
     return next((p for p in pools if any(_pool_allows_id(p, pk) for pk in ids)), None)
+
+
+def visible_pool(user, slug: str) -> Pool:
+    """Return the pool with this slug if the user may read it, else raise 404."""
+    pool = pool_for(scope_for(user), slug)
+    if pool is None:
+        raise Http404(f"no pool {slug}")
+    return pool
 
 
 def nodes_for(scope: Scope, nodes=None, *, pools_checked: bool = False):

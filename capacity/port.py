@@ -115,12 +115,12 @@ FACE = {
         "pool_for",
         "scope_for",
         "seen",
+        "visible_pool",
     ),
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
-    "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
@@ -159,7 +159,7 @@ FACE = {
     "capacity.checks": ("register_check",),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),
-    "capacity.management.command": ("BerthCommand",),
+    "capacity.command": ("BerthCommand",),
     # What booking tells its observers (the metrics app counts it); pools' capacity now (its gauges),
     # and what policy.shares counts a pool's bookable GPUs with.
     "capacity.observe": ("EVENTS", "register_observer", "tell"),

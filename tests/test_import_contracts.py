@@ -280,11 +280,11 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "slurm": (75, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
-    "whatif": (53, ()),
+    "whatif": (50, ()),
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).
-    "usage": (38, ()),
+    "usage": (37, ()),
     "identity": (0, ()),
     "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the

@@ -15,11 +15,11 @@ from django.core.management.base import CommandParser
 
 from capacity import services
 from capacity.api.inputs import reservation_input
-from capacity.placement import INVALID_INPUT
-from capacity.placement.fields import PRIORITIES, request_body
 
 # The booking commands read the command base here too.
-from .command import PENDING, REFUSED, BerthCommand, os_user, refused  # noqa: F401
+from capacity.command import PENDING, REFUSED, BerthCommand, os_user, refused  # noqa: F401
+from capacity.placement import INVALID_INPUT
+from capacity.placement.fields import PRIORITIES, request_body
 
 
 def add_request_arguments(parser: CommandParser) -> None:

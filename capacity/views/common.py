@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from capacity import access
+from capacity.access import visible_pool
 from capacity.models import AnyDeviceBooking, DeviceBooking, Reservation
 from capacity.models.reservations import AWAITING
 from inventory.models import Device, Node, Pool, Tenant
@@ -38,14 +39,6 @@ ANOTHER_TENANT = "another tenant"
 def visible_pools(user) -> list[Pool]:
     """Return the pools the user may read: all for operators, else those its tenants may book."""
     return list(access.pools_for(access.scope_for(user)))
-
-
-def visible_pool(user, slug: str) -> Pool:
-    """Return the pool with this slug if the user may read it, else raise 404."""
-    pool = access.pool_for(access.scope_for(user), slug)
-    if pool is None:
-        raise Http404(f"no pool {slug}")
-    return pool
 
 
 def visible_tenants(user) -> list[Tenant]:
