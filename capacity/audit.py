@@ -1,5 +1,5 @@
 """Recompute what capacity keeps by deltas and report every drift: rollups, scalars, quota, bookings,
-booked hours."""
+and what other apps recount (usage's booked hours, through capacity.checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db.models import Q
 from capacity.placers import quota
 from inventory.models import Pool
 
-from .booked_hours import booked_hours_drift
+from .checks import other_drift
 from .models import Allocation, QuotaCharge, Reservation, ScalarClaim
 from .models.reservations import QUEUED
 from .rollups import compute_rollups, stored_rollups
@@ -39,7 +39,7 @@ def _all() -> list[str]:
         *load_drift(),
         *booking_drift(),
         *atom_drift(),
-        *booked_hours_drift(),
+        *other_drift(),
     ]
 
 

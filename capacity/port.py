@@ -99,8 +99,6 @@ FACE = {
         "preempt_at",
     ),
     "capacity.models.policy": ("OnError", "switch_rule"),
-    "capacity.models.rollups": ("GPU_HOUR",),
-    "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": (
         "EVERYONE",
         "Scope",
@@ -155,8 +153,8 @@ FACE = {
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
-    "capacity.checks": ("register_check",),
+    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "register_chore", "survive"),
+    "capacity.checks": ("register_check", "register_drift"),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),
     "capacity.command": ("BerthCommand",),

@@ -14,13 +14,12 @@ from django.utils import timezone
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
-from capacity.worker_jobs import drop_connection
+from capacity.worker_jobs import drop_connection, run_chores
 from inventory import services as inventory
 from inventory.models import Pool
 
 from . import services
 from .archive import move_history
-from .booked_hours import fold_booked_hours
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .placers.notice import finish_due
 from .services.maintenance import switch_windows
@@ -54,7 +53,7 @@ class Round:
 
 # Bookings long over leave the live tables (capacity/archive.py) every five minutes rather than
 # every round: a question about the last month. (The samples' fold and the idle check are the
-# usage app's job in the worker, on the same period.)
+# usage app's job in the worker, on the same period; its booked hours' fold is a chore of the round.)
 HISTORY_EVERY = 300.0
 _history_moved = [float("-inf")]
 
@@ -65,23 +64,12 @@ def _move_history(now) -> None:
         move_history(now)
 
 
-# The booked hours' changes (capacity/booked_hours.py) are exact when their booking commits; folding
-# them once a minute keeps what a month's usage report reads to about a row per key and day.
-FOLD_EVERY = 60.0
-_hours_folded = [float("-inf")]
-
-
-def _fold_booked_hours() -> None:
-    if time.monotonic() - _hours_folded[0] >= FOLD_EVERY:
-        _hours_folded[0] = time.monotonic()
-        fold_booked_hours()
-
-
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
     take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
-    reporting stale, start and end maintenance windows, fold the booked hours' changes, repair
-    bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
+    reporting stale, start and end maintenance windows, run the chores other apps add (usage folds
+    the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
+    room) and retry pending ones."""
     # Pools with shares take their work in fair order: the figures are read once a round (one
     # statement); a round without housekeeping lets the batches read them for the queued pools.
     fair = services.fair_shares() if housekeeping else None
@@ -99,7 +87,7 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     # Maintenance windows due start (nodes into maintenance) and over end, before the repair
     # moves what a started window's nodes still hold.
     switch_windows(timezone.now())
-    _fold_booked_hours()
+    run_chores()
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools, fair=fair)

@@ -3,7 +3,8 @@
 An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
 delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
 after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
-database connection, until the worker stops.
+database connection, until the worker stops. A chore is a step of the worker's own housekeeping
+round instead (usage folds the booked hours' changes): it runs in the round, on its connection.
 """
 
 from __future__ import annotations
@@ -37,6 +38,21 @@ JOBS: dict[str, Job] = {}
 def register(job: Job) -> None:
     """Add a job (once per name: ready() may run twice in tests)."""
     JOBS[job.name] = job
+
+
+# Run by the housekeeping round after the maintenance windows switch and before the repair.
+CHORES: dict[str, Callable[[], None]] = {}
+
+
+def register_chore(name: str, chore: Callable[[], None]) -> None:
+    """Add a step to the worker's housekeeping round (once per name)."""
+    CHORES[name] = chore
+
+
+def run_chores() -> None:
+    """Run every registered chore, in the order they were registered."""
+    for chore in CHORES.values():
+        chore()
 
 
 def survive(name: str, stop: threading.Event, serve: Callable[[threading.Event], None], logger=log) -> None:

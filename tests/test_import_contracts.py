@@ -61,6 +61,8 @@ LAZY_ALLOWED = {
     ("metrics.apps", "capacity.observe"): "AppConfig.ready: registers the counters as capacity's observers",
     ("usage.apps", "capacity.services.usage_hooks"): "AppConfig.ready: answers capacity's usage questions",
     ("usage.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the fold and idle-check job",
+    ("usage.apps", "capacity.checks"): "AppConfig.ready: registers check_capacity's booked-hours recount",
+    ("usage.apps", "usage.booked_hours"): "AppConfig.ready: the booked-hours recount imports models",
     ("usage.apps", "usage.figures"): "AppConfig.ready: figures read models, not loaded yet",
     ("usage.apps", "usage.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
     ("usage.apps", "usage.receivers"): "AppConfig.ready: receivers import models, not loaded yet",

@@ -2,18 +2,21 @@ from django.apps import AppConfig
 
 
 class UsageConfig(AppConfig):
-    """Booked against used: samples folded by the hour, idle bookings, unbooked use, the usage report."""
+    """Booked against used: samples folded by the hour, booked hours, idle bookings, unbooked use, the usage report."""
 
     name = "usage"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import Job, register, usage_hooks
+        from capacity.port import Job, register, register_chore, register_drift, usage_hooks
 
         from . import receivers  # noqa: F401  (connects the signal receivers)
+        from .booked_hours import booked_hours_drift
         from .figures import usage_for, usage_series
-        from .jobs import run_once, serve
+        from .jobs import fold_hours, run_once, serve
         from .unbooked import unbooked_use_on
 
         usage_hooks.answer(figures=usage_for, series=usage_series, unbooked=unbooked_use_on)
         register(Job("usage", run_once, serve))
+        register_chore("usage", fold_hours)
+        register_drift("usage", booked_hours_drift)

@@ -1,4 +1,5 @@
-"""usage's job in the worker (`run_placer`): fold the samples, mark idle bookings and unbooked use.
+"""usage's job in the worker (`run_placer`): fold the samples, mark idle bookings and unbooked use;
+and its chore in the worker's round: fold the booked hours' changes.
 
 The idle check reads two hours of samples of every running reservation (3.6 s at 10,000 of them,
 bench_idle): about a two-hour question, asked every CHECK_EVERY seconds rather than every round.
@@ -9,16 +10,22 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from django.utils import timezone
 
 from capacity.port import survive
 
+from .booked_hours import fold_booked_hours
 from .folds import fold_samples
 from .idle import mark_idle
 from .unbooked import mark_unbooked_use
 
 CHECK_EVERY = 300.0
+# The booked hours' changes (usage/booked_hours.py) are exact when their booking commits; folding
+# them once a minute keeps what a month's usage report reads to about a row per key and day.
+FOLD_EVERY = 60.0
+_hours_folded = [float("-inf")]
 
 log = logging.getLogger(__name__)
 
@@ -44,3 +51,10 @@ def serve(stop: threading.Event) -> None:
 def _next(stop: threading.Event) -> None:
     check(timezone.now())
     stop.wait(CHECK_EVERY)
+
+
+def fold_hours() -> None:
+    """Fold the booked hours' changes when FOLD_EVERY seconds went by (a chore of the worker's round)."""
+    if time.monotonic() - _hours_folded[0] >= FOLD_EVERY:
+        _hours_folded[0] = time.monotonic()
+        fold_booked_hours()

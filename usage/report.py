@@ -8,9 +8,9 @@ booking's window ends at its release), up to now: the hours after now are booked
 figure of their own, never booked to date. A MIG slice counts as its share of its GPU: the slice's
 compute slices over the GPU's seven (3g.40gb is 3/7 of a GPU), a leased node's split GPU once, and
 each booking counts under the model its GPU had when booked (capacity.gpu_hours). Every day is
-read from the booked-hours rollup (capacity.booked_hours: a row per tenant, pool, model and UTC
+read from the booked-hours rollup (usage.booked_hours: a row per tenant, pool, model and UTC
 day); today is split at now by the booked-points rollup (where bookings start and end, per hour)
-and the few bookings that start or end in now's own hour (capacity.booked_today), exactly. Used hours are the booked devices' samples inside
+and the few bookings that start or end in now's own hour (usage.booked_today), exactly. Used hours are the booked devices' samples inside
 their bookings (only bookings of GPUs that have samples in the period are read): each minute's utilization times a minute (slices have no samples
 of their own, so their use is not counted). Whole hours are read from the hourly fold; an hour a
 booking covers in part from its raw minutes while they are kept (USAGE_RAW_DAYS), after that as
@@ -25,18 +25,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from capacity.port import (
-    BOOKING_KEYS_SQL,
-    GPU_HOUR,
-    INVALID_INPUT,
-    TO_DATE_SQL,
-    CapacityError,
-    Scope,
-    gpus_sql,
-    parse_day,
-    to_date_params,
-)
+from capacity.port import INVALID_INPUT, CapacityError, Scope, gpus_sql, parse_day
+from usage.booked_today import BOOKING_KEYS_SQL, TO_DATE_SQL, to_date_params
 from usage.folds import raw_horizon
+from usage.models import GPU_HOUR
 
 GROUPS = {
     "tenant": "t.slug",
@@ -67,7 +59,7 @@ def heading(column: str, bucket: str) -> str:
     return BUCKET_HEADINGS[bucket] if column == "bucket" else HEADINGS[column]
 
 
-# A booking's keys (capacity.booked_today.BOOKING_KEYS_SQL), device and window cut to `window`.
+# A booking's keys (usage.booked_today.BOOKING_KEYS_SQL), device and window cut to `window`.
 _BOOKINGS = (
     """
   SELECT {columns}, bk.device_id, bk.layer, {share} AS share, bk.during * {window} AS held
@@ -92,7 +84,7 @@ WITH f AS (
   -- Hours before this are folded (none before the first fold: every minute is raw).
   SELECT coalesce((SELECT folded_until FROM inventory_samplefold LIMIT 1), '-infinity'::timestamptz) AS at
 ), kept AS (
-  -- Every whole day from the booked-hours rollup (capacity.booked_hours): its folded rows and the
+  -- Every whole day from the booked-hours rollup (usage.booked_hours): its folded rows and the
   -- changes the worker has not folded yet. A day before today is booked to date, one after it
   -- booked ahead; today is split at now below.
   SELECT tenant_id, pool_id, gpu_model, day, sum(booked) AS booked, sum(lent) AS lent FROM (
@@ -104,7 +96,7 @@ WITH f AS (
    GROUP BY 1, 2, 3, 4 HAVING sum(booked) <> 0
 ), split AS (
   -- Per key and day: booked to date, ahead and lent, in the rollup's units. Today's part before now
-  -- comes from the booked-points rollup and the bookings with a point in now's hour (capacity.booked_today).
+  -- comes from the booked-points rollup and the bookings with a point in now's hour (usage.booked_today).
   SELECT tenant_id, pool_id, gpu_model, day,
          CASE WHEN day < %(today)s THEN booked ELSE 0 END AS before,
          CASE WHEN day < %(today)s THEN 0 ELSE booked END AS ahead,

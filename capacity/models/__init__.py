@@ -5,7 +5,7 @@ from .maintenance import MaintenanceWindow, MaintenanceWindowNode
 from .policy import PoolPolicy, PoolRule
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
-from .rollups import BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange, PoolCapacityRollup
+from .rollups import PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
 from .tokens import TokenLifetime
@@ -16,10 +16,6 @@ __all__ = [
     "AnyAllocation",
     "AnyDeviceBooking",
     "AnyReservation",
-    "BookedHours",
-    "BookedHoursChange",
-    "BookedPoints",
-    "BookedPointsChange",
     "DeviceBooking",
     "MaintenanceWindow",
     "MaintenanceWindowNode",

@@ -108,7 +108,7 @@ class DeviceBooking(models.Model):
             # a year, 50,000 of a million rows; probing each device's bookings read all of them.
             models.Index(Func(F("during"), function="upper"), name="devicebooking_ends_idx"),
             # The bookings starting in one hour: the usage report reads today's current hour's
-            # (capacity.booked_today); the rest of the day comes from the booked-points rollup.
+            # (usage.booked_today); the rest of the day comes from the booked-points rollup.
             models.Index(Func(F("during"), function="lower"), name="devicebooking_starts_idx"),
         ]
 

@@ -5,17 +5,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 
 from capacity.gpu_hours import BookedDevice, allocation_sevenths
-from capacity.models import (
-    AnyAllocation,
-    AnyDeviceBooking,
-    AnyReservation,
-    BookedHours,
-    BookedHoursChange,
-    BookedPoints,
-    BookedPointsChange,
-)
-from capacity.models.rollups import GPU_HOUR
+from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation
 from inventory.models import Device
+from usage.models import GPU_HOUR, BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange
 
 DAY = timedelta(days=1)
 

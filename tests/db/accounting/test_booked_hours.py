@@ -17,20 +17,12 @@ from capacity import services
 from capacity.access import EVERYONE
 from capacity.archive import move_history
 from capacity.audit import audit
-from capacity.booked_hours import booked_hours_drift, fold_booked_hours
-from capacity.booked_today import booked_to_date
-from capacity.models import (
-    AnyAllocation,
-    AnyDeviceBooking,
-    AnyReservation,
-    BookedHours,
-    BookedHoursChange,
-    PoolPolicy,
-    Reservation,
-)
+from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
-from capacity.models.rollups import GPU_HOUR
 from inventory.models import Device, Pool, Tenant
+from usage.booked_hours import booked_hours_drift, fold_booked_hours
+from usage.booked_today import booked_to_date
+from usage.models import GPU_HOUR, BookedHours, BookedHoursChange
 from usage.report import usage_report
 
 from booking import MS, NOW, ask, reserve
@@ -292,9 +284,10 @@ def test_the_rollup_equals_a_recount_over_random_bookings_releases_slices_lendin
 def test_a_worker_round_folds_the_changes_once_a_minute(fleet, tenant, monkeypatch):
     from capacity import worker
     from capacity.conf import placer_config
+    from usage import jobs
 
     reserve(ask(2, hours=30))
-    monkeypatch.setattr(worker, "_hours_folded", [float("-inf")])  # a fold is due now
+    monkeypatch.setattr(jobs, "_hours_folded", [float("-inf")])  # a fold is due now
     worker.run_round(placer_config())
     assert not BookedHoursChange.objects.exists() and BookedHours.objects.count() == 2
     reserve(ask(1, hours=2))

@@ -6,8 +6,8 @@ import pytest
 
 from capacity import services
 from capacity.audit import audit
-from capacity.booked_hours import fold_booked_hours
 from capacity.models import Reservation
+from usage.booked_hours import fold_booked_hours
 
 from booking import NOW, ask, reserve
 from hours import kept, recount

@@ -9,10 +9,10 @@ from datetime import timedelta
 
 from capacity import services
 from capacity.archive import move_history
-from capacity.booked_hours import booked_hours_drift, fold_booked_hours
-from capacity.booked_today import booked_to_date
-from capacity.models import BookedPoints
 from inventory.models import Device, Pool
+from usage.booked_hours import booked_hours_drift, fold_booked_hours
+from usage.booked_today import booked_to_date
+from usage.models import BookedPoints
 
 from booking import MS, NOW, ask, reserve
 from hours import kept_points, recount_points, recount_to_date

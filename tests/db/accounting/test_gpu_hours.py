@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capacity.audit import audit
-from capacity.booked_hours import booked_hours_drift
 from capacity.gpu_hours import BookedDevice, allocation_sevenths, gpu_hours, held_sevenths_sql
 from capacity.models import Allocation, DeviceBooking, Reservation
 from inventory.models import Device, Pool
 from policy.limits import future_gpu_hours
 from policy.pool_policy import set_policy
 from policy.shares import holding_gpus, set_share
+from usage.booked_hours import booked_hours_drift
 
 from booking import NOW, ask, reserve
 from hours import kept, recount

@@ -2,7 +2,7 @@
 
 A booking's piece of the day [start, end) is booked to date at `now` for share × (min(end, now) −
 min(start, now)), a sum over its points. BookedPoints keeps their sums per hour of the point
-(capacity.models.rollups): an hour wholly before now's adds its `moment`, one after it now × its
+(usage.models): an hour wholly before now's adds its `moment`, one after it now × its
 `share`, and now's own hour, the only one a point of which may fall on either side, is read from
 its bookings (those that start or end in it: an index probe each side, a few per hour however
 many run through it). Exact, in GPU_HOUR units, like the day's total in BookedHours; the part
@@ -41,7 +41,8 @@ _HOUR_BOOKINGS = """(
                                        OR upper(during) >= %(hour_lo)s AND upper(during) < %(hour_hi)s))"""
 
 # SELECT tenant_id, pool_id, gpu_model, before, lent_before (GPU_HOUR units) of %(today)s at %(now)s,
-# nothing unless %(in_period)s. Keys and sevenths as the rollup's triggers read them (migration 0041).
+# nothing unless %(in_period)s. Keys and sevenths as the rollup's triggers read them (capacity
+# migration 0041).
 TO_DATE_SQL = f"""
   SELECT tenant_id, pool_id, gpu_model, sum(before) AS before, sum(lent_before) AS lent_before FROM (
     SELECT tenant_id, pool_id, gpu_model,

@@ -1,13 +1,14 @@
 """GPU-hours booked per tenant, pool, GPU model and UTC day: the rollup the usage report reads.
 
-Statement triggers on the live and history bookings (migration 0030) append every change to
-BookedHoursChange in the booking's own transaction, so the figures are exact the moment it commits
-and a history move nets to nothing. The worker folds the changes into BookedHours (one row per
-key) every FOLD_EVERY seconds, so a month's report reads a few rows a day whatever the bookings.
-A reader sums both tables; `booked_hours_drift` (check_capacity) recounts them from the bookings.
-Each booking counts the sevenths and the model it kept when booked (capacity.gpu_hours, migration
-0041), never its device now. The same triggers and fold keep BookedPoints (migration 0038): where the bookings start and end in
-each day, per hour, so that the report splits today at now from rows too (usage.report).
+Statement triggers on the live and history bookings (capacity migration 0035) append every change
+to BookedHoursChange in the booking's own transaction, so the figures are exact the moment it
+commits and a history move nets to nothing. The worker's round folds the changes into BookedHours
+(one row per key) every FOLD_EVERY seconds (usage.jobs), so a month's report reads a few rows a day
+whatever the bookings. A reader sums both tables; `booked_hours_drift` (check_capacity's audit)
+recounts them from the bookings. Each booking counts the sevenths and the model it kept when booked
+(capacity.gpu_hours, capacity migration 0041), never its device now. The same triggers and fold
+keep BookedPoints (capacity migration 0038): where the bookings start and end in each day, per
+hour, so that the report splits today at now from rows too (usage.report).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from .models.rollups import GPU_HOUR
+from .models import GPU_HOUR
 
 # One folder at a time: two would only wait for each other's rows.
 _LOCK = 0x4265_7274_4248  # "BertBH"
