@@ -18,7 +18,7 @@ from capacity.worker_jobs import drop_connection
 from inventory import services as inventory
 from inventory.models import Pool
 
-from . import services
+from . import rules, services
 from .archive import move_history
 from .booked_hours import fold_booked_hours
 from .placers.batch import BatchResult, place_queued, queued_pools
@@ -82,9 +82,10 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
     reporting stale, start and end maintenance windows, fold the booked hours' changes, repair
     bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
-    # Pools with shares take their work in fair order: the figures are read once a round (one
-    # statement); a round without housekeeping lets the batches read them for the queued pools.
-    fair = services.fair_shares() if housekeeping else None
+    # Pools with shares take their work in fair order (the queue's rule, capacity.rules): the figures
+    # are read once a round (one statement); a round without housekeeping lets the batches read them
+    # for the queued pools.
+    fair = rules.queue_figures() if housekeeping else None
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
