@@ -1,7 +1,7 @@
 """The pool-lease placer: queued reservations placed in batches, one pool lock and one commit each.
 
-A batch takes up to `max_batch` queued reservations of one pool, oldest first (in a pool the queue's
-rule orders, its order: lowest fair share first in a pool with shares, capacity.rules), skipping rows another transaction holds, and
+A batch takes up to `max_batch` queued reservations of one pool, oldest first (in a pool with
+shares, lowest fair share first: capacity.rules' queue), skipping rows another transaction holds, and
 only while it holds the pool's placer lock (an advisory lock: one placer per pool at a time). It plans them one after another against a ledger of the pool (the static index,
 the bookings of the batch's windows and every node's scalars, read once), each plan seeing the
 ones before it. Then it locks the pool row and sends, in one pipeline behind one savepoint, the
