@@ -142,13 +142,22 @@ FACE = {
         "set_quota",
         "without_gpu_quota",
     ),
-    # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
-    "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
+    "capacity.rules": (
+        "Booking",
+        "Figures",
+        "NoRoom",
+        "Pending",
+        "Queue",
+        "Rule",
+        "register_queue",
+        "register_rule",
+    ),
+    # What the fair queue (policy.fair_queue) leaves out of a queue: work no node could ever take.
+    "capacity.placement.satisfiable": ("UNSATISFIABLE",),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),

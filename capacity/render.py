@@ -32,7 +32,7 @@ from inventory.filtersets import free_gpus_now
 from inventory.models import Device, NodeRefusal, NodeReport
 
 if TYPE_CHECKING:
-    from capacity.placement.fairqueue import Place
+    from capacity.rules import Place
 from inventory.node_changelog import state_entries
 
 

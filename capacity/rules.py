@@ -26,14 +26,25 @@ The points, in a booking's order:
   (lending idle owners' GPUs) and answer the placement's Outcome; the first answer wins.
 - AT_COMMIT: a placed booking's transaction.on_commit side; AFTER_COMMIT: once it is committed.
   Named, not called yet: the first rule that needs one (notice) wires its call.
+
+One hook beside the points, the queue (`register_queue`, a `Queue`): the order pending work is
+tried in where a rule orders a pool's queue (the fair queue of a pool with shares, policy.fair_queue).
+It is asked across pools, before any pool is read, so it has no `applies`: its `figures` (pool pk
+-> tenant pk -> figure; a pool is a key only if the queue orders it) are read in one statement, once
+a worker round (capacity.worker) or by the batch and the retry that were given none, and only the
+pools among their keys are ordered: the pool-lease batch's claim (placers.batch, `queue_claim`) and
+the retry of pending work (services.release, `queue_retry`). A pending reservation's page and
+answer say where it stands (`queue_text`, `queue_places`: no statement for none pending). With no
+queue registered, every pool keeps its own order (oldest first; the retry's turns by tenant) and
+nothing is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
     from capacity.placement import PlacementRequest
@@ -230,3 +241,77 @@ def no_room(asked: NoRoom) -> Outcome | None:
 def places_inline(pool: PoolRow) -> bool:
     """Return whether a PLACED rule the pool sets needs the tenant's quota lock: its creates place inline."""
     return any(r.quota_lock for r in at(PLACED, pool))
+
+
+# pool pk -> tenant pk -> the tenant's figure in the pool's queue (None: none). A pool is a key only
+# if the queue orders it.
+Figures = Mapping[int, Mapping[int, float | None]]
+
+
+class Place(Protocol):
+    """Where a pending reservation stands in its pool's queue: `position` (1-based) of `of`, its figure."""
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def of(self) -> int: ...
+
+    @property
+    def fair_share(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The order of the pools' queues a rule orders (see the module's docstring).
+
+    `figures(pools, now)`: the figures of the pools asked (None: every pool); `claim(figures of one
+    pool)`: the ORDER BY over that pool's reservations `r` and its parameters; `retry(pools, figures,
+    now, limit)`: up to `limit` pending pks of these pools, some ordered, in the retry's order;
+    `places(reservations, now)`: pk -> Place of those waiting in an ordered queue; `text(reservation,
+    scope, now)`: where one stands, in words, or "".
+    """
+
+    name: str
+    figures: Callable[[Iterable[int] | None, datetime | None], Figures]
+    claim: Callable[[Mapping[int, float | None]], tuple[str, dict[str, Any]]]
+    retry: Callable[[Sequence[int], Figures, datetime, int], list[int]]
+    places: Callable[[Iterable[Any], datetime | None], dict[int, Place]]
+    text: Callable[[Any, Any, datetime | None], str]
+
+
+_QUEUE: list[Queue] = []  # at most one: two orders of one queue cannot both hold
+
+
+def register_queue(queue: Queue) -> None:
+    """Set the queue's order; one registered again under its name replaces it, another is refused."""
+    if _QUEUE and _QUEUE[0].name != queue.name:
+        raise ValueError(f"the queue is ordered by {_QUEUE[0].name} already")
+    _QUEUE[:] = [queue]
+
+
+def queue_figures(pool_ids: Iterable[int] | None = None, now: datetime | None = None) -> Figures:
+    """Return the figures of the pools asked (None: every pool) the queue orders; none without a queue."""
+    return _QUEUE[0].figures(pool_ids, now) if _QUEUE else {}
+
+
+def queue_claim(figures: Mapping[int, float | None]) -> tuple[str, dict[str, Any]]:
+    """Return the ORDER BY over one ordered pool's reservations `r`, and its parameters."""
+    return _QUEUE[0].claim(figures)
+
+
+def queue_retry(pool_ids: Sequence[int], figures: Figures, now: datetime, limit: int) -> list[int]:
+    """Return up to `limit` pending reservation pks of these pools, some ordered, in retry order."""
+    return _QUEUE[0].retry(pool_ids, figures, now, limit)
+
+
+def queue_places(reservations: Iterable[Any], now: datetime | None = None) -> dict[int, Place]:
+    """Return pk -> Place of those of `reservations` waiting in an ordered queue (none without a queue)."""
+    return _QUEUE[0].places(reservations, now) if _QUEUE else {}
+
+
+def queue_text(reservation: Any, scope: Any = None, now: datetime | None = None) -> str:
+    """Return where a pending reservation stands in its pool's queue, in words; "" out of one."""
+    if not _QUEUE:
+        return ""
+    return _QUEUE[0].text(reservation, scope, now)

@@ -18,7 +18,7 @@ from capacity.worker_jobs import drop_connection, run_chores
 from inventory import services as inventory
 from inventory.models import Pool
 
-from . import services
+from . import rules, services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .placers.notice import finish_due
@@ -70,9 +70,10 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     reporting stale, start and end maintenance windows, run the chores other apps add (usage folds
     the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
     room) and retry pending ones."""
-    # Pools with shares take their work in fair order: the figures are read once a round (one
-    # statement); a round without housekeeping lets the batches read them for the queued pools.
-    fair = services.fair_shares() if housekeeping else None
+    # Pools with shares take their work in fair order (the queue's rule, capacity.rules): the figures
+    # are read once a round (one statement); a round without housekeeping lets the batches read them
+    # for the queued pools.
+    fair = rules.queue_figures() if housekeeping else None
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)

@@ -9,12 +9,13 @@ class PolicyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import Job, register, register_rule, register_section
+        from capacity.port import Job, register, register_queue, register_rule, register_section
 
         from . import (
             approval,
             approvals,
             borrowing,
+            fair_queue,
             lending,
             limits,
             outside_check,
@@ -26,6 +27,8 @@ class PolicyConfig(AppConfig):
         for module in (limits, approval, outside_check, borrowing, lending):
             for rule in module.RULES:
                 register_rule(rule)
+        # A pool with shares tries its pending work in fair order (capacity's queue hook).
+        register_queue(fair_queue.QUEUE)
         # The pool page draws its settings in this order: Shares, then Policy.
         for module in (shares_section, policy_section):
             register_section(module.SECTION)

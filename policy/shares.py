@@ -2,7 +2,7 @@
 
 The API (policy.api.shares), the pool page's Shares section and the admin read and write them here.
 Writes lock the pool row (lock order: quota_usage → pools → ...) so that two writers cannot
-together promise more than the pool's bookable GPUs. The fair queue (capacity.services.fair_queue) orders pending
+together promise more than the pool's bookable GPUs. The fair queue (policy.fair_queue) orders pending
 work by the same figures.
 """
 
@@ -22,8 +22,6 @@ from capacity.port import (
     CapacityError,
     PoolShare,
     Scope,
-    decayed_gpu_hours,
-    fair_share,
     gpus_sql,
     gpus_text,
     pool_allows,
@@ -34,8 +32,7 @@ from inventory.gpu_share import gpu_share
 from inventory.models import Pool, Tenant
 from trail.record import record
 
-# Bookings older than this many half-lives weigh under 0.1 %: not read.
-HALF_LIVES_READ = 10
+from .fairshare import HALF_LIVES_READ, decayed_gpu_hours, fair_share
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ LAZY_ALLOWED = {
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
     ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
+    ("policy.apps", "policy.fair_queue"): "AppConfig.ready: registers the fair queue; it imports models",
     **{
         (
             "policy.apps",

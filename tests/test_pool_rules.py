@@ -108,3 +108,24 @@ def test_the_architecture_page_lists_every_registered_rule_with_its_module():
             module = next(getattr(rule, point.replace("-", "_")) for point in rule.points)
             path = module.__module__.replace(".", "/") + ".py"
             assert f"| `{rule.name}` | `{path}` |" in section, rule.name
+
+
+def test_without_a_queue_every_pool_keeps_its_order_and_nothing_is_asked(monkeypatch):
+    monkeypatch.setattr(rules, "_QUEUE", [])
+    assert rules.queue_figures([1, 2]) == {}
+    assert rules.queue_places([object()]) == {}
+    assert rules.queue_text(object()) == ""
+
+
+def test_the_policy_app_orders_the_queue_and_no_second_order_is_taken(monkeypatch):
+    """policy.fair_queue is capacity's one queue (docs/architecture.md, Pool rules, names it)."""
+    assert [(q.name, q.figures.__module__) for q in rules._QUEUE] == [("fair-queue", "policy.fair_queue")]
+    monkeypatch.setattr(rules, "_QUEUE", list(rules._QUEUE))
+
+    def never(*args):
+        raise AssertionError("not asked")
+
+    with pytest.raises(ValueError, match="ordered by fair-queue already"):
+        rules.register_queue(rules.Queue("other", never, never, never, never, never))
+    page = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    assert "`register_queue`" in page.split("## Pool rules", 1)[1].split("\n## ", 1)[0]

@@ -1,7 +1,7 @@
 """The pool-lease placer: queued reservations placed in batches, one pool lock and one commit each.
 
 A batch takes up to `max_batch` queued reservations of one pool, oldest first (in a pool with
-shares, lowest fair share first: placers.fairqueue), skipping rows another transaction holds, and
+shares, lowest fair share first: capacity.rules' queue), skipping rows another transaction holds, and
 only while it holds the pool's placer lock (an advisory lock: one placer per pool at a time). It plans them one after another against a ledger of the pool (the static index,
 the bookings of the batch's windows and every node's scalars, read once), each plan seeing the
 ones before it. Then it locks the pool row and sends, in one pipeline behind one savepoint, the
@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -41,7 +42,6 @@ from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 
 from .batch_write import BatchWrite, Write, lock_nodes, read_locks
 from .commit import Committed, LostRace, Owner
-from .fairqueue import POOL_ORDER, FairShares, pool_params, read_fair_shares
 from .index import PoolIndex, pool_index, views_for
 from .inline import place
 from .ledger import Ledger
@@ -61,11 +61,17 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
  LIMIT %(limit)s
    FOR UPDATE OF r SKIP LOCKED
 """
-# A pool with shares: lowest fair share first, then oldest (capacity.placement.fairqueue). The
-# order is not the queue index's, so the ids are picked first from narrow rows (twice the batch,
-# for rows another transaction holds), then locked and read: sorting whole rows cost 13 ms a batch
-# with 10,000 queued, this 4.6 (bench_queue).
-_FAIR_CLAIM_SQL = f"""
+
+
+@cache
+def ordered_claim_sql(order: str) -> str:
+    """Return the claim in a pool the queue's rule orders, by `order` over `r` (rules.queue_claim).
+
+    The order is not the queue index's, so the ids are picked first from narrow rows (twice the
+    batch, for rows another transaction holds), then locked and read: sorting whole rows cost 13 ms
+    a batch with 10,000 queued in fair order, this 4.6 (bench_queue).
+    """
+    return f"""
 WITH owner AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(%(class)s::int, %(pool)s::int) AS ok)
 SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
   FROM capacity_reservation r
@@ -74,12 +80,13 @@ SELECT r.id, r.tenant_id, t.slug, r.request -> 'placement', p.slug, r.created_at
  WHERE r.id = ANY(ARRAY(
          SELECT r.id FROM capacity_reservation r
           WHERE (SELECT ok FROM owner) AND r.pool_id = %(pool)s::bigint AND {QUEUED_SQL}
-          ORDER BY {POOL_ORDER} LIMIT 2 * %(limit)s))
+          ORDER BY {order} LIMIT 2 * %(limit)s))
    AND {QUEUED_SQL}
- ORDER BY {POOL_ORDER}
+ ORDER BY {order}
  LIMIT %(limit)s
    FOR UPDATE OF r SKIP LOCKED
 """
+
 
 _LOCK_POOL_SQL = """
 SELECT archived, EXISTS (SELECT 1 FROM capacity_poolshare s WHERE s.pool_id = inventory_pool.id)
@@ -170,8 +177,9 @@ def place_batch(
 ) -> BatchResult:
     """Place one batch of the pool's queued reservations, then settle the ones that did not fit.
 
-    `shares` (tenant pk -> fair share) for a pool with shares: the batch takes its queue in fair
-    order; None keeps the oldest first.
+    `shares` (tenant pk -> figure, the pool's rules.queue_figures) for a pool the queue's rule
+    orders (fair shares in a pool with shares): the batch takes its queue in that order; None keeps
+    the oldest first.
 
     Returns an empty result when nothing is queued, or when another placer holds the pool. The
     batch's own transaction only places: it never touches quota rows, so it never holds up a
@@ -187,7 +195,8 @@ def place_batch(
             if shares is None:
                 cur.execute(_CLAIM_SQL, params)
             else:
-                cur.execute(_FAIR_CLAIM_SQL, {**params, **pool_params(shares)})
+                order, ordered = rules.queue_claim(shares)
+                cur.execute(ordered_claim_sql(order), {**params, **ordered})
             rows = cur.fetchall()
         if not rows:
             return BatchResult()
@@ -407,15 +416,16 @@ def queued_pools() -> list[int]:
         return [row[0] for row in cur.fetchall()]
 
 
-def place_queued(config: PlacerConfig, *, fair: FairShares | None = None) -> BatchResult:
+def place_queued(config: PlacerConfig, *, fair: rules.Figures | None = None) -> BatchResult:
     """Place every queued reservation, pool by pool, batch after batch.
 
-    `fair`: the round's fair shares (read_fair_shares), else read here once for the queued pools.
+    `fair`: the round's queue figures (rules.queue_figures: fair shares), else read here once for
+    the queued pools.
     """
     total = BatchResult()
     pools = queued_pools()
     if fair is None and pools:
-        fair = read_fair_shares(pools, timezone.now())
+        fair = rules.queue_figures(pools, timezone.now())
     for pool_pk in pools:
         while True:
             batch = place_batch(pool_pk, config, shares=(fair or {}).get(pool_pk))

@@ -12,6 +12,7 @@ from django.db.models import Window as SQLWindow
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from capacity import rules
 from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.retry import retry_on_conflict
@@ -24,7 +25,6 @@ from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.placers.types import PlacerConfig
 from trail.context import stamp
 
-from .fair_queue import FairShares, fair_shares, retry_order
 from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
 from .reclaim import OWNER_ENDED, count_lent_hours, lent_work, take_back_lent
@@ -166,24 +166,24 @@ def retry_pending(
     config: PlacerConfig | None = None,
     now: datetime | None = None,
     limit: int = PENDING_RETRY_BATCH,
-    fair: FairShares | None = None,
+    fair: rules.Figures | None = None,
 ) -> int:
     """Try up to `limit` pending reservations of these pools again, each in its own transaction.
 
     Fair across tenants: each tenant's oldest first, then each tenant's second oldest, and so on,
     so one tenant's pile of requests that never fit cannot starve another's. A pool with shares
-    tries its work in fair order instead (lowest fair share first; services.fair_queue), its n-th
-    in turn n. `fair` is the round's fair shares, else read here (one statement). These are the
-    system's own re-placements: not admitted again. Rows another transaction holds are skipped;
+    tries its work in fair order instead (lowest fair share first: capacity.rules' queue, which
+    policy.fair_queue fills), its n-th in turn n. `fair` is the round's figures, else read here (one
+    statement). These are the system's own re-placements: not admitted again. Rows another transaction holds are skipped;
     windows that have ended stay pending. Returns how many were placed.
     """
     config = config or placer_config()
     now = now or timezone.now()
     pool_ids = list(pool_ids)
     placed = 0
-    fair = fair_shares(pool_ids, now) if fair is None else fair
+    fair = rules.queue_figures(pool_ids, now) if fair is None else fair
     if any(p in fair for p in pool_ids):
-        candidates = retry_order(pool_ids, fair, now, limit)
+        candidates = rules.queue_retry(pool_ids, fair, now, limit)
     else:
         candidates = _round_robin(pool_ids, now, limit)
     for pk in candidates:

@@ -11,7 +11,7 @@ back after), what a worker round spends on the order:
 - the retry's order of the pool's pending work (the first 50, as the worker's round asks);
 - the pool-lease batch's claim of 64 queued reservations (the same rows made queued), rolled back;
 - `queue` places for a list page of 50 pending reservations and for one;
-- the pure order (capacity.placement.fairqueue.fair_order) of every pending row in Python.
+- the pure order (policy.fair_order.fair_order) of every pending row in Python.
 
 Prints p50 and p95 in ms and statements for each, and the round's total.
 """
@@ -29,14 +29,13 @@ from django.utils import timezone
 
 from capacity.models import PoolShare, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
-from capacity.placement.fairqueue import Waiting, fair_order
-from capacity.placers.batch import _CLAIM_SQL, _FAIR_CLAIM_SQL
-from capacity.placers.fairqueue import half_life, pool_params, read_fair_shares
+from capacity.placers.batch import _CLAIM_SQL, ordered_claim_sql
 from capacity.rollups import refresh_rollups
-from capacity.services.fair_queue import queue_places, retry_order
 from capacity.services.release import PENDING_RETRY_BATCH, _round_robin
 from devtools.bench.placements import BUILD_CHUNK, _analyze_filled, _build_nodes, _pct
 from inventory.models import Node, Pool, Site, Tenant
+from policy.fair_order import Waiting, fair_order
+from policy.fair_queue import POOL_ORDER, half_life, pool_params, queue_places, read_fair_shares, retry_order
 
 SLUG = "bench-queue"
 BATCH = 64
@@ -183,7 +182,7 @@ def _measure(pool: Pool, now: datetime, repeats: int, *, shares_on: bool) -> dic
             cur.execute(_QUEUED, {"pool": pool.pk})
             cur.execute("ANALYZE capacity_reservation")  # as a long-lived queue's statistics would have it
         figures["batchClaim"] = _timed(
-            repeats, _claim(_FAIR_CLAIM_SQL if shares_on else _CLAIM_SQL, pool, shares)
+            repeats, _claim(ordered_claim_sql(POOL_ORDER) if shares_on else _CLAIM_SQL, pool, shares)
         )
         transaction.set_rollback(True)
     batches = math.ceil(len(waiting) / BATCH)

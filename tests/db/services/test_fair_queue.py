@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.models import PoolShare, Reservation
-from capacity.placement.fairqueue import Waiting, places
 from capacity.placers.batch import place_batch, place_queued
-from capacity.placers.fairqueue import read_fair_shares
+from policy.fair_order import Waiting, places
+from policy.fair_queue import read_fair_shares
 from policy.shares import share_rows
 
 from booking import NOW, ask, config, from_real_now, reserve

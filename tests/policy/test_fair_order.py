@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from capacity.placement.fairqueue import (
+from policy.fair_order import (
     Place,
     Waiting,
     fair_order,

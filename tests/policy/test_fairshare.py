@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from capacity.placement.fairshare import HOUR, decayed_gpu_hours, fair_share
+from policy.fairshare import HOUR, decayed_gpu_hours, fair_share
 
 DAY = 24 * HOUR
 WEEK = 7 * DAY

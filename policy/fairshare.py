@@ -5,7 +5,7 @@ half. A span [start, end] booked before `now` adds the integral of that weight o
 GPU-hours times the span's whole-GPU equivalent (a MIG slice its share). Over the tenant's
 guarantee (whole GPUs) the figure reads as "hours of its share used lately": 1.0 is as much as its
 guarantee, 2.0 twice. A tenant with a guarantee of 0 has no fair share (None). Pure: seconds in,
-no clock, no Django.
+no clock, no Django (tests/policy read it without a database).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import math
 from collections.abc import Iterable
 
 HOUR = 3600.0
+# Bookings older than this many half-lives weigh under 0.1 %: the fair queue and the Shares page read none.
+HALF_LIVES_READ = 10
 
 
 def decayed_gpu_hours(spans: Iterable[tuple[float, float, float]], now: float, half_life: float) -> float:

@@ -1,11 +1,11 @@
 """The fair queue of a pool with shares: the order its pending work is tried in, and its words.
 
-Pending work is tried lowest `fairShare` first (capacity.placement.fairshare), so the tenant that
+Pending work is tried lowest `fairShare` first (policy.fairshare), so the tenant that
 used least of its share lately goes first. A tenant without a figure (no guarantee, or no share
 row) comes after every tenant with one. Equal figures (two tenants with the same figure, or both
 without one) and a tenant's own requests go oldest request first: the key of one reservation is
 (no figure, figure, created, pk), so the order needs no grouping and reads the same in SQL
-(`ORDER BY share NULLS LAST, created_at, id`). Pure: no clock, no Django.
+(`ORDER BY share NULLS LAST, created_at, id`: policy.fair_queue). Pure: no clock, no Django.
 """
 
 from __future__ import annotations
