@@ -4,7 +4,7 @@ The app sits on top of capacity, as policy and usage do: it reads capacity throu
 alone, and capacity never imports it. capacity's create still takes `repeat` and `allOrNothing` (its
 one declaration of a request, capacity.placement.fields, holds the rule's bounds), and its API, booking
 page, reservation page and `reserve` command hand a series to this app through
-`capacity.series_hooks`, filled in by `SeriesConfig.ready`.
+`capacity.series_hooks`, answered by series/hooks.py when the app is ready.
 
 The `Series` model stays in capacity (capacity/models/series.py): each occurrence's Reservation points
 to it, so moving it here would make capacity's migrations depend on this app.

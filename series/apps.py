@@ -8,16 +8,6 @@ class SeriesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import answer_series
+        from .hooks import register
 
-        from .api import SeriesAnswerSerializer, create_series
-        from .command import book_from_command
-        from .views import book_series, occurrence_context
-
-        answer_series(
-            api_create=create_series,
-            api_answer=SeriesAnswerSerializer,
-            book_form=book_series,
-            occurrence_card=occurrence_context,
-            command=book_from_command,
-        )
+        register()

@@ -38,14 +38,10 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm", "series")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
-    ("series.apps", "capacity.series_hooks"): "AppConfig.ready: answers capacity's ways into a series",
-    **{
-        ("series.apps", f"series.{way}"): "AppConfig.ready: what answers a way in imports models"
-        for way in ("api", "command", "views")
-    },
+    ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
     ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
@@ -310,9 +306,8 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
     # scrape's permission (capacity.access).
     "metrics": (37, ()),
-    # Series book each occurrence with a create's own steps (prepare, the outside check, the charged
-    # insert, the inline placement: placement's attempt loop and commit) and release with release's
-    # one retry pass; the API's input schema, the commands' base and the hooks capacity hands over by.
+    # Series book each occurrence with a create's own steps (prepare, the outside check, the charged insert,
+    # the inline placement) and release with release's retry pass; the API's input schema, the CLI's base.
     "series": (89, ()),
 }
 
