@@ -75,12 +75,12 @@ class Command(BerthCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = self.call(request_from_options, options)
-        # A series is the series app's to book (capacity.series_hooks).
-        book_series = series_hooks.way("command")
-        if options.get("repeat") and book_series is not None:
-            return book_series(self, data, options, admission=admission(data["tenantId"]))
         if options.get("repeat"):
-            raise refused("INVALID_INPUT", "--repeat: no installed app books series")
+            # A series is the series app's to book (capacity.series_hooks).
+            book_series = series_hooks.way("command")
+            if book_series is None:
+                raise refused("INVALID_INPUT", "--repeat: no installed app books series")
+            return book_series(self, data, options, admission=admission(data["tenantId"]))
         if any(options.get(o) for o in SERIES_OPTIONS):
             raise refused(
                 "INVALID_INPUT", "--on, --interval, --count, --until and --all-or-nothing need --repeat"
