@@ -24,7 +24,6 @@ from .models import (
     QuotaCharge,
     Reservation,
     ScalarClaim,
-    Series,
 )
 from .models.tokens import token_expiry, token_revoked_at
 from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
@@ -99,16 +98,6 @@ class ReservationAdmin(ReadOnlyAdmin):
     list_select_related = ["tenant", "pool"]
     readonly_fields = ["status", "conditions", "created_at", "updated_at", "released_at"]
     inlines = [AllocationInline]
-
-
-@admin.register(Series)
-class SeriesAdmin(ReadOnlyAdmin):
-    """Series are made through the pages, the API, the CLI and the port, and released there too."""
-
-    list_display = ["id", "tenant", "pool", "rule", "starts_at", "all_or_nothing", "created_by", "created_at"]
-    list_filter = ["pool", "all_or_nothing"]
-    search_fields = ["id", "tenant__slug", "idempotency_key", "rule"]
-    list_select_related = ["tenant", "pool"]
 
 
 class DeviceBookingInline(admin.TabularInline):

@@ -16,9 +16,8 @@ from inventory.models import Pool, Tenant
 from . import services
 from .models import Reservation
 from .placement import CapacityError
-from .placement.fields import request_body
+from .placement.fields import DAYS, MAX_OCCURRENCES, MAX_SPAN_DAYS, request_body
 from .services.drain import DrainResult, drain
-from .services.repeat import DAYS, MAX_OCCURRENCES, MAX_SPAN_DAYS
 
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
 # First match wins, so longer prefixes come first.
@@ -43,7 +42,7 @@ FIELD_OF_MESSAGE = (
     (re.compile(r"^maxDuration is "), "duration"),
     (re.compile(r"^maxLeadTime is "), "start"),
     (re.compile(r"^maxFutureGpuHours is "), "count"),
-    # A series' rule (services.repeat) and its allOrNothing refusal (services.series).
+    # A series' rule (series/repeat.py) and its allOrNothing refusal (series/book.py).
     (re.compile(r"^repeat\.byDay\b"), "repeat_on"),
     (re.compile(r"^repeat\.until\b"), "repeat_until"),
     (re.compile(r"^repeat\.count\b"), "repeat_count"),
@@ -302,8 +301,9 @@ class BookForm(RequestForm):
         help_text="Never released for idleness (still marked idle), where the pool's policy allows it.",
     )
 
-    # A series (docs/series.md): "repeat weekly on … until …". The rule's limits are the services'
-    # (services.repeat): this form only shapes it, so its messages are the API's.
+    # A series (docs/series.md): "repeat weekly on … until …". The rule is the series app's
+    # (series/repeat.py, booked through capacity.series_hooks): this form only shapes it, so its
+    # messages are the API's.
     repeat = forms.ChoiceField(
         required=False,
         label="Repeat",

@@ -13,12 +13,11 @@ a live allocation, asking again answers that booking and books nothing (a module
 cannot double-allocate an instance). Capability labels are the module's to set (`node_labels`);
 capacity adds none to instance requests.
 
-A module that books a tenant's recurring time (a course's lab sessions for a term) books a
-series: `reserve_series`, the API's `repeat` with the same rule, limits and answer (docs/series.md).
-Those are the tenant's reservations, charged to its quota as the API charges them.
+A module that books a tenant's recurring time (a course's lab sessions for a term) books a series
+through the series app (`series.port.reserve_series`, docs/series.md), which books through here.
 
 The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
-identity, auditlog, metrics) read: every name they use is in the table below, and the import contract
+identity, auditlog, metrics, series) read: every name they use is in the table below, and the import contract
 (tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
 module when first asked, so an app reaches only the modules of the names it uses
 (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
@@ -27,15 +26,39 @@ module when first asked, so an app reaches only the modules of the names it uses
 from config.face import lazy_face
 
 FACE = {
-    # Booking for another app's instances and a tenant's series (capacity.services.instances).
+    # Booking for another app's instances (capacity.services.instances).
     "capacity.services.instances": (
         "INSTANCE_LOCK_CLASS",
         "InstanceBooking",
         "release_instance",
         "reserve_for_instance",
-        "reserve_series",
     ),
-    "capacity.services.series": ("SeriesResult",),
+    # What the series app books each occurrence with: a create's own steps, prepared once, placed
+    # inline (capacity.services.prepare, reserve, placing), and releases a series with.
+    "capacity.services.prepare": ("Prepared", "prepare"),
+    "capacity.services.reserve": (
+        "admission_context",
+        "consult_outside",
+        "insert_routed",
+        "place_routed",
+        "reservation_fields",
+        "route",
+    ),
+    "capacity.services.placing": ("set_pending",),
+    "capacity.placement.errors": ("IDEMPOTENCY_CONFLICT", "IDEMPOTENCY_IN_FLIGHT"),
+    # A series' rule is part of the create's one declaration; the API's input schema and the booking
+    # form the series' pages and answers reuse; where a series meets capacity's interfaces.
+    "capacity.placement.fields": (
+        "DAYS",
+        "FREQS",
+        "MAX_EPOCH_MS",
+        "MAX_INTERVAL",
+        "MAX_OCCURRENCES",
+        "MAX_SPAN_DAYS",
+        "request_body",
+    ),
+    "capacity.api.inputs": ("RepeatSerializer", "ReservationInputSerializer"),
+    "capacity.series_hooks": ("answer_series",),
     # The pure core: errors, requests and plans, and the searches what if replays.
     "capacity.placement": (
         "ARCHIVED_REASON",
@@ -47,6 +70,7 @@ FACE = {
         "INVALID_INPUT",
         "NOT_FOUND",
         "POLICY_LIMIT",
+        "QUOTA_EXCEEDED",
         "CapacityError",
         "DeviceRequest",
         "Gang",
@@ -58,6 +82,7 @@ FACE = {
         "Window",
         "ineligibility",
         "may_be_schedulable",
+        "run_admit",
     ),
     "capacity.placement.earliest": ("NodeTime",),
     "capacity.placement.freeindex": ("FreeIndex",),
@@ -71,7 +96,7 @@ FACE = {
     "capacity.placers.index": ("PoolIndex", "Short", "index_of", "pool_index", "views_for"),
     "capacity.placers.loader": ("Limits", "NodeIndex", "PoolRow", "load_pool"),
     "capacity.placers.planning": ("Planner", "plan_shortlist", "uses_shortlist"),
-    "capacity.placers.types": ("PLACERS", "Borrowed", "Outcome", "PlacerConfig"),
+    "capacity.placers.types": ("INLINE", "PLACERS", "Borrowed", "Outcome", "PlacerConfig"),
     # What a rule that places (NO_ROOM: lending) plans and commits with: placement's own loop.
     "capacity.placers.attempt": ("Way", "attempt", "commit_members"),
     "capacity.placers.commit": ("Committed", "LostRace", "Owner", "member_devices"),
@@ -111,6 +136,7 @@ FACE = {
         "may_watch_nodes",
         "pool_allows",
         "pool_for",
+        "redact",
         "scope_for",
         "seen",
         "visible_pool",
@@ -118,13 +144,14 @@ FACE = {
     "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
+    "capacity.db.retry": ("retry_on_conflict",),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get"),
-    "capacity.services.release": ("MAX_REASON", "release"),
+    "capacity.services.release": ("MAX_REASON", "release", "release_together"),
     # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
         "ATTRS",
@@ -153,6 +180,7 @@ FACE = {
         "Pending",
         "Queue",
         "Rule",
+        "before_lock",
         "register_queue",
         "register_rule",
     ),
@@ -166,7 +194,7 @@ FACE = {
     "capacity.checks": ("register_check", "register_drift"),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),
-    "capacity.command": ("BerthCommand",),
+    "capacity.command": ("PENDING", "BerthCommand", "refused"),
     # What booking tells its observers (the metrics app counts it); pools' capacity now (its gauges),
     # and what policy.shares counts a pool's bookable GPUs with.
     "capacity.observe": ("EVENTS", "register_observer", "tell"),

@@ -7,7 +7,6 @@ from .views.account import api_token
 from .views.nodes import node_window_delete, node_windows
 from .views.pools import pool_window_delete, pool_windows
 from .views.reservations import rebook
-from .views.series import series_release
 
 urlpatterns = [
     path("", views.pools, name="pools"),
@@ -35,6 +34,5 @@ urlpatterns = [
     path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
-    path("series/<int:pk>/release/", series_release, name="series-release"),
     path("accounts/token/", api_token, name="api-token"),
 ]

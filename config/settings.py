@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "inventory",
     "capacity",
     "policy",  # the pool rules capacity calls through capacity.rules
+    "series",  # recurring bookings capacity hands over through capacity.series_hooks
     "usage",
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
     "webhooks",
@@ -59,8 +60,7 @@ INSTALLED_APPS = [
 
 # Content-Security-Policy (Django's own): scripts only from Berth's static files (no inline script
 # anywhere, htmx included); inline styles allowed, as the GPU grids and timelines place bars with
-# style attributes and htmx adds its indicator style. The Swagger UI page relaxes it for itself
-# (config/api/docs.py).
+# style attributes and htmx its indicator style. Swagger's page relaxes it (config/api/docs.py).
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],

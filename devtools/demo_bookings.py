@@ -14,6 +14,7 @@ from capacity.conf import placer_config
 from capacity.models import AnyReservation, Series
 from capacity.services.maintenance import schedule
 from inventory.models import Tenant
+from series.book import reserve_series
 
 ACTOR = (
     "command:seed_demo"  # who the audit and the node history name for what the seed creates (command:NAME)
@@ -84,7 +85,7 @@ def build_series(acme: Tenant, config, now) -> int:
         return 0
     monday = now.replace(hour=9) + timedelta(days=(7 - now.weekday()) % 7 or 7)
     window = {"start": monday.isoformat(), "end": (monday + timedelta(hours=3)).isoformat()}
-    done = services.reserve_series(
+    done = reserve_series(
         {
             "tenantId": acme.slug,
             "poolId": "pcie-batch",

@@ -41,6 +41,7 @@ LAZY_ALLOWED = {
         for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
+    ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
     ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
@@ -114,6 +115,10 @@ FORBIDDEN = [
     ("capacity", "policy"),
     ("inventory", "policy"),
     ("policy", "devtools"),
+    # Series sit on top: capacity hands a create with `repeat` over through series_hooks.
+    ("capacity", "series"),
+    ("inventory", "series"),
+    ("series", "devtools"),
     # What if sits on top too: capacity runs its job through worker_jobs without knowing it.
     ("capacity", "whatif"),
     ("inventory", "whatif"),
@@ -151,6 +156,7 @@ FORBIDDEN = [
 # What each app may import besides itself (standard library and third parties aside).
 MAY_IMPORT = {
     "whatif": ("capacity", "inventory", "config"),
+    "series": ("capacity", "inventory", "config"),
 }
 
 
@@ -303,6 +309,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
     # scrape's permission (capacity.access).
     "metrics": (37, ()),
+    # Series book each occurrence with a create's own steps (prepare, the outside check, the charged insert,
+    # the inline placement) and release with release's retry pass; the API's input schema, the CLI's base.
+    "series": (89, ()),
 }
 
 REACH_FORBIDDEN = {

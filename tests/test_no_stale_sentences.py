@@ -18,6 +18,7 @@ APPS = (
     "auditlog",
     "config",
     "slurm",
+    "series",
 )
 CODE = [p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]
 READ = sorted({*ROOT.glob("templates/**/*.html"), *ROOT.glob("docs/**/*.md"), ROOT / "README.md", *CODE})

@@ -18,17 +18,20 @@ from capacity.models import Reservation
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.placement.fields import (
     API_FIELDS,
+    DAYS,
     DURATION_RE,
     FIELDS,
+    FREQS,
     IDEMPOTENCY_KEY_RE,
     MAX_DEVICES,
     MAX_GANG_SIZE,
+    MAX_INTERVAL,
+    MAX_OCCURRENCES,
     MAX_WAIT_MS,
     PRIORITIES,
     TOPOLOGIES,
 )
 from capacity.placement.selectors import MAX_EXPRESSIONS, OPERATORS
-from capacity.services.repeat import DAYS, FREQS, MAX_INTERVAL, MAX_OCCURRENCES
 from inventory.api.serializers import KEY_PATTERN, KeywordFieldsMixin
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

@@ -10,7 +10,6 @@ from . import (
     maintenance,
     node_changelog,
     nodes,
-    series,
     tokens,
     views,
 )
@@ -28,8 +27,6 @@ urlpatterns = [
         views.ReclaimView.as_view(),
         name="api-reservation-reclaim",
     ),
-    path("series/<str:series_id>", series.SeriesView.as_view(), name="api-series"),
-    path("series/<str:series_id>/release", series.SeriesReleaseView.as_view(), name="api-series-release"),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),

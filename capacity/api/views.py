@@ -14,7 +14,7 @@ from rest_framework import status as http
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from capacity import services
+from capacity import series_hooks, services
 from capacity.access import pool_for
 from capacity.db.literals import to_datetime
 from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
@@ -38,12 +38,12 @@ from .serializers import (
     QuotaReportSerializer,
     ReservationSerializer,
 )
-from .series import SeriesAnswerSerializer, create_series
 
-# A create answers a reservation, or with `repeat` a series: `{"series": …}`.
+# A create answers a reservation, or with `repeat` a series: `{"series": …}` (the series app's answer,
+# capacity.series_hooks; asked when the schema is made, after every app is ready).
 CREATED = PolymorphicProxySerializer(
     component_name="ReservationOrSeries",
-    serializers=[ReservationSerializer, SeriesAnswerSerializer],
+    serializers=lambda: [ReservationSerializer, *series_hooks.answers()],
     resource_type_field_name=None,
 )
 
@@ -141,7 +141,8 @@ class ReservationsView(BerthAPIView):
     )
     def post(self, request):
         data = request_input(request)
-        if "repeat" in data or "allOrNothing" in data:
+        create_series = series_hooks.way("api_create")
+        if create_series is not None and ("repeat" in data or "allOrNothing" in data):
             return create_series(self, request, data)
         admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
         result = services.reserve(data, scope=self.scope, admission=admission)

@@ -46,6 +46,12 @@ START_GRACE_MINUTES: Final = 5
 MAX_INPUT_BYTES: Final = 64 * 1024
 # Windows must stay between 1970 and 9999, the range Postgres and Python datetimes share here.
 MAX_EPOCH_MS: Final = 253_402_300_799_999
+# A series' rule (`repeat`, booked by the series app): its frequencies and days, and its bounds.
+FREQS: Final = ("daily", "weekly")
+DAYS: Final = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+MAX_OCCURRENCES: Final = 200
+MAX_SPAN_DAYS: Final = 366
+MAX_INTERVAL: Final = 366
 # \A and \Z: `$` matches before a trailing newline; [0-9]: `\d` matches other scripts' digits.
 IDEMPOTENCY_KEY_RE: Final = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,199}\Z")
 DURATION_RE: Final = re.compile(r"\A([0-9]+)(m|h|d|w)\Z")

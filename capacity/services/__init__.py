@@ -41,15 +41,6 @@ FACE = {
     ),
     "capacity.services.reserve": ("ReserveResult", "admission_context", "reserve"),
     "capacity.placement.satisfiable": ("UNSATISFIABLE",),
-    "capacity.services.series": (
-        "SeriesNotPlaced",
-        "SeriesResult",
-        "get_series",
-        "occurrences_of",
-        "prepare_series",
-        "release_series",
-        "reserve_series",
-    ),
     "capacity.services.usage_hooks": ("usage_for", "usage_series"),
     "capacity.services.waiting": ("await_placer", "is_queued"),
 }

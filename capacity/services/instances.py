@@ -1,4 +1,4 @@
-"""Booking for another Django app: an instance's capacity, a tenant's series, and their release.
+"""Booking for another Django app: an instance's capacity, and its release.
 
 Read through the capacity port (capacity/port.py), which says how a module calls these.
 """
@@ -24,8 +24,6 @@ from capacity.placers.inline import place
 from capacity.placers.types import PlacerConfig
 
 from .prepare import prepare
-from .series import SeriesResult
-from .series import reserve_series as _reserve_series
 
 # Advisory lock class for one instance id: two calls for one instance book one allocation.
 INSTANCE_LOCK_CLASS = 0x494E5354  # "INST"
@@ -86,39 +84,6 @@ def reserve_for_instance(
         return InstanceBooking("pending", reason=outcome.reason)
     member = outcome.committed[0]
     return InstanceBooking("placed", node=member.node, atoms=member.atoms)
-
-
-def reserve_series(
-    *,
-    tenant: str,
-    pool: str,
-    during: Mapping[str, Any],
-    repeat: Mapping[str, Any],
-    devices: Sequence[Mapping[str, Any]] = (),
-    resources: Mapping[str, int] | None = None,
-    all_or_nothing: bool = False,
-    idempotency_key: str | None = None,
-    admission: Any = None,
-    by: str = "",
-    now: datetime | None = None,
-    config: PlacerConfig | None = None,
-) -> SeriesResult:
-    """Book a tenant's series as the API does: one reservation per occurrence of `repeat` over `during`.
-
-    Raises CapacityError as the API answers (INVALID_INPUT naming the field, POLICY_LIMIT, and
-    SeriesNotPlaced for all_or_nothing), having written nothing.
-    """
-    data = request_body(
-        tenant_id=tenant,
-        pool_id=pool,
-        devices=list(devices) or None,
-        resources=dict(resources) if resources else None,
-        during=dict(during),
-        repeat=dict(repeat) if isinstance(repeat, Mapping) else repeat,
-        all_or_nothing=all_or_nothing or None,
-        idempotency_key=idempotency_key,
-    )
-    return _reserve_series(data, scope=EVERYONE, admission=admission, now=now, config=config, by=by)
 
 
 def _live_booking(instance_id: str, now: datetime) -> InstanceBooking | None:

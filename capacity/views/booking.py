@@ -12,11 +12,10 @@ from django.shortcuts import redirect
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 
-from capacity import services
+from capacity import series_hooks, services
 from capacity.access import scope_for
 from capacity.db.literals import to_datetime
 from capacity.forms import BookForm, RequestForm, SelectorForm
-from capacity.models import Reservation
 from capacity.placement import (
     CapacityError,
     format_selector,
@@ -36,7 +35,6 @@ from .common import (
 )
 from .quota import booking_quota
 from .reservations import reservation_rows
-from .series import book_series, occurrence_context
 
 # --- preview and booking ---------------------------------------------------------------------------
 
@@ -291,12 +289,12 @@ def book(request: HttpRequest) -> HttpResponse:
     booked_series = None
     if request.method == "POST":
         form = _request_form(request, BookForm, data=request.POST)
-        if form.is_valid() and form.series:
-            # A series answers with its first occurrence, whose page lists the others.
-            done = book_series(request, form, scope)
-            first = Reservation.objects.get(pk=done.occurrences[0].reservation_id) if done else None
+        # A series is the series app's to book (capacity.series_hooks): it answers with its first
+        # occurrence, whose page lists the others, and the series' card.
+        book_series = series_hooks.way("book_form")
+        if form.is_valid() and form.series and book_series is not None:
+            first, booked_series = book_series(request, form, scope) or (None, None)
             result = services.ReserveResult(first, created=True) if first else None
-            booked_series = occurrence_context(first, scope) if first else None
         else:
             result = _book(request, form, scope) if form.is_valid() else None
         if result is not None:

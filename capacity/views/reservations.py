@@ -15,7 +15,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
-from capacity import services
+from capacity import series_hooks, services
 from capacity.access import is_operator, scope_for
 from capacity.filtersets import ReservationFilterSet
 from capacity.models import Reservation
@@ -37,7 +37,6 @@ from config.web import login_required, page, safe_next, wants_partial
 from .common import RESERVATIONS_PER_PAGE, asked_text, atom_labels, utc_message, utc_words, visible_tenants
 from .page_cache import all_versions, kept_fragments, page_query, page_url
 from .quota import quota_cards
-from .series import occurrence_context
 from .usage_cells import fill_usage, usage_cell
 
 # --- reservations ----------------------------------------------------------------------------------
@@ -350,7 +349,8 @@ def reservation_detail(
             # shared until the lent work's preemptAt, and the page says until when instead.
             "lends": any(at is None for at in notices.values()),
             "shared_until": max((at for at in notices.values() if at is not None), default=None),
-            "occurrence_of": occurrence_context(reservation, scope),
+            # An occurrence's series, as the series app draws it (capacity.series_hooks).
+            "occurrence_of": _series_card(reservation, scope),
             # Held for an operator (policy/approval.py): said at the top, with the operators' buttons.
             "awaiting": utc_message(services.awaiting(reservation))
             if isinstance(reservation, Reservation)
@@ -437,3 +437,9 @@ def rebook(request: HttpRequest, pk: int) -> HttpResponse:
         "rebook_refused": services.redact(done.reason, scope),
     }
     return page(request, "capacity/reservation_detail.html", context, status=409)
+
+
+def _series_card(reservation, scope: services.Scope) -> dict | None:
+    """Return what the page shows of the series the reservation is an occurrence of, if any."""
+    card = series_hooks.way("occurrence_card")
+    return card(reservation, scope) if card is not None else None

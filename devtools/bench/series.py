@@ -16,6 +16,8 @@ from capacity.audit import audit, booking_drift
 from capacity.models import PoolShare, Reservation
 from devtools.bench.placements import build_pool, requests_for
 from inventory.models import Tenant
+from series.book import reserve_series
+from series.release import release_series
 
 DAYS = ("MO", "WE", "FR")
 # Past 52 weeks of three days a series would pass 366 days: longer ones are booked every day.
@@ -123,7 +125,7 @@ def _book(
     reset_queries()  # the log keeps 9,000 statements: counted from empty each time
     with CaptureQueriesContext(connection) if count else nullcontext() as queries:
         t0 = time.perf_counter()
-        result = services.reserve_series(body)
+        result = reserve_series(body)
         series_s = time.perf_counter() - t0
     series_statements = len(queries.captured_queries) if count else 0
     reset_queries()
@@ -171,7 +173,7 @@ def _release(
 ) -> tuple[float, int]:
     """Book a series of `occurrences`, then release it as POST /series/{id}/release does (the
     retries it leaves after its commit included); return the seconds, or with `count` the statements."""
-    series = services.reserve_series(series_request(pool, monday, occurrences, gpus, False)).series
+    series = reserve_series(series_request(pool, monday, occurrences, gpus, False)).series
     statements = [0]
 
     def counted(execute, sql, params, many, context):
@@ -180,6 +182,6 @@ def _release(
 
     with connection.execute_wrapper(counted) if count else nullcontext():
         t0 = time.perf_counter()
-        services.release_series(series.pk)
+        release_series(series.pk)
         seconds = time.perf_counter() - t0
     return seconds, statements[0]

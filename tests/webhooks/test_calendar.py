@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from capacity import services
 from capacity.models import Reservation
+from series.book import reserve_series
 from webhooks.calendar import calendar, feed_of
 
 # Reads the real clock (weekdays, next Monday): also run at fixed days by `make test-dates`.
@@ -131,7 +132,7 @@ def test_a_series_is_one_recurring_event_with_its_rrule_exdates_and_overrides(la
         services.reserve(
             {"tenantId": "globex", "poolId": "lab-pool", "devices": [{"count": 4}], "during": taken}
         )
-    done = services.reserve_series(
+    done = reserve_series(
         {
             "tenantId": "acme",
             "poolId": "lab-pool",

@@ -9,13 +9,11 @@ A series (docs/series.md): the first window, then the rule.
         --repeat weekly --on MO,WE --until 2027-03-31 [--all-or-nothing]
 """
 
-import json
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
-from django.core.serializers.json import DjangoJSONEncoder
 
-from capacity import services
+from capacity import series_hooks, services
 from capacity.management.base import (
     PENDING,
     BerthCommand,
@@ -24,10 +22,8 @@ from capacity.management.base import (
     refused,
     request_from_options,
 )
-from capacity.placement import CapacityError
-from capacity.render import occurrence_items, render_reservation, series_data
-from capacity.services.repeat import FREQS
-from inventory.changelog import recording
+from capacity.placement.fields import FREQS
+from capacity.render import render_reservation
 
 SERIES_OPTIONS = ("on", "interval", "count", "until", "all_or_nothing")
 
@@ -80,7 +76,11 @@ class Command(BerthCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         data = self.call(request_from_options, options)
         if options.get("repeat"):
-            return self.series(data, options)
+            # A series is the series app's to book (capacity.series_hooks).
+            book_series = series_hooks.way("command")
+            if book_series is None:
+                raise refused("INVALID_INPUT", "--repeat: no installed app books series")
+            return book_series(self, data, options, admission=admission(data["tenantId"]))
         if any(options.get(o) for o in SERIES_OPTIONS):
             raise refused(
                 "INVALID_INPUT", "--on, --interval, --count, --until and --all-or-nothing need --repeat"
@@ -95,43 +95,3 @@ class Command(BerthCommand):
         if options["fail_on_pending"] and result.reservation.status == "pending":
             reason = result.reservation.condition(services.UNSCHEDULABLE) or {}
             raise CommandError(f"PENDING: {reason.get('message', 'not placed')}", returncode=PENDING)
-
-    def series(self, data: dict, options: dict[str, Any]) -> None:
-        """Book a series as the API does (the same rule and limits), and print each occurrence."""
-        repeat: dict[str, Any] = {"freq": options["repeat"]}
-        if options.get("on") is not None:
-            repeat["byDay"] = [d.strip().upper() for d in options["on"].split(",") if d.strip()]
-        for name in ("interval", "count", "until"):
-            if options.get(name) is not None:
-                repeat[name] = options[name]
-        data = {**data, "repeat": repeat, **({"allOrNothing": True} if options["all_or_nothing"] else {})}
-        try:
-            with recording(actor=self.actor()):
-                result = services.reserve_series(
-                    data, scope=self.scope, admission=admission(data["tenantId"]), by=self.actor()
-                )
-        except services.SeriesNotPlaced as missed:
-            lines = [
-                f"  {o['start']} {o['status']}: {o.get('reason', '')}"
-                for o in occurrence_items(missed.occurrences)
-            ]
-            self.stderr.write("\n".join(lines))
-            raise refused(missed.code, missed.message) from None
-        except CapacityError as err:
-            raise refused(err.code, err.message) from None
-        rendered = series_data(result.series, result.occurrences)
-        if options["json"]:
-            self.print_json(json.loads(json.dumps(rendered, cls=DjangoJSONEncoder)))
-        else:
-            replay = "" if result.created else f" (existing, idempotency key {data.get('idempotencyKey')})"
-            lines = [
-                f"series {rendered['id']}{replay}: {rendered['rule']}, {len(rendered['occurrences'])} occurrences"
-            ]
-            lines += [
-                f"  {o['start']} reservation {o['reservationId']} {o['status']}"
-                + (f": {o['reason']}" if o.get("reason") else "")
-                for o in rendered["occurrences"]
-            ]
-            self.stdout.write("\n".join(lines))
-        if options["fail_on_pending"] and any(o.status != "placed" for o in result.occurrences):
-            raise CommandError("PENDING: some occurrences are pending", returncode=PENDING)

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from capacity import services
 from capacity.placers.batch import place_batch
 from policy.pool_policy import set_policy
+from series.book import reserve_series
 
 from booking import NOW, ask, config, reserve
 
@@ -21,7 +22,7 @@ INLINE_STATEMENTS = 7
 QUEUED_STATEMENTS = 1
 BATCH_STATEMENTS = 10
 # A series: its lookup, the series row and the link of its occurrences once; each occurrence its
-# insert with its charge and the placement (services.series).
+# insert with its charge and the placement (series.book).
 SERIES_FIXED = 7
 SERIES_PER_OCCURRENCE = 5
 
@@ -95,7 +96,7 @@ def test_a_series_places_each_occurrence_in_fewer_statements_than_a_single_creat
     reserve(ask(1))
     body = {**ask(1, start=24 * 7, hours=2), "repeat": {"freq": "daily", "count": 10}}
     with CaptureQueriesContext(connection) as statements:
-        done = services.reserve_series(body, now=NOW, config=config())
+        done = reserve_series(body, now=NOW, config=config())
     assert [o.status for o in done.occurrences] == ["placed"] * 10
     assert len(statements.captured_queries) == SERIES_FIXED + 10 * SERIES_PER_OCCURRENCE
     assert SERIES_PER_OCCURRENCE < INLINE_STATEMENTS

@@ -6,6 +6,7 @@ from capacity import port
 from capacity.audit import audit
 from capacity.models import Allocation
 from capacity.placement import CapacityError, define_scheduler_plugin
+from series import port as series_port
 
 from booking import NOW, ask, config
 
@@ -111,7 +112,7 @@ def test_a_module_books_a_series_through_the_port_with_the_apis_rule_and_limits(
 
     make_node("node-a", gpus=4)
     window = ask(1)["during"]
-    first = port.reserve_series(
+    first = series_port.reserve_series(
         tenant="acme",
         pool="lab-pool",
         devices=[{"class": "gpu", "count": 1}],
@@ -123,7 +124,7 @@ def test_a_module_books_a_series_through_the_port_with_the_apis_rule_and_limits(
     assert [o.status for o in first.occurrences] == ["placed"] * 3
     assert Reservation.objects.filter(series=first.series).count() == 3
     with pytest.raises(CapacityError) as refused:
-        port.reserve_series(
+        series_port.reserve_series(
             tenant="acme",
             pool="lab-pool",
             devices=[{"class": "gpu", "count": 1}],

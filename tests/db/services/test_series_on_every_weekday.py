@@ -13,9 +13,9 @@ import pytest
 
 from capacity.models import Reservation, Series
 from capacity.placement import CapacityError
-from capacity.services.series import reserve_series
 from devtools.dates import ALL_DAYS
 from policy.pool_policy import set_policy
+from series.book import reserve_series
 
 from booking import config
 

@@ -15,6 +15,8 @@ from capacity.audit import audit
 from capacity.models import Allocation, DeviceBooking, QuotaCharge, Reservation, ReservationEvent
 from capacity.services.release import RELEASE_RETRY_BATCH
 from capacity.worker import run_round
+from series.book import reserve_series
+from series.release import release_series
 from webhooks.models import Event, Subscription
 
 from booking import ask, config, from_real_now
@@ -23,7 +25,7 @@ from booking import ask, config, from_real_now
 def book_series(occurrences: int, start: int) -> list[int]:
     """Book acme's daily series of 2 GPUs for 2 hours from `start` (hours after NOW); return its ids."""
     data = {**ask(2, start=start, hours=2), "repeat": {"freq": "daily", "count": occurrences}}
-    result = services.reserve_series(data, config=config())
+    result = reserve_series(data, config=config())
     assert {o.status for o in result.occurrences} == {"placed"}
     return result.series.pk
 
@@ -50,7 +52,7 @@ def test_a_series_release_ends_every_occurrence_and_gives_the_pending_work_one_p
     series = book_series(12, start)
     waiting = wait_beside(start, RELEASE_RETRY_BATCH + 2)
     with django_capture_on_commit_callbacks(execute=True):
-        _series, released = services.release_series(series)
+        _series, released = release_series(series)
     occurrences = Reservation.objects.filter(series_id=series)
     assert released == list(occurrences.order_by("starts_at").values_list("pk", flat=True))
     assert set(occurrences.values_list("status", flat=True)) == {"released"}
@@ -77,7 +79,7 @@ def test_each_released_occurrence_writes_its_own_event_and_webhook_outbox_row(
     series = book_series(5, from_real_now(1))
     Event.objects.update(fanned_out=True)  # the series' own events went out before the release
     with django_capture_on_commit_callbacks(execute=True):
-        _series, released = services.release_series(series)
+        _series, released = release_series(series)
     outbox = Event.objects.filter(type="reservation.released").values_list("reservation_id", "tenant_id")
     assert sorted(outbox) == sorted((pk, tenant.pk) for pk in released)
     history = ReservationEvent.objects.filter(reservation_id__in=released, status="released")
@@ -96,7 +98,7 @@ def test_a_series_release_sends_as_many_statements_for_40_occurrences_as_for_10(
             CaptureQueriesContext(connection) as statements,
             django_capture_on_commit_callbacks(execute=True),
         ):
-            _series, released = services.release_series(series)
+            _series, released = release_series(series)
         assert len(released) == occurrences
         counts.append(len(statements.captured_queries))
     assert counts[0] == counts[1], counts
@@ -110,10 +112,10 @@ def test_releasing_a_series_again_releases_nothing_and_leaves_ended_occurrences_
     first = Reservation.objects.filter(series_id=series).order_by("starts_at").first()
     services.release(first.pk)
     with django_capture_on_commit_callbacks(execute=True):
-        _series, released = services.release_series(series)
+        _series, released = release_series(series)
     assert first.pk not in released and len(released) == 3
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        assert services.release_series(series)[1] == []
+        assert release_series(series)[1] == []
     assert callbacks == []  # nothing released: no retry pass
 
 
@@ -125,11 +127,11 @@ def test_pending_occurrences_are_released_too_and_free_nothing_to_retry(
     start = from_real_now(1)
     services.reserve(ask(2, tenant="globex", start=start, hours=24 * 3), config=config(), now=timezone.now())
     data = {**ask(2, start=start, hours=2), "repeat": {"freq": "daily", "count": 3}}
-    series = services.reserve_series(data, config=config()).series.pk
+    series = reserve_series(data, config=config()).series.pk
     occurrences = Reservation.objects.filter(series_id=series)
     assert set(occurrences.values_list("status", flat=True)) == {"pending"}
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        services.release_series(series)
+        release_series(series)
     assert set(occurrences.values_list("status", flat=True)) == {"released"}
     assert not QuotaCharge.objects.filter(reservation__series_id=series).exists()
     assert callbacks == []  # no GPU came free: nothing to retry

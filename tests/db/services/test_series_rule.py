@@ -1,11 +1,11 @@
-"""A series' rule read, checked and expanded (capacity.services.repeat): plain computation, no database."""
+"""A series' rule read, checked and expanded (series.repeat): plain computation, no database."""
 
 from datetime import UTC, datetime
 
 import pytest
 
 from capacity.placement import CapacityError
-from capacity.services.repeat import MAX_OCCURRENCES, expand, parse_repeat
+from series.repeat import MAX_OCCURRENCES, expand, parse_repeat
 
 HOUR = 3600 * 1000
 DAY = 24 * HOUR

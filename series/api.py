@@ -1,4 +1,5 @@
-"""Series over the API (docs/series.md): created through POST /reservations with `repeat`; read and released here."""
+"""Series over the API (docs/series.md): created through POST /reservations with `repeat` (capacity
+hands such a create to `create_series`, capacity.series_hooks); read and released here."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from capacity import services
-from capacity.models import Reservation
-from capacity.render import occurrence_items, series_data
+from capacity.port import RepeatSerializer, Reservation, ReservationInputSerializer, admission_context
 from config.api.base import BerthAPIView
 from config.api.exceptions import error_body
 from config.api.schema import errors
 
-from .inputs import RepeatSerializer, ReservationInputSerializer
+from .book import SeriesNotPlaced, reserve_series
+from .occurrences import get_series, occurrences_of
+from .release import release_series
+from .render import occurrence_items, series_data
 
 SERIES_ID = OpenApiParameter("series_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
@@ -61,12 +63,10 @@ class SeriesReleasedSerializer(serializers.Serializer):
 
 def create_series(view: BerthAPIView, request, data) -> Response:
     """Answer a create with `repeat`: 201 with the series, 200 for a replayed key, 409 for allOrNothing."""
-    admission = services.admission_context(data.get("tenantId"), request.user.get_username(), "user")
+    admission = admission_context(data.get("tenantId"), request.user.get_username(), "user")
     try:
-        result = services.reserve_series(
-            data, scope=view.scope, admission=admission, by=request.user.get_username()
-        )
-    except services.SeriesNotPlaced as refused:
+        result = reserve_series(data, scope=view.scope, admission=admission, by=request.user.get_username())
+    except SeriesNotPlaced as refused:
         body = {
             **error_body(refused.code, refused.message),
             "occurrences": occurrence_items(refused.occurrences, view.scope),
@@ -92,8 +92,8 @@ class SeriesView(BerthAPIView):
         responses={200: SeriesAnswerSerializer, **errors(401, 404)},
     )
     def get(self, request, series_id):
-        series = services.get_series(series_id, scope=self.scope)
-        return Response({"series": series_data(series, services.occurrences_of(series), self.scope)})
+        series = get_series(series_id, scope=self.scope)
+        return Response({"series": series_data(series, occurrences_of(series), self.scope)})
 
 
 class SeriesReleaseView(BerthAPIView):
@@ -113,6 +113,6 @@ class SeriesReleaseView(BerthAPIView):
         responses={200: SeriesReleasedSerializer, **errors(401, 404)},
     )
     def post(self, request, series_id):
-        series, released = services.release_series(series_id, scope=self.scope)
-        body = series_data(series, services.occurrences_of(series), self.scope)
+        series, released = release_series(series_id, scope=self.scope)
+        body = series_data(series, occurrences_of(series), self.scope)
         return Response({"series": body, "released": released})

@@ -2,8 +2,8 @@
 
 `repeat: {"freq": "daily" | "weekly", "byDay": ["MO", …], "interval", "count" | "until"}` is an
 RFC 5545 rule over the first occurrence's window, in UTC, expanded by python-dateutil's rrule.
-The API, the booking form, the `reserve` command and the capacity port all call `expand`, so a
-rule is refused the same way wherever it comes from: INVALID_INPUT naming the field, before any
+The API, the booking form, the `reserve` command and another app (series.port) all call `expand`,
+so a rule is refused the same way wherever it comes from: INVALID_INPUT naming the field, before any
 row is read or lock taken. Plain computation: no Django, no I/O (kept out of the placement core,
 which takes no clock types or third-party packages).
 """
@@ -19,14 +19,19 @@ from typing import Final
 
 from dateutil import rrule
 
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.placement.fields import MAX_EPOCH_MS
+# The rule's bounds are declared with the create's fields (capacity.placement.fields): the API's
+# schema and the booking form state them too.
+from capacity.port import (
+    DAYS,
+    FREQS,
+    INVALID_INPUT,
+    MAX_EPOCH_MS,
+    MAX_INTERVAL,
+    MAX_OCCURRENCES,
+    MAX_SPAN_DAYS,
+    CapacityError,
+)
 
-MAX_OCCURRENCES: Final = 200
-MAX_SPAN_DAYS: Final = 366
-MAX_INTERVAL: Final = 366
-FREQS: Final = ("daily", "weekly")
-DAYS: Final = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 REPEAT_FIELDS: Final = frozenset({"freq", "byDay", "interval", "count", "until"})
 _RRULE_FREQ: Final = {"daily": rrule.DAILY, "weekly": rrule.WEEKLY}
 _WEEKDAYS: Final = dict(

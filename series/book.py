@@ -1,10 +1,10 @@
-"""Series: one recurrence rule, one reservation per occurrence, booked in one transaction.
+"""Booking a series: one recurrence rule, one reservation per occurrence, booked in one transaction.
 
-A series is prepared once, like any create (services.prepare: input, first window, tenant, pool,
-the pool's limits), its rule expanded once (capacity.services.repeat) and every occurrence's
+A series is prepared once, like any create (capacity's services.prepare: input, first window, tenant,
+pool, the pool's limits), its rule expanded once (series.repeat) and every occurrence's
 window checked against the pool's limits, all before any lock. Then, in one transaction: the
 Series row, and per occurrence the charged insert and the inline placement a single create does
-(services.reserve), with the planner built once; the tenant's quota lock is taken by the first
+(capacity's services.reserve), with the planner built once; the tenant's quota lock is taken by the first
 insert and held to the commit; maxFutureGpuHours is checked once, after the last occurrence.
 Series always place inline, whichever placer the site runs: the answer says what each occurrence
 got, and allOrNothing needs to know before it commits. A refused quota charge leaves that
@@ -20,39 +20,42 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from capacity import rules
-from capacity.access import EVERYONE, Scope
-from capacity.conf import placer_config
-from capacity.db.literals import to_datetime
-from capacity.db.retry import retry_on_conflict
-from capacity.models import Reservation, Series
-from capacity.placement import INVALID_INPUT, NOT_FOUND, QUOTA_EXCEEDED, CapacityError, run_admit
-from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
-from capacity.placement.types import Window
-from capacity.placers.planning import Planner
-from capacity.placers.quota import QUOTA_EXCEEDED_REASON
-from capacity.placers.types import INLINE, Outcome
+from capacity.port import (
+    EVERYONE,
+    IDEMPOTENCY_CONFLICT,
+    IDEMPOTENCY_IN_FLIGHT,
+    INLINE,
+    INVALID_INPUT,
+    QUOTA_EXCEEDED,
+    QUOTA_EXCEEDED_REASON,
+    CapacityError,
+    Outcome,
+    Planner,
+    Prepared,
+    Reservation,
+    Scope,
+    Series,
+    Window,
+    before_lock,
+    consult_outside,
+    insert_routed,
+    place_routed,
+    placer_config,
+    prepare,
+    reservation_fields,
+    retry_on_conflict,
+    route,
+    run_admit,
+    set_pending,
+    to_datetime,
+)
 from config.errors import SERIES_NOT_PLACED
 
-from .placing import set_pending
-from .prepare import Prepared, prepare
-from .release import release_together
+from .occurrences import Occurrence, occurrences_of, reason_of
 from .repeat import Repeat, expand, parse_repeat
-from .reserve import consult_outside, insert_routed, place_routed, reservation_fields, route
 
 SERIES_FIELDS = ("repeat", "allOrNothing")
-
-
-@dataclass(frozen=True)
-class Occurrence:
-    """One occurrence as a series' answer lists it: its reservation (None when nothing was booked)."""
-
-    start: datetime
-    status: str
-    reservation_id: int | None = None
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def prepare_series(
     ready = PreparedSeries(prepared, repeat, all_or_nothing, starts)
     for n, start in enumerate(starts[1:], start=2):
         try:
-            rules.before_lock(ready.occurrence(start).request, prepared.pool, prepared.now)
+            before_lock(ready.occurrence(start).request, prepared.pool, prepared.now)
         except CapacityError as err:
             at = to_datetime(start).strftime("%Y-%m-%d %H:%M")
             raise CapacityError(err.code, f"{err.message} (occurrence {n}, {at} UTC)") from None
@@ -245,24 +248,8 @@ def _book_one(
 
 def _answer(reservation: Reservation, outcome: Outcome) -> Occurrence:
     status = reservation.status
-    reason = "" if status == Reservation.Status.PLACED else (outcome.reason or _reason(reservation))
+    reason = "" if status == Reservation.Status.PLACED else (outcome.reason or reason_of(reservation))
     return Occurrence(reservation.starts_at, status, reservation.pk, reason)
-
-
-def _reason(reservation: Reservation) -> str:
-    for condition in reservation.conditions:
-        if condition.get("type") == "Unschedulable":
-            return condition.get("message", "")
-    return ""
-
-
-def occurrences_of(series: Series) -> list[Occurrence]:
-    """Return a series' occurrences still live, in start order (one statement)."""
-    rows = Reservation.objects.filter(series=series).order_by("starts_at", "pk")
-    return [
-        Occurrence(r.starts_at, r.status, r.pk, "" if r.status == Reservation.Status.PLACED else _reason(r))
-        for r in rows.only("pk", "starts_at", "status", "conditions")
-    ]
 
 
 def _replayed(
@@ -280,30 +267,3 @@ def _replayed(
             IDEMPOTENCY_CONFLICT, f"idempotency key {key} was already used for a different request"
         )
     return SeriesResult(existing, occurrences_of(existing), created=False)
-
-
-def get_series(series_id: int | str, *, scope: Scope = EVERYONE) -> Series:
-    """Return a series the caller may read; another tenant's answers NOT_FOUND, as a missing one."""
-    pk = int(series_id) if str(series_id).isascii() and str(series_id).isdigit() else None
-    found = Series.objects.select_related("tenant", "pool").filter(pk=pk).first() if pk else None
-    if found is None or not scope.allows(found.tenant.slug):
-        raise CapacityError(NOT_FOUND, f"no series {series_id}")
-    return found
-
-
-@retry_on_conflict
-def release_series(
-    series_id: int | str, *, scope: Scope = EVERYONE, now: datetime | None = None
-) -> tuple[Series, list[int]]:
-    """Release every occurrence not yet ended (nor released); return the series and the ids released.
-
-    Each occurrence ends as a single release ends it (quota refunded, bookings ended at now, its own
-    event), all in one transaction and a few statements for all of them (release_together); pending
-    work in the pool gets one retry pass after it, not one per occurrence. Ones already over stay as
-    they are. Releasing again releases nothing. The ids come in start order.
-    """
-    now = now or timezone.now()
-    series = get_series(series_id, scope=scope)
-    with transaction.atomic():
-        released = release_together(Reservation.objects.filter(series=series, ends_at__gt=now), now=now)
-    return series, released
