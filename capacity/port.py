@@ -79,6 +79,7 @@ FACE = {
     "capacity.placers.sql": ("key_in",),
     # Bookings as records, and who may read them.
     "capacity.models": (
+        "Allocation",
         "AnyReservation",
         "MaintenanceWindow",
         "PoolPolicy",
@@ -94,8 +95,11 @@ FACE = {
         "AWAITING",
         "BORROWED",
         "IDLE",
+        "PREEMPTED_CONDITION",
+        "PREEMPT_AT",
         "QUEUED_CONDITION",
         "RECLAIMED",
+        "STARTS_LATER",
         "preempt_at",
     ),
     "capacity.models.policy": ("OnError", "switch_rule"),
@@ -116,7 +120,7 @@ FACE = {
         "scope_for",
         "seen",
     ),
-    "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
+    "capacity.gpu_hours": ("SEVENTHS", "gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
@@ -125,7 +129,7 @@ FACE = {
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
-    "capacity.services.reservations": ("awaiting", "get"),
+    "capacity.services.reservations": ("awaiting", "get", "lent_notices"),
     "capacity.services.release": ("MAX_REASON", "release"),
     # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
@@ -146,16 +150,27 @@ FACE = {
     ),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
-    "capacity.services.reclaim": ("lending_since",),
+    # What the notice and reclaim rules (policy.notice, policy.reclaim) take work back with.
+    "capacity.placers.take_back": ("take_back",),
+    "capacity.placers.ending": ("end_allocations",),
+    "capacity.db.retry": ("retry_on_conflict",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
+    "capacity.rules": ("Booking", "NoRoom", "Notice", "Pending", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
-    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
+    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "refund"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
+    "capacity.worker_jobs": (
+        "AFTER_EXPIRY",
+        "BEFORE_EXPIRY",
+        "LOST_DATABASE",
+        "Job",
+        "register",
+        "register_step",
+        "survive",
+    ),
     "capacity.checks": ("register_check",),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),

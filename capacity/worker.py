@@ -14,7 +14,7 @@ from django.utils import timezone
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
-from capacity.worker_jobs import drop_connection
+from capacity.worker_jobs import AFTER_EXPIRY, BEFORE_EXPIRY, drop_connection, run_steps
 from inventory import services as inventory
 from inventory.models import Pool
 
@@ -22,7 +22,6 @@ from . import services
 from .archive import move_history
 from .booked_hours import fold_booked_hours
 from .placers.batch import BatchResult, place_queued, queued_pools
-from .placers.notice import finish_due
 from .services.maintenance import switch_windows
 from .services.repair import repair_pools
 
@@ -88,12 +87,11 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
-    # Spot work whose notice ran out ends preempted (before an end it may have reached); lent work
-    # among it counts the hours it ran on lent GPUs then.
-    services.count_lent_hours(finish_due())
+    # Spot work whose notice ran out ends preempted, before an end it may have reached (policy.notice);
+    # after the ends, lent GPUs go back to owners using them again or no longer lending (policy.reclaim).
+    run_steps(BEFORE_EXPIRY)
     expired = services.expire_ended()
-    services.reclaim_for_processes()  # the owner's processes showed up on lent GPUs (the report's backstop)
-    services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
+    run_steps(AFTER_EXPIRY)
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
     # Maintenance windows due start (nodes into maintenance) and over end, before the repair

@@ -4,6 +4,11 @@ An app registers a Job in its AppConfig.ready(); capacity knows no app that does
 delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
 after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
 database connection, until the worker stops.
+
+An app's step in the worker's own housekeeping round (capacity.worker.run_round) registers with
+`register_step`, before or after the round releases ended windows: policy's notice expiry must come
+before (spot work whose notice ran out ends preempted, not released), its reclaims after. Steps
+run in the round, in the order registered, on the worker's connection.
 """
 
 from __future__ import annotations
@@ -32,11 +37,24 @@ class Job:
 
 
 JOBS: dict[str, Job] = {}
+BEFORE_EXPIRY, AFTER_EXPIRY = "before-expiry", "after-expiry"
+STEPS: dict[str, dict[str, Callable[[], object]]] = {BEFORE_EXPIRY: {}, AFTER_EXPIRY: {}}
 
 
 def register(job: Job) -> None:
     """Add a job (once per name: ready() may run twice in tests)."""
     JOBS[job.name] = job
+
+
+def register_step(where: str, name: str, step: Callable[[], object]) -> None:
+    """Add a step of the housekeeping round at `where` (BEFORE_EXPIRY or AFTER_EXPIRY), once per name."""
+    STEPS[where][name] = step
+
+
+def run_steps(where: str) -> None:
+    """Run the housekeeping round's steps at `where`, in the order registered."""
+    for step in STEPS[where].values():
+        step()
 
 
 def survive(name: str, stop: threading.Event, serve: Callable[[threading.Event], None], logger=log) -> None:

@@ -23,11 +23,6 @@ urlpatterns = [
         views.ReleaseView.as_view(),
         name="api-reservation-release",
     ),
-    path(
-        "reservations/<str:reservation_id>/reclaim",
-        views.ReclaimView.as_view(),
-        name="api-reservation-reclaim",
-    ),
     path("series/<str:series_id>", series.SeriesView.as_view(), name="api-series"),
     path("series/<str:series_id>/release", series.SeriesReleaseView.as_view(), name="api-series-release"),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
