@@ -99,7 +99,6 @@ FACE = {
         "PREEMPT_AT",
         "QUEUED_CONDITION",
         "RECLAIMED",
-        "STARTS_LATER",
         "preempt_at",
     ),
     "capacity.models.policy": ("OnError", "switch_rule"),
@@ -157,7 +156,7 @@ FACE = {
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
-    "capacity.rules": ("Booking", "NoRoom", "Notice", "Pending", "Rule", "register_rule"),
+    "capacity.rules": ("STARTS_LATER", "Booking", "NoRoom", "Notice", "Pending", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "refund"),

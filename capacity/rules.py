@@ -121,6 +121,11 @@ class NoRoom:
     memo: dict[str, Any] | None = None
 
 
+# The condition of a regular booking that starts when the spot work it takes back has had its
+# notice (a NOTICE rule's: policy.notice); the reservation page reads it.
+STARTS_LATER = "StartsLater"
+
+
 @dataclass(frozen=True)
 class Notice:
     """The notice a NOTICE rule gives work taken back: how long, and what it writes.

@@ -77,8 +77,8 @@ def _fold_booked_hours() -> None:
 
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
-    """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
-    take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
+    """Place every queued batch (pool-lease); with housekeeping, also release ended reservations
+    (with the apps' steps before and after: worker_jobs.register_step), mark nodes whose agent stopped
     reporting stale, start and end maintenance windows, fold the booked hours' changes, repair
     bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
     # Pools with shares take their work in fair order: the figures are read once a round (one
