@@ -104,6 +104,7 @@ FACE = {
     "capacity.placers.sql": ("key_in",),
     # Bookings as records, and who may read them.
     "capacity.models": (
+        "Allocation",
         "AnyReservation",
         "MaintenanceWindow",
         "PoolPolicy",
@@ -119,6 +120,8 @@ FACE = {
         "AWAITING",
         "BORROWED",
         "IDLE",
+        "PREEMPTED_CONDITION",
+        "PREEMPT_AT",
         "QUEUED_CONDITION",
         "RECLAIMED",
         "preempt_at",
@@ -141,7 +144,7 @@ FACE = {
         "seen",
         "visible_pool",
     ),
-    "capacity.gpu_hours": ("gpu_hours_sql", "gpus_sql"),
+    "capacity.gpu_hours": ("SEVENTHS", "gpu_hours_sql", "gpus_sql"),
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.db.retry": ("retry_on_conflict",),
@@ -150,7 +153,7 @@ FACE = {
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
-    "capacity.services.reservations": ("awaiting", "get"),
+    "capacity.services.reservations": ("awaiting", "get", "lent_notices"),
     "capacity.services.release": ("MAX_REASON", "release", "release_together"),
     # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
@@ -169,14 +172,18 @@ FACE = {
         "set_quota",
         "without_gpu_quota",
     ),
-    "capacity.services.reclaim": ("lending_since",),
+    # What the notice and reclaim rules (policy.notice, policy.reclaim) take work back with.
+    "capacity.placers.take_back": ("take_back",),
+    "capacity.placers.ending": ("end_allocations",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Section", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": (
+        "STARTS_LATER",
         "Booking",
         "Figures",
         "NoRoom",
+        "Notice",
         "Pending",
         "Queue",
         "Rule",
@@ -188,9 +195,18 @@ FACE = {
     "capacity.placement.satisfiable": ("UNSATISFIABLE",),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
-    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
+    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "refund"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "register_chore", "survive"),
+    "capacity.worker_jobs": (
+        "AFTER_EXPIRY",
+        "BEFORE_EXPIRY",
+        "BEFORE_REPAIR",
+        "LOST_DATABASE",
+        "Job",
+        "register",
+        "register_step",
+        "survive",
+    ),
     "capacity.checks": ("register_check", "register_drift"),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),

@@ -16,6 +16,11 @@ The points, in a booking's order:
   quota lock (`quota_lock`) makes its pool place creates inline: a batch takes no quota lock.
 - RECLAIMS: a regular request about to be planned with spot work counted free (placers.preempt);
   a rule may say it may take back other work too (borrowed GPUs of a guarantee): any yes is yes.
+- SPARES: there too, before the pool's holds are read: a rule may answer the latest start spot
+  work taken back at a moment must have (spotMinRuntime); younger work is spared. The earliest wins.
+- NOTICE: a regular request that fits only by taking work back (placers.attempt, services.preview):
+  a rule may answer the Notice its victims get (spotNotice): the request starts no sooner, the
+  victims keep their devices until then (placers.take_back gives it). The first answer wins.
 - COMMITTED: in the placement's attempt, once its rows are written under the pool's lock, in a
   pool whose lock said it has shares (placers.attempt); may send it back pending (raise Pending:
   the attempt rolls back to its savepoint) or return what it borrowed (a Borrowed it recorded).
@@ -25,7 +30,14 @@ The points, in a booking's order:
   transaction (placers.inline; the pool-lease batch, holding the pool, for one of no gang); may place it another way
   (lending idle owners' GPUs) and answer the placement's Outcome; the first answer wins.
 - AT_COMMIT: a placed booking's transaction.on_commit side; AFTER_COMMIT: once it is committed.
-  Named, not called yet: the first rule that needs one (notice) wires its call.
+  Named, not called yet: the first rule that needs one wires its call.
+
+Two points come after a booking, and read no pool row: every rule there runs, `applies` unasked
+(work a pool lent outlives its lendIdle), each sending what placement sent there before.
+
+- ENDED: placed bookings a release ends (services.release), in its transaction, their bookings
+  just cut, with those of them that ran on lent GPUs: a rule ends what lived within them.
+- REPORTED: a node's report naming its processes' owners has committed (capacity.api.nodes).
 
 One hook beside the points, the queue (`register_queue`, a `Queue`): the order pending work is
 tried in where a rule orders a pool's queue (the fair queue of a pool with shares, policy.fair_queue).
@@ -43,7 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
@@ -53,18 +65,33 @@ if TYPE_CHECKING:  # annotations only: the registry loads nothing of placement's
     from capacity.placers.planning import Planner
     from capacity.placers.types import Borrowed, Outcome, PlacerConfig
 
-BEFORE_LOCK, BEFORE_CREATE, RECLAIMS, COMMITTED, SPLIT, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT = (
+BEFORE_LOCK, BEFORE_CREATE, RECLAIMS, SPARES, NOTICE, COMMITTED, SPLIT, PLACED, NO_ROOM = (
     "before-lock",
     "before-create",
     "reclaims",
+    "spares",
+    "notice",
     "committed",
     "split",
     "placed",
     "no-room",
-    "at-commit",
-    "after-commit",
 )
-POINTS = (BEFORE_LOCK, BEFORE_CREATE, RECLAIMS, COMMITTED, SPLIT, PLACED, NO_ROOM, AT_COMMIT, AFTER_COMMIT)
+AT_COMMIT, AFTER_COMMIT, ENDED, REPORTED = "at-commit", "after-commit", "ended", "reported"
+POINTS = (
+    BEFORE_LOCK,
+    BEFORE_CREATE,
+    RECLAIMS,
+    SPARES,
+    NOTICE,
+    COMMITTED,
+    SPLIT,
+    PLACED,
+    NO_ROOM,
+    AT_COMMIT,
+    AFTER_COMMIT,
+    ENDED,
+    REPORTED,
+)
 # Points placement does not call yet: the first rule that needs one wires its call (a rule there
 # would never run, so registering one is refused).
 UNCALLED = (AT_COMMIT, AFTER_COMMIT)
@@ -105,6 +132,26 @@ class NoRoom:
     memo: dict[str, Any] | None = None
 
 
+# The condition of a regular booking that starts when the spot work it takes back has had its
+# notice (a NOTICE rule's: policy.notice); the reservation page reads it.
+STARTS_LATER = "StartsLater"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The notice a NOTICE rule gives work taken back: how long, and what it writes.
+
+    `start(request, now)`: the request starting no sooner than now + duration (None: no window is
+    left); `give(victims, conditions, at, now)`: the locked victims kept until `at`, their Preempted
+    conditions written as notice; `starts_later(request)`: the condition of the booking that waits.
+    """
+
+    duration: timedelta
+    start: Callable[[PlacementRequest, datetime], PlacementRequest | None]
+    give: Callable[[Sequence[int], Sequence[dict], datetime, datetime], None]
+    starts_later: Callable[[PlacementRequest], dict]
+
+
 @dataclass(frozen=True)
 class Rule:
     """One pool rule: its name, whether a pool sets it, and what it does at each point it serves.
@@ -118,12 +165,16 @@ class Rule:
     before_lock: Callable[[PlacementRequest, PoolRow, datetime], None] | None = None
     before_create: Callable[[Any, str], None] | None = None  # (services.prepare.Prepared, identity)
     reclaims: Callable[[PoolRow, PlacementRequest], bool] | None = None
+    spares: Callable[[PoolRow, datetime], datetime | None] | None = None
+    notice: Callable[[PoolRow], Notice | None] | None = None
     committed: Callable[[PoolRow, int, PlacementRequest], Borrowed | None] | None = None
     split: Callable[[PoolRow, Sequence[tuple[int, int, PlacementRequest]]], set[int]] | None = None
     placed: Callable[[Booking], list | None] | None = None
     no_room: Callable[[NoRoom], Outcome | None] | None = None
     at_commit: Callable[[Booking], None] | None = None
     after_commit: Callable[[Booking], None] | None = None
+    ended: Callable[[Sequence[int], Sequence[int], datetime], None] | None = None
+    reported: Callable[[int], None] | None = None
     quota_lock: bool = False
     asked: Callable[[PoolRow], Hashable] | None = None
 
@@ -193,6 +244,21 @@ def reclaims(pool: PoolRow, request: PlacementRequest) -> bool:
     return any(rule.reclaims(pool, request) for rule in at(RECLAIMS, pool))
 
 
+def spares(pool: PoolRow, when: datetime) -> datetime | None:
+    """Return the latest start spot work taken back at `when` must have (None: any may be taken)."""
+    young = [y for rule in at(SPARES, pool) if (y := rule.spares(pool, when)) is not None]
+    return min(young, default=None)
+
+
+def notice(pool: PoolRow) -> Notice | None:
+    """Return the notice work taken back in the pool gets (None: it ends at once)."""
+    for rule in at(NOTICE, pool):
+        given = rule.notice(pool)
+        if given is not None:
+            return given
+    return None
+
+
 def committed(pool: PoolRow, reservation_pk: int, request: PlacementRequest) -> Borrowed | None:
     """Run the COMMITTED rules on a booking just written under the pool's lock; return what it borrowed.
 
@@ -236,6 +302,18 @@ def no_room(asked: NoRoom) -> Outcome | None:
         if outcome is not None:
             return outcome
     return None
+
+
+def ended(pks: Sequence[int], lent: Sequence[int], now: datetime) -> None:
+    """Run every ENDED rule on placed bookings a release just ended (`lent`: those that ran lent)."""
+    for rule in _AT[ENDED]:
+        rule.ended(pks, lent, now)
+
+
+def reported(node_pk: int) -> None:
+    """Run every REPORTED rule once a node's report naming its processes' owners has committed."""
+    for rule in _AT[REPORTED]:
+        rule.reported(node_pk)
 
 
 def places_inline(pool: PoolRow) -> bool:

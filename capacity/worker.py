@@ -14,14 +14,13 @@ from django.utils import timezone
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
-from capacity.worker_jobs import drop_connection, run_chores
+from capacity.worker_jobs import AFTER_EXPIRY, BEFORE_EXPIRY, BEFORE_REPAIR, drop_connection, run_steps
 from inventory import services as inventory
 from inventory.models import Pool
 
 from . import rules, services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
-from .placers.notice import finish_due
 from .services.maintenance import switch_windows
 from .services.repair import repair_pools
 
@@ -65,10 +64,10 @@ def _move_history(now) -> None:
 
 
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
-    """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
-    take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
-    reporting stale, start and end maintenance windows, run the chores other apps add (usage folds
-    the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
+    """Place every queued batch (pool-lease); with housekeeping, also release ended reservations
+    (with the apps' steps before and after: worker_jobs.register_step), mark nodes whose agent stopped
+    reporting stale, start and end maintenance windows, run the apps' steps before the repair (usage
+    folds the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
     room) and retry pending ones."""
     # Pools with shares take their work in fair order (the queue's rule, capacity.rules): the figures
     # are read once a round (one statement); a round without housekeeping lets the batches read them
@@ -77,18 +76,17 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     batch = place_queued(config, fair=fair) if config.placer == POOL_LEASE else None
     if not housekeeping:
         return Round(batch)
-    # Spot work whose notice ran out ends preempted (before an end it may have reached); lent work
-    # among it counts the hours it ran on lent GPUs then.
-    services.count_lent_hours(finish_due())
+    # Spot work whose notice ran out ends preempted, before an end it may have reached (policy.notice);
+    # after the ends, lent GPUs go back to owners using them again or no longer lending (policy.reclaim).
+    run_steps(BEFORE_EXPIRY)
     expired = services.expire_ended()
-    services.reclaim_for_processes()  # the owner's processes showed up on lent GPUs (the report's backstop)
-    services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
+    run_steps(AFTER_EXPIRY)
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
     # Maintenance windows due start (nodes into maintenance) and over end, before the repair
     # moves what a started window's nodes still hold.
     switch_windows(timezone.now())
-    run_chores()
+    run_steps(BEFORE_REPAIR)
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)
     retried = services.retry_pending(pools, fair=fair)

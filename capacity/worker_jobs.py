@@ -3,8 +3,13 @@
 An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
 delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
 after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
-database connection, until the worker stops. A chore is a step of the worker's own housekeeping
-round instead (usage folds the booked hours' changes): it runs in the round, on its connection.
+database connection, until the worker stops.
+
+An app's step in the worker's own housekeeping round (capacity.worker.run_round) registers with
+`register_step` at one of its points instead: BEFORE_EXPIRY and AFTER_EXPIRY, around the round's
+release of ended bookings (policy's notice expiry must come before: spot work whose notice ran out
+ends preempted, not released; its reclaims after), and BEFORE_REPAIR (usage folds the booked hours'
+changes). Steps run in the round, in the order registered, on the worker's connection.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ class Job:
 
 
 JOBS: dict[str, Job] = {}
+# The round's points, in its order (capacity.worker.run_round).
+BEFORE_EXPIRY, AFTER_EXPIRY, BEFORE_REPAIR = "before-expiry", "after-expiry", "before-repair"
+STEPS: dict[str, dict[str, Callable[[], object]]] = {BEFORE_EXPIRY: {}, AFTER_EXPIRY: {}, BEFORE_REPAIR: {}}
 
 
 def register(job: Job) -> None:
@@ -40,19 +48,15 @@ def register(job: Job) -> None:
     JOBS[job.name] = job
 
 
-# Run by the housekeeping round after the maintenance windows switch and before the repair.
-CHORES: dict[str, Callable[[], None]] = {}
+def register_step(where: str, name: str, step: Callable[[], object]) -> None:
+    """Add a step of the housekeeping round at `where` (a point of STEPS), once per name."""
+    STEPS[where][name] = step
 
 
-def register_chore(name: str, chore: Callable[[], None]) -> None:
-    """Add a step to the worker's housekeeping round (once per name)."""
-    CHORES[name] = chore
-
-
-def run_chores() -> None:
-    """Run every registered chore, in the order they were registered."""
-    for chore in CHORES.values():
-        chore()
+def run_steps(where: str) -> None:
+    """Run the housekeeping round's steps at `where`, in the order registered."""
+    for step in STEPS[where].values():
+        step()
 
 
 def survive(name: str, stop: threading.Event, serve: Callable[[threading.Event], None], logger=log) -> None:

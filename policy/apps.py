@@ -3,13 +3,23 @@ from django.apps import AppConfig
 
 class PolicyConfig(AppConfig):
     """The pool's rules, one module each, registered with placement at its named points (capacity.rules);
-    its worker job releases bookings no operator approved in time."""
+    its worker job releases bookings no operator approved in time, and its steps in the worker's round
+    end spot work whose notice ran out and take lent GPUs back."""
 
     name = "policy"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import Job, register, register_queue, register_rule, register_section
+        from capacity.port import (
+            AFTER_EXPIRY,
+            BEFORE_EXPIRY,
+            Job,
+            register,
+            register_queue,
+            register_rule,
+            register_section,
+            register_step,
+        )
 
         from . import (
             approval,
@@ -18,13 +28,25 @@ class PolicyConfig(AppConfig):
             fair_queue,
             lending,
             limits,
+            notice,
             outside_check,
             policy_section,
+            reclaim,
+            reclaim_processes,
             shares_section,
         )
 
         # In this order at each point: the limits refuse before approval holds what they let through.
-        for module in (limits, approval, outside_check, borrowing, lending):
+        for module in (
+            limits,
+            approval,
+            outside_check,
+            borrowing,
+            lending,
+            notice,
+            reclaim,
+            reclaim_processes,
+        ):
             for rule in module.RULES:
                 register_rule(rule)
         # A pool with shares tries its pending work in fair order (capacity's queue hook).
@@ -33,3 +55,7 @@ class PolicyConfig(AppConfig):
         for module in (shares_section, policy_section):
             register_section(module.SECTION)
         register(Job("approval-expiry", approvals.run_once, approvals.serve))
+        # In the worker's round: notices run out before ended windows are released, reclaims after.
+        register_step(BEFORE_EXPIRY, "notice-expiry", reclaim.expire_notices)
+        register_step(AFTER_EXPIRY, "reclaim-processes", reclaim_processes.reclaim_for_processes)
+        register_step(AFTER_EXPIRY, "reclaim-lapsed", reclaim.reclaim_lapsed)

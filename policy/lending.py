@@ -11,7 +11,7 @@ checks they still lend; the guarded commit then books layer 1 only where each de
 booking covers the window, locking those bookings, and the EXCLUDE constraint lets at most one
 lent booking per device and instant. The spot reservation records its lenders (`lent_from`).
 A GPU whose latest sample shows a process is not lent. The pool-lease batch lends too, holding
-the pool: it skips lenders another transaction holds. capacity.services.reclaim takes lent work
+the pool: it skips lenders another transaction holds. policy.reclaim takes lent work
 back. A pool rule at NO_ROOM (capacity.rules), registered by policy/apps.py: placement calls it
 only for a spot request that found no room, and it asks the pool's policy (one statement) then.
 """

@@ -18,12 +18,12 @@ from capacity.port import (
     Policy,
     Reservation,
     Section,
-    lending_since,
     may_set_policy,
     policy_of,
 )
 
 from .pool_policy import SECRET, parse_policy, policy_body, put_body
+from .reclaim import lending_since
 
 # Where a kept Policy section has the operator's list of bookings kept when idle (read per page).
 KEPT_PLACEHOLDER = "berth-kept-when-idle-placeholder-5d1e"

@@ -1,4 +1,5 @@
-"""The pool rules' pages: the approval queue (docs/policy.md, Approvals) and the teams (docs/browser.md)."""
+"""The pool rules' pages: the approval queue (docs/policy.md, Approvals), the teams (docs/browser.md)
+and the reservation page's reclaim of lent GPUs."""
 
 from django.urls import path
 
@@ -8,6 +9,7 @@ urlpatterns = [
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<int:pk>/approve/", views.decide, {"decision": "approve"}, name="approval-approve"),
     path("approvals/<int:pk>/deny/", views.decide, {"decision": "deny"}, name="approval-deny"),
+    path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("teams/", teams.teams, name="teams"),
     path("teams/<slug:slug>/", teams.team, name="team"),
     path("teams/<slug:slug>/name/", teams.team_name, name="team-name"),

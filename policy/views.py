@@ -1,17 +1,19 @@
-"""The approval queue (docs/policy.md, Approvals): operators approve or deny large bookings here."""
+"""The approval queue (docs/policy.md, Approvals): operators approve or deny large bookings here;
+an owner reclaims its lent GPUs from its reservation's page (the button, policy.reclaim)."""
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from capacity.port import CapacityError, may_approve
+from capacity.port import NOT_FOUND, CapacityError, get, may_approve, scope_for
 from config.web import login_required, page
 
 from .approvals import approval_queue, approve, deny
+from .reclaim import reclaim as reclaim_lent
 
 
 @require_GET
@@ -49,3 +51,17 @@ def decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
     except CapacityError as err:
         return _queue(request, {pk: err.message}, status=409 if err.code == "CONFLICT" else 400)
     return redirect(reverse("approvals"))
+
+
+@require_POST
+@login_required
+def reclaim(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take the booking's lent GPUs back from the spot work running on them; the API's reclaim."""
+    try:
+        reservation = get(pk, scope=scope_for(request.user))
+    except CapacityError as err:
+        if err.code == NOT_FOUND:
+            raise Http404(err.message) from None
+        raise
+    reclaim_lent(reservation.pk, scope=scope_for(request.user))
+    return redirect(reverse("reservation-detail", args=[pk]))

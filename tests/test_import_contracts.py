@@ -43,7 +43,9 @@ LAZY_ALLOWED = {
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
-    ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
+    ("policy.apps", "capacity.worker_jobs"): (
+        "AppConfig.ready: registers the approval expiry job and the round's notice-expiry and reclaim steps"
+    ),
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     ("policy.apps", "policy.fair_queue"): "AppConfig.ready: registers the fair queue; it imports models",
     **{
@@ -51,7 +53,16 @@ LAZY_ALLOWED = {
             "policy.apps",
             f"policy.{rule}",
         ): "AppConfig.ready: registers the rule; rules import capacity's models"
-        for rule in ("approval", "borrowing", "lending", "limits", "outside_check")
+        for rule in (
+            "approval",
+            "borrowing",
+            "lending",
+            "limits",
+            "notice",
+            "outside_check",
+            "reclaim",
+            "reclaim_processes",
+        )
     },
     **{
         (

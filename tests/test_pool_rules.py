@@ -90,12 +90,16 @@ def test_the_policy_and_slurm_apps_register_their_rules_at_their_points():
         rules.BEFORE_LOCK: ["limits.window", "slurm.whole-nodes"],
         rules.BEFORE_CREATE: ["outside-check", "slurm.account"],
         rules.RECLAIMS: ["shares"],
+        rules.SPARES: ["notice"],
+        rules.NOTICE: ["notice"],
         rules.COMMITTED: ["shares"],
         rules.SPLIT: ["shares"],
         rules.PLACED: ["limits.future-gpu-hours", "approval"],
         rules.NO_ROOM: ["lending"],
         rules.AT_COMMIT: [],
         rules.AFTER_COMMIT: [],
+        rules.ENDED: ["reclaim"],
+        rules.REPORTED: ["reclaim.processes"],
     }
 
 

@@ -8,7 +8,7 @@ class UsageConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from capacity.port import Job, register, register_chore, register_drift, usage_hooks
+        from capacity.port import BEFORE_REPAIR, Job, register, register_drift, register_step, usage_hooks
 
         from . import receivers  # noqa: F401  (connects the signal receivers)
         from .booked_hours import booked_hours_drift
@@ -18,5 +18,5 @@ class UsageConfig(AppConfig):
 
         usage_hooks.answer(figures=usage_for, series=usage_series, unbooked=unbooked_use_on)
         register(Job("usage", run_once, serve))
-        register_chore("usage", fold_hours)
+        register_step(BEFORE_REPAIR, "usage", fold_hours)
         register_drift("usage", booked_hours_drift)

@@ -105,7 +105,7 @@ def mark_idle(now: datetime) -> tuple[int, int]:
         if mean < settings.IDLE_GPU_PERCENT:
             where = "; ".join(f"{node} {atoms_text(node, uuids)}" for node, uuids, *_ in parts)
             idle[rid] = f"{where} at {mean:.0f} % mean since {since_of[rid]:%H:%M} UTC"
-    # An owner that took its lent GPUs back is judged only on samples since (capacity.services.reclaim).
+    # An owner that took its lent GPUs back is judged only on samples since (policy.reclaim).
     for rid, at in reclaimed_at(list(idle)).items():
         if at > since_of[rid]:
             del idle[rid]
@@ -115,7 +115,7 @@ def mark_idle(now: datetime) -> tuple[int, int]:
         )
     )
     # A booking lending its GPUs keeps Idle: their load is the lent spot work's, not its owner's.
-    # It is given back by a reclaim (or its release), which ends Idle (capacity.services.reclaim).
+    # It is given back by a reclaim (or its release), which ends Idle (policy.reclaim).
     lending = lenders()
     added = removed = 0
     for rid in sorted(set(idle) | now_idle):

@@ -15,7 +15,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from capacity import services
+from capacity import rules, services
 from capacity.access import node_of
 from capacity.render import node_detail, with_summary_rows
 from config.api.auth import IsOperator
@@ -313,7 +313,7 @@ class ReportView(OperatorView):
         result = apply_node_report(node, data, by=by, reported_at=timezone.now())
         if result.samples and isinstance(data, dict) and "processOwners" in data:
             # Committed: the owner's processes on lent GPUs take them back now, not a round later.
-            services.reclaim_after_report(node.pk)
+            rules.reported(node.pk)  # a REPORTED rule (policy.reclaim_processes)
         return Response(ReportResultSerializer(result.as_json()).data)
 
 

@@ -22,11 +22,6 @@ urlpatterns = [
         views.ReleaseView.as_view(),
         name="api-reservation-release",
     ),
-    path(
-        "reservations/<str:reservation_id>/reclaim",
-        views.ReclaimView.as_view(),
-        name="api-reservation-reclaim",
-    ),
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),

@@ -9,9 +9,10 @@ excludes the node and plans again, up to `max_attempts`; a pool archived meanwhi
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.db import connection
 
@@ -20,7 +21,6 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Plan, Ranked
 
 from .commit import ArchivedMeanwhile, Committed, LostRace, Owner, commit_member
 from .loader import NodeIndex, PoolRow
-from .notice import add_condition, spot_policy, starts_later_condition, with_notice
 from .preempt import Preemption, with_preempted
 from .take_back import take_back
 from .types import Outcome, PlacerConfig
@@ -50,7 +50,7 @@ def attempt(
 ) -> Outcome:
     """Place `request` the given way inside the caller's transaction; see the module's docstring."""
     lost: list[str] = []
-    notice: timedelta | bool | None = None  # read once, when something is to be taken back
+    notice: rules.Notice | bool | None = None  # read once, when something is to be taken back
     for number in range(1, config.max_attempts + 1):
         plan, index = way.plan(request)
         preemption = None
@@ -59,10 +59,11 @@ def attempt(
             # A node lost to a race may be one that is full now only of work that can be taken back
             # (spot work, or borrowed GPUs of a guarantee being reclaimed): it is looked at again.
             # With the pool's spotNotice it is taken back no sooner than the notice allows, and the
-            # request starts then (capacity.placers.notice).
+            # request starts then (a NOTICE rule: policy.notice).
             if notice is None:
-                notice = spot_policy(way.pool.pk).notice if way.pool is not None else False
-            noticed = with_notice(request.without_lost(), notice or None, now or datetime.now(UTC))
+                notice = (rules.notice(way.pool) if way.pool is not None else None) or False
+            unlost = request.without_lost()
+            noticed = notice.start(unlost, now or datetime.now(UTC)) if notice else unlost
             preemption = way.preemption(noticed) if noticed is not None else None
             if preemption is None:
                 return Outcome("pending", reason=plan.pending_reason(), plan=plan, lost=lost)
@@ -105,7 +106,7 @@ def attempt(
         victims = preemption.victims if preemption is not None else ()
         later = None
         if placing.during.start != request.during.start and notice:
-            later = starts_later_condition(placing, notice)
+            later = notice.starts_later(placing)
             if owner.reservation_pk is not None:
                 add_condition(owner.reservation_pk, later)
         return Outcome(
@@ -157,6 +158,15 @@ def gave_up(config: PlacerConfig, lost: list[str]) -> Outcome:
         reason=f"Unschedulable after {config.max_attempts} conflicting attempts: {'; '.join(lost)}",
         lost=lost,
     )
+
+
+def add_condition(reservation_pk: int, condition: dict) -> None:
+    """Add a condition to a placed reservation's (the regular booking that starts later)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE capacity_reservation SET conditions = conditions || %s::jsonb WHERE id = %s",
+            [json.dumps([condition]), reservation_pk],
+        )
 
 
 def rollback_to(savepoint: str) -> None:

@@ -14,7 +14,7 @@ def end_allocations(allocations: Iterable[Allocation], now: datetime, *, mark_re
     """End allocations at `now`: future bookings and claims go, running ones are cut short.
 
     Nothing else follows: pool capacity and scalar room are read from these rows when asked.
-    Without `mark_released` the allocations stay live (spot work under notice, placers.notice):
+    Without `mark_released` the allocations stay live (spot work under notice, policy.notice):
     a release meanwhile still ends them.
     """
     ids = sorted(a.pk for a in allocations)

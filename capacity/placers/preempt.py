@@ -36,8 +36,13 @@ from capacity.placement.timeline import peak
 
 from .index import PoolIndex, pool_index, views_for
 from .loader import NodeIndex, PoolRow
-from .notice import TAKEABLE_SQL, spot_policy, youngest_start
 from .sql import key_in
+
+# Work that may be taken back at all: not already under notice (policy.notice), and spot work that
+# will have run spotMinRuntime by the preemption time (`young`: the latest start, a SPARES rule's).
+TAKEABLE_SQL = """NOT r.conditions @> '[{"type": "PreemptAt"}]'
+           AND (r.priority <> 'spot' OR %(young)s::timestamptz IS NULL OR NOT EXISTS (
+                SELECT 1 FROM capacity_allocation y WHERE y.reservation_id = r.id AND y.starts_at > %(young)s::timestamptz))"""
 
 # Every booking of the pool in the window (a device once per booking), and those of placed spot
 # reservations with their reservation: arrays in one row, which the driver parses in C. Reading
@@ -233,7 +238,7 @@ def _spot_work(request: PlacementRequest, pool: PoolRow) -> tuple[PoolIndex, dat
         return None
     index = pool_index(pool)
     at = preemption_time(request)
-    young = youngest_start(spot_policy(pool.pk), at)
+    young = rules.spares(pool, at)  # spot work younger than the pool's spotMinRuntime (policy.notice)
     reclaim = rules.reclaims(pool, request)  # borrowed GPUs of a guarantee, too (policy.borrowing)
     holds = read_holds(pool.pk, index, request, at, reclaim=reclaim, young=young)
     return (index, at, holds) if holds.cost else None

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import connection
 
 from capacity.models import Allocation
+from capacity.rules import Notice
 
 from . import quota
 from .commit import Owner
 from .ending import end_allocations
-from .notice import give_notice
 
 PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
@@ -49,13 +49,13 @@ def take_back(
     now: datetime,
     *,
     wait: bool = True,
-    notice: timedelta | None = None,
+    notice: Notice | None = None,
     condition: dict | None = None,
 ) -> bool:
     """End the victims at `at`: bookings and claims cut, quota returned, status preempted.
 
-    With a `notice` (the pool's spotNotice) they stay placed until `at` with a PreemptAt condition
-    instead; the worker marks them preempted then (capacity.placers.notice). `condition` replaces
+    With a `notice` (the pool's spotNotice, a NOTICE rule's) it gives them notice instead: they
+    stay placed until `at` with a PreemptAt condition, and are marked preempted then (policy.notice). `condition` replaces
     the Preempted condition each victim would carry (a reclaim of lent GPUs says so).
 
     With `wait` a victim another transaction holds (a release, another preemption) is waited
@@ -86,7 +86,7 @@ def take_back(
         for pk in locked
     ]
     if notice is not None:
-        give_notice(locked, taken, at, notice, now)
+        notice.give(locked, taken, at, now)
         return True
     end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
     quota.refund(locked, at)

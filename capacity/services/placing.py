@@ -104,7 +104,7 @@ def place_and_record(stage: Stage) -> Outcome:
         # The commit's own statement marked the row placed; this copy follows.
         reservation.status = Reservation.Status.PLACED
         reservation.conditions = [] if outcome.borrowed is None else [outcome.borrowed.condition]
-        if outcome.starts_later is not None:  # it waits for spot work's notice (placers.notice)
+        if outcome.starts_later is not None:  # it waits for spot work's notice (policy.notice)
             reservation.conditions.append(outcome.starts_later)
         reservation.borrowed_gpus = 0.0 if outcome.borrowed is None else outcome.borrowed.gpus
         reservation.lent_from = list(outcome.lent_from)

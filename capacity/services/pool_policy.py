@@ -3,7 +3,7 @@
 A pool without a row reads the defaults, which are the site's settings (IDLE_AFTER,
 IDLE_RELEASE_AFTER): exactly what the idle check did before pools had policies. The policy app
 (policy.pool_policy) parses, writes and shows it; `lendIdle` is read by spot placement
-(policy.lending), `spotNotice` and `spotMinRuntime` by preemption (capacity.placers.notice).
+(policy.lending), `spotNotice` and `spotMinRuntime` by preemption (policy.notice).
 """
 
 from __future__ import annotations

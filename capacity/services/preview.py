@@ -10,11 +10,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from capacity import rules
 from capacity.access import EVERYONE, Scope, visible_reservations
 from capacity.models import Reservation
 from capacity.placement import Plan, Window
 from capacity.placers.lease_reads import plan_lease_now
-from capacity.placers.notice import spot_policy, with_notice
 from capacity.placers.planning import Planner, plan_request
 from capacity.placers.preempt import find_lease_preemption, find_preemption
 from capacity.placers.types import PlacerConfig
@@ -84,10 +84,11 @@ def preview(
     ]
     preemptible = None
     # With the pool's spotNotice, spot work is taken no sooner than the notice: the request would
-    # start then (capacity.placers.notice), which `startsAt` says.
+    # start then (a NOTICE rule: policy.notice), which `startsAt` says.
     noticed = None
     if not plan.fits and request.priority == "regular":
-        noticed = with_notice(request, spot_policy(pool_row.pk).notice, now or timezone.now())
+        notice = rules.notice(pool_row)
+        noticed = notice.start(request, now or timezone.now()) if notice else request
     if noticed is not None:
         found = (
             find_lease_preemption(noticed, pool_row)

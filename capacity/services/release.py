@@ -27,7 +27,6 @@ from trail.context import stamp
 
 from .inputs import stored_request
 from .placing import Stage, place_and_record, set_pending
-from .reclaim import OWNER_ENDED, count_lent_hours, lent_work, take_back_lent
 from .repair import wake_worker
 from .reservations import get
 from .satisfiable import UNSATISFIABLE
@@ -72,10 +71,9 @@ def release(
     quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
         end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
-        # Spot work lent its GPUs (policy.lending) lives within its booking: it ends too.
-        take_back_lent(lent_work([reservation.pk]), now, OWNER_ENDED)
-        if reservation.lent_from:
-            count_lent_hours([reservation.pk])  # lent work ending: the hours it ran on lent GPUs
+        # Spot work lent its GPUs lives within its booking: it ends too; lent work ending counts
+        # the hours it ran on lent GPUs (an ENDED rule: policy.reclaim).
+        rules.ended([reservation.pk], [reservation.pk] if reservation.lent_from else [], now)
         # A few, fairly, in the releasing request; the worker retries the rest.
         transaction.on_commit(lambda: retry_pending([reservation.pool_id], limit=RELEASE_RETRY_BATCH))
     reservation.status = Reservation.Status.RELEASED
@@ -126,8 +124,7 @@ def release_together(reservations: QuerySet[Reservation], *, now: datetime) -> l
         end_allocations(
             Allocation.objects.filter(reservation_id__in=ended, released_at__isnull=True).only("pk"), now
         )
-        take_back_lent(lent_work(ended), now, OWNER_ENDED)
-        count_lent_hours([pk for pk, _pool, lent in placed if lent])
+        rules.ended(ended, [pk for pk, _pool, lent in placed if lent], now)
         pools = sorted({pool for _pk, pool, _lent in placed})
         transaction.on_commit(lambda: _retry_after_release(pools))
     Reservation.objects.filter(pk__in=pks).update(

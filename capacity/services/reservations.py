@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
+from django.db import connection
 from django.db.models import OuterRef, Subquery
 
 from capacity.access import EVERYONE, Scope
@@ -98,3 +100,20 @@ def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]
             }
         )
     return result
+
+
+# The lent work of these lenders still running, and when it leaves if it has notice already.
+_LENT_WORK_SQL = """
+SELECT id, (SELECT c->>'at' FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
+  FROM capacity_reservation
+ WHERE status = 'placed' AND priority = 'spot' AND lent_from <> '{}' AND lent_from && %(lenders)s::bigint[]
+ ORDER BY id
+"""
+
+
+def lent_notices(lenders: list[int]) -> dict[int, datetime | None]:
+    """Return the running spot work lent these lenders' GPUs (policy.lending), with when it leaves if
+    given notice (policy.reclaim): the owner's page says whether it may reclaim."""
+    with connection.cursor() as cur:
+        cur.execute(_LENT_WORK_SQL, {"lenders": lenders})
+        return {pk: datetime.fromisoformat(at) if at else None for pk, at in cur.fetchall()}

@@ -13,7 +13,6 @@ FACE = {
     "capacity.views.pools": ("node_row_action", "pool_detail", "pool_section", "pools"),
     "capacity.views.reservations": (
         "keep_when_idle",
-        "reclaim",
         "release",
         "reservation_detail",
         "reservations",

@@ -28,9 +28,9 @@ from capacity.placement.reasons import format_groups
 from capacity.render import lent_from
 from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
-from capacity.services.reclaim import lent_notices
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
+from capacity.services.reservations import lent_notices
 from config import csvcells
 from config.web import login_required, page, safe_next, wants_partial
 
@@ -109,7 +109,7 @@ class ReservationRow:
 
     @property
     def preempt_at(self) -> datetime | None:
-        """Return when spot work given notice is taken back (placers.notice), else None."""
+        """Return when spot work given notice is taken back (policy.notice), else None."""
         if self.reservation.status != Reservation.Status.PLACED:
             return None
         at = services.preempt_at(self.reservation.conditions)
@@ -358,15 +358,6 @@ def reservation_detail(
         },
         status=status,
     )
-
-
-@require_POST
-@login_required
-def reclaim(request: HttpRequest, pk: int) -> HttpResponse:
-    """Take the booking's lent GPUs back from the spot work running on them; the API's reclaim."""
-    reservation = _reservation_or_404(request, pk)
-    services.reclaim(reservation.pk, scope=scope_for(request.user))
-    return redirect(reverse("reservation-detail", args=[pk]))
 
 
 @require_POST

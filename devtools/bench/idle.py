@@ -24,6 +24,8 @@ from capacity.models import PoolPolicy, Reservation
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
 from policy.pool_policy import set_policy
+from policy.reclaim import reclaim_lapsed
+from policy.reclaim_processes import reclaim_for_processes
 from usage.idle import IDLE, mark_idle
 
 _FILL_SQL = """
@@ -80,8 +82,8 @@ def _lending_rounds(pool, lent: int, rounds: int) -> dict:
     timings = []
     for _ in range(rounds):
         t0 = time.perf_counter()
-        services.reclaim_for_processes()
-        services.reclaim_lapsed()
+        reclaim_for_processes()
+        reclaim_lapsed()
         timings.append((time.perf_counter() - t0) * 1000)
     timings.sort()
     return {

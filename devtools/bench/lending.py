@@ -27,9 +27,11 @@ from capacity.conf import placer_config
 from capacity.models import Allocation, DeviceBooking, PoolPolicy, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import IDLE
-from capacity.placers.notice import finish_due
 from capacity.rollups import refresh_rollups
 from inventory.models import Device, DeviceSample, Node, Pool, Site, Tenant
+from policy.notice import finish_due
+from policy.reclaim import count_lent_hours, reclaim_lapsed
+from policy.reclaim_processes import reclaim_for_processes
 
 DAY = datetime(2030, 1, 7, tzinfo=UTC)
 TICK = timedelta(minutes=15)
@@ -135,10 +137,10 @@ def run_lending(seed: int = 7, spot_per_tick: int = 6) -> dict:
                 Reservation.objects.filter(pk=owner).update(conditions=[IDLE_CONDITION])
             elif start + timedelta(hours=12) == now:
                 _owner_busy(owner, now)
-        reclaimed += len(services.reclaim_for_processes(now=now))
-        services.count_lent_hours(finish_due(now))
+        reclaimed += len(reclaim_for_processes(now=now))
+        count_lent_hours(finish_due(now))
         services.expire_ended(now=now)
-        services.reclaim_lapsed(now)
+        reclaim_lapsed(now)
         for _ in range(spot_per_tick):
             slug = pick.choice(POOLS)[0]
             hours = pick.choice((1, 2, 3, 4))

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import approvals, pool_policy, shares
+from . import approvals, pool_policy, reclaim, shares
 
 urlpatterns = [
     path(
@@ -11,6 +11,11 @@ urlpatterns = [
         name="api-reservation-approve",
     ),
     path("reservations/<str:reservation_id>/deny", approvals.DenyView.as_view(), name="api-reservation-deny"),
+    path(
+        "reservations/<str:reservation_id>/reclaim",
+        reclaim.ReclaimView.as_view(),
+        name="api-reservation-reclaim",
+    ),
     path("pools/<str:pool>/policy", pool_policy.PolicyView.as_view(), name="api-pool-policy"),
     path("pools/<str:pool>/shares", shares.SharesView.as_view(), name="api-pool-shares"),
     path("pools/<str:pool>/shares/<str:tenant>", shares.ShareView.as_view(), name="api-pool-share"),

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta
 
-from capacity.placers.notice import finish_due
+from policy.notice import finish_due
 
 POLICY = "/api/v1/pools/lab-pool/policy"
 

@@ -14,6 +14,7 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
 from inventory.models import DeviceSample
+from policy.reclaim import reclaim
 from usage.idle import IDLE, mark_idle
 
 
@@ -155,7 +156,7 @@ def test_an_owner_that_took_its_gpus_back_is_judged_only_on_samples_since(
     samples(held, start, 250, 1)
     first = start + timedelta(minutes=130)
     assert mark_idle(first) == (1, 0)
-    done = services.reclaim(held.pk, now=first + timedelta(minutes=1))
+    done = reclaim(held.pk, now=first + timedelta(minutes=1))
     assert done.preempted == () and idle_condition(held) is None
     [noted] = [c for c in Reservation.objects.get(pk=held.pk).conditions if c["type"] == "Reclaimed"]
     assert noted["message"].startswith("idle GPUs taken back at ") and noted["message"].endswith(

@@ -3,11 +3,11 @@
 import pytest
 from django.db import connection, transaction
 
-from capacity import services
 from capacity.audit import audit
 from capacity.models import Allocation, DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Device, Pool
+from policy.reclaim import reclaim
 
 from booking import NOW, ask, reserve
 from racing import run_threads
@@ -97,7 +97,7 @@ def test_a_lender_reclaiming_while_spot_work_borrows_leaves_nothing_lent(tenant,
             if i == 0:
                 reserve(ask(2, tenant="globex", priority="spot", hours=4))
             else:
-                services.reclaim(owner.pk, now=NOW)
+                reclaim(owner.pk, now=NOW)
 
         assert run_threads(2, client) == []
         assert not Reservation.objects.filter(status="placed", priority="spot").exists()

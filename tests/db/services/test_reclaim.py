@@ -11,6 +11,7 @@ from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
 from capacity.placement import CapacityError
 from inventory.models import Pool
+from policy.reclaim import reclaim, reclaim_lapsed
 
 from booking import NOW, ask, reserve
 
@@ -37,7 +38,7 @@ def status(reservation):
 
 def test_the_owner_reclaiming_preempts_the_lent_work_and_ends_idle(lent):
     owner, work = lent
-    done = services.reclaim(owner.pk, now=LATER)
+    done = reclaim(owner.pk, now=LATER)
     assert done.preempted == (work.pk,)
     assert status(work) == "preempted"
     [condition] = work.conditions
@@ -52,7 +53,7 @@ def test_the_owner_reclaiming_preempts_the_lent_work_and_ends_idle(lent):
 
 def test_reclaiming_a_booking_that_lends_nothing_has_nothing_to_do(lent):
     _owner, work = lent
-    done = services.reclaim(work.pk, now=LATER)
+    done = reclaim(work.pk, now=LATER)
     assert done.preempted == ()
     assert status(work) == "placed"
 
@@ -60,16 +61,16 @@ def test_reclaiming_a_booking_that_lends_nothing_has_nothing_to_do(lent):
 def test_another_tenant_reclaiming_the_booking_is_not_found(lent):
     owner, work = lent
     with pytest.raises(CapacityError) as err:
-        services.reclaim(owner.pk, scope=Scope(frozenset({"globex"})), now=LATER)
+        reclaim(owner.pk, scope=Scope(frozenset({"globex"})), now=LATER)
     assert err.value.code == "NOT_FOUND"
     assert status(work) == "placed"
 
 
 def test_the_worker_takes_lent_work_back_once_the_owner_is_no_longer_idle(lent):
     owner, work = lent
-    assert services.reclaim_lapsed(LATER) == 0
+    assert reclaim_lapsed(LATER) == 0
     Reservation.objects.filter(pk=owner.pk).update(conditions=[])
-    assert services.reclaim_lapsed(LATER) == 1
+    assert reclaim_lapsed(LATER) == 1
     assert status(work) == "preempted"
     assert work.conditions[0]["message"].startswith(
         "reclaimed: the owner of the lent GPUs is using them again"
@@ -80,7 +81,7 @@ def test_the_worker_takes_lent_work_back_once_the_owner_is_no_longer_idle(lent):
 def test_the_worker_takes_lent_work_back_once_the_owner_keeps_its_booking(lent):
     owner, work = lent
     Reservation.objects.filter(pk=owner.pk).update(keep_when_idle=True)
-    assert services.reclaim_lapsed(LATER) == 1
+    assert reclaim_lapsed(LATER) == 1
     assert status(work) == "preempted"
 
 
@@ -108,7 +109,7 @@ def test_the_owners_agent_reads_its_gpus_as_its_own_alone_once_reclaimed(lent):
     feed, tag = assignments("node-a", now=NOW + timedelta(minutes=1))
     assert {d["now"]["reservationId"] for d in feed["devices"]} == {owner.pk}
     assert {d["lent"]["reservationId"] for d in feed["devices"]} == {work.pk}
-    services.reclaim(owner.pk, now=LATER)
+    reclaim(owner.pk, now=LATER)
     after, after_tag = assignments("node-a", now=LATER)
     assert [d["lent"] for d in after["devices"]] == [None, None]
     assert {d["now"]["reservationId"] for d in after["devices"]} == {owner.pk}
@@ -123,7 +124,7 @@ def test_the_worker_takes_lent_work_back_once_the_owner_no_longer_holds_the_lent
 
     owner, work = lent
     end_allocations(Allocation.objects.filter(reservation=owner), LATER)
-    assert services.reclaim_lapsed(LATER) == 1
+    assert reclaim_lapsed(LATER) == 1
     assert status(work) == "preempted"
     assert work.conditions[0]["cause"] == "ended"
 
@@ -135,6 +136,6 @@ def test_the_hours_lent_work_ran_are_counted_when_it_is_taken_back(lent, django_
     before = GPU_HOURS_LENT.labels("lab-pool")._value.get()
     seconds_before = LENT_GPU_SECONDS.labels("lab-pool")._value.get()
     with django_capture_on_commit_callbacks(execute=True):
-        services.reclaim(owner.pk, now=NOW + timedelta(minutes=30))
+        reclaim(owner.pk, now=NOW + timedelta(minutes=30))
     assert GPU_HOURS_LENT.labels("lab-pool")._value.get() - before == pytest.approx(1.0)  # 2 GPUs, 30 min
     assert LENT_GPU_SECONDS.labels("lab-pool")._value.get() - seconds_before == pytest.approx(3600.0)

@@ -13,9 +13,11 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
-from capacity.placers.notice import finish_due
 from capacity.services.assignments import assignments
 from inventory.models import Device, DeviceSample, Pool
+from policy.notice import finish_due
+from policy.reclaim import reclaim, reclaim_lapsed
+from policy.reclaim_processes import reclaim_for_processes
 from webhooks.models import Event, Subscription
 
 from booking import NOW, ask, reserve
@@ -58,7 +60,7 @@ def test_the_worker_takes_lent_work_back_when_a_sample_shows_the_owners_process(
     owner, work = lent
     sample(0, [work.pk])
     sample(1, [owner.pk])
-    assert services.reclaim_for_processes(now=LATER) == (work.pk,)
+    assert reclaim_for_processes(now=LATER) == (work.pk,)
     assert refreshed(work).status == "preempted"
     assert work.conditions[0]["cause"] == "processes"
     assert refreshed(owner).condition(IDLE) is None
@@ -70,7 +72,7 @@ def test_samples_that_attribute_nothing_or_only_the_lent_work_reclaim_nothing(le
     owner, work = lent
     sample(0, None, processes=3)  # an older agent: three processes, whose it does not say
     sample(1, [work.pk])
-    assert services.reclaim_for_processes(now=LATER) == ()
+    assert reclaim_for_processes(now=LATER) == ()
     assert refreshed(work).status == "placed"
     assert refreshed(owner).condition(IDLE) is not None
 
@@ -78,14 +80,14 @@ def test_samples_that_attribute_nothing_or_only_the_lent_work_reclaim_nothing(le
 def test_a_stale_sample_says_nothing_of_now(lent):
     owner, work = lent
     sample(1, [owner.pk], minute=LATER - timedelta(minutes=3))
-    assert services.reclaim_for_processes(now=LATER) == ()
+    assert reclaim_for_processes(now=LATER) == ()
     assert refreshed(work).status == "placed"
 
 
 def test_a_reclaim_with_a_spot_notice_leaves_the_gpus_shared_until_preempt_at(lent):
     owner, work = lent
     notice()
-    done = services.reclaim(owner.pk, now=LATER)
+    done = reclaim(owner.pk, now=LATER)
     at = LATER + NOTICE
     assert (done.preempted, done.preempt_at) == ((work.pk,), at)
     assert refreshed(work).status == "placed"
@@ -100,7 +102,7 @@ def test_a_reclaim_with_a_spot_notice_leaves_the_gpus_shared_until_preempt_at(le
     feed, _tag = assignments("node-a", now=LATER + timedelta(minutes=1))
     assert {d["lent"]["preemptAt"] for d in feed["devices"]} == {"2026-12-02T12:15:00Z"}
     # A second reclaim during the notice gives no second one, and says when the work leaves.
-    again = services.reclaim(owner.pk, now=LATER + timedelta(minutes=2))
+    again = reclaim(owner.pk, now=LATER + timedelta(minutes=2))
     assert (again.preempted, again.preempt_at) == ((), at)
     assert refreshed(work).conditions == [*work.conditions]
     assert finish_due(at) == [work.pk]
@@ -119,8 +121,8 @@ def test_the_notice_of_a_reclaim_is_sent_as_reservation_preempted_once(lent):
         secret="s",
     )
     notice()
-    services.reclaim(owner.pk, now=LATER)
-    services.reclaim(owner.pk, now=LATER + timedelta(minutes=1))
+    reclaim(owner.pk, now=LATER)
+    reclaim(owner.pk, now=LATER + timedelta(minutes=1))
     finish_due(LATER + NOTICE)
     sent = Event.objects.filter(reservation_id=work.pk, type="reservation.preempted")
     assert list(sent.values_list("reason", flat=True)) == [
@@ -132,17 +134,17 @@ def test_the_worker_gives_notice_when_the_owners_process_shows_and_not_again(len
     _owner, work = lent
     notice()
     sample(1, [0])  # a process the agent could not attribute: the owner's
-    assert services.reclaim_for_processes(now=LATER) == (work.pk,)
+    assert reclaim_for_processes(now=LATER) == (work.pk,)
     assert refreshed(work).status == "placed"
-    assert services.reclaim_for_processes(now=LATER) == ()
-    assert services.reclaim_lapsed(LATER) == 0  # under notice already: not taken back again
+    assert reclaim_for_processes(now=LATER) == ()
+    assert reclaim_lapsed(LATER) == 0  # under notice already: not taken back again
     assert refreshed(work).status == "placed"
 
 
 def test_an_owner_ending_during_the_notice_leaves_the_lent_work_its_notice(lent):
     owner, work = lent
     notice()
-    services.reclaim(owner.pk, now=LATER)
+    reclaim(owner.pk, now=LATER)
     services.release(owner.pk, now=LATER + timedelta(minutes=1))
     assert refreshed(work).status == "placed"
     assert finish_due(LATER + NOTICE) == [work.pk]

@@ -1,13 +1,14 @@
 """Give lent GPUs back: the spot work running on an idle owner's GPUs is preempted (issue 46, item 4).
 
-The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, the button on its page), or its
-processes show up on them (capacity.services.reclaim_processes): its `Idle` condition ends and the
+The owner reclaims them (`POST /api/v1/reservations/{id}/reclaim`, policy.api.reclaim; the button
+on its page, policy.views), or its processes show up on them (policy.reclaim_processes): its `Idle` condition ends and the
 lent work is taken back now, or at now + the pool's spotNotice (it keeps the GPUs, shared with the
 owner, until then; a reclaim during the notice gives no second one). The worker takes back, each
 round, lent work whose lenders no longer lend: released (a release takes it back at once), busy
 again (no longer `Idle`), kept when idle, or no longer holding the lent devices (moved by a repair
 or drain).
 Lent work's preemption does not wait for spotMinRuntime: the owner always comes first.
+A pool rule at ENDED (capacity.rules): a release takes its booking's lent work back at once.
 """
 
 from __future__ import annotations
@@ -20,34 +21,36 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity import observe
-from capacity.access import EVERYONE, Scope
-from capacity.db.retry import retry_on_conflict
-from capacity.gpu_hours import SEVENTHS, gpu_hours_sql
-from capacity.models import AnyReservation, Reservation
-from capacity.models.reservations import IDLE, PREEMPTED_CONDITION, RECLAIMED
-from capacity.placers.commit import Owner
-from capacity.placers.notice import spot_policy
-from capacity.placers.take_back import take_back
+from capacity.port import (
+    EVERYONE,
+    IDLE,
+    PREEMPTED_CONDITION,
+    RECLAIMED,
+    SEVENTHS,
+    AnyReservation,
+    Owner,
+    Reservation,
+    Rule,
+    Scope,
+    get,
+    gpu_hours_sql,
+    lent_notices,
+    retry_on_conflict,
+    take_back,
+    tell,
+)
 from trail.context import stamp
 
-from .reservations import get
+from .notice import finish_due, notice_of, spot_policy
 
 RECLAIMED_BY_OWNER = "ReclaimedByOwner"
 BY_REQUEST, OWNER_BUSY, OWNER_ENDED = "request", "busy", "ended"
-OWNER_PROCESSES = "processes"  # the owner's processes showed up (capacity.services.reclaim_processes)
+OWNER_PROCESSES = "processes"  # the owner's processes showed up (policy.reclaim_processes)
 # An owner whose booking ended has no GPUs to share: its lent work ends at once, notice or not.
 _AT_ONCE = {OWNER_ENDED}
 
 _IDLE = json.dumps([{"type": IDLE}])
 
-# The lent work of these lenders still running, and when it leaves if it has notice already.
-_LENT_WORK_SQL = """
-SELECT id, (SELECT c->>'at' FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'PreemptAt' LIMIT 1)
-  FROM capacity_reservation
- WHERE status = 'placed' AND priority = 'spot' AND lent_from <> '{}' AND lent_from && %(lenders)s::bigint[]
- ORDER BY id
-"""
 _POOLS_SQL = (
     "SELECT pool_id, array_agg(id ORDER BY id) FROM capacity_reservation WHERE id = ANY(%s) GROUP BY 1"
 )
@@ -126,7 +129,8 @@ def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None
         notice = None if cause in _AT_ONCE else spot_policy(pool).notice
         at = now + notice if notice else now
         condition = reclaimed_condition(at, cause)
-        take_back(pks, at, Owner(reservation_pk=by), now, notice=notice, condition=condition)
+        given = notice_of(notice) if notice is not None else None
+        take_back(pks, at, Owner(reservation_pk=by), now, notice=given, condition=condition)
         marked = json.dumps([{"reason": RECLAIMED_BY_OWNER, "at": condition["at"], "cause": cause}])
         with connection.cursor() as cur:
             cur.execute(
@@ -136,7 +140,7 @@ def take_back_lent(victims: list[int], now: datetime, cause: str, by: int | None
             )
             rows = cur.fetchall()
         count_lent_hours([pk for pk, _slug, ended in rows if ended])  # noticed work: when it ends
-        observe.tell("reclaims", dict(Counter(slug for _pk, slug, _ended in rows)), cause)
+        tell("reclaims", dict(Counter(slug for _pk, slug, _ended in rows)), cause)
         done += [pk for pk, _slug, _ended in rows]
     return tuple(sorted(done))
 
@@ -160,19 +164,12 @@ def count_lent_hours(ended: list[int]) -> None:
         return
     with connection.cursor() as cur:
         cur.execute(_LENT_HOURS_SQL, [sorted(ended)])
-        observe.tell("lent_gpu_hours", {slug: float(hours) for slug, hours in cur.fetchall() if hours})
+        tell("lent_gpu_hours", {slug: float(hours) for slug, hours in cur.fetchall() if hours})
 
 
 def lent_work(lenders: list[int]) -> list[int]:
     """Return the running spot reservations lent these lenders' GPUs (those under notice too)."""
     return sorted(lent_notices(lenders))
-
-
-def lent_notices(lenders: list[int]) -> dict[int, datetime | None]:
-    """Return the running spot work lent these lenders' GPUs, with when it leaves if given notice."""
-    with connection.cursor() as cur:
-        cur.execute(_LENT_WORK_SQL, {"lenders": lenders})
-        return {pk: datetime.fromisoformat(at) if at else None for pk, at in cur.fetchall()}
 
 
 def end_idle(owner: Reservation, now: datetime, cause: str, *, lent: bool) -> None:
@@ -260,3 +257,23 @@ def lending_since(pool_pk: int, since: datetime, now: datetime) -> tuple[float, 
         cur.execute(_WEEK_SQL, {"pool": pool_pk, "since": since, "now": now})
         hours, reclaimed = cur.fetchone()
     return round(float(hours), 1), int(reclaimed)
+
+
+def expire_notices() -> None:
+    """Mark preempted the work whose notice ran out (the worker's round, before it releases ended
+    windows); lent work among it counts the hours it ran on lent GPUs then."""
+    count_lent_hours(finish_due())
+
+
+def _ended(pks: list[int], lent: list[int], now: datetime) -> None:
+    """Take back the lent work of bookings a release ended; count the hours lent work among them ran lent."""
+    take_back_lent(lent_work(list(pks)), now, OWNER_ENDED)
+    count_lent_hours(list(lent))
+
+
+def every_pool(pool) -> bool:
+    return True  # ENDED and REPORTED read no pool: lent work outlives its pool's lendIdle
+
+
+RECLAIM = Rule("reclaim", applies=every_pool, ended=_ended)
+RULES = (RECLAIM,)

@@ -5,8 +5,8 @@ processes are. On a GPU lent to spot work, a process that is not the lent work's
 one the agent could not attribute: the owner comes first) means the owner is using its GPUs again:
 the lent work is taken back (reason ReclaimedByOwner, cause `processes`) now or after the pool's
 spotNotice, and the owner of that GPU is no longer `Idle`. Samples without attribution (older
-agents) never reclaim. The node report runs this for its node once it has committed; the worker
-runs it each round for every node, in case that one failed.
+agents) never reclaim. The node report runs this for its node once it has committed (a pool rule
+at REPORTED, capacity.rules); the worker runs it each round for every node, in case that one failed.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.db.retry import retry_on_conflict
-from capacity.models import Reservation
+from capacity.port import Reservation, Rule, retry_on_conflict
 
-from .reclaim import OWNER_PROCESSES, end_idle, take_back_lent
+from .reclaim import OWNER_PROCESSES, end_idle, every_pool, take_back_lent
 
 # A sample older than this says nothing of now (an agent reports every 30 s).
 FRESH = timedelta(minutes=2)
@@ -86,3 +85,7 @@ def reclaim_after_report(node_id: int) -> None:
         reclaim_for_processes(node_id)
     except Exception:  # the report is taken; the worker's round retries within its interval
         log.exception("reclaim after node %s's report failed; the worker's round retries it", node_id)
+
+
+PROCESSES = Rule("reclaim.processes", applies=every_pool, reported=reclaim_after_report)
+RULES = (PROCESSES,)

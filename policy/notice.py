@@ -1,5 +1,9 @@
 """Notice before preemption: a pool's spotNotice and spotMinRuntime (docs/policy.md).
 
+A pool rule at SPARES and NOTICE (capacity.rules), registered by policy/apps.py: placement asks it
+only when a regular request could take spot work back, and it reads the pool's policy (one
+statement, as before) then. The worker's round runs finish_due before it releases ended windows.
+
 Without a policy (or with both null) nothing here changes what preemption does. With `spotNotice`
 N, a regular request that fits only by taking spot work (or borrowed GPUs) back cannot have them
 before now + N: its window starts then (its end stays, so it is N shorter; a window that would be
@@ -25,22 +29,20 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 
-from capacity.db.literals import to_datetime
-from capacity.models import Allocation
-from capacity.models.reservations import PREEMPT_AT
-from capacity.placement import PlacementRequest
+from capacity.port import (
+    PREEMPT_AT,
+    STARTS_LATER,
+    Allocation,
+    Notice,
+    PlacementRequest,
+    PoolRow,
+    Rule,
+    end_allocations,
+    refund,
+    to_datetime,
+)
 
-from . import quota
-from .ending import end_allocations
-
-STARTS_LATER = "StartsLater"
 STARTS_LATER_REASON = "SpotNotice"
-
-# Work that may be taken back at all (capacity.placers.preempt reads it): not already under notice,
-# and spot work that will have run spotMinRuntime by the preemption time (`young`: the latest start).
-TAKEABLE_SQL = """NOT r.conditions @> '[{"type": "PreemptAt"}]'
-           AND (r.priority <> 'spot' OR %(young)s::timestamptz IS NULL OR NOT EXISTS (
-                SELECT 1 FROM capacity_allocation y WHERE y.reservation_id = r.id AND y.starts_at > %(young)s::timestamptz))"""
 _POLICY_SQL = "SELECT spot_notice, spot_min_runtime FROM capacity_poolpolicy WHERE pool_id = %s"
 
 
@@ -143,15 +145,6 @@ def give_notice(
         cur.execute(_GIVE_NOTICE_SQL, {"now": now, "ids": list(locked), "conditions": conditions})
 
 
-def add_condition(reservation_pk: int, condition: dict) -> None:
-    """Add a condition to a placed reservation's (the regular booking that starts later)."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "UPDATE capacity_reservation SET conditions = conditions || %s::jsonb WHERE id = %s",
-            [json.dumps([condition]), reservation_pk],
-        )
-
-
 # Placed reservations whose notice is over: preempted as of their preemptAt, the PreemptAt
 # condition now Preempted. Rows another transaction holds are left to the next round.
 _DUE_SQL = """
@@ -183,10 +176,37 @@ def finish_due(now: datetime | None = None) -> list[int]:
     for pk, at in done:
         by_time[at].append(pk)
     for at, pks in sorted(by_time.items()):
-        quota.refund(pks, at)
+        refund(pks, at)
         with connection.cursor() as cur:
             cur.execute(
                 "UPDATE capacity_allocation SET released_at = %s WHERE reservation_id = ANY(%s) AND released_at IS NULL",
                 [at, pks],
             )
     return sorted(pk for pk, _at in done)
+
+
+def notice_of(duration: timedelta) -> Notice:
+    """Return the notice of `duration` as placement and take_back give it."""
+    return Notice(
+        duration,
+        start=lambda request, now: with_notice(request, duration, now),
+        give=lambda locked, taken, at, now: give_notice(locked, taken, at, duration, now),
+        starts_later=lambda request: starts_later_condition(request, duration),
+    )
+
+
+def _spares(pool: PoolRow, at: datetime) -> datetime | None:
+    return youngest_start(spot_policy(pool.pk), at)
+
+
+def _notice(pool: PoolRow) -> Notice | None:
+    duration = spot_policy(pool.pk).notice
+    return notice_of(duration) if duration else None
+
+
+def _asks(pool: PoolRow) -> bool:
+    return True  # the pool's spotNotice and spotMinRuntime are read fresh, only once work may be taken back
+
+
+NOTICE = Rule("notice", applies=_asks, spares=_spares, notice=_notice)
+RULES = (NOTICE,)
