@@ -52,7 +52,7 @@ class Round:
 
 # Bookings long over leave the live tables (capacity/archive.py) every five minutes rather than
 # every round: a question about the last month. (The samples' fold and the idle check are the
-# usage app's job in the worker, on the same period; its booked hours' fold is a chore of the round.)
+# usage app's job in the worker, on the same period; its booked hours' fold is a step of the round.)
 HISTORY_EVERY = 300.0
 _history_moved = [float("-inf")]
 

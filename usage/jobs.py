@@ -1,5 +1,5 @@
 """usage's job in the worker (`run_placer`): fold the samples, mark idle bookings and unbooked use;
-and its chore in the worker's round: fold the booked hours' changes.
+and its step in the worker's round: fold the booked hours' changes.
 
 The idle check reads two hours of samples of every running reservation (3.6 s at 10,000 of them,
 bench_idle): about a two-hour question, asked every CHECK_EVERY seconds rather than every round.
@@ -54,7 +54,7 @@ def _next(stop: threading.Event) -> None:
 
 
 def fold_hours() -> None:
-    """Fold the booked hours' changes when FOLD_EVERY seconds went by (a chore of the worker's round)."""
+    """Fold the booked hours' changes when FOLD_EVERY seconds went by (a step of the worker's round, before the repair)."""
     if time.monotonic() - _hours_folded[0] >= FOLD_EVERY:
         _hours_folded[0] = time.monotonic()
         fold_booked_hours()

@@ -28,10 +28,9 @@ FACE = {
         "preempt_at",
     ),
     "capacity.placers.ending": ("end_allocations",),
-    "capacity.rules": ("STARTS_LATER",),
     "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
     # Where a pending reservation stands in its pool's queue: the queue's rule answers (capacity.rules).
-    "capacity.rules": ("queue_places", "queue_text"),
+    "capacity.rules": ("STARTS_LATER", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),
     "capacity.services.quota_report": ("QUOTA_REPORT_WINDOW", "quota_report"),
