@@ -18,7 +18,7 @@ series: `reserve_series`, the API's `repeat` with the same rule, limits and answ
 Those are the tenant's reservations, charged to its quota as the API charges them.
 
 The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
-identity, auditlog, metrics) read: every name they use is in the table below, and the import contract
+identity, auditlog, metrics, maintenance) read: every name they use is in the table below, and the import contract
 (tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
 module when first asked, so an app reaches only the modules of the names it uses
 (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
@@ -79,21 +79,26 @@ FACE = {
     "capacity.placers.sql": ("key_in",),
     # Bookings as records, and who may read them.
     "capacity.models": (
+        "Allocation",
         "AnyReservation",
         "MaintenanceWindow",
+        "MaintenanceWindowNode",
         "PoolPolicy",
         "PoolShare",
         "Reservation",
         "ReservationEvent",
         "Series",
     ),
-    # The Slurm bridge holds a hand-made Slurm reservation as a maintenance window on its nodes.
-    "capacity.services.maintenance": ("cancel_window", "schedule_window"),
+    # What the maintenance app's windows move bookings with (capacity's repair, as drain moves them),
+    # the condition they tell bookings by and the words of the window's span (the placement core's).
+    "capacity.services.repair": ("register_repair_condition", "repair_reservation", "wake_worker"),
+    "capacity.placement.maintenance": ("stamp",),
     "capacity.models.reservations": (
         "APPROVED",
         "AWAITING",
         "BORROWED",
         "IDLE",
+        "MAINTENANCE_SCHEDULED",
         "QUEUED_CONDITION",
         "RECLAIMED",
         "preempt_at",
@@ -111,6 +116,7 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        "nodes_for",
         "pool_allows",
         "pool_for",
         "scope_for",
@@ -120,10 +126,23 @@ FACE = {
     "capacity.db.cursors": ("prepared_cursor",),
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
-    "capacity.views.common": ("visible_pool",),
+    "capacity.views.common": ("visible_node", "visible_pool"),
+    # The maintenance windows' panel on the pool and node pages, the pages that answer its forms and
+    # the pool's chart it redraws; the API's query parameters.
+    "capacity.views.pools": ("pool_page",),
+    "capacity.views.nodes": ("node_page",),
+    "capacity.views.availability_chart": ("pool_charts",),
+    "capacity.api.views": ("bool_param", "text_param"),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
-    "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
+    "capacity.services.inputs": (
+        "MAX_DURATION",
+        "START_GRACE",
+        "duration_text",
+        "epoch_ms",
+        "parse_day",
+        "parse_duration",
+    ),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get"),
     "capacity.services.release": ("MAX_REASON", "release"),
@@ -148,14 +167,14 @@ FACE = {
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
-    "capacity.views.pool_sections": ("Section", "register_section"),
+    "capacity.views.pool_sections": ("Panel", "Section", "register_panel", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
-    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
+    "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "register_step", "survive"),
     "capacity.checks": ("register_check",),
     # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),

@@ -14,7 +14,7 @@ from django.utils import timezone
 from capacity.db.channels import QUEUED_CHANNEL, REPAIR_CHANNEL
 from capacity.db.cursors import Listener
 from capacity.placers.types import POOL_LEASE, PlacerConfig
-from capacity.worker_jobs import drop_connection
+from capacity.worker_jobs import STEPS, drop_connection
 from inventory import services as inventory
 from inventory.models import Pool
 
@@ -23,7 +23,6 @@ from .archive import move_history
 from .booked_hours import fold_booked_hours
 from .placers.batch import BatchResult, place_queued, queued_pools
 from .placers.notice import finish_due
-from .services.maintenance import switch_windows
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
@@ -80,8 +79,9 @@ def _fold_booked_hours() -> None:
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations,
     take back spot work lent GPUs whose owner no longer lends them, mark nodes whose agent stopped
-    reporting stale, start and end maintenance windows, fold the booked hours' changes, repair
-    bookings still on unusable atoms (they were waiting for room) and retry pending ones."""
+    reporting stale, run the apps' steps (maintenance windows start and end), fold the booked
+    hours' changes, repair bookings still on unusable atoms (they were waiting for room) and retry
+    pending ones."""
     # Pools with shares take their work in fair order: the figures are read once a round (one
     # statement); a round without housekeeping lets the batches read them for the queued pools.
     fair = services.fair_shares() if housekeeping else None
@@ -96,9 +96,10 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     services.reclaim_lapsed()  # lent GPUs whose owner no longer lends them: back within a round
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
-    # Maintenance windows due start (nodes into maintenance) and over end, before the repair
-    # moves what a started window's nodes still hold.
-    switch_windows(timezone.now())
+    # The apps' steps (the maintenance windows due start, nodes into maintenance, and those over
+    # end), before the repair moves what a started window's nodes still hold.
+    for step in STEPS.values():
+        step(timezone.now())
     _fold_booked_hours()
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)

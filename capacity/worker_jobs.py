@@ -1,7 +1,8 @@
 """Jobs other apps run inside the worker (`run_placer`), beside the placer and never in its way.
 
 An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
-delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
+delivers its events this way, whatif its runs); a step that must run inside the placer's own round,
+before its repair, registers with register_step (the maintenance windows' start and end). `run_placer --once` runs each job's one round
 after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
 database connection, until the worker stops.
 """
@@ -12,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import psycopg
 from django.db import InterfaceError, OperationalError, connection
@@ -32,11 +34,19 @@ class Job:
 
 
 JOBS: dict[str, Job] = {}
+# Steps of the worker's own housekeeping round, step(now), run in it before the repair moves what
+# unusable nodes hold (the maintenance app starts and ends its windows so).
+STEPS: dict[str, Callable[[datetime], object]] = {}
 
 
 def register(job: Job) -> None:
     """Add a job (once per name: ready() may run twice in tests)."""
     JOBS[job.name] = job
+
+
+def register_step(name: str, step: Callable[[datetime], object]) -> None:
+    """Add a step to the housekeeping round (once per name)."""
+    STEPS[name] = step
 
 
 def survive(name: str, stop: threading.Event, serve: Callable[[threading.Event], None], logger=log) -> None:

@@ -7,6 +7,7 @@ from config.api.docs import SchemaView, SwaggerDocsView, api_index, api_not_foun
 urlpatterns = [
     path("v1/", api_index, name="api-index"),
     path("v1/", include("capacity.api.urls")),
+    path("v1/", include("maintenance.api_urls")),
     path("v1/", include("policy.api.urls")),
     path("v1/", include("inventory.api.urls")),
     path("v1/", include("usage.api_urls")),

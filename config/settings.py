@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "trail",
     "inventory",
     "capacity",
+    "maintenance",  # the maintenance windows, on top of capacity
     "policy",  # the pool rules capacity calls through capacity.rules
     "usage",
     "whatif",  # before webhooks: run_placer --once runs its job first, as when capacity held it
@@ -273,7 +274,7 @@ SPECTACULAR_SETTINGS = {
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
-        "MaintenanceWindowStateEnum": "capacity.api.maintenance.WINDOW_STATES",
+        "MaintenanceWindowStateEnum": "maintenance.api.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
         "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",
         "PriorityEnum": "capacity.api.enums.PRIORITIES",

@@ -25,6 +25,7 @@ urlpatterns = [
     path("accounts/", include("config.accounts")),
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
+    path("", include("maintenance.urls")),
     path("", include("metrics.urls")),
     path("", include("policy.urls")),
     path("", include("auditlog.page_urls")),

@@ -12,7 +12,7 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import AnyReservation, Series
-from capacity.services.maintenance import schedule
+from maintenance.windows import schedule
 from inventory.models import Tenant
 
 ACTOR = (
