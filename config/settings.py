@@ -264,8 +264,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Berth API",
     "DESCRIPTION": "Book GPU capacity: reservations, previews, pools and nodes.",
     "VERSION": "1.0.0",
-    # Nullable references valid for a strict 3.0.3 validator, and the errors any operation may
-    # answer (config/api/schema.py).
+    # Nullable references valid for a strict 3.0.3 validator; errors any operation may answer.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.nullable_references",

@@ -107,7 +107,10 @@ def draw_windows(request: HttpRequest, **where) -> Callable[[str], tuple[str, da
 
 def section_html(request: HttpRequest, *, pool=None, node=None, **sent) -> str:
     """Return the windows section drawn now, with what a form sent back (a page drawn whole)."""
-    context = {"is_operator": is_operator(request.user), **window_section(request, pool=pool, node=node, **sent)}
+    context = {
+        "is_operator": is_operator(request.user),
+        **window_section(request, pool=pool, node=node, **sent),
+    }
     return render_to_string(POOL_TEMPLATE if pool is not None else NODE_TEMPLATE, context, request)
 
 

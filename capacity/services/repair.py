@@ -62,9 +62,12 @@ REPAIR_PENDING = "RepairPending"
 _CONDITION_HOOKS: dict[str, Callable[[Reservation, list[dict], datetime, bool], list[dict]]] = {}
 
 
-def register_repair_condition(name: str, hook: Callable[[Reservation, list[dict], datetime, bool], list[dict]]) -> None:
+def register_repair_condition(
+    name: str, hook: Callable[[Reservation, list[dict], datetime, bool], list[dict]]
+) -> None:
     """Let an app rewrite a repaired booking's conditions (once per name: ready() may run twice)."""
     _CONDITION_HOOKS[name] = hook
+
 
 # Live allocations of placed reservations in these pools that hold something unusable from now on,
 # with why. A lease (binding node) counts only its node's state, not one device's. A node that a

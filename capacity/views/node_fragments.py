@@ -228,7 +228,9 @@ def _timeline_context(
 
     def windows(start: datetime, end: datetime) -> list:
         # The node's windows that overlap the span, soonest first (hatched as placement sees them).
-        found = MaintenanceWindow.objects.filter(window_nodes__node_id=node.pk, starts_at__lt=end, ends_at__gt=start)
+        found = MaintenanceWindow.objects.filter(
+            window_nodes__node_id=node.pk, starts_at__lt=end, ends_at__gt=start
+        )
         return list(found.order_by("starts_at", "pk"))
 
     # Running and upcoming together, as the operators' panel counts them: a node running work

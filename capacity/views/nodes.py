@@ -11,9 +11,9 @@ from django.db.models import Count, Q, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
-from django.utils.safestring import mark_safe
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from capacity import services
@@ -152,7 +152,9 @@ def _node_page_context(
         **node_fragments(request, node, scope, parts),
         **_node_context(node, bound, scope),
         **({"history": history_page(node)} if is_operator(request.user) else {}),
-        "panels_html": mark_safe("".join(p.html(request, node=node, **sent.get(p.name, {})) for p in panels())),
+        "panels_html": mark_safe(
+            "".join(p.html(request, node=node, **sent.get(p.name, {})) for p in panels())
+        ),
     }
 
 
@@ -279,7 +281,9 @@ def node_history_page(request: HttpRequest, name: str) -> HttpResponse:
     return page(request, "capacity/node_detail.html", context, partial="history")
 
 
-def node_page(request: HttpRequest, name: str, status: int = 200, panel_sent: tuple[str, dict] | None = None) -> HttpResponse:
+def node_page(
+    request: HttpRequest, name: str, status: int = 200, panel_sent: tuple[str, dict] | None = None
+) -> HttpResponse:
     """Answer a panel's form (another app's: the maintenance windows) with the page below the
     navigation (the timeline changes too), the panel drawn with what its form sent back."""
     node = visible_node(request.user, name)
