@@ -128,11 +128,10 @@ FACE = {
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_node", "visible_pool"),
     # The maintenance windows' panel on the pool and node pages, the pages that answer its forms and
-    # the pool's chart it redraws; the API's query parameters.
+    # the pool's chart it redraws.
     "capacity.views.pools": ("pool_page",),
     "capacity.views.nodes": ("node_page",),
     "capacity.views.availability_chart": ("pool_charts",),
-    "capacity.api.views": ("bool_param", "text_param"),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
     "capacity.services.inputs": (

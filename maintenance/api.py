@@ -8,9 +8,10 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity.port import MaintenanceWindow, bool_param, is_operator, nodes_for, text_param
+from capacity.port import MaintenanceWindow, is_operator, nodes_for
 from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
+from config.api.params import bool_param, text_param
 from config.api.schema import errors
 
 from . import windows as maintenance

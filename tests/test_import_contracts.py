@@ -268,7 +268,8 @@ def test_no_layer_imports_one_above_it() -> None:
 
 
 def test_whatif_imports_only_capacity_inventory_and_config() -> None:
-    """What if builds on capacity and inventory (and the project's config), on nothing else first-party."""
+    """What if builds on capacity and inventory (and the project's config), on nothing else first-party;
+    maintenance on those and the audit trail."""
     broken = sorted(
         f"{importer} -> {imported}"
         for app, allowed in MAY_IMPORT.items()
@@ -305,8 +306,8 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # scheduling one may move bookings off its nodes, placement).
     "slurm": (75, ("maintenance",)),
     # The maintenance windows: the models, the repair that moves bookings off a window's nodes
-    # (placement), the pool and node pages its panel is drawn on and answers with, the API's base.
-    "maintenance": (115, ()),
+    # (placement), and the pool and node pages its panel is drawn on and its forms answer with.
+    "maintenance": (83, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (53, ()),
@@ -415,7 +416,7 @@ def _capacity_imports(module: str) -> list[str]:
 
 @pytest.mark.parametrize("app", SIBLINGS)
 def test_an_app_beside_capacity_imports_it_through_the_port_alone(app: str) -> None:
-    """usage, whatif, webhooks, identity, auditlog, policy and metrics name no capacity module but capacity.port."""
+    """usage, whatif, webhooks, identity, auditlog, policy, metrics, slurm and maintenance name no capacity module but capacity.port."""
     broken = sorted(
         f"{module} imports {name}"
         for module in MODULES
