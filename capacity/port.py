@@ -17,7 +17,7 @@ A module that books a tenant's recurring time (a course's lab sessions for a ter
 through the series app (`series.port.reserve_series`, docs/series.md), which books through here.
 
 The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
-identity, auditlog, metrics, series) read: every name they use is in the table below, and the import contract
+identity, auditlog, metrics, series, maintenance) read: every name they use is in the table below, and the import contract
 (tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
 module when first asked, so an app reaches only the modules of the names it uses
 (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
@@ -107,14 +107,17 @@ FACE = {
         "Allocation",
         "AnyReservation",
         "MaintenanceWindow",
+        "MaintenanceWindowNode",
         "PoolPolicy",
         "PoolShare",
         "Reservation",
         "ReservationEvent",
         "Series",
     ),
-    # The Slurm bridge holds a hand-made Slurm reservation as a maintenance window on its nodes.
-    "capacity.services.maintenance": ("cancel_window", "schedule_window"),
+    # What the maintenance app's windows move bookings with (capacity's repair, as drain moves them),
+    # the condition they tell bookings by and the words of the window's span (the placement core's).
+    "capacity.services.repair": ("register_repair_condition", "repair_reservation", "wake_worker"),
+    "capacity.placement.maintenance": ("stamp",),
     "capacity.models.reservations": (
         "APPROVED",
         "AWAITING",
@@ -122,6 +125,7 @@ FACE = {
         "IDLE",
         "PREEMPTED_CONDITION",
         "PREEMPT_AT",
+        "MAINTENANCE_SCHEDULED",
         "QUEUED_CONDITION",
         "RECLAIMED",
         "preempt_at",
@@ -137,6 +141,7 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        "nodes_for",
         "pool_allows",
         "pool_for",
         "redact",
@@ -149,9 +154,22 @@ FACE = {
     "capacity.db.literals": ("to_datetime", "window_literal", "window_range"),
     "capacity.db.retry": ("retry_on_conflict",),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
+    "capacity.views.common": ("visible_node",),
+    # The maintenance windows' panel on the pool and node pages, the pages that answer its forms and
+    # the pool's chart it redraws.
+    "capacity.views.pools": ("pool_page",),
+    "capacity.views.nodes": ("node_page",),
+    "capacity.views.availability_chart": ("pool_charts",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
-    "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
+    "capacity.services.inputs": (
+        "MAX_DURATION",
+        "START_GRACE",
+        "duration_text",
+        "epoch_ms",
+        "parse_day",
+        "parse_duration",
+    ),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get", "lent_notices"),
     "capacity.services.release": ("MAX_REASON", "release", "release_together"),
@@ -176,7 +194,7 @@ FACE = {
     "capacity.placers.take_back": ("take_back",),
     "capacity.placers.ending": ("end_allocations",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
-    "capacity.views.pool_sections": ("Section", "register_section"),
+    "capacity.views.pool_sections": ("Panel", "Section", "register_panel", "register_section"),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": (
         "STARTS_LATER",

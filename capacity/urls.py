@@ -4,8 +4,6 @@ from django.urls import path
 
 from . import views
 from .views.account import api_token
-from .views.nodes import node_window_delete, node_windows
-from .views.pools import pool_window_delete, pool_windows
 from .views.reservations import rebook
 
 urlpatterns = [
@@ -14,13 +12,9 @@ urlpatterns = [
     # The pool page's settings sections, registered by the pool's rules (views.pool_sections).
     path("pools/<slug:slug>/shares/", views.pool_section, {"name": "shares"}, name="pool-share"),
     path("pools/<slug:slug>/policy/", views.pool_section, {"name": "policy"}, name="pool-policy"),
-    # Maintenance windows from the pool and node pages (views.windows).
-    path("pools/<slug:slug>/maintenance/", pool_windows, name="pool-windows"),
-    path("pools/<slug:slug>/maintenance/<int:pk>/delete/", pool_window_delete, name="pool-window-delete"),
+    # Maintenance windows from the pool and node pages: the maintenance app's (maintenance/urls.py).
     path("pools/<slug:slug>/slurm/", views.pool_section, {"name": "slurm"}, name="pool-slurm"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
-    path("nodes/<str:name>/maintenance/", node_windows, name="node-windows"),
-    path("nodes/<str:name>/maintenance/<int:pk>/delete/", node_window_delete, name="node-window-delete"),
     path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
     path("nodes/<str:name>/actions/<slug:action>/", views.node_action, name="node-action"),

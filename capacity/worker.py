@@ -21,7 +21,6 @@ from inventory.models import Pool
 from . import rules, services
 from .archive import move_history
 from .placers.batch import BatchResult, place_queued, queued_pools
-from .services.maintenance import switch_windows
 from .services.repair import repair_pools
 
 # With a stop signal, how often the worker looks at it while the queue is quiet (seconds).
@@ -66,8 +65,8 @@ def _move_history(now) -> None:
 def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     """Place every queued batch (pool-lease); with housekeeping, also release ended reservations
     (with the apps' steps before and after: worker_jobs.register_step), mark nodes whose agent stopped
-    reporting stale, start and end maintenance windows, run the apps' steps before the repair (usage
-    folds the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
+    reporting stale, run the apps' steps before the repair (maintenance windows start and end,
+    usage folds the booked hours' changes), repair bookings still on unusable atoms (they were waiting for
     room) and retry pending ones."""
     # Pools with shares take their work in fair order (the queue's rule, capacity.rules): the figures
     # are read once a round (one statement); a round without housekeeping lets the batches read them
@@ -83,9 +82,8 @@ def run_round(config: PlacerConfig, *, housekeeping: bool = True) -> Round:
     run_steps(AFTER_EXPIRY)
     inventory.mark_stale_nodes(settings.NODE_STALE_AFTER, timezone.now())
     _move_history(timezone.now())
-    # Maintenance windows due start (nodes into maintenance) and over end, before the repair
-    # moves what a started window's nodes still hold.
-    switch_windows(timezone.now())
+    # The apps' steps before the repair (the maintenance windows due start, nodes into maintenance,
+    # and those over end, so the repair moves what a started window's nodes still hold).
     run_steps(BEFORE_REPAIR)
     pools = list(Pool.objects.filter(archived=False).values_list("pk", flat=True))
     repaired = len(repair_pools(pools, config=config).repaired)

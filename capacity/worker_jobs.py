@@ -1,7 +1,8 @@
 """Jobs other apps run inside the worker (`run_placer`), beside the placer and never in its way.
 
 An app registers a Job in its AppConfig.ready(); capacity knows no app that does (webhooks
-delivers its events this way, whatif its runs). `run_placer --once` runs each job's one round
+delivers its events this way, whatif its runs); a step that must run inside the placer's own round,
+before its repair, registers with register_step (the maintenance windows' start and end). `run_placer --once` runs each job's one round
 after its own; `run_placer` runs each job's `serve(stop)` in a thread of its own, with its own
 database connection, until the worker stops.
 
@@ -18,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import psycopg
 from django.db import InterfaceError, OperationalError, connection

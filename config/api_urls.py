@@ -8,6 +8,7 @@ urlpatterns = [
     path("v1/", api_index, name="api-index"),
     path("v1/", include("capacity.api.urls")),
     path("v1/", include("series.urls_api")),
+    path("v1/", include("maintenance.api_urls")),
     path("v1/", include("policy.api.urls")),
     path("v1/", include("inventory.api.urls")),
     path("v1/", include("usage.api_urls")),

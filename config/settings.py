@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "trail",
     "inventory",
     "capacity",
+    "maintenance",  # the maintenance windows, on top of capacity
     "policy",  # the pool rules capacity calls through capacity.rules
     "series",  # recurring bookings capacity hands over through capacity.series_hooks
     "usage",
@@ -263,8 +264,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Berth API",
     "DESCRIPTION": "Book GPU capacity: reservations, previews, pools and nodes.",
     "VERSION": "1.0.0",
-    # Nullable references valid for a strict 3.0.3 validator, and the errors any operation may
-    # answer (config/api/schema.py).
+    # Nullable references valid for a strict 3.0.3 validator; errors any operation may answer.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.nullable_references",
@@ -273,7 +273,7 @@ SPECTACULAR_SETTINGS = {
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
         "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
-        "MaintenanceWindowStateEnum": "capacity.api.maintenance.WINDOW_STATES",
+        "MaintenanceWindowStateEnum": "maintenance.api.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
         "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",
         "PriorityEnum": "capacity.api.enums.PRIORITIES",

@@ -26,6 +26,7 @@ urlpatterns = [
     path("", include("inventory.urls")),
     path("", include("capacity.urls")),
     path("", include("series.urls")),
+    path("", include("maintenance.urls")),
     path("", include("metrics.urls")),
     path("", include("policy.urls")),
     path("", include("auditlog.page_urls")),

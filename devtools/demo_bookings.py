@@ -12,9 +12,9 @@ from django.utils import timezone
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import AnyReservation, Series
-from capacity.services.maintenance import schedule
 from inventory.models import Tenant
 from series.book import reserve_series
+from maintenance.windows import schedule
 
 ACTOR = (
     "command:seed_demo"  # who the audit and the node history name for what the seed creates (command:NAME)

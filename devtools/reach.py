@@ -370,9 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "modules reached (rows reach columns); modules per app: " + ", ".join(f"{a} {sizes[a]}" for a in apps)
     )
-    print(" " * width + "".join(f"{app:>11}" for app in apps))
+    cell = max(11, width + 1)  # a column's name never runs into the one before it
+    print(" " * width + "".join(f"{app:>{cell}}" for app in apps))
     for app in apps:
-        cells = "".join(f"{'-' if o == app else counts[app][o]:>11}" for o in apps)
+        cells = "".join(f"{'-' if o == app else counts[app][o]:>{cell}}" for o in apps)
         print(f"{app:<{width}}{cells}")
     print("widest single module per reach into another app:")
     for app in apps:

@@ -19,8 +19,9 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.port import CapacityError, cancel_window, schedule_window
+from capacity.port import CapacityError
 from inventory.models import Node, NodeCondition
+from maintenance.windows import cancel_window, schedule_window
 
 from . import scontrol
 from .desired import Want, desired, preempted, prefix

@@ -38,7 +38,7 @@ LAZY_ALLOWED = {
     ("config.settings", "config.embedded_db"): "starts the embedded Postgres only when DATABASE_URL is unset",
     **{
         (f"{app}.apps", "capacity.port"): "AppConfig.ready: the port's names load capacity's models"
-        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm")
+        for app in ("usage", "webhooks", "whatif", "auditlog", "policy", "metrics", "slurm", "maintenance")
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
@@ -94,6 +94,27 @@ LAZY_ALLOWED = {
     ("slurm.apps", "capacity.checks"): "AppConfig.ready: registers check_capacity's check",
     ("slurm.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's section",
     ("whatif.apps", "whatif.runs"): "AppConfig.ready: runs imports models, not loaded yet",
+    (
+        "maintenance.apps",
+        "capacity.worker_jobs",
+    ): "AppConfig.ready: registers the windows' start and end step",
+    ("maintenance.apps", "capacity.services.repair"): "AppConfig.ready: registers the repair's notice hook",
+    (
+        "maintenance.apps",
+        "capacity.views.pool_sections",
+    ): "AppConfig.ready: registers the pages' windows panel",
+    (
+        "maintenance.apps",
+        "maintenance.notice",
+    ): "AppConfig.ready: the repair's hook imports models, not loaded yet",
+    (
+        "maintenance.apps",
+        "maintenance.pages",
+    ): "AppConfig.ready: the panel's views import models, not loaded yet",
+    (
+        "maintenance.apps",
+        "maintenance.windows",
+    ): "AppConfig.ready: the worker's step imports models, not loaded yet",
 }
 
 # (importer prefix, imported prefix) pairs that must never appear.
@@ -138,6 +159,10 @@ FORBIDDEN = [
     ("capacity", "metrics"),
     ("inventory", "metrics"),
     ("metrics", "devtools"),
+    # The maintenance windows sit on top: capacity runs their step, hook and panel without knowing them.
+    ("capacity", "maintenance"),
+    ("inventory", "maintenance"),
+    ("maintenance", "devtools"),
     # config is a leaf: apps register into it (config.access, register_error, count_reads_with).
     ("config", "capacity"),
     ("config", "inventory"),
@@ -168,6 +193,7 @@ FORBIDDEN = [
 MAY_IMPORT = {
     "whatif": ("capacity", "inventory", "config"),
     "series": ("capacity", "inventory", "config"),
+    "maintenance": ("capacity", "inventory", "config", "trail"),
 }
 
 
@@ -262,7 +288,8 @@ def test_no_layer_imports_one_above_it() -> None:
 
 
 def test_whatif_imports_only_capacity_inventory_and_config() -> None:
-    """What if builds on capacity and inventory (and the project's config), on nothing else first-party."""
+    """What if builds on capacity and inventory (and the project's config), on nothing else first-party;
+    maintenance on those and the audit trail."""
     broken = sorted(
         f"{importer} -> {imported}"
         for app, allowed in MAY_IMPORT.items()
@@ -295,9 +322,12 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # models, who may see what, the placement core's words); a place in the fair queue is the API's alone.
     "webhooks": (34, ()),
     # The Slurm bridge: the models it reads, the rule, job and pool-page registries it plugs into,
-    # and the maintenance windows a hand-made Slurm reservation becomes (scheduling one may move
-    # bookings off its nodes: placement).
-    "slurm": (75, ()),
+    # and the maintenance windows a hand-made Slurm reservation becomes (the maintenance app's:
+    # scheduling one may move bookings off its nodes, placement).
+    "slurm": (75, ("maintenance",)),
+    # The maintenance windows: the models, the repair that moves bookings off a window's nodes
+    # (placement), and the pool and node pages its panel is drawn on and its forms answer with.
+    "maintenance": (83, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
     "whatif": (50, ()),
@@ -312,9 +342,8 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
-    # attempt loop, commit and reads through the port too; a release's retry may repair, and a repair
-    # keeps a booking's maintenance notice true (services.maintenance_notice); the team pages set
-    # quotas (capacity.services.quotas).
+    # attempt loop, commit and reads through the port too; a release's retry may repair; the team
+    # pages set quotas (capacity.services.quotas).
     "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
@@ -410,7 +439,7 @@ def _capacity_imports(module: str) -> list[str]:
 
 @pytest.mark.parametrize("app", SIBLINGS)
 def test_an_app_beside_capacity_imports_it_through_the_port_alone(app: str) -> None:
-    """usage, whatif, webhooks, identity, auditlog, policy and metrics name no capacity module but capacity.port."""
+    """usage, whatif, webhooks, identity, auditlog, policy, metrics, slurm and maintenance name no capacity module but capacity.port."""
     broken = sorted(
         f"{module} imports {name}"
         for module in MODULES

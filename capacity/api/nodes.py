@@ -21,6 +21,7 @@ from capacity.render import node_detail, with_summary_rows
 from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
+from config.api.params import text_param
 from config.api.parsers import PlainTextParser, StrictJSONParser
 from config.api.schema import errors
 from config.replica import replica_reads
@@ -46,7 +47,6 @@ from inventory.models import Device, Node, NodeTaint
 from inventory.trust import Reporter, record_refusal
 
 from .permissions import IsOperatorOrTheNode
-from .views import text_param
 
 NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
 

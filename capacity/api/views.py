@@ -24,6 +24,7 @@ from capacity.rollups import capacity_by_pool
 from capacity.services import keep_when_idle
 from config.api.base import BerthAPIView
 from config.api.pages import list_source, position_of, queryset_source
+from config.api.params import bool_param, text_param
 from config.api.schema import errors
 from config.replica import replica_reads
 from inventory.models import Node, Pool
@@ -46,22 +47,6 @@ CREATED = PolymorphicProxySerializer(
     serializers=lambda: [ReservationSerializer, *series_hooks.answers()],
     resource_type_field_name=None,
 )
-
-TRUE, FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
-
-
-def text_param(request, name: str) -> str | None:
-    value = request.query_params.get(name, "").strip()
-    return value or None
-
-
-def bool_param(request, name: str) -> bool:
-    value = request.query_params.get(name, "").strip().lower()
-    if value in TRUE:
-        return True
-    if value in FALSE:
-        return False
-    raise ValidationError({name: "must be true or false"})
 
 
 def filter_parameters(filterset: type[FilterSet]) -> list[OpenApiParameter]:

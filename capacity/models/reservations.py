@@ -24,7 +24,7 @@ APPROVED = "Approved"
 BORROWED = "Borrowed"
 # Under notice (capacity.placers.notice): when its GPUs are taken back.
 PREEMPT_AT = "PreemptAt"
-# A maintenance window will take GPUs this booking holds (capacity.services.maintenance_notice):
+# A maintenance window will take GPUs this booking holds (the maintenance app, maintenance/notice.py):
 # status True names the window; False says a window that would have was cancelled.
 MAINTENANCE_SCHEDULED = "MaintenanceScheduled"
 # A reservation the pool-lease placer has yet to place: pending, with a Queued condition.

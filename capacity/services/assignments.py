@@ -110,7 +110,7 @@ def assignments(node_name: str, now: datetime | None = None) -> tuple[dict[str, 
                     "idle": _idle(idle, keep, policies.get(pool)),
                     # Spot work given notice (policy.notice): the agent writes reservations/ID.preempt.
                     "preemptAt": _iso(datetime.fromisoformat(preempt)) if preempt else None,
-                    # A maintenance window takes its GPUs (maintenance_notice): ID.maintenance.
+                    # A maintenance window takes its GPUs (maintenance/notice.py): ID.maintenance.
                     "maintenance": _window(window),
                 },
             )

@@ -17,13 +17,15 @@ same way. Whole-node leases are repaired only when their node becomes unusable: 
 lease holds its node as it is, broken GPUs included.
 
 Drain uses the same path to move bookings that have not started off a node; one that found no
-room is tried again with the rest.
+room is tried again with the rest. An app that keeps a condition of its own true as bookings move
+(the maintenance app's MaintenanceScheduled) registers a hook here (`register_repair_condition`),
+called in each repair's transaction.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -50,11 +52,22 @@ from trail.context import stamp as name_actor
 
 from .atoms import atoms_text
 from .inputs import stored_request
-from .maintenance_notice import notice_of, notices, with_notice
 from .misshapen import misshapen
 
 REPAIRED = "Repaired"
 REPAIR_PENDING = "RepairPending"
+
+# hook(reservation, conditions, now, windowed) -> the conditions to write, in the repair's
+# transaction; `windowed`: the moves were off a maintenance window's nodes.
+_CONDITION_HOOKS: dict[str, Callable[[Reservation, list[dict], datetime, bool], list[dict]]] = {}
+
+
+def register_repair_condition(
+    name: str, hook: Callable[[Reservation, list[dict], datetime, bool], list[dict]]
+) -> None:
+    """Let an app rewrite a repaired booking's conditions (once per name: ready() may run twice)."""
+    _CONDITION_HOOKS[name] = hook
+
 
 # Live allocations of placed reservations in these pools that hold something unusable from now on,
 # with why. A lease (binding node) counts only its node's state, not one device's. A node that a
@@ -266,9 +279,8 @@ def repair_reservation(
             moved=len(notes),
             no_room=len(waiting),
         )
-        if windowed or notice_of(reservation) is not None:
-            # A booking moved off a window's node is no longer told of it; one left there is.
-            conditions = with_notice(conditions, notices([reservation.pk], now).get(reservation.pk))
+        for hook in _CONDITION_HOOKS.values():  # the maintenance app's notice, say
+            conditions = hook(reservation, conditions, now, windowed)
         # The commit of a move marks the row placed with no conditions; put ours back.
         Reservation.objects.filter(pk=reservation.pk).update(
             status=Reservation.Status.PLACED, conditions=conditions, updated_at=now

@@ -1,4 +1,5 @@
-"""Template filters for maintenance windows on a reservation's page."""
+"""Template filters for maintenance windows on a reservation's page: its MaintenanceScheduled
+condition, which the maintenance app keeps (maintenance/notice.py), read as the API reads it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import datetime
 
 from django import template
 
-from capacity.services.maintenance_notice import notice_of
+from capacity.models.reservations import MAINTENANCE_SCHEDULED
 
 register = template.Library()
 
@@ -14,8 +15,10 @@ register = template.Library()
 @register.filter
 def maintenance_notice(reservation) -> dict | None:
     """Return the window that will take a placed reservation's GPUs (window, start, end, reason, nodes), else None."""
-    found = notice_of(reservation)
-    if found is None:
+    if getattr(reservation, "status", None) != "placed":
+        return None
+    found = reservation.condition(MAINTENANCE_SCHEDULED)
+    if not found or found.get("status") != "True":
         return None
     return {
         "window": found["window"],

@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 
 from capacity.access import Scope
 from capacity.forms import TimelineForm
-from capacity.services import maintenance
+from capacity.models import MaintenanceWindow
 from capacity.services.drain import Booked, booked_on
 from config.access import is_operator
 from inventory.models import Device, DeviceLink, Node
@@ -227,7 +227,11 @@ def _timeline_context(
     first_day = form.cleaned_data["start"] if form.is_bound and form.is_valid() else None
 
     def windows(start: datetime, end: datetime) -> list:
-        return list(maintenance.windows_over(node.pk, start, end))
+        # The node's windows that overlap the span, soonest first (hatched as placement sees them).
+        found = MaintenanceWindow.objects.filter(
+            window_nodes__node_id=node.pk, starts_at__lt=end, ends_at__gt=start
+        )
+        return list(found.order_by("starts_at", "pk"))
 
     # Running and upcoming together, as the operators' panel counts them: a node running work
     # never reads as having none.

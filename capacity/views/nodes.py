@@ -11,9 +11,9 @@ from django.db.models import Count, Q, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from capacity import services
@@ -21,7 +21,6 @@ from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm
 from capacity.services.drain import Booked, DrainResult, booked_on, drain_state, live_on, moves_since
 from capacity.services.usage_hooks import unbooked_use_on
-from capacity.window_form import WindowForm
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
@@ -31,8 +30,8 @@ from inventory.node_changelog import state_entries
 from .common import visible_node
 from .node_changelog import history_page
 from .node_fragments import PARTS, booked_text, node_activity, node_fragments
+from .pool_sections import panels
 from .rows import Badge, badges
-from .windows import cancel_window, done, draw_windows, window_section
 
 # --- one node ----------------------------------------------------------------------------------------
 
@@ -138,16 +137,24 @@ def _node_context(
 
 
 def _node_page_context(
-    request: HttpRequest, node: Node, bound: dict | None = None, parts: tuple[str, ...] = PARTS
+    request: HttpRequest,
+    node: Node,
+    bound: dict | None = None,
+    parts: tuple[str, ...] = PARTS,
+    panel_sent: tuple[str, dict] | None = None,
 ) -> dict:
-    """Return everything the node page shows: its kept `parts` as HTML, the panel's and history's data."""
+    """Return everything the node page shows: its kept `parts` as HTML, the panel's and history's data,
+    the other apps' panels drawn now (`panel_sent`: one's name and what its form sent back)."""
     scope = scope_for(request.user)
+    sent = dict([panel_sent]) if panel_sent else {}
     return {
         "nav": "pools",
         **node_fragments(request, node, scope, parts),
         **_node_context(node, bound, scope),
         **({"history": history_page(node)} if is_operator(request.user) else {}),
-        **window_section(request, node=node),
+        "panels_html": mark_safe(
+            "".join(p.html(request, node=node, **sent.get(p.name, {})) for p in panels())
+        ),
     }
 
 
@@ -178,13 +185,12 @@ def _kept_page_context(request: HttpRequest, node: Node) -> dict:
     more = {"panel": (panel, (), f"{activity}|{counts}", follows_bookings)}
     if operator:
         more["history"] = (draw("history", lambda: {"history": history_page(node)}), (), activity, False)
-    # Kept under the pool's booking version, which a window scheduled or deleted bumps (views.windows).
-    more["windows"] = (draw_windows(request, "capacity/node_detail.html", node=node), (), "", True)
-    return {
-        "nav": "pools",
-        "node": node,
-        **node_fragments(request, node, scope, PARTS, more),
-    }
+    # The other apps' panels, kept under the pool's booking version (a window scheduled or deleted bumps it).
+    for p in panels():
+        more[p.name] = (p.draw(request, node=node), (), "", True)
+    found = node_fragments(request, node, scope, PARTS, more)
+    drawn = "".join(found.pop(f"{p.name}_html") for p in panels())
+    return {"nav": "pools", "node": node, **found, "panels_html": mark_safe(drawn)}
 
 
 @login_required
@@ -275,33 +281,12 @@ def node_history_page(request: HttpRequest, name: str) -> HttpResponse:
     return page(request, "capacity/node_detail.html", context, partial="history")
 
 
-def _windows_answer(request: HttpRequest, name: str, status: int = 200, **drawn) -> HttpResponse:
-    """Answer the windows form: htmx gets the page below the navigation (the timeline changes too);
-    a plain post a redirect when done, else the whole page with the errors next to their fields."""
-    if not wants_partial(request) and done(drawn):
-        return redirect(reverse("node-detail", args=[name]) + "#maintenance-windows")
+def node_page(
+    request: HttpRequest, name: str, status: int = 200, panel_sent: tuple[str, dict] | None = None
+) -> HttpResponse:
+    """Answer a panel's form (another app's: the maintenance windows) with the page below the
+    navigation (the timeline changes too), the panel drawn with what its form sent back."""
     node = visible_node(request.user, name)
-    context = {**_node_page_context(request, node), **window_section(request, node=node, **drawn)}
+    context = _node_page_context(request, node, panel_sent=panel_sent)
     status = 200 if wants_partial(request) else status  # htmx swaps nothing on a 4xx
     return page(request, "capacity/node_detail.html", context, partial="node-page", status=status)
-
-
-@require_POST
-@operator_required
-def node_windows(request: HttpRequest, name: str) -> HttpResponse:
-    """Schedule a maintenance window over this node from its page."""
-    node = visible_node(request.user, name)
-    form = WindowForm(request.POST)
-    result = form.schedule(node=node.name, by=request.user.get_username())
-    if result is None:
-        return _windows_answer(request, node.name, 400, form=form)
-    return _windows_answer(request, node.name, result=result)
-
-
-@require_POST
-@operator_required
-def node_window_delete(request: HttpRequest, name: str, pk: int) -> HttpResponse:
-    """Cancel a maintenance window from the node page (a running one ends now, the node coming out)."""
-    node = visible_node(request.user, name)
-    error = cancel_window(pk)
-    return _windows_answer(request, node.name, 404 if error else 200, error=error)

@@ -4,6 +4,10 @@ The pool's rules (the `policy` app) register each section when the app is ready;
 (views.pools) draws them in registration order into its kept "settings" fragment and sends a
 section's form to it (`pools/<slug>/<name>/`), and never imports the app. With none registered the
 page has no settings.
+
+A panel (the maintenance app's windows) is drawn by its app on a pool's page and a node's page
+alike, each in a kept fragment of its own, below capacity's sections; its forms post to the app's
+own views, which answer with capacity's page (views.pools.pool_page, views.nodes.node_page).
 """
 
 from __future__ import annotations
@@ -53,3 +57,30 @@ def sections() -> tuple[Section, ...]:
 def section(name: str) -> Section | None:
     """Return the section of that name, or None."""
     return _SECTIONS.get(name)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A section another app draws on the pool's and the node's pages (`pool=` or `node=`).
+
+    `draw(request, pool=|node=)`: the kept fragment's draw, csrf_token -> (html, when time alone
+    changes it), kept under the pool's booking version. `html(request, pool=|node=, **sent)`: the
+    panel drawn now, with what its form sent back (a page answering that form).
+    """
+
+    name: str
+    draw: Callable[..., Callable[[str], tuple[str, datetime | None]]]
+    html: Callable[..., str]
+
+
+_PANELS: dict[str, Panel] = {}
+
+
+def register_panel(panel: Panel) -> None:
+    """Add a panel to the pool and node pages; one registered again under its name is replaced."""
+    _PANELS[panel.name] = panel
+
+
+def panels() -> tuple[Panel, ...]:
+    """Return the panels in the order the pages draw them."""
+    return tuple(_PANELS.values())

@@ -21,7 +21,6 @@ from django.views.decorators.http import require_POST
 from capacity import services
 from capacity.access import scope_for
 from capacity.rollups import BUCKETS, capacity_by_pool
-from capacity.window_form import WindowForm
 from config.access import is_operator
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, safe_next, wants_partial
@@ -37,9 +36,8 @@ from .common import (
     visible_pools,
 )
 from .page_cache import NOT_KEPT, page_query, page_url, pool_fragment, pool_fragments
-from .pool_sections import section, sections
+from .pool_sections import panels, section, sections
 from .rows import CELL_TEXT, node_rows, split_common_labels
-from .windows import cancel_window, done, draw_windows, pool_partial, window_section
 
 # What the nodes section reads of the query: its filters and page (others key and show nothing).
 NODE_QUERY = ("page", *NodeFilterSet.base_filters)
@@ -123,10 +121,10 @@ def pool_page(
     slug: str,
     status: int = 200,
     sent: tuple[str, object, str] | None = None,
-    windows: dict | None = None,
+    panel_sent: tuple[str, dict] | None = None,
 ) -> HttpResponse:
     """Draw the pool page; `sent`: a settings section's (name, form, error) sent back with its errors;
-    `windows`: the maintenance windows section drawn with a form's errors (views.windows)."""
+    `panel_sent`: a panel's (name, what its form sent back: the maintenance windows' errors)."""
     pool = visible_pool(request.user, slug)
     scope = scope_for(request.user)
     queryset = services.nodes_for(
@@ -215,8 +213,9 @@ def pool_page(
     }
     if not own:
         draws["settings"] = (draw_settings, False)
-    if windows is None:  # else a form sent back with its errors: this reader's own
-        draws["windows"] = (draw_windows(request, "capacity/pool_detail.html", pool=pool), ())
+    for p in panels():
+        if not panel_sent or panel_sent[0] != p.name:  # else sent back with its errors: this reader's own
+            draws[p.name] = (p.draw(request, pool=pool), ())
     # One read of the cache for them all.
     html = pool_fragments(request, pool.pk, scope, draws)
     settings_html = html["settings"] if not own else draw_settings(get_token(request))[0]
@@ -229,8 +228,15 @@ def pool_page(
             "chart_html": mark_safe(html["chart"]),
             "settings_html": mark_safe(with_fresh_parts(request, pool, settings_html)),
             "filters_html": mark_safe(html["filters"]),
-            # Kept (views.windows), unless sent back with a form's errors.
-            **({"windows_html": mark_safe(html["windows"])} if windows is None else windows),
+            # Kept, unless sent back with a form's errors.
+            "panels_html": mark_safe(
+                "".join(
+                    p.html(request, pool=pool, **panel_sent[1])
+                    if panel_sent and panel_sent[0] == p.name
+                    else html[p.name]
+                    for p in panels()
+                )
+            ),
         },
         status=status,
     )
@@ -292,36 +298,3 @@ def node_row_action(request: HttpRequest, name: str, action: str) -> HttpRespons
         },
         partial="node-row",
     )
-
-
-def _windows_answer(request: HttpRequest, pool, status: int = 200, **drawn) -> HttpResponse:
-    """Answer the windows form: htmx gets the section (and the chart); a plain post a redirect when
-    done, else the whole page with the errors next to their fields."""
-    if wants_partial(request):
-        return page(
-            request, "capacity/pool_detail.html", pool_partial(request, pool, **drawn), partial="windows"
-        )
-    if done(drawn):
-        return redirect(reverse("pool-detail", args=[pool.slug]) + "#maintenance-windows")
-    return pool_page(request, pool.slug, status=status, windows=window_section(request, pool=pool, **drawn))
-
-
-@require_POST
-@operator_required
-def pool_windows(request: HttpRequest, slug: str) -> HttpResponse:
-    """Schedule a maintenance window over the pool's nodes (or those named) from the pool page."""
-    pool = visible_pool(request.user, slug)
-    form = WindowForm(request.POST, pool_page=True)
-    result = form.schedule(pool=pool.slug, by=request.user.get_username())
-    if result is None:
-        return _windows_answer(request, pool, 400, form=form)
-    return _windows_answer(request, pool, result=result)
-
-
-@require_POST
-@operator_required
-def pool_window_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """Cancel a maintenance window from the pool page (a running one ends now)."""
-    pool = visible_pool(request.user, slug)
-    error = cancel_window(pk)
-    return _windows_answer(request, pool, 404 if error else 200, error=error)

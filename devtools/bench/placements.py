@@ -24,10 +24,10 @@ from capacity.models.reservations import QUEUED
 from capacity.placers.batch import place_queued
 from capacity.placers.types import POOL_LEASE
 from capacity.rollups import refresh_rollups
-from capacity.services.maintenance import schedule
 from capacity.worker import serve
 from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
+from maintenance.windows import schedule
 from policy.shares import bookable_gpus
 
 BENCH_QUOTA = 1_000_000_000

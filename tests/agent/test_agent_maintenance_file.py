@@ -7,7 +7,7 @@ from django.db import connection
 from django.utils import timezone
 from test_berth_agent import book
 
-from capacity.services import maintenance
+from maintenance import windows as maintenance
 
 
 def maintenance_files(agent) -> dict[str, dict]:

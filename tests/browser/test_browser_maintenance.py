@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 
 def test_a_window_shows_on_the_node_timeline_and_the_pool_chart(login, demo, tmp_path):
     from capacity.models import Allocation
-    from capacity.services import maintenance
+    from maintenance import windows as maintenance
 
     booked = Allocation.objects.filter(
         reservation__idempotency_key="demo-future-1", released_at__isnull=True

@@ -36,6 +36,7 @@ def shell(monkeypatch):
     from importlib import import_module
     from io import StringIO
 
+    from django.core.management import get_commands
     from django.db import connections
 
     # run_from_argv closes every connection when it ends, which would end the test's transaction.
@@ -43,7 +44,8 @@ def shell(monkeypatch):
 
     def call(name, *argv):
         out, err = StringIO(), StringIO()
-        command = import_module(f"capacity.management.commands.{name}").Command(stdout=out, stderr=err)
+        app = get_commands()[name]  # the app whose command it is (capacity's, maintenance's, ...)
+        command = import_module(f"{app}.management.commands.{name}").Command(stdout=out, stderr=err)
         try:
             command.run_from_argv(["manage.py", name, *argv])
             code = 0

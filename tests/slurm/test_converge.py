@@ -99,7 +99,7 @@ def test_with_slurm_unreachable_bookings_go_on_and_the_bridge_says_it_is_behind_
 
 
 def test_a_maintenance_window_is_a_maint_reservation(lab):
-    from capacity.port import schedule_window
+    from maintenance.windows import schedule_window
 
     start = now().replace(microsecond=0) + timedelta(hours=2)
     window = schedule_window(

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from capacity.services import maintenance
+from maintenance import windows as maintenance
 
 
 def schedule_tomorrow(nodes=("node-a",), reason="firmware"):

@@ -18,6 +18,7 @@ from capacity import services
 from capacity.models import Reservation
 from capacity.views.page_cache import CSRF_PLACEHOLDER
 from inventory.models import Device, DeviceSample, NodeCondition, NodeReport
+from maintenance import windows
 
 from web_helpers import HX, is_full_page
 
@@ -82,7 +83,7 @@ def test_a_cordon_shows_at_once_to_the_operator_who_cordoned_and_to_a_tenant(two
 def test_a_maintenance_window_shows_on_the_timeline_at_once_and_its_cancel_too(two_hosts, op):
     op.get(NODE)
     now = datetime.now(UTC)
-    window = services.maintenance.schedule(
+    window = windows.schedule(
         {
             "nodes": ["node-a"],
             "start": ms(now + timedelta(days=1)),
@@ -91,7 +92,7 @@ def test_a_maintenance_window_shows_on_the_timeline_at_once_and_its_cancel_too(t
         }
     ).window
     assert f"window {window.pk}: psu swap" in timeline_of(op.get(NODE).text)
-    services.maintenance.cancel(window.pk)
+    windows.cancel(window.pk)
     assert "psu swap" not in timeline_of(op.get(NODE).text)
 
 

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from capacity.services import maintenance
+from maintenance import windows as maintenance
 from webhooks import services as hooks
 from webhooks.deliver import run_once
 

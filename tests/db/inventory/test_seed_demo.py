@@ -113,6 +113,7 @@ def test_seeding_again_keeps_what_operators_and_tenants_changed_and_audits_nothi
     from capacity.services.tokens import issue_token
     from inventory import services as inventory
     from inventory.models import Tenant
+    from maintenance import windows
     from policy.pool_policy import parse_policy, set_policy
     from policy.shares import delete_share, set_share
     from trail.context import acting_as
@@ -124,7 +125,7 @@ def test_seeding_again_keeps_what_operators_and_tenants_changed_and_audits_nothi
         set_policy("a100-mig", parse_policy({"idleWarnAfter": "4h", "allowKeepWhenIdle": False}))
         inventory.cordon("ams1-dgx-01", reason="fan")
         inventory.uncordon("ams1-dgx-03")
-        services.maintenance.cancel(MaintenanceWindow.objects.get().pk)
+        windows.cancel(MaintenanceWindow.objects.get().pk)
         services.release(Reservation.objects.get(idempotency_key="demo-now-3").pk)
         issue_token(User.objects.get(username="acme"), days=7)
     services.reserve(

@@ -14,8 +14,8 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import Allocation, ScalarClaim
 from capacity.placers.batch import place_batch
-from capacity.services.maintenance import schedule
 from inventory.models import Device, Node, NodeLabel
+from maintenance.windows import schedule
 
 from booking import HOUR, MS, NOW, ask, config, from_real_now, iso_at
 

@@ -15,9 +15,9 @@ from capacity.placement import define_scheduler_plugin, validate_request
 from capacity.placers.commit import LostRace, Owner, commit_member
 from capacity.placers.loader import load_pool
 from capacity.placers.planning import plan_request
-from capacity.services.maintenance import schedule
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel, NodeResource
+from maintenance.windows import schedule
 
 from booking import NOW, ask, config, from_real_now, iso_at
 

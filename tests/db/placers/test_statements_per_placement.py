@@ -105,7 +105,7 @@ def test_a_series_places_each_occurrence_in_fewer_statements_than_a_single_creat
 def test_maintenance_windows_in_the_pool_add_no_statement(tenant, make_node):
     """Windows ride on the pool index's node rows and the commit's label statement: with two nodes
     closed over the requests' windows (and one later), a placement sends as many statements."""
-    from capacity.services.maintenance import schedule
+    from maintenance.windows import schedule
 
     from booking import from_real_now, iso_at
 

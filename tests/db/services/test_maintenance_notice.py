@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from capacity.models import Reservation
-from capacity.services import maintenance
 from capacity.services.assignments import assignments
 from capacity.services.repair import repair_pools
+from maintenance import windows as maintenance
 from trail.models import AuditRecord
 from webhooks.models import Event, Subscription
 

@@ -11,11 +11,11 @@ import pytest
 from capacity.audit import audit
 from capacity.models import MaintenanceWindow, MaintenanceWindowNode
 from capacity.placement import CapacityError
-from capacity.services import maintenance
 from capacity.services.earliest_start import earliest
 from capacity.services.repair import repair_pools
 from inventory import services as inventory
 from inventory.models import Node
+from maintenance import windows as maintenance
 
 from booking import HOUR, MS, NOW, ask, atoms_of, config, from_real_now, reserve
 

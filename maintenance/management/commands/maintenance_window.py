@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.management.base import BerthCommand
-from capacity.services import maintenance
+from capacity.port import BerthCommand
+from maintenance import windows as maintenance
 
 
 class Command(BerthCommand):

@@ -11,8 +11,10 @@ each window node whether it did (`switched`: the node was not in maintenance the
 it takes out only the nodes it put in, unless another running window covers them (which then
 takes them over). An operator's own maintenance switch is never undone by a window.
 
-The bookings a window will take GPUs from are told (maintenance_notice: a condition, an event, the
+The bookings a window will take GPUs from are told (maintenance.notice: a condition, an event, the
 agent's file); scheduling and deleting a window is in the audit (`maintenance.schedule`, `.delete`).
+Capacity keeps the tables (capacity.models.maintenance) and the moves (its repair); this app reads
+and asks it through capacity.port alone.
 """
 
 from __future__ import annotations
@@ -26,15 +28,24 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from capacity.models import Allocation, MaintenanceWindow, MaintenanceWindowNode
-from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
+from capacity.port import (
+    INVALID_INPUT,
+    MAX_DURATION,
+    NOT_FOUND,
+    START_GRACE,
+    Allocation,
+    CapacityError,
+    MaintenanceWindow,
+    MaintenanceWindowNode,
+    epoch_ms,
+    repair_reservation,
+    wake_worker,
+)
 from inventory import services as inventory
 from inventory.models import Node, Pool
 from trail.record import record
 
-from . import maintenance_notice as notice
-from .inputs import MAX_DURATION, START_GRACE, epoch_ms
-from .repair import repair_reservation, wake_worker
+from . import notice
 
 FIELDS = ("nodes", "pool", "start", "end", "reason", "move")
 MAX_REASON = 200
@@ -272,13 +283,6 @@ def windows(
     return found.distinct().order_by("starts_at", "pk")
 
 
-def windows_over(node_pk: int, start: datetime, end: datetime) -> QuerySet[MaintenanceWindow]:
-    """Return a node's windows that overlap [start, end), soonest first (the node page's timeline)."""
-    return MaintenanceWindow.objects.filter(
-        window_nodes__node_id=node_pk, starts_at__lt=end, ends_at__gt=start
-    ).order_by("starts_at", "pk")
-
-
 def window(window_id: object) -> MaintenanceWindow:
     """Return one window, or NOT_FOUND."""
     found = MaintenanceWindow.objects.filter(pk=window_id).first() if str(window_id).isdigit() else None
@@ -390,6 +394,6 @@ def outside_pool(names: list[str], pool: str | None) -> list[str]:
     return sorted(found)
 
 
-# The names the port gives them (capacity.port): the Slurm bridge schedules and cancels windows.
+# The names the Slurm bridge schedules and cancels windows by.
 schedule_window = schedule
 cancel_window = cancel

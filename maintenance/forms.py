@@ -1,7 +1,7 @@
 """The maintenance window form of the node and pool pages: its checks are the service's own.
 
 Times are typed as UTC (the pages read UTC); a time without a zone is taken as UTC. Every refusal
-of capacity.services.maintenance names its field and is shown next to it; nothing is written then.
+of maintenance.windows names its field and is shown next to it; nothing is written then.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any
 
 from django import forms
 
-from capacity.placement import CapacityError
-from capacity.services import maintenance
-from capacity.services.maintenance import Scheduled
+from capacity.port import CapacityError
+
+from . import windows as maintenance
+from .windows import Scheduled
 
 FIELDS = ("nodes", "start", "end", "reason", "move")
 TIME_HELP = "UTC, e.g. 2026-12-08 00:00"

@@ -7,7 +7,8 @@ none. The condition is kept true as windows and bookings change: scheduling (run
 without `move` everything it overlaps), deleting a window (status False, reason WindowCancelled,
 when no other window takes its place) and a window's end, each just after its own transaction
 (reservation rows are locked before pools elsewhere: repair), and every move of BookingRepair in
-the move's transaction (a booking moved off has nothing left in the window; the condition goes).
+the move's transaction (`after_move`, registered with capacity's repair: a booking moved off has
+nothing left in the window; the condition goes).
 The webhooks app's trigger says so (`reservation.maintenance_scheduled`, `.maintenance_cancelled`),
 the node agent writes reservations/ID.maintenance, the API answers `maintenance`.
 """
@@ -19,14 +20,12 @@ from datetime import datetime
 
 from django.db import connection
 
-from capacity.models import Reservation
-from capacity.models.reservations import MAINTENANCE_SCHEDULED
-from capacity.placement.maintenance import stamp
+from capacity.port import MAINTENANCE_SCHEDULED, Reservation, stamp
 from trail.context import stamp as name_actor
 
 REASON = "MaintenanceWindow"
 CANCELLED = "WindowCancelled"  # the window was deleted
-CHANGED = "WindowChanged"  # its span changed and no longer overlaps the booking (maintenance.retell)
+CHANGED = "WindowChanged"  # its span changed and no longer overlaps the booking (windows.retell)
 
 # Per reservation, each window not yet over that overlaps one of its live allocations on the
 # window's nodes, soonest first, with the reservation's nodes in it.
@@ -156,3 +155,11 @@ def notice_of(reservation) -> dict | None:
         return None
     found = reservation.condition(MAINTENANCE_SCHEDULED)
     return found if found and found.get("status") == "True" else None
+
+
+def after_move(reservation, conditions: list[dict], now: datetime, windowed: bool) -> list[dict]:
+    """Return a booking's conditions as BookingRepair moves it (its hook, in the move's transaction):
+    a booking moved off a window's node is no longer told of it; one left there is."""
+    if windowed or notice_of(reservation) is not None:
+        return with_notice(conditions, notices([reservation.pk], now).get(reservation.pk))
+    return conditions

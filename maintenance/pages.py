@@ -1,11 +1,11 @@
 """Maintenance windows on the node and pool pages: see them; operators schedule and cancel them.
 
-The section is kept with the page's other fragments, under the pool's booking version: a window
+The section is a panel of capacity's pages (capacity.views.pool_sections, Panel, registered in
+maintenance.apps), kept with the page's other fragments, under the pool's booking version: a window
 scheduled or deleted bumps it (capacity 0040), which renews the section, the node's timeline and
 the pool's chart at the commit; a window starting or ending ends the kept section's life then.
-Schedule and cancel go through capacity.services.maintenance as the API and the command do
-(audit, notices, moves included); the views that answer the forms are the pages' own
-(views.nodes, views.pools).
+Schedule and cancel go through maintenance.windows as the API and the command do (audit, notices,
+moves included); the views below answer the forms with capacity's pages.
 """
 
 from __future__ import annotations
@@ -13,20 +13,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
-from capacity.access import is_operator, nodes_for, scope_for
-from capacity.models import MaintenanceWindowNode
-from capacity.placement import CapacityError
-from capacity.services import maintenance
-from capacity.services.maintenance import Scheduled
-from capacity.window_form import WindowForm
+from capacity.port import (
+    CapacityError,
+    MaintenanceWindowNode,
+    Panel,
+    is_operator,
+    node_page,
+    nodes_for,
+    pool_charts,
+    pool_page,
+    scope_for,
+    visible_node,
+    visible_pool,
+)
+from config.web import operator_required, page, wants_partial
 from inventory.models import Node
 
-from .availability_chart import pool_charts
+from . import windows as maintenance
+from .forms import WindowForm
+from .windows import Scheduled
+
+# The panel's templates: a node's page draws the section, a pool's page the chart out of band too.
+NODE_TEMPLATE, POOL_TEMPLATE = "maintenance/windows.html", "maintenance/pool_windows.html"
 
 SHOWN = 50  # windows listed; past them the section says more follow (the API lists them all)
 
@@ -72,13 +87,12 @@ def changes_at(context: dict) -> datetime | None:
     return min((m for m in moments if m > now), default=None)
 
 
-def draw_windows(
-    request: HttpRequest, template: str, **where
-) -> Callable[[str], tuple[str, datetime | None]]:
-    """Return a kept fragment's draw of the windows partial of `template` (a pool's or a node's page).
+def draw_windows(request: HttpRequest, **where) -> Callable[[str], tuple[str, datetime | None]]:
+    """Return a kept fragment's draw of the windows section of a pool's page or a node's page.
 
     Kept under the pool's booking version, which a window scheduled or deleted bumps (capacity 0040).
     """
+    template = POOL_TEMPLATE if where.get("pool") is not None else NODE_TEMPLATE
 
     def drawn(csrf_token: str) -> tuple[str, datetime | None]:
         context = {
@@ -86,9 +100,21 @@ def draw_windows(
             "csrf_token": csrf_token,
             **window_section(request, **where),
         }
-        return render_to_string(f"{template}#windows", context, request), changes_at(context)
+        return render_to_string(template, context, request), changes_at(context)
 
     return drawn
+
+
+def section_html(request: HttpRequest, *, pool=None, node=None, **sent) -> str:
+    """Return the windows section drawn now, with what a form sent back (a page drawn whole)."""
+    context = {
+        "is_operator": is_operator(request.user),
+        **window_section(request, pool=pool, node=node, **sent),
+    }
+    return render_to_string(POOL_TEMPLATE if pool is not None else NODE_TEMPLATE, context, request)
+
+
+PANEL = Panel("windows", draw_windows, section_html)
 
 
 def window_section(
@@ -146,3 +172,63 @@ def pool_partial(request: HttpRequest, pool, **drawn) -> dict:
         "availability_tenant_view": not scope.sees_every_tenant,
         "chart_oob": True,
     }
+
+
+def _pool_answer(request: HttpRequest, pool, status: int = 200, **drawn) -> HttpResponse:
+    """Answer the windows form: htmx gets the section (and the chart); a plain post a redirect when
+    done, else the whole page with the errors next to their fields."""
+    if wants_partial(request):
+        return page(request, POOL_TEMPLATE, pool_partial(request, pool, **drawn))
+    if done(drawn):
+        return redirect(reverse("pool-detail", args=[pool.slug]) + "#maintenance-windows")
+    return pool_page(request, pool.slug, status=status, panel_sent=(PANEL.name, drawn))
+
+
+@require_POST
+@operator_required
+def pool_windows(request: HttpRequest, slug: str) -> HttpResponse:
+    """Schedule a maintenance window over the pool's nodes (or those named) from the pool page."""
+    pool = visible_pool(request.user, slug)
+    form = WindowForm(request.POST, pool_page=True)
+    result = form.schedule(pool=pool.slug, by=request.user.get_username())
+    if result is None:
+        return _pool_answer(request, pool, 400, form=form)
+    return _pool_answer(request, pool, result=result)
+
+
+@require_POST
+@operator_required
+def pool_window_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Cancel a maintenance window from the pool page (a running one ends now)."""
+    pool = visible_pool(request.user, slug)
+    error = cancel_window(pk)
+    return _pool_answer(request, pool, 404 if error else 200, error=error)
+
+
+def _node_answer(request: HttpRequest, name: str, status: int = 200, **drawn) -> HttpResponse:
+    """Answer the windows form: htmx gets the page below the navigation (the timeline changes too);
+    a plain post a redirect when done, else the whole page with the errors next to their fields."""
+    if not wants_partial(request) and done(drawn):
+        return redirect(reverse("node-detail", args=[name]) + "#maintenance-windows")
+    return node_page(request, name, status, panel_sent=(PANEL.name, drawn))
+
+
+@require_POST
+@operator_required
+def node_windows(request: HttpRequest, name: str) -> HttpResponse:
+    """Schedule a maintenance window over this node from its page."""
+    node = visible_node(request.user, name)
+    form = WindowForm(request.POST)
+    result = form.schedule(node=node.name, by=request.user.get_username())
+    if result is None:
+        return _node_answer(request, node.name, 400, form=form)
+    return _node_answer(request, node.name, result=result)
+
+
+@require_POST
+@operator_required
+def node_window_delete(request: HttpRequest, name: str, pk: int) -> HttpResponse:
+    """Cancel a maintenance window from the node page (a running one ends now, the node coming out)."""
+    node = visible_node(request.user, name)
+    error = cancel_window(pk)
+    return _node_answer(request, node.name, 404 if error else 200, error=error)

@@ -8,15 +8,13 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from capacity import services
-from capacity.access import is_operator
-from capacity.models import MaintenanceWindow
-from capacity.services import maintenance
+from capacity.port import MaintenanceWindow, is_operator, nodes_for
 from config.api.base import BerthAPIView
 from config.api.pages import position_of, queryset_source
+from config.api.params import bool_param, text_param
 from config.api.schema import errors
 
-from .views import bool_param, text_param
+from . import windows as maintenance
 
 WINDOW_STATES = ["scheduled", "active", "ended"]
 WINDOW_ID = OpenApiParameter("window_id", int, OpenApiParameter.PATH, description="Window id.")
@@ -104,7 +102,7 @@ class _WindowsBase(BerthAPIView):
         """Return the node names a tenant user may read (None: an operator, every node)."""
         if self.scope.sees_every_tenant:
             return None
-        return set(services.nodes_for(self.scope).values_list("name", flat=True))
+        return set(nodes_for(self.scope).values_list("name", flat=True))
 
     def _require_operator(self) -> None:
         if not is_operator(self.request.user):
