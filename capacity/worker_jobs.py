@@ -19,7 +19,6 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
 import psycopg
 from django.db import InterfaceError, OperationalError, connection

@@ -13,8 +13,8 @@ from capacity import services
 from capacity.conf import placer_config
 from capacity.models import AnyReservation, Series
 from inventory.models import Tenant
-from series.book import reserve_series
 from maintenance.windows import schedule
+from series.book import reserve_series
 
 ACTOR = (
     "command:seed_demo"  # who the audit and the node history name for what the seed creates (command:NAME)
