@@ -3,7 +3,6 @@
 from django.urls import path
 
 from . import views
-from .views.account import api_token
 from .views.nodes import node_window_delete, node_windows
 from .views.pools import pool_window_delete, pool_windows
 from .views.reservations import rebook
@@ -36,5 +35,4 @@ urlpatterns = [
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
     path("series/<int:pk>/release/", series_release, name="series-release"),
-    path("accounts/token/", api_token, name="api-token"),
 ]

@@ -11,7 +11,6 @@ from . import (
     node_changelog,
     nodes,
     series,
-    tokens,
     views,
 )
 
@@ -30,7 +29,6 @@ urlpatterns = [
     ),
     path("series/<str:series_id>", series.SeriesView.as_view(), name="api-series"),
     path("series/<str:series_id>/release", series.SeriesReleaseView.as_view(), name="api-series-release"),
-    path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
@@ -56,5 +54,4 @@ urlpatterns = [
     ),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
     path("nodes/<str:name>/assignments", agents.AssignmentsView.as_view(), name="api-node-assignments"),
-    path("nodes/<str:name>/token", agents.NodeTokenView.as_view(), name="api-node-token"),
 ]

@@ -8,7 +8,6 @@ from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange, PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
-from .tokens import TokenLifetime
 from .versions import PoolBookingVersion
 
 __all__ = [
@@ -35,5 +34,4 @@ __all__ = [
     "ReservationEvent",
     "ScalarClaim",
     "Series",
-    "TokenLifetime",
 ]
