@@ -124,7 +124,8 @@ FORBIDDEN = [
     ("config", "inventory"),
     ("config", "webhooks"),
     ("config", "devtools"),
-    # Identity (SSO) sits beside capacity: it sets inventory's tenant memberships and nothing else.
+    # Identity (SSO, API tokens) sits beside capacity: it sets inventory's tenant memberships and
+    # keeps who holds which key, and books nothing.
     ("config", "identity"),
     ("inventory", "identity"),
     ("capacity", "identity"),
