@@ -2,7 +2,7 @@
 
 - People: an operator (staff, or in the "operators" group) runs the fleet and acts for every
   tenant; anyone else acts for the tenants they belong to (`Tenant.users`): their `Scope`.
-- Node credentials: the user "node.<name>" (services.tokens.issue_node_token) may report for its
+- Node credentials: the user "node.<name>" (identity.tokens.issue_node_token) may report for its
   node and read its assignments, nothing else; a node agent may not use an operator's token.
 - What a scope may read: the pools its tenants may book (`may_use`, the placer's rule too), the
   nodes in them that no other tenant owns, its own reservations (`seen`); another tenant's name
@@ -32,7 +32,7 @@ from inventory.models import Node, Pool, Tenant
 from inventory.states import ANOTHER_TENANTS_DEDICATION
 
 OPERATORS_GROUP = "operators"
-# A node's own credential acts as the user "node.<node name>" (services.tokens.issue_node_token):
+# A node's own credential acts as the user "node.<node name>" (identity.tokens.issue_node_token):
 # such a user may report for its node and read its assignments, nothing else.
 NODE_USER_PREFIX = "node."
 # What the reference agent (agent/berth_agent.py) sends: its requests are told apart by it.

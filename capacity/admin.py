@@ -5,14 +5,9 @@ and the release path (its charges, the EXCLUDE constraint's partner rows): they 
 through the pages, the API, the CLI and the port. Quotas are the operators' to set.
 """
 
-from django.contrib import admin, messages
-from django.db import transaction
-from rest_framework.authtoken import admin as authtoken_admin
-from rest_framework.authtoken.models import TokenProxy
+from django.contrib import admin
 
-from inventory.models import Node
 from trail.audited_admin import AuditedAdmin
-from trail.record import record
 
 from .models import (
     Allocation,
@@ -25,8 +20,6 @@ from .models import (
     Reservation,
     ScalarClaim,
 )
-from .models.tokens import token_expiry, token_revoked_at
-from .services.tokens import issue_node_token, node_key_works, replaced_key_note, revoke_token
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -151,83 +144,6 @@ class PoolCapacityRollupAdmin(ReadOnlyAdmin):
         "unhealthy",
         "updated_at",
     ]
-
-
-class TokenAdmin(authtoken_admin.TokenAdmin):
-    """DRF's token admin with each token's expiry and revocation, and an action to revoke."""
-
-    list_display = ["key", "user", "created", "expires", "revoked"]
-    list_select_related = ["user", "lifetime"]
-    actions = ["revoke"]
-
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        # In the admin's transaction; never the key.
-        after = {"expiresAt": token_expiry(obj).isoformat()}
-        record(
-            "token.issue" if not change else "token.change", f"token:{obj.user.get_username()}", after=after
-        )
-
-    def delete_model(self, request, obj):
-        record("token.delete", f"token:{obj.user.get_username()}")
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request, queryset):
-        with transaction.atomic():
-            for token in queryset.select_related("user"):
-                record("token.delete", f"token:{token.user.get_username()}")
-            super().delete_queryset(request, queryset)
-
-    @admin.display(description="expires")
-    def expires(self, token):
-        return token_expiry(token)
-
-    @admin.display(description="revoked")
-    def revoked(self, token):
-        return token_revoked_at(token) or "-"
-
-    @admin.action(description="Revoke the selected tokens (they answer 401 from now on)")
-    def revoke(self, request, queryset):
-        tokens = list(queryset.select_related("user"))
-        for token in tokens:
-            revoke_token(token, by=f"{request.user.get_username()} (admin)")
-        self.message_user(request, f"Revoked {len(tokens)} token{'s' if len(tokens) != 1 else ''}.")
-
-
-admin.site.unregister(TokenProxy)
-admin.site.register(TokenProxy, TokenAdmin)
-
-
-# Node credentials are capacity's (tokens); inventory, which registers the node admin, never imports
-# capacity, so the action joins the node admin from here.
-MAX_NODE_CREDENTIALS = 50
-
-
-@admin.action(description="Issue node credentials for the agents (each node's old key stops working)")
-def issue_node_credentials(modeladmin, request, queryset):
-    """Issue each selected node's own token and show the keys once, as `issue_token --node` prints them."""
-    nodes = list(queryset.order_by("name")[: MAX_NODE_CREDENTIALS + 1])
-    if len(nodes) > MAX_NODE_CREDENTIALS:
-        modeladmin.message_user(
-            request,
-            f"Select at most {MAX_NODE_CREDENTIALS} nodes at a time: each key is shown once.",
-            messages.ERROR,
-        )
-        return
-    for node in nodes:
-        replaced = node_key_works(node.name)
-        token = issue_node_token(node.name)
-        # Words first: the admin capitalises a message's first letter, which would change a key.
-        modeladmin.message_user(
-            request,
-            f"Key for node.{node.name}: {token.key} (expires {token_expiry(token):%Y-%m-%d %H:%M} UTC); "
-            f"{replaced_key_note(node.name, replaced)}",
-            messages.WARNING if replaced else messages.INFO,
-        )
-
-
-_node_admin = type(admin.site.get_model_admin(Node))
-_node_admin.actions = [*(_node_admin.actions or ()), issue_node_credentials]
 
 
 class MaintenanceWindowNodeInline(admin.TabularInline):

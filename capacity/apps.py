@@ -33,18 +33,16 @@ class CapacityConfig(AppConfig):
 
 
 def plug_into_config():
-    """Answer config's questions: who may do what (capacity.access), tokens; do its actions (release);
-    warm the pool indexes."""
+    """Answer config's questions: who may do what (capacity.access; identity answers whether a token is
+    refused); do its actions (release); warm the pool indexes."""
     from .access import is_operator, remember_who, scope_for, view_refusal, who_sql
     from .placers.index import warm_indexes
     from .services.release import release
-    from .services.tokens import token_refusal
 
     config_access.register(
         is_operator=is_operator,
         scope_for=scope_for,
         view_refusal=view_refusal,
-        token_refusal=token_refusal,
         who_sql=who_sql,
         remember_who=remember_who,
     )

@@ -3,7 +3,6 @@
 from django.urls import path
 
 from . import views
-from .views.account import api_token
 from .views.reservations import rebook
 
 urlpatterns = [
@@ -27,5 +26,4 @@ urlpatterns = [
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
     path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
-    path("accounts/token/", api_token, name="api-token"),
 ]

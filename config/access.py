@@ -1,6 +1,7 @@
 """Who may do what, as config's bases ask it: the page decorators, the API's view, permission and
-token check. config imports no app, so the app that decides (capacity.access) registers its answers
-in its AppConfig.ready; until then each question raises rather than guess.
+token check. config imports no app, so the apps that decide (capacity.access; identity.tokens whether
+a token is refused) register their answers in their AppConfig.ready; until then each question raises
+rather than guess.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
 from django.utils.module_loading import import_string
+from rest_framework.authtoken.models import Token
 
 
 class ProviderIdentity(models.Model):
@@ -87,3 +88,24 @@ class Session(AbstractBaseSession):
     def get_session_store_class(cls):
         """Return the store SESSION_ENGINE names (identity.sessions'), as SessionMiddleware loads it."""
         return import_string(f"{settings.SESSION_ENGINE}.SessionStore")
+
+
+class TokenLifetime(models.Model):
+    """An API token's own expiry (else its issue time plus TOKEN_DAYS) and its revocation.
+
+    DRF's tokens carry the key; this row carries when it stops working (identity.tokens reads it).
+    Tokens without a row (made by `drf_create_token` or the admin) expire by the setting alone, so
+    shortening TOKEN_DAYS shortens every such token at once. The table kept its name when the model
+    moved from capacity (identity migration 0007).
+    """
+
+    token = models.OneToOneField(Token, on_delete=models.CASCADE, primary_key=True, related_name="lifetime")
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: issued + TOKEN_DAYS.")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=150, blank=True, help_text="Who revoked it, and how.")
+
+    class Meta:
+        db_table = "capacity_tokenlifetime"
+
+    def __str__(self) -> str:
+        return f"lifetime of {self.token.user}'s token"

@@ -5,9 +5,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from capacity import access as rules
 from capacity.services.release import release
-from capacity.services.tokens import token_refusal
 from config import access, actions
 from config.api.exceptions import classify
+from identity.tokens import token_refusal
 from inventory.errors import FilterError, IngestError
 
 

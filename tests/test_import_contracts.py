@@ -27,10 +27,10 @@ LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
-    ("capacity.apps", "capacity.services.tokens"): "AppConfig.ready: answers config.access (models)",
     ("capacity.apps", "capacity.placers.index"): "AppConfig.ready: registers the pool indexes' warm-up",
     ("capacity.apps", "capacity.services.release"): "AppConfig.ready: does config.actions' release (models)",
     ("identity.apps", "identity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
+    ("identity.apps", "identity.tokens"): "AppConfig.ready: answers config.access's token_refusal (models)",
     ("auditlog.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the sign-in retention job",
     ("auditlog.apps", "auditlog.retention"): "AppConfig.ready: retention imports models, not loaded yet",
     ("config.gunicorn.conf", "config.checks"): "gunicorn's on_starting: Django is set up inside the hook",
@@ -168,7 +168,8 @@ FORBIDDEN = [
     ("config", "inventory"),
     ("config", "webhooks"),
     ("config", "devtools"),
-    # Identity (SSO) sits beside capacity: it sets inventory's tenant memberships and nothing else.
+    # Identity (SSO, API tokens) sits beside capacity: it sets inventory's tenant memberships and
+    # keeps who holds which key, and books nothing.
     ("config", "identity"),
     ("inventory", "identity"),
     ("capacity", "identity"),

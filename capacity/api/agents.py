@@ -1,22 +1,19 @@
 """What a node's agent calls with the node's own credential: its assignments (and the node report,
-in nodes.py); and the operators' endpoint that issues a node its credential."""
+in nodes.py). The operators' endpoint that issues a node its credential is identity's
+(identity/token_api.py)."""
 
 from __future__ import annotations
 
 import time
 
 from django.db import connection
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from capacity.models.tokens import token_expiry
 from capacity.placement import INVALID_INPUT, CapacityError
 from capacity.services.assignments import assignments
-from capacity.services.tokens import issue_node_token, node_key_works, replaced_key_note
 from capacity.waits import SLOTS, WATCH, stopping
-from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
@@ -107,46 +104,3 @@ def _wait_seconds(raw: str | None) -> int:
             INVALID_INPUT, f"wait must be a whole number of seconds from 0 to {MAX_WAIT_SECONDS}"
         )
     return int(raw)
-
-
-class NodeTokenView(BerthAPIView):
-    """POST /api/v1/nodes/NODE/token: issue the node its own credential (operators); the key is shown once.
-
-    The node's previous key stops working at once: the answer says so when there was one.
-    """
-
-    permission_classes = [IsAuthenticated, IsOperator]
-
-    @extend_schema(
-        operation_id="nodes_token",
-        tags=["nodes"],
-        summary="Issue a node its own API credential (the previous key stops working at once)",
-        request=None,
-        responses={
-            200: inline_serializer(
-                "NodeToken",
-                {
-                    "key": serializers.CharField(),
-                    "user": serializers.CharField(),
-                    "expiresAt": serializers.DateTimeField(),
-                    "replaced": serializers.BooleanField(
-                        help_text="The node held a working key: it stopped working with this answer."
-                    ),
-                    "message": serializers.CharField(),
-                },
-            ),
-            **errors(401, 403, 404),
-        },
-    )
-    def post(self, request, name):
-        replaced = node_key_works(name)
-        token = issue_node_token(name)
-        return Response(
-            {
-                "key": token.key,
-                "user": token.user.get_username(),
-                "expiresAt": token_expiry(token),
-                "replaced": replaced,
-                "message": replaced_key_note(name, replaced),
-            }
-        )

@@ -9,7 +9,6 @@ from . import (
     earliest_view,
     node_changelog,
     nodes,
-    tokens,
     views,
 )
 
@@ -21,7 +20,6 @@ urlpatterns = [
         views.ReleaseView.as_view(),
         name="api-reservation-release",
     ),
-    path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
     path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
@@ -45,5 +43,4 @@ urlpatterns = [
     ),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
     path("nodes/<str:name>/assignments", agents.AssignmentsView.as_view(), name="api-node-assignments"),
-    path("nodes/<str:name>/token", agents.NodeTokenView.as_view(), name="api-node-token"),
 ]

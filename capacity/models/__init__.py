@@ -8,7 +8,6 @@ from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
 from .series import Series
 from .shares import PoolShare
-from .tokens import TokenLifetime
 from .versions import PoolBookingVersion
 
 __all__ = [
@@ -31,5 +30,4 @@ __all__ = [
     "ReservationEvent",
     "ScalarClaim",
     "Series",
-    "TokenLifetime",
 ]

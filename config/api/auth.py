@@ -1,6 +1,7 @@
 """Who the caller is: token or session authentication, and the operators-only permission.
 
-The rules are an app's (config.access): config asks them, capacity.access answers.
+The rules are an app's (config.access): config asks them, capacity.access answers (identity.tokens
+whether a token is refused).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _read_token(model, key: str):
 def _token_statement(model) -> tuple[str, list]:
     """Return the statement reading a token, its user, its lifetime row and the user's rules; its parts."""
     user_model = model._meta.get_field("user").related_model
-    lifetime = model._meta.get_field("lifetime")  # the row capacity keeps beside each token
+    lifetime = model._meta.get_field("lifetime")  # the row identity keeps beside each token
     parts = [(model, "t"), (user_model, "u"), (lifetime.related_model, "l")]
     columns = ", ".join(f"{a}.{f.column}" for m, a in parts for f in m._meta.concrete_fields)
     pk = model._meta.pk.column

@@ -36,8 +36,8 @@ from django.utils import timezone
 from capacity.audit import booking_drift
 from capacity.models import Quota
 from capacity.models.quota import DEFAULT_RESOURCE
-from capacity.services.tokens import issue_token
 from devtools.bench.placements import _pct
+from identity.tokens import issue_token
 from inventory.models import Node, Pool, Tenant
 
 MAX_CLIENTS = 256

@@ -33,10 +33,10 @@ from capacity.models import Allocation, DeviceBooking, PoolPolicy, Quota, Reserv
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.rollups import refresh_rollups
 from capacity.services import lookups
-from capacity.services.tokens import issue_token
 from devtools.bench.load import Tally, _Client, _figures, _timed, served
 from devtools.bench.placements import _build_nodes
 from devtools.bench.policy_check import _server
+from identity.tokens import issue_token
 from inventory.models import Node, Pool, Site, Tenant
 from policy.pool_policy import set_policy
 

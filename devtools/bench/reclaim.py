@@ -26,9 +26,9 @@ from capacity.models import PoolPolicy, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import IDLE
 from capacity.rollups import refresh_rollups
-from capacity.services.tokens import issue_node_token, issue_token
 from devtools.bench.load import LoadError, check_bounds, served
 from devtools.bench.placements import _pct
+from identity.tokens import issue_node_token, issue_token
 from inventory.models import Device, Node, Pool, Site, Tenant
 
 POOL, NODE, OWNER, SPOT = "bench-lend", "bench-lend-a", "bench-owner", "bench-spot"

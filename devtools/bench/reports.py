@@ -19,8 +19,8 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.test import Client
 
-from capacity.services.tokens import issue_node_token
 from devtools.bench.placements import _pct
+from identity.tokens import issue_node_token
 from inventory.models import Device, Node, Pool, PoolGeneration, Site
 
 BOX = Path(__file__).resolve().parents[2] / "tests" / "agent" / "fixtures" / "h100-8"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from agent_helpers import FIXTURES, NodeAgent, fake_smi
 
-from capacity.services.tokens import issue_node_token
 from capacity.waits import WATCH
+from identity.tokens import issue_node_token
 
 
 @pytest.fixture

@@ -271,7 +271,7 @@ def people_token(username: str, *, operator: bool = False) -> str:
     """Return a person's key: a tenant user of acme, or an operator."""
     from django.contrib.auth.models import Group, User
 
-    from capacity.services.tokens import issue_token
+    from identity.tokens import issue_token
     from inventory.models import Tenant
 
     user = User.objects.create_user(username=username)
@@ -341,7 +341,7 @@ def test_a_200_that_is_not_berths_answer_to_a_report_is_said_so(node_agent, answ
 
 
 def test_a_running_agent_whose_key_is_replaced_says_so_and_takes_the_new_key_from_its_file(node_agent):
-    from capacity.services.tokens import issue_node_token
+    from identity.tokens import issue_node_token
 
     agent = node_agent("gpu-h100", "h100-8")
     running = agent.start("--interval", "1", "--wait", "2", "--verbose")

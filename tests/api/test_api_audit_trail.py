@@ -127,7 +127,7 @@ def test_quota_changes_in_the_admin_are_recorded_in_its_transaction(as_operator,
 
 
 def test_api_tokens_issued_and_revoked_are_recorded_without_their_key(as_operator, acme, client_for):
-    from capacity.services.tokens import issue_token
+    from identity.tokens import issue_token
 
     key = issue_token(acme, days=30).key
     client = client_for(acme)

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from capacity.services.tokens import issue_node_token
 from capacity.waits import SLOTS, WATCH
 from config.stopping import STOPPING
+from identity.tokens import issue_node_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

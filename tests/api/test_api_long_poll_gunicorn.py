@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 
 from databases import this_database_url
 

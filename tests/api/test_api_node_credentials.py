@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from capacity.services.tokens import issue_node_token, revoke_token
+from identity.tokens import issue_node_token, revoke_token
 from inventory.models import NodeLabel
 
 

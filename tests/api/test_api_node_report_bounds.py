@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from inventory.models import Device, DeviceSample
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "inventory"))

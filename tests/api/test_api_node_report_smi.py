@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from inventory.models import Device, DeviceLink, Node, NodeImageCache, NodeReport, PoolGeneration
 
 SAMPLE = Path(__file__).parents[1] / "inventory" / "fleet_samples" / "dgx-h100-01"

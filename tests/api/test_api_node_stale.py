@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from inventory import services as inventory
 from inventory.models import NodeReport
 

@@ -11,8 +11,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from capacity import services
-from capacity.services.tokens import issue_node_token
 from capacity.waits import WATCH
+from identity.tokens import issue_node_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

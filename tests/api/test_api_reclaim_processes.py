@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from capacity.models import PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from inventory.models import DeviceSample
 
 

@@ -100,7 +100,7 @@ def fleet(make_node, site, tenant, other_tenant):
 @pytest.fixture
 def callers(fleet, operator, acme):
     """The three kinds of caller, by their Authorization header: an operator, a tenant, a node."""
-    from capacity.services.tokens import issue_node_token
+    from identity.tokens import issue_node_token
 
     return {
         "operator": f"Token {operator.auth_token.key}",

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from capacity.models import TokenLifetime
+from identity.models import TokenLifetime
 
 
 def refused(response):

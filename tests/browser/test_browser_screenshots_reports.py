@@ -21,7 +21,7 @@ def test_screenshot_of_a_node_its_agent_reported(login, demo, shots, tmp_path):
     import subprocess
     import sys
 
-    from capacity.services.tokens import issue_node_token
+    from identity.tokens import issue_node_token
     from inventory.models import Node, Pool
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))

@@ -159,7 +159,7 @@ def _stack(monkeypatch, tmp_path, replica: bool):
 _PLAN = """
 import json
 from django.contrib.auth.models import User
-from capacity.services.tokens import issue_token
+from identity.tokens import issue_token
 from devtools.bench.load import plan
 p = plan()
 operator = issue_token(User.objects.get(username="load-reader"), days=1).key

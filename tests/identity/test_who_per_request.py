@@ -72,7 +72,7 @@ def _signed_in(user) -> Client:
 
 
 def _token(user) -> str:
-    from capacity.services.tokens import issue_token
+    from identity.tokens import issue_token
 
     return issue_token(user).key
 
@@ -184,7 +184,7 @@ def test_a_demoted_operator_loses_operator_access_on_the_next_request(olga, oper
 def test_a_revoked_token_is_refused_on_the_next_request(alice):
     from rest_framework.authtoken.models import Token
 
-    from capacity.services.tokens import revoke_token
+    from identity.tokens import revoke_token
 
     key = _token(alice)
     assert Client().get("/api/v1/who", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200

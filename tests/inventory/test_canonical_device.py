@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 from smi_xml import gpu_uuid, smi_xml
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from inventory.canonical import gpu_model, marketed_gib
 from inventory.fleet import FleetOptions, import_fleet
 from inventory.fleet_files import NodeFiles

@@ -326,7 +326,7 @@ def test_a_node_whose_devices_are_all_unusable_says_so_beside_its_state(op, lab)
 def test_operators_see_when_the_agent_last_reported_and_the_images_it_holds(op, alice, lab):
     from rest_framework.test import APIClient
 
-    from capacity.services.tokens import issue_node_token
+    from identity.tokens import issue_node_token
 
     assert "none yet (known from fleet import or by hand)" in op.get("/nodes/node-a/").text
     agent = APIClient()

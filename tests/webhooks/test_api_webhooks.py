@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from capacity.services.tokens import issue_node_token
+from identity.tokens import issue_node_token
 from webhooks.deliver import run_once
 
 

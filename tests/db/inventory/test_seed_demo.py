@@ -110,7 +110,7 @@ def test_seeding_again_keeps_what_operators_and_tenants_changed_and_audits_nothi
 
     from capacity import services
     from capacity.models import MaintenanceWindow, Quota, Reservation
-    from capacity.services.tokens import issue_token
+    from identity.tokens import issue_token
     from inventory import services as inventory
     from inventory.models import Tenant
     from maintenance import windows

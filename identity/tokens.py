@@ -1,20 +1,52 @@
-"""API tokens: issue one with an expiry, revoke, and say why a presented token no longer works."""
+"""API tokens: issue one with an expiry, revoke, and say why a presented token no longer works.
+
+Who holds a key is who-is-who, so tokens are identity's, beside sign-in and sessions, not capacity's
+(which books): a node's own credential is the user "node.<name>" (identity.backends.NODE_USER_PREFIX,
+which capacity.access reads the same way). Nothing here books, so identity still never imports
+capacity; its AppConfig answers config.access's `token_refusal`, which config's token check asks.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from capacity.access import NODE_USER_PREFIX
-from capacity.models.tokens import TokenLifetime, token_expiry, token_revoked_at
-from capacity.placement import NOT_FOUND, CapacityError
+from config.errors import NOT_FOUND, BerthError
+from identity.backends import NODE_USER_PREFIX
+from identity.models import TokenLifetime
 from inventory.models import Node
 from trail.record import record
+
+
+class TokenError(BerthError):
+    """Refuse a token request with a stable code (config.errors): the API and the commands say it."""
+
+
+def token_expiry(token: Token) -> datetime:
+    """Return when this token stops working unless revoked first."""
+    lifetime = token.lifetime if _has_lifetime(token) else None
+    if lifetime is not None and lifetime.expires_at is not None:
+        return lifetime.expires_at
+    return token.created + timedelta(days=settings.TOKEN_DAYS)
+
+
+def token_revoked_at(token: Token) -> datetime | None:
+    """Return when the token was revoked, or None."""
+    return token.lifetime.revoked_at if _has_lifetime(token) else None
+
+
+def _has_lifetime(token: Token) -> bool:
+    try:
+        token.lifetime  # noqa: B018  (a missing reverse one-to-one raises)
+    except TokenLifetime.DoesNotExist:
+        return False
+    return True
 
 
 def issue_token(user: AbstractBaseUser, days: int | None = None, now: datetime | None = None) -> Token:
@@ -41,7 +73,7 @@ def issue_node_token(node_name: str, days: int | None = None, now: datetime | No
     read its assignments (capacity.access). Raise NOT_FOUND for an unknown node.
     """
     if not Node.objects.filter(name=node_name).exists():
-        raise CapacityError(NOT_FOUND, f"no node {node_name}")
+        raise TokenError(NOT_FOUND, f"no node {node_name}")
     username = f"{NODE_USER_PREFIX}{node_name}"
     user = get_user_model().objects.filter(username=username).first()
     if user is None:

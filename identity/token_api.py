@@ -1,4 +1,4 @@
-"""The API's own token endpoint: a caller revokes the token it holds."""
+"""The API's token endpoints: a caller revokes the token it holds; an operator issues a node its credential."""
 
 from __future__ import annotations
 
@@ -8,12 +8,21 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.services.tokens import revoke_token
+from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+from config.errors import INVALID_INPUT
+from identity.tokens import (
+    TokenError,
+    issue_node_token,
+    node_key_works,
+    replaced_key_note,
+    revoke_token,
+    token_expiry,
+)
 
 
 class RevokeOwnTokenView(BerthAPIView):
@@ -39,7 +48,7 @@ class RevokeOwnTokenView(BerthAPIView):
         data = request.data
         if not isinstance(data, Mapping) or data:
             field = next(iter(data), None) if isinstance(data, Mapping) else None
-            raise CapacityError(
+            raise TokenError(
                 INVALID_INPUT,
                 f"{field} is not a known field (token/revoke takes none: it revokes your own token)"
                 if field is not None
@@ -54,3 +63,46 @@ class RevokeOwnTokenView(BerthAPIView):
             raise NotFound("you have no API token")
         revoked_at = revoke_token(token, by=f"{request.user.get_username()} (API)")
         return Response({"revokedAt": revoked_at.isoformat().replace("+00:00", "Z")})
+
+
+class NodeTokenView(BerthAPIView):
+    """POST /api/v1/nodes/NODE/token: issue the node its own credential (operators); the key is shown once.
+
+    The node's previous key stops working at once: the answer says so when there was one.
+    """
+
+    permission_classes = [IsAuthenticated, IsOperator]
+
+    @extend_schema(
+        operation_id="nodes_token",
+        tags=["nodes"],
+        summary="Issue a node its own API credential (the previous key stops working at once)",
+        request=None,
+        responses={
+            200: inline_serializer(
+                "NodeToken",
+                {
+                    "key": serializers.CharField(),
+                    "user": serializers.CharField(),
+                    "expiresAt": serializers.DateTimeField(),
+                    "replaced": serializers.BooleanField(
+                        help_text="The node held a working key: it stopped working with this answer."
+                    ),
+                    "message": serializers.CharField(),
+                },
+            ),
+            **errors(401, 403, 404),
+        },
+    )
+    def post(self, request, name):
+        replaced = node_key_works(name)
+        token = issue_node_token(name)
+        return Response(
+            {
+                "key": token.key,
+                "user": token.user.get_username(),
+                "expiresAt": token_expiry(token),
+                "replaced": replaced,
+                "message": replaced_key_note(name, replaced),
+            }
+        )

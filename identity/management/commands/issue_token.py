@@ -5,12 +5,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
 
-from capacity.management.base import BerthCommand, refused
-from capacity.models.tokens import token_expiry
-from capacity.services.tokens import issue_node_token, issue_token, node_key_works, replaced_key_note
+from identity.management.command import TokenCommand, refused
+from identity.tokens import issue_node_token, issue_token, node_key_works, replaced_key_note, token_expiry
 
 
-class Command(BerthCommand):
+class Command(TokenCommand):
     help = (
         "Issue a new API token for USER, or with --node NODE the node's own credential (it may only "
         "report for that node and read its assignments); the old one stops working. Prints the key. "

@@ -5,11 +5,11 @@ from typing import Any
 from django.core.management.base import CommandParser
 from rest_framework.authtoken.models import Token
 
-from capacity.management.base import BerthCommand, os_user, refused
-from capacity.services.tokens import revoke_token
+from identity.management.command import TokenCommand, os_user, refused
+from identity.tokens import revoke_token
 
 
-class Command(BerthCommand):
+class Command(TokenCommand):
     help = "Revoke the API token of each USER (or of --key KEY). Revoking twice is fine."
 
     def add_arguments(self, parser: CommandParser) -> None:

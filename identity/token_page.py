@@ -6,9 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
-from capacity.models.tokens import token_expiry
-from capacity.services.tokens import issue_token, revoke_token, token_refusal
 from config.web import login_required, page
+from identity.tokens import issue_token, revoke_token, token_expiry, token_refusal
 
 
 @require_http_methods(["GET", "POST"])
@@ -36,4 +35,4 @@ def api_token(request: HttpRequest) -> HttpResponse:
         "expires_at": token_expiry(token) if token is not None else None,
         "refusal": token_refusal(token) if token is not None else None,
     }
-    return page(request, "capacity/api_token.html", context)
+    return page(request, "identity/api_token.html", context)
