@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("capacity", "0044_pool_rule"),
+        ("capacity", "0046_move_token_models"),
     ]
 
     operations = [
