@@ -331,7 +331,7 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "maintenance": (83, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).
-    "whatif": (50, ()),
+    "whatif": (48, ()),
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).

@@ -11,7 +11,7 @@ from typing import Any
 from capacity.access import EVERYONE, Scope
 from capacity.db.literals import to_datetime
 from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, Plan, Window
-from capacity.placers.horizon import find_earliest, plan_if_it_fits
+from capacity.placers.horizon_reads import find_earliest, plan_if_it_fits
 from capacity.placers.planning import Planner
 from capacity.placers.types import PlacerConfig
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from capacity.placement import PlacementRequest, Window, format_selector
 from capacity.placement.reasons import nodes_phrase
-from capacity.placers.horizon import find_earliest
+from capacity.placers.horizon_reads import find_earliest
 from capacity.placers.index import PoolIndex, Used, pool_index, views_for
 from capacity.placers.lease_reads import iso_minute
 from capacity.placers.loader import PoolRow

@@ -291,7 +291,7 @@ def test_a_gpu_booked_whole_before_it_was_split_and_a_later_slice_booking_block_
     from capacity.db.literals import to_datetime
     from capacity.models import Allocation, DeviceBooking
     from capacity.placement import Window
-    from capacity.placers.horizon import read_horizon
+    from capacity.placers.horizon_reads import read_horizon
     from capacity.placers.index import pool_index
     from capacity.placers.loader import load_pool
     from inventory.models import Device
