@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import psycopg
-from django.db import DatabaseError, connection
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from psycopg import pq
 
 # psycopg keeps a statement's parsed form (where its %(name)s placeholders are) only for statements
@@ -60,14 +60,17 @@ def prepared_cursor(*, binary: bool = False, numbered: bool = False):
     ledger read of a full bench pool, 5,442 bookings and 4,128 claims: 12.9 → 11.2 ms).
     `numbered` takes statements with $1, $2, ... placeholders (a `Numbered`'s) and a list of values.
     """
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    raw = (psycopg.RawCursor if numbered else psycopg.Cursor)(connection.connection)
+    # `connection` is a proxy that finds this thread's connection at every attribute: once here
+    # instead of five times (four cursors a placement, 3 µs each time).
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    raw = (psycopg.RawCursor if numbered else psycopg.Cursor)(db.connection)
     if binary:
         raw.format = pq.Format.BINARY
-    if connection.queries_logged:
-        return connection.make_debug_cursor(raw)
-    return connection.make_cursor(raw)
+    if db.queries_logged:
+        return db.make_debug_cursor(raw)
+    return db.make_cursor(raw)
 
 
 class Listener:

@@ -133,8 +133,10 @@ WITH labels AS (
   RETURNING resource
 ), placed AS (
   -- The reservation row is this transaction's own (new, or locked by the retry), so this takes no
-  -- lock out of order.
-  UPDATE capacity_reservation SET status = 'placed', conditions = '[]'::jsonb, updated_at = %(now)s::timestamptz
+  -- lock out of order. Never before its creation, as migration 0021's trigger would make it (then
+  -- with nothing to do).
+  UPDATE capacity_reservation SET status = 'placed', conditions = '[]'::jsonb,
+         updated_at = greatest(%(now)s::timestamptz, created_at)
    WHERE id = %(mark_placed)s::bigint
      AND (SELECT count(*) FROM claimed) = cardinality(%(claim_names)s::text[])
      AND (SELECT count(*) FROM booked) = cardinality(%(booked)s::bigint[])

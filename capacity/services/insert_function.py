@@ -63,7 +63,8 @@ class Function:
         # First, who acts and in which request, for the reservation trigger (trail.context.stamp), as
         # transaction settings: the rest of the caller's transaction, or this call's own, keeps them.
         names = "set_config('berth.actor', a_actor, true), set_config('berth.request_id', a_request_id, true)"
-        body = f"#variable_conflict use_column\nBEGIN\n  PERFORM {names};\n  PERFORM ({lock.removeprefix('SELECT ').strip()});\n  RETURN QUERY {insert.strip()};\nEND"
+        # One PERFORM (one executor run, not two): the settings, then the lock, left to right.
+        body = f"#variable_conflict use_column\nBEGIN\n  PERFORM {names}, ({lock.removeprefix('SELECT ').strip()});\n  RETURN QUERY {insert.strip()};\nEND"
         arguments = ", ".join(f"a_{name} {kind}" for name, kind in ARGUMENTS)
         digest = hashlib.sha256(f"{arguments}|{RESULT}|{body}".encode()).hexdigest()[:12]
         self.name = f"{prefix}_{digest}"
