@@ -134,6 +134,6 @@ CREATE TRIGGER capacity_reservation_changed_after_created BEFORE INSERT OR UPDAT
 
 
 class Migration(migrations.Migration):
-    dependencies = [("capacity", "0044_pool_rule")]
+    dependencies = [("capacity", "0047_booked_hours_to_usage")]
 
     operations = [migrations.RunSQL(FORWARD, BACKWARD)]
