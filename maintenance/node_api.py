@@ -1,9 +1,9 @@
 """Taking a node out of service from the API: cordon, uncordon, maintenance mode and drain.
 
 POST /api/v1/nodes/{name}/cordon, /uncordon, /maintenance and /drain, operators only, among
-capacity's node actions (the same schema helpers, the `nodes` tag): inventory changes the node,
-and BookingRepair moves what an unusable node holds as the change commits; drain moves what has
-not started itself (maintenance.drain) and lists what runs until when.
+capacity's node actions (the same schema helpers, the `nodes` tag): inventory changes the node
+(in maintenance it is unusable: BookingRepair moves what it holds as the change commits); drain
+moves what has not started itself (maintenance.drain) and lists what runs until when.
 """
 
 from __future__ import annotations
