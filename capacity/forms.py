@@ -17,7 +17,6 @@ from . import services
 from .models import Reservation
 from .placement import CapacityError
 from .placement.fields import DAYS, MAX_OCCURRENCES, MAX_SPAN_DAYS, request_body
-from .services.drain import DrainResult, drain
 
 # Where a service message names a field ("devices[0].count must …"), the form field it belongs to.
 # First match wins, so longer prefixes come first.
@@ -403,7 +402,10 @@ class TimelineForm(forms.Form):
 
 
 class DrainForm(forms.Form):
-    """Drain a node from its page: why (optional, shown to operators while the node drains)."""
+    """Drain a node from its page: why (optional, shown to operators while the node drains).
+
+    The node page draws it; the maintenance app's view drains with it (maintenance.pages, node_drain).
+    """
 
     # No max_length (and so no maxlength attribute a browser would cut a paste at, silently): the
     # drain refuses a reason past 200 characters and the form shows why, next to the field.
@@ -413,13 +415,3 @@ class DrainForm(forms.Form):
         label="Reason",
         widget=forms.TextInput(attrs={"placeholder": "optional, e.g. fan replacement", "size": 28}),
     )
-
-    def drain(self, node_name: str) -> DrainResult | None:
-        """Drain the node; return the DrainResult, or None with the refusal next to its field."""
-        if not self.is_valid():
-            return None
-        try:
-            return drain(node_name, reason=self.cleaned_data["reason"])
-        except CapacityError as err:
-            self.add_error("reason" if err.message.startswith("reason ") else None, err.message)
-            return None

@@ -114,7 +114,7 @@ FACE = {
         "ReservationEvent",
         "Series",
     ),
-    # What the maintenance app's windows move bookings with (capacity's repair, as drain moves them),
+    # What the maintenance app's windows and drain move bookings with (capacity's repair),
     # the condition they tell bookings by and the words of the window's span (the placement core's).
     "capacity.services.repair": ("register_repair_condition", "repair_reservation", "wake_worker"),
     "capacity.placement.maintenance": ("stamp",),
@@ -155,6 +155,10 @@ FACE = {
     "capacity.db.retry": ("retry_on_conflict",),
     "capacity.render": ("ReservationSerializer", "node_detail", "render_reservation", "render_reservations"),
     "capacity.views.common": ("visible_node",),
+    # Taking a node out of service (the maintenance app's cordon, uncordon, maintenance mode and
+    # drain): capacity's node actions' API base and schema, and the node page's drain form.
+    "capacity.api.nodes": ("OperatorView", "action_body", "action_schema", "body_text"),
+    "capacity.forms": ("DrainForm",),
     # The maintenance windows' panel on the pool and node pages, the pages that answer its forms and
     # the pool's chart it redraws.
     "capacity.views.pools": ("pool_page",),

@@ -14,7 +14,7 @@ urlpatterns = [
     # Maintenance windows from the pool and node pages: the maintenance app's (maintenance/urls.py).
     path("pools/<slug:slug>/slurm/", views.pool_section, {"name": "slurm"}, name="pool-slurm"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
-    path("nodes/<str:name>/actions/drain/", views.node_drain, name="node-drain"),
+    # Drain from the node page: the maintenance app's (maintenance/urls.py, included ahead of these).
     path("nodes/<str:name>/history/", views.node_history_page, name="node-history"),
     path("nodes/<str:name>/actions/<slug:action>/", views.node_action, name="node-action"),
     path("nodes/<str:name>/row/<slug:action>/", views.node_row_action, name="node-row-action"),

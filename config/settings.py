@@ -272,7 +272,7 @@ SPECTACULAR_SETTINGS = {
     ],
     # A node's state in the node lists and a drain's state share the field name `state`.
     "ENUM_NAME_OVERRIDES": {
-        "DrainStateEnum": "capacity.api.drain.DRAIN_STATES",
+        "DrainStateEnum": "maintenance.node_api.DRAIN_STATES",
         "MaintenanceWindowStateEnum": "maintenance.api.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
         "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",

@@ -24,9 +24,10 @@ urlpatterns = [
     # Ahead of django.contrib.auth.urls (in inventory.urls): password reset only with mail.
     path("accounts/", include("config.accounts")),
     path("", include("inventory.urls")),
+    # Ahead of capacity's node actions (nodes/<name>/actions/<action>/): the drain is maintenance's.
+    path("", include("maintenance.urls")),
     path("", include("capacity.urls")),
     path("", include("series.urls")),
-    path("", include("maintenance.urls")),
     path("", include("metrics.urls")),
     path("", include("policy.urls")),
     path("", include("auditlog.page_urls")),

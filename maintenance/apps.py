@@ -2,9 +2,11 @@ from django.apps import AppConfig
 
 
 class MaintenanceConfig(AppConfig):
-    """Maintenance windows planned ahead: scheduled and cancelled by operators (the API, the pages,
-    the command, the Slurm bridge), started and ended by the worker, told to the bookings they take
-    GPUs from. Capacity keeps the tables and moves the bookings; this app plugs into it."""
+    """Taking nodes out of service: cordon, uncordon, maintenance mode and drain (the API, the node
+    page's drain, the cordon, uncordon and drain commands), and maintenance windows planned ahead:
+    scheduled and cancelled by operators (the API, the pages, the command, the Slurm bridge), started
+    and ended by the worker, told to the bookings they take GPUs from. Capacity keeps the tables,
+    the node page and moves the bookings; this app plugs into it."""
 
     name = "maintenance"
     default_auto_field = "django.db.models.BigAutoField"

@@ -1,11 +1,13 @@
-"""Maintenance windows on the node and pool pages: see them; operators schedule and cancel them.
+"""Taking nodes out of service on the pages: maintenance windows seen, scheduled and cancelled on
+the node and pool pages, and a node drained from its page.
 
-The section is a panel of capacity's pages (capacity.views.pool_sections, Panel, registered in
+The windows section is a panel of capacity's pages (capacity.views.pool_sections, Panel, registered in
 maintenance.apps), kept with the page's other fragments, under the pool's booking version: a window
 scheduled or deleted bumps it (capacity 0040), which renews the section, the node's timeline and
 the pool's chart at the commit; a window starting or ending ends the kept section's life then.
 Schedule and cancel go through maintenance.windows as the API and the command do (audit, notices,
-moves included); the views below answer the forms with capacity's pages.
+moves included), a drain through maintenance.drain; the views below answer the forms with
+capacity's pages (the drain form and its result are in the node page's State panel).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.views.decorators.http import require_POST
 
 from capacity.port import (
     CapacityError,
+    DrainForm,
     MaintenanceWindowNode,
     Panel,
     is_operator,
@@ -37,6 +40,7 @@ from config.web import operator_required, page, wants_partial
 from inventory.models import Node
 
 from . import windows as maintenance
+from .drain import DrainResult, drain
 from .forms import WindowForm
 from .windows import Scheduled
 
@@ -232,3 +236,31 @@ def node_window_delete(request: HttpRequest, name: str, pk: int) -> HttpResponse
     node = visible_node(request.user, name)
     error = cancel_window(pk)
     return _node_answer(request, node.name, 404 if error else 200, error=error)
+
+
+def drained(form: DrainForm, node_name: str) -> DrainResult | None:
+    """Drain the node with the form's reason; return the DrainResult, or None with the refusal next to
+    its field."""
+    if not form.is_valid():
+        return None
+    try:
+        return drain(node_name, reason=form.cleaned_data["reason"])
+    except CapacityError as err:
+        form.add_error("reason" if err.message.startswith("reason ") else None, err.message)
+        return None
+
+
+@require_POST
+@operator_required
+def node_drain(request: HttpRequest, name: str) -> HttpResponse:
+    """Drain a node from its page, and show what the drain did: moved, found no room, runs until when.
+
+    The answer is the page with the result (htmx: all of it below the navigation, since the grid
+    and the timeline change too), not a redirect: the result is read once. Posting again moves
+    nothing twice: what had not started has already moved.
+    """
+    node = visible_node(request.user, name)
+    form = DrainForm(request.POST, prefix="drain")
+    result = drained(form, node.name)
+    extra = {"drain_result": result, **({} if result is not None else {"drain_form": form})}
+    return node_page(request, node.name, extra=extra)

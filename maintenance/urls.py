@@ -1,4 +1,5 @@
-"""Browser URLs: maintenance windows scheduled and cancelled from the pool and node pages."""
+"""Browser URLs: maintenance windows scheduled and cancelled from the pool and node pages, a node drained
+from its page (config/urls.py includes these ahead of capacity's node actions)."""
 
 from django.urls import path
 
@@ -13,4 +14,5 @@ urlpatterns = [
     path(
         "nodes/<str:name>/maintenance/<int:pk>/delete/", pages.node_window_delete, name="node-window-delete"
     ),
+    path("nodes/<str:name>/actions/drain/", pages.node_drain, name="node-drain"),
 ]

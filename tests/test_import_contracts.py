@@ -326,8 +326,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # and the maintenance windows a hand-made Slurm reservation becomes (the maintenance app's:
     # scheduling one may move bookings off its nodes, placement).
     "slurm": (75, ("maintenance",)),
-    # The maintenance windows: the models, the repair that moves bookings off a window's nodes
-    # (placement), and the pool and node pages its panel is drawn on and its forms answer with.
+    # Taking nodes out of service: the models, the repair that moves bookings off a window's or a
+    # drain's nodes (placement), the pool and node pages its panel and drain are drawn on and its forms
+    # answer with, and the node actions' API base and the node as the API shows it (cordon, drain).
     "maintenance": (83, ()),
     # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
     # the planner's reads of the pool (13 with the database helpers) and the models (11).

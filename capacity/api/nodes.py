@@ -1,4 +1,7 @@
-"""Nodes: list and detail, operator actions (cordon, maintenance, taints, dedication, labels), ingestion.
+"""Nodes: list and detail, operator actions (taints, dedication, labels), ingestion.
+
+Cordon, uncordon, maintenance mode and drain take a node out of service: the maintenance app's
+(maintenance/node_api.py), built on OperatorView and action_schema below through capacity.port.
 
 Who sees which nodes: operators see every node; a tenant user sees the nodes of the pools its
 tenants may use (services.pools_for), read-only. Actions and ingestion need an operator (403).
@@ -29,7 +32,6 @@ from inventory import services as inventory
 from inventory.api.serializers import (
     DedicateInputSerializer,
     LabelInputSerializer,
-    MaintenanceInputSerializer,
     NodeDetailSerializer,
     NodeReportInputSerializer,
     NodeSummarySerializer,
@@ -196,36 +198,6 @@ def action_schema(operation_id: str, summary: str, request: Any = None, **kw: An
         },
         **kw,
     )
-
-
-class CordonView(OperatorView):
-    @action_schema("nodes_cordon", "Cordon a node: no new placements; what runs stays", ReasonInputSerializer)
-    def post(self, request, name):
-        data = action_body(request.data, ("reason",))
-        inventory.cordon(name, reason=reason(data))
-        return Response(node_detail(name))
-
-
-class UncordonView(OperatorView):
-    @action_schema("nodes_uncordon", "Uncordon a node (ending a drain)", ReasonInputSerializer)
-    def post(self, request, name):
-        data = action_body(request.data, ("reason",))
-        inventory.uncordon(name, reason=reason(data))
-        return Response(node_detail(name))
-
-
-class MaintenanceView(OperatorView):
-    @action_schema(
-        "nodes_maintenance",
-        "Put a node in maintenance ({on: true}) or take it out",
-        MaintenanceInputSerializer,
-    )
-    def post(self, request, name):
-        data = action_body(request.data, ("on", "reason"))
-        if not isinstance(data.get("on"), bool):
-            raise InventoryError("INVALID_INPUT", "on must be true or false")
-        inventory.set_maintenance(name, data["on"], reason=reason(data))
-        return Response(node_detail(name))
 
 
 class TaintsView(OperatorView):

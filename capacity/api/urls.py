@@ -5,7 +5,6 @@ from django.urls import path
 from . import (
     agents,
     devices,
-    drain,
     earliest_view,
     node_changelog,
     nodes,
@@ -27,11 +26,8 @@ urlpatterns = [
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),
     path("nodes/<str:name>", nodes.NodeView.as_view(), name="api-node"),
-    path("nodes/<str:name>/cordon", nodes.CordonView.as_view(), name="api-node-cordon"),
-    path("nodes/<str:name>/uncordon", nodes.UncordonView.as_view(), name="api-node-uncordon"),
-    path("nodes/<str:name>/drain", drain.DrainView.as_view(), name="api-node-drain"),
+    # Cordon, uncordon, drain and maintenance mode: the maintenance app's (maintenance/api_urls.py).
     path("nodes/<str:name>/history", node_changelog.NodeHistoryView.as_view(), name="api-node-history"),
-    path("nodes/<str:name>/maintenance", nodes.MaintenanceView.as_view(), name="api-node-maintenance"),
     path("nodes/<str:name>/taints", nodes.TaintsView.as_view(), name="api-node-taints"),
     path("nodes/<str:name>/taints/<path:key>", nodes.TaintView.as_view(), name="api-node-taint"),
     path("nodes/<str:name>/dedicate", nodes.DedicateView.as_view(), name="api-node-dedicate"),

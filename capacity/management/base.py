@@ -1,4 +1,4 @@
-"""What the reserve, preview, release, cordon and uncordon commands share.
+"""What the reserve, preview and release commands share.
 
 The commands act as an operator (every tenant's scope) and call the same services as the API; with
 --json they print what the API answers. Exit codes: 0 done (a pending reservation is not a

@@ -1,7 +1,7 @@
 """The one way into capacity for views, the API, the CLI, the port and the worker: names only.
 
 Each use case lives in a module of its own (prepare, reserve, placing, release, preview, earliest_start,
-hints, repair, drain, ...); this face gathers the names callers use. It loads nothing until a name is
+hints, repair, ...); this face gathers the names callers use. It loads nothing until a name is
 asked (config.face): `from capacity.services import release` loads the release use case, not them all.
 """
 

@@ -16,8 +16,9 @@ reshaped a booked GPU; capacity.services.misshapen, what check_capacity reports)
 same way. Whole-node leases are repaired only when their node becomes unusable: a
 lease holds its node as it is, broken GPUs included.
 
-Drain uses the same path to move bookings that have not started off a node; one that found no
-room is tried again with the rest. An app that keeps a condition of its own true as bookings move
+Drain (the maintenance app's, through capacity.port) uses the same path to move bookings that have
+not started off a node; one that found no room is tried again with the rest. What an operator's
+action on the node page moved off (maintenance, a NoExecute taint) is read here too (moves_since). An app that keeps a condition of its own true as bookings move
 (the maintenance app's MaintenanceScheduled) registers a hook here (`register_repair_condition`),
 called in each repair's transaction.
 """
@@ -47,7 +48,7 @@ from capacity.placers.inline import place
 from capacity.placers.lease import place_lease
 from capacity.placers.loader import PoolRow, load_pool
 from capacity.placers.types import Outcome, PlacerConfig
-from inventory.models import NodeLabel
+from inventory.models import Node, NodeLabel
 from trail.context import stamp as name_actor
 
 from .atoms import atoms_text
@@ -387,3 +388,48 @@ def _node_names(pool: PoolRow) -> list[str]:
 
 def _label(node: str, key: str) -> str | None:
     return NodeLabel.objects.filter(node__name=node, key=key).values_list("value", flat=True).first()
+
+
+@dataclass
+class Moves:
+    """What an operator action moved off a node: reservations moved, and those that found no room."""
+
+    node: str
+    moved: list[int] = dataclasses.field(default_factory=list)
+    waiting: list[int] = dataclasses.field(default_factory=list)
+    left: int = 0  # still on the node for the worker to move (past the request's bound)
+
+
+def live_on(node_name: str, now: datetime | None = None) -> set[int]:
+    """Return the reservations with a live allocation (running or later) on a node."""
+    now = now or timezone.now()
+    return set(
+        Allocation.objects.filter(node__name=node_name, released_at__isnull=True, ends_at__gt=now)
+        .exclude(reservation=None)
+        .values_list("reservation_id", flat=True)
+    )
+
+
+def moves_since(node_name: str, before: set[int], now: datetime | None = None) -> Moves:
+    """Return what left the node among `before` (live_on before an action) and what stays for want of room.
+
+    BookingRepair moves work off an unusable node as the action commits (maintenance, a NoExecute
+    taint, a device marked unhealthy); a reservation it could not move keeps a RepairPending condition.
+    """
+    still = live_on(node_name, now) & before
+    waiting = sorted(
+        Reservation.objects.filter(pk__in=still, conditions__contains=[{"type": REPAIR_PENDING}]).values_list(
+            "pk", flat=True
+        )
+    )
+    left = 0
+    if still - set(waiting):
+        node = Node.objects.get(name=node_name)
+        live = Allocation.objects.filter(
+            node=node, released_at__isnull=True, ends_at__gt=now or timezone.now()
+        )
+        on_node = set(live.values_list("pk", flat=True))
+        unusable = {pk for pk, found in broken([node.pool_id], now or timezone.now()).items()
+                    if any(a in on_node for a, _ in found)}  # fmt: skip
+        left = len((still - set(waiting)) & unusable)
+    return Moves(node_name, moved=sorted(before - still), waiting=waiting, left=left)

@@ -1,18 +1,21 @@
-"""Reading reservations: one the caller may see, the caller's list, their allocations, whether one awaits approval."""
+"""Reading reservations: one the caller may see, the caller's list, their allocations, whether one awaits
+approval; what is booked on a node and a drained node's state (the node page's readings)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import OuterRef, Subquery
+from django.db.models import Max, OuterRef, Subquery
+from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
-from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
+from capacity.models import Allocation, AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.models.reservations import AWAITING
 from capacity.placement import NOT_FOUND, CapacityError
-from inventory.models import Pool, Tenant
+from inventory.models import Node, Pool, Tenant
 
 
 def get(reservation_id: int | str, *, scope: Scope = EVERYONE) -> Reservation | AnyReservation:
@@ -117,3 +120,51 @@ def lent_notices(lenders: list[int]) -> dict[int, datetime | None]:
     with connection.cursor() as cur:
         cur.execute(_LENT_WORK_SQL, {"lenders": lenders})
         return {pk: datetime.fromisoformat(at) if at else None for pk, at in cur.fetchall()}
+
+
+def drain_state(node: Node, now: datetime | None = None) -> tuple[str, datetime | None] | None:
+    """Return ("draining", last end) or ("drained", None) for a node being drained, else None."""
+    if node.drain_started_at is None:
+        return None
+    now = now or timezone.now()
+    last = Allocation.objects.filter(node=node, released_at__isnull=True, ends_at__gt=now).aggregate(
+        last=Max("ends_at")
+    )["last"]
+    return ("draining", last) if last is not None else ("drained", None)
+
+
+def affected(node_name: str, now: datetime | None = None) -> tuple[int, int]:
+    """Return how many reservations run on a node now and how many are booked on it later."""
+    node = Node.objects.filter(name=node_name).only("pk").first()
+    if node is None:
+        raise CapacityError(NOT_FOUND, f"no node {node_name}")
+    found = booked_on(node.pk, now or timezone.now())
+    return found.running, found.later
+
+
+@dataclass(frozen=True)
+class Booked:
+    """Reservations (port instances too) on a node: running now, booked later, and the first start."""
+
+    running: int
+    later: int
+    first_later: datetime | None
+
+
+# One statement for the node page's counts: a reservation (or instance) counts once however many
+# allocations it has on the node.
+_BOOKED_ON_SQL = """
+SELECT count(DISTINCT (reservation_id, instance_id)) FILTER (WHERE starts_at <= %(now)s),
+       count(DISTINCT (reservation_id, instance_id)) FILTER (WHERE starts_at > %(now)s),
+       min(starts_at) FILTER (WHERE starts_at > %(now)s)
+  FROM capacity_allocation
+ WHERE node_id = %(node)s AND released_at IS NULL AND ends_at > %(now)s
+"""
+
+
+def booked_on(node_pk: int, now: datetime) -> Booked:
+    """Return what is booked on a node as of `now`, in one statement."""
+    with connection.cursor() as cur:
+        cur.execute(_BOOKED_ON_SQL, {"node": node_pk, "now": now})
+        running, later, first = cur.fetchone()
+    return Booked(running, later, first)

@@ -9,7 +9,7 @@ from config.face import lazy_face
 
 FACE = {
     "capacity.views.booking": ("book", "preview", "selector_check"),
-    "capacity.views.nodes": ("node_action", "node_detail", "node_drain", "node_history_page"),
+    "capacity.views.nodes": ("node_action", "node_detail", "node_history_page"),
     "capacity.views.pools": ("node_row_action", "pool_detail", "pool_section", "pools"),
     "capacity.views.reservations": (
         "keep_when_idle",

@@ -24,7 +24,7 @@ from django.utils.safestring import mark_safe
 from capacity.access import Scope
 from capacity.forms import TimelineForm
 from capacity.models import MaintenanceWindow
-from capacity.services.drain import Booked, booked_on
+from capacity.services.reservations import Booked, booked_on
 from config.access import is_operator
 from inventory.models import Device, DeviceLink, Node
 

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 from capacity import services
 from capacity.access import is_operator, scope_for
 from capacity.forms import DrainForm
-from capacity.services.drain import Booked, DrainResult, booked_on, drain_state, live_on, moves_since
+from capacity.services.repair import live_on, moves_since
+from capacity.services.reservations import Booked, booked_on, drain_state
 from capacity.services.usage_hooks import unbooked_use_on
 from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
@@ -247,27 +248,6 @@ def node_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     return page(request, "capacity/node_detail.html", context, partial="node-page")
 
 
-@require_POST
-@operator_required
-def node_drain(request: HttpRequest, name: str) -> HttpResponse:
-    """Drain a node from its page, and show what the drain did: moved, found no room, runs until when.
-
-    The answer is the page with the result (htmx: all of it below the navigation, since the grid
-    and the timeline change too), not a redirect: the result is read once. Posting again moves
-    nothing twice: what had not started has already moved.
-    """
-    node = visible_node(request.user, name)
-    form = DrainForm(request.POST, prefix="drain")
-    result: DrainResult | None = form.drain(node.name)
-    node = visible_node(request.user, name)
-    context = {
-        **_node_page_context(request, node),
-        "drain_result": result,
-        **({} if result is not None else {"drain_form": form}),
-    }
-    return page(request, "capacity/node_detail.html", context, partial="node-page")
-
-
 @require_GET
 @operator_required
 @replica_reads
@@ -282,11 +262,16 @@ def node_history_page(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def node_page(
-    request: HttpRequest, name: str, status: int = 200, panel_sent: tuple[str, dict] | None = None
+    request: HttpRequest,
+    name: str,
+    status: int = 200,
+    panel_sent: tuple[str, dict] | None = None,
+    extra: dict | None = None,
 ) -> HttpResponse:
-    """Answer a panel's form (another app's: the maintenance windows) with the page below the
-    navigation (the timeline changes too), the panel drawn with what its form sent back."""
+    """Answer another app's form on the node page (the maintenance app's windows and drain) with the
+    page below the navigation (the timeline changes too): a panel drawn with what its form sent back,
+    the State panel with `extra` (a drain's result, its refused form)."""
     node = visible_node(request.user, name)
-    context = _node_page_context(request, node, panel_sent=panel_sent)
+    context = {**_node_page_context(request, node, panel_sent=panel_sent), **(extra or {})}
     status = 200 if wants_partial(request) else status  # htmx swaps nothing on a 4xx
     return page(request, "capacity/node_detail.html", context, partial="node-page", status=status)

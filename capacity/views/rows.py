@@ -11,7 +11,7 @@ from capacity import services
 from capacity.access import scope_for
 from capacity.placement import scalar_capacity
 from capacity.rollups import claimed_at
-from capacity.services.drain import drain_state
+from capacity.services.reservations import drain_state
 from inventory.models import Device, Node, NodeLabel, Pool, PoolGeneration
 from inventory.states import BLOCKING_EFFECTS, NodeState, node_states
 

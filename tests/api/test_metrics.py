@@ -252,7 +252,7 @@ def test_counts_of_exited_processes_are_folded_into_the_archive_and_never_lost(t
 
 
 def test_moves_off_a_draining_node_count_as_a_drain_not_a_repair(as_operator, lab, tenant):
-    from capacity.services.drain import drain
+    from maintenance.drain import drain
 
     before = scrape(as_operator)
     ask = {k: v for k, v in body(2).items() if k != "duration"}

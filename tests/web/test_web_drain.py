@@ -333,7 +333,7 @@ def test_a_drain_past_the_requests_bound_leaves_the_rest_to_the_worker_and_says_
     op, two_hosts, monkeypatch
 ):
     """node-a: two bookings tomorrow; with the request's bound at one, the drain moves one itself."""
-    import capacity.services.drain as draining
+    import maintenance.drain as draining
 
     later = [reserve(gpus=2, start_in=timedelta(days=1)) for _ in range(2)]
     assert all(nodes_of(r) == {"node-a"} for r in later)

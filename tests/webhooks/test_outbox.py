@@ -96,8 +96,8 @@ def test_starting_and_ending_go_out_once_within_the_lead(lab, people, receiver, 
 
 
 def test_operators_hear_a_node_drained_turning_unhealthy_and_going_stale(lab, people, receiver):
-    from capacity.services.drain import drain
     from inventory.models import Device, NodeReport
+    from maintenance.drain import drain
 
     _alice, _bob, ops = people
     subscribe(ops, receiver, "node.drained", "node.unhealthy", "node.stale")

@@ -6,9 +6,10 @@ import pytest
 
 from capacity.audit import audit
 from capacity.placement import CapacityError
-from capacity.services.drain import affected, drain, drain_state
+from capacity.services.reservations import affected, drain_state
 from inventory import services as nodes
 from inventory.models import Node
+from maintenance.drain import drain
 
 from booking import NOW, ask, atoms_of, reserve
 

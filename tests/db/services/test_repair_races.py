@@ -9,10 +9,10 @@ from capacity.audit import audit
 from capacity.models import Reservation
 from capacity.placers.batch import place_queued
 from capacity.services import repair
-from capacity.services.drain import drain
 from capacity.services.repair import repair_pools
 from inventory import services as nodes
 from inventory.models import Device
+from maintenance.drain import drain
 
 from booking import NOW, ask, atoms_of, config, from_real_now, reserve
 from racing import run_threads

@@ -5,9 +5,9 @@ from typing import Any
 from django.core.management.base import CommandParser
 from rest_framework.renderers import JSONRenderer
 
-from capacity.api.drain import DrainSerializer, drain_data
-from capacity.management.base import BerthCommand
-from capacity.services.drain import drain
+from capacity.port import BerthCommand
+from maintenance.drain import drain
+from maintenance.node_api import DrainSerializer, drain_data
 
 
 class Command(BerthCommand):

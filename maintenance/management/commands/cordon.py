@@ -4,8 +4,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.management.base import BerthCommand
-from capacity.render import node_detail
+from capacity.port import BerthCommand, node_detail
 from inventory import services as inventory
 
 

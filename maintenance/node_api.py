@@ -1,16 +1,54 @@
-"""POST /api/v1/nodes/{name}/drain: cordon, move what has not started, list what runs until when."""
+"""Taking a node out of service from the API: cordon, uncordon, maintenance mode and drain.
+
+POST /api/v1/nodes/{name}/cordon, /uncordon, /maintenance and /drain, operators only, among
+capacity's node actions (the same schema helpers, the `nodes` tag): inventory changes the node
+(in maintenance it is unusable: BookingRepair moves what it holds as the change commits); drain
+moves what has not started itself (maintenance.drain) and lists what runs until when.
+"""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from capacity.services.drain import drain
+from capacity.port import OperatorView, action_body, action_schema, body_text, node_detail
+from inventory import services as inventory
+from inventory.api.serializers import MaintenanceInputSerializer, ReasonInputSerializer
 from inventory.errors import InventoryError
 
-from .nodes import OperatorView, action_schema, body_object, body_text
+from .drain import drain
 
 DRAIN_STATES = ["draining", "drained"]
+
+
+class CordonView(OperatorView):
+    @action_schema("nodes_cordon", "Cordon a node: no new placements; what runs stays", ReasonInputSerializer)
+    def post(self, request, name):
+        data = action_body(request.data, ("reason",))
+        inventory.cordon(name, reason=body_text(data, "reason", required=False))
+        return Response(node_detail(name))
+
+
+class UncordonView(OperatorView):
+    @action_schema("nodes_uncordon", "Uncordon a node (ending a drain)", ReasonInputSerializer)
+    def post(self, request, name):
+        data = action_body(request.data, ("reason",))
+        inventory.uncordon(name, reason=body_text(data, "reason", required=False))
+        return Response(node_detail(name))
+
+
+class MaintenanceView(OperatorView):
+    @action_schema(
+        "nodes_maintenance",
+        "Put a node in maintenance ({on: true}) or take it out",
+        MaintenanceInputSerializer,
+    )
+    def post(self, request, name):
+        data = action_body(request.data, ("on", "reason"))
+        if not isinstance(data.get("on"), bool):
+            raise InventoryError("INVALID_INPUT", "on must be true or false")
+        inventory.set_maintenance(name, data["on"], reason=body_text(data, "reason", required=False))
+        return Response(node_detail(name))
 
 
 class DrainInputSerializer(serializers.Serializer):
@@ -64,9 +102,6 @@ class DrainView(OperatorView):
         response=DrainSerializer,
     )
     def post(self, request, name):
-        data = body_object(request.data)
-        unknown = sorted(set(data) - {"reason"})
-        if unknown:
-            raise InventoryError("INVALID_INPUT", f"unknown field {unknown[0]!r} (expected reason)")
+        data = action_body(request.data, ("reason",))
         reason = body_text(data, "reason", required=False)
         return Response(DrainSerializer(drain_data(drain(name, reason=reason))).data)
