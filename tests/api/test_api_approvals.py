@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.assignments import assignments
+from agents.assignments import assignments
 from policy.approvals import release_unapproved
 from webhooks.models import Event, Subscription
 

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from capacity.models import Reservation
-from capacity.services.assignments import assignments
+from agents.assignments import assignments
 from capacity.services.repair import repair_pools
 from maintenance import windows as maintenance
 from trail.models import AuditRecord

@@ -13,7 +13,7 @@ from capacity import services
 from capacity.audit import audit
 from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
-from capacity.services.assignments import assignments
+from agents.assignments import assignments
 from inventory.models import Device, DeviceSample, Pool
 from policy.notice import finish_due
 from policy.reclaim import reclaim, reclaim_lapsed
