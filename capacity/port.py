@@ -17,10 +17,10 @@ A module that books a tenant's recurring time (a course's lab sessions for a ter
 through the series app (`series.port.reserve_series`, docs/series.md), which books through here.
 
 The port is also the one surface of capacity its sibling apps (policy, usage, whatif, webhooks,
-identity, auditlog, metrics, series, maintenance) read: every name they use is in the table below, and the import contract
-(tests/test_import_contracts.py) holds them to it. It is a face (config.face): a name loads its own
-module when first asked, so an app reaches only the modules of the names it uses
-(`python -m devtools.reach` counts them; docs/architecture.md shows the table).
+identity, auditlog, metrics, series, maintenance, agents) read: every name they use is in the table
+below, and the import contract (tests/test_import_contracts.py) holds them to it. It is a face
+(config.face): a name loads its own module when first asked, so an app reaches only the modules of
+the names it uses (`python -m devtools.reach` counts them; docs/architecture.md shows the table).
 """
 
 from config.face import lazy_face
@@ -141,6 +141,9 @@ FACE = {
         "may_set_policy",
         "may_set_shares",
         "may_watch_nodes",
+        # Who a node credential is, and what it may call (agents.permissions, agents.report).
+        "node_call_refusal",
+        "node_of",
         "nodes_for",
         "pool_allows",
         "pool_for",
@@ -199,7 +202,8 @@ FACE = {
     "capacity.placers.ending": ("end_allocations",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy).
     "capacity.views.pool_sections": ("Panel", "Section", "register_panel", "register_section"),
-    # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
+    # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base;
+    # a node's report (agents.report) runs the REPORTED rules once committed.
     "capacity.rules": (
         "STARTS_LATER",
         "Booking",
@@ -212,13 +216,15 @@ FACE = {
         "before_lock",
         "register_queue",
         "register_rule",
+        "reported",
     ),
     # What the fair queue (policy.fair_queue) leaves out of a queue: work no node could ever take.
     "capacity.placement.satisfiable": ("UNSATISFIABLE",),
     # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
     "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "refund"),
-    "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
+    # An agent's long-poll (agents.api) holds a slot too, and waits on the node watch until the process stops.
+    "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND", "WATCH", "stopping"),
     "capacity.worker_jobs": (
         "AFTER_EXPIRY",
         "BEFORE_EXPIRY",

@@ -37,7 +37,7 @@ Two points come after a booking, and read no pool row: every rule there runs, `a
 
 - ENDED: placed bookings a release ends (services.release), in its transaction, their bookings
   just cut, with those of them that ran on lent GPUs: a rule ends what lived within them.
-- REPORTED: a node's report naming its processes' owners has committed (capacity.api.nodes).
+- REPORTED: a node's report naming its processes' owners has committed (agents.report, via the port).
 
 One hook beside the points, the queue (`register_queue`, a `Queue`): the order pending work is
 tried in where a rule orders a pool's queue (the fair queue of a pool with shares, policy.fair_queue).

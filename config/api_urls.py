@@ -16,6 +16,7 @@ urlpatterns = [
     path("v1/", include("auditlog.urls")),
     path("v1/", include("slurm.urls_api")),
     path("v1/", include("identity.urls_api")),
+    path("v1/", include("agents.urls_api")),
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
     # Anything else under /api/ answers JSON, not the site's HTML 404 page.

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "slurm",  # the bridge to a Slurm cluster (docs/slurm.md)
     "devtools",
     "identity",
+    "agents",  # the node agent's report and assignments feed, on top of capacity
     "auditlog",
 ]
 
@@ -386,8 +387,7 @@ SLURM = {
 # folded into one row per device once it is over, and hourly rows are kept USAGE_HOURLY_DAYS.
 USAGE_RAW_DAYS = env.number("BERTH_USAGE_RAW_DAYS", 14)
 USAGE_HOURLY_DAYS = env.number("BERTH_USAGE_HOURLY_DAYS", 366)
-# The idle check reads the last IDLE_AFTER of raw minutes and use without a booking the last day:
-# fewer raw days would delete what they read.
+# The idle check reads IDLE_AFTER of raw minutes and unbooked use the last day: fewer raw days lose them.
 if USAGE_RAW_DAYS < 1:
     raise ImproperlyConfigured(f"BERTH_USAGE_RAW_DAYS={USAGE_RAW_DAYS}: keep raw minutes 1 day at least.")
 

@@ -163,6 +163,10 @@ FORBIDDEN = [
     ("capacity", "maintenance"),
     ("inventory", "maintenance"),
     ("maintenance", "devtools"),
+    # The node agent's side of the API sits on top: capacity serves no agent, the feed reads it.
+    ("capacity", "agents"),
+    ("inventory", "agents"),
+    ("agents", "devtools"),
     # config is a leaf: apps register into it (config.access, register_error, count_reads_with).
     ("config", "capacity"),
     ("config", "inventory"),
@@ -195,6 +199,7 @@ MAY_IMPORT = {
     "whatif": ("capacity", "inventory", "config"),
     "series": ("capacity", "inventory", "config"),
     "maintenance": ("capacity", "inventory", "config", "trail"),
+    "agents": ("capacity", "inventory", "config"),
 }
 
 
@@ -289,8 +294,8 @@ def test_no_layer_imports_one_above_it() -> None:
 
 
 def test_whatif_imports_only_capacity_inventory_and_config() -> None:
-    """What if builds on capacity and inventory (and the project's config), on nothing else first-party;
-    maintenance on those and the audit trail."""
+    """What if, series and agents build on capacity and inventory (and the project's config), on nothing
+    else first-party; maintenance on those and the audit trail."""
     broken = sorted(
         f"{importer} -> {imported}"
         for app, allowed in MAY_IMPORT.items()
@@ -354,6 +359,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # Series book each occurrence with a create's own steps (prepare, the outside check, the charged insert,
     # the inline placement) and release with release's retry pass; the API's input schema, the CLI's base.
     "series": (89, ()),
+    # The node agent's feed and report: the models it reads bookings from, who a node credential is
+    # (capacity.access), the errors and a pool's idle policy, the long-polls' slots and node watch, and
+    # the REPORTED rules a report runs (capacity.rules).
+    "agents": (33, ()),
 }
 
 REACH_FORBIDDEN = {
@@ -441,7 +450,8 @@ def _capacity_imports(module: str) -> list[str]:
 
 @pytest.mark.parametrize("app", SIBLINGS)
 def test_an_app_beside_capacity_imports_it_through_the_port_alone(app: str) -> None:
-    """usage, whatif, webhooks, identity, auditlog, policy, metrics, slurm and maintenance name no capacity module but capacity.port."""
+    """usage, whatif, webhooks, identity, auditlog, policy, metrics, slurm, maintenance and agents name no
+    capacity module but capacity.port."""
     broken = sorted(
         f"{module} imports {name}"
         for module in MODULES

@@ -1,4 +1,6 @@
-"""Nodes: list and detail, operator actions (taints, dedication, labels), ingestion.
+"""Nodes: list and detail, operator actions (taints, dedication, labels), topology.
+
+A node agent's report and assignments are the agents app's (agents/report.py, agents/api.py).
 
 Cordon, uncordon, maintenance mode and drain take a node out of service: the maintenance app's
 (maintenance/node_api.py), built on OperatorView and action_schema below through capacity.port.
@@ -12,14 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from capacity import rules, services
-from capacity.access import node_of
+from capacity import services
 from capacity.render import node_detail, with_summary_rows
 from config.api.auth import IsOperator
 from config.api.base import BerthAPIView
@@ -33,22 +32,18 @@ from inventory.api.serializers import (
     DedicateInputSerializer,
     LabelInputSerializer,
     NodeDetailSerializer,
-    NodeReportInputSerializer,
     NodeSummarySerializer,
     ReasonInputSerializer,
-    ReportResultSerializer,
     TaintInputSerializer,
     TopologyInputSerializer,
     TopologyResultSerializer,
     node_summary,
 )
-from inventory.errors import IngestError, InventoryError
+from inventory.errors import InventoryError
 from inventory.filtersets import STATE_CHOICES, filter_nodes
 from inventory.ingest import apply_node_report
 from inventory.models import Device, Node, NodeTaint
-from inventory.trust import Reporter, record_refusal
-
-from .permissions import IsOperatorOrTheNode
+from inventory.trust import Reporter
 
 NODE_FILTERS = ("pool", "state", "label", "free_gpus", "q")
 
@@ -258,35 +253,6 @@ class LabelView(OperatorView):
         if not inventory.remove_label(name, key, reason=reason(data)):
             raise InventoryError("NOT_FOUND", f"node {name} has no label {key}")
         return Response(node_detail(name))
-
-
-class ReportView(OperatorView):
-    # The node's own credential reports for its node (its agent); operators for any node.
-    permission_classes = [IsAuthenticated, IsOperatorOrTheNode]
-    for_nodes = True
-
-    @action_schema(
-        "nodes_report",
-        "Apply a node report: devices, system labels and topology, each section the whole truth",
-        NodeReportInputSerializer,
-        response=ReportResultSerializer,
-        codes=(400, 401, 403, 404, 409),
-    )
-    def post(self, request, name):
-        node = existing_node(name)
-        # The node's own credential is untrusted (inventory.trust); an operator has full rights.
-        agent = node_of(request.user) is not None
-        by = (Reporter.node_credential if agent else Reporter.operator)(request.user.get_username())
-        try:
-            data = request.data
-        except ParseError as exc:  # a body that is no JSON is a refused report too
-            record_refusal(node, IngestError(f"report: {exc.detail}"), by)
-            raise
-        result = apply_node_report(node, data, by=by, reported_at=timezone.now())
-        if result.samples and isinstance(data, dict) and "processOwners" in data:
-            # Committed: the owner's processes on lent GPUs take them back now, not a round later.
-            rules.reported(node.pk)  # a REPORTED rule (policy.reclaim_processes)
-        return Response(ReportResultSerializer(result.as_json()).data)
 
 
 class TopologyView(OperatorView):

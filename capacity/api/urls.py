@@ -3,7 +3,6 @@
 from django.urls import path
 
 from . import (
-    agents,
     devices,
     earliest_view,
     node_changelog,
@@ -33,10 +32,8 @@ urlpatterns = [
     path("nodes/<str:name>/dedicate", nodes.DedicateView.as_view(), name="api-node-dedicate"),
     path("nodes/<str:name>/labels", nodes.LabelsView.as_view(), name="api-node-labels"),
     path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
-    path("nodes/<str:name>/report", nodes.ReportView.as_view(), name="api-node-report"),
     path(
         "nodes/<str:name>/devices/accept", devices.AcceptDevicesView.as_view(), name="api-node-accept-devices"
     ),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
-    path("nodes/<str:name>/assignments", agents.AssignmentsView.as_view(), name="api-node-assignments"),
 ]

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agents.assignments import assignments
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.assignments import assignments
 from policy.approvals import release_unapproved
 from webhooks.models import Event, Subscription
 

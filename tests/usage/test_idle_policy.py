@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agents.assignments import assignments
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.assignments import assignments
 from capacity.services.keep_when_idle import set_keep_when_idle
 from inventory.models import DeviceSample, Pool
 from policy.approvals import approve

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from agents.assignments import assignments
 from capacity.models import Reservation
-from capacity.services.assignments import assignments
 from capacity.services.repair import repair_pools
 from maintenance import windows as maintenance
 from trail.models import AuditRecord

@@ -103,7 +103,7 @@ def test_regular_work_then_books_the_gpus_the_owner_gave_up(lent):
 
 
 def test_the_owners_agent_reads_its_gpus_as_its_own_alone_once_reclaimed(lent):
-    from capacity.services.assignments import assignments
+    from agents.assignments import assignments
 
     owner, work = lent
     feed, tag = assignments("node-a", now=NOW + timedelta(minutes=1))

@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import User
 
+from agents.assignments import assignments
 from capacity import services
 from capacity.audit import audit
 from capacity.models import DeviceBooking, PoolPolicy, Reservation
 from capacity.models.reservations import IDLE
-from capacity.services.assignments import assignments
 from inventory.models import Device, DeviceSample, Pool
 from policy.notice import finish_due
 from policy.reclaim import reclaim, reclaim_lapsed

@@ -1,10 +1,10 @@
-"""How a node's assignments read in the OpenAPI schema (capacity.services.assignments writes them)."""
+"""How a node's assignments read in the OpenAPI schema (agents.assignments writes them)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from capacity.models import Reservation
+from capacity.port import Reservation
 from inventory.api.serializers import KeywordFieldsMixin
 from inventory.states import NAMES
 

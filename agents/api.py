@@ -1,5 +1,5 @@
 """What a node's agent calls with the node's own credential: its assignments (and the node report,
-in nodes.py). The operators' endpoint that issues a node its credential is identity's
+in report.py). The operators' endpoint that issues a node its credential is identity's
 (identity/token_api.py)."""
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from capacity.placement import INVALID_INPUT, CapacityError
-from capacity.services.assignments import assignments
-from capacity.waits import SLOTS, WATCH, stopping
+from capacity.port import INVALID_INPUT, SLOTS, WATCH, CapacityError, stopping
 from config.api.base import BerthAPIView
 from config.api.schema import errors
 
-from .assignment_shapes import NodeAssignmentsSerializer
+from .assignments import assignments
 from .permissions import IsOperatorOrTheNode
+from .shapes import NodeAssignmentsSerializer
 
 # How long an agent's long-poll may wait for a change of its node's assignments.
 MAX_WAIT_SECONDS = 60

@@ -20,12 +20,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from capacity.access import EVERYONE
-from capacity.placement import NOT_FOUND, CapacityError
+from capacity.port import EVERYONE, NOT_FOUND, CapacityError, Policy, policy_of
 from inventory.models import Device, Node
 from inventory.states import node_states
-
-from .pool_policy import Policy, policy_of
 
 # Each live booking of the node's devices (ending after now), soonest first, with its owner; a
 # lent booking (layer 1: spot work on an idle owner's GPUs, policy.lending) says so. A

@@ -1,10 +1,10 @@
-"""The permission of the endpoints a node agent calls; the rule is capacity.access's."""
+"""The permission of the endpoints a node agent calls; the rule is capacity.access's (through the port)."""
 
 from __future__ import annotations
 
 from rest_framework.permissions import BasePermission
 
-from capacity.access import node_call_refusal
+from capacity.port import node_call_refusal
 
 
 class IsOperatorOrTheNode(BasePermission):
