@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.paginator import Page, Paginator
 from django.db.models import F, QuerySet
 from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
@@ -70,4 +71,14 @@ def state_entries(node: Node) -> dict[str, Entry | None]:
                 .first()
             )
         found[state] = entries([row])[0] if row else None
+    return found
+
+
+HISTORY_PAGE = 20
+
+
+def history_page(node: Node, number: object = 1) -> Page:
+    """Return a page of the node's history, newest first (a bad or past-the-end number: the nearest)."""
+    found = Paginator(node_history(node), HISTORY_PAGE).get_page(number)
+    found.object_list = entries(found.object_list)
     return found

@@ -5,7 +5,6 @@ from django.urls import path
 from . import (
     devices,
     earliest_view,
-    node_changelog,
     nodes,
     views,
 )
@@ -26,7 +25,6 @@ urlpatterns = [
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),
     path("nodes/<str:name>", nodes.NodeView.as_view(), name="api-node"),
     # Cordon, uncordon, drain and maintenance mode: the maintenance app's (maintenance/api_urls.py).
-    path("nodes/<str:name>/history", node_changelog.NodeHistoryView.as_view(), name="api-node-history"),
     path("nodes/<str:name>/taints", nodes.TaintsView.as_view(), name="api-node-taints"),
     path("nodes/<str:name>/taints/<path:key>", nodes.TaintView.as_view(), name="api-node-taint"),
     path("nodes/<str:name>/dedicate", nodes.DedicateView.as_view(), name="api-node-dedicate"),

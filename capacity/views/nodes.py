@@ -26,10 +26,9 @@ from config.replica import replica_reads
 from config.web import login_required, operator_required, page, wants_partial
 from inventory.forms import ACTIONS, PANEL_FORMS, ActionForm, ButtonForm, CordonForm, panel_forms
 from inventory.models import Node, NodeRefusal, NodeReport
-from inventory.node_changelog import state_entries
+from inventory.node_changelog import history_page, state_entries
 
 from .common import visible_node
-from .node_changelog import history_page
 from .node_fragments import PARTS, booked_text, node_activity, node_fragments
 from .pool_sections import panels
 from .rows import Badge, badges

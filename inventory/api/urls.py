@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from . import fleet
+from . import fleet, node_history
 
 urlpatterns = [
     path("fleet/import", fleet.FleetImportView.as_view(), name="api-fleet-import"),
+    path("nodes/<str:name>/history", node_history.NodeHistoryView.as_view(), name="api-node-history"),
 ]
