@@ -81,8 +81,6 @@ FACE = {
     "capacity.models": (
         "AnyReservation",
         "MaintenanceWindow",
-        "PoolPolicy",
-        "PoolShare",
         "Reservation",
         "ReservationEvent",
         "Series",
@@ -98,7 +96,7 @@ FACE = {
         "RECLAIMED",
         "preempt_at",
     ),
-    "capacity.models.policy": ("OnError", "switch_rule"),
+    "capacity.models.rules": ("switch_rule",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": (
@@ -127,12 +125,12 @@ FACE = {
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get"),
     "capacity.services.release": ("MAX_REASON", "release"),
-    # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
+    # A pool's policy as booking reads it; the policy app (policy.models, policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
+        "APPROVAL_HOLD",
         "ATTRS",
         "Policy",
         "defaults",
-        "from_row",
         "policy_of",
         "stored_policies",
     ),

@@ -3,9 +3,10 @@
 from django import forms
 from django.contrib import admin, messages
 
-from capacity.port import CapacityError, PoolPolicy, PoolShare, duration_text, without_gpu_quota
+from capacity.port import CapacityError, duration_text, without_gpu_quota
 from trail.audited_admin import AuditedAdmin
 
+from .models import PoolPolicy, PoolShare
 from .outside_check import new_secret
 from .pool_policy import FIELDS as POLICY_FIELDS
 from .pool_policy import parse_policy, row_body

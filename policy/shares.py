@@ -20,7 +20,6 @@ from capacity.port import (
     INVALID_INPUT,
     NOT_FOUND,
     CapacityError,
-    PoolShare,
     Scope,
     decayed_gpu_hours,
     fair_share,
@@ -33,6 +32,8 @@ from capacity.port import (
 from inventory.gpu_share import gpu_share
 from inventory.models import Pool, Tenant
 from trail.record import record
+
+from .models import PoolShare
 
 # Bookings older than this many half-lives weigh under 0.1 %: not read.
 HALF_LIVES_READ = 10

@@ -19,7 +19,6 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from capacity.port import (
     CapacityError,
-    PoolShare,
     delete_quota,
     may_manage_teams,
     quota_rows,
@@ -31,6 +30,7 @@ from inventory.errors import InventoryError
 from inventory.models import Tenant
 from inventory.teams import add_member, create_team, remove_member, rename_team
 
+from .models import PoolShare
 from .shares import delete_share, set_share
 from .team_forms import MemberForm, NameForm, QuotaForm, TeamForm, TeamShareForm, attach
 

@@ -71,7 +71,7 @@ LAZY_ALLOWED = {
     ("slurm.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the bridge's reconcile job",
     ("slurm.apps", "capacity.rules"): "AppConfig.ready: registers the account rule in capacity's registry",
     ("slurm.apps", "slurm.accounts"): "AppConfig.ready: the account rule imports models, not loaded yet",
-    ("slurm.apps", "capacity.models.policy"): "a signal handler: the pool's rule follows its bridge (models)",
+    ("slurm.apps", "capacity.models.rules"): "a signal handler: the pool's rule follows its bridge (models)",
     ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
     ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
     ("slurm.apps", "slurm.section"): "AppConfig.ready: registers the pool page's Slurm section (models)",

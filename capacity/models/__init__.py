@@ -2,12 +2,11 @@
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
 from .maintenance import MaintenanceWindow, MaintenanceWindowNode
-from .policy import PoolPolicy, PoolRule
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import BookedHours, BookedHoursChange, BookedPoints, BookedPointsChange, PoolCapacityRollup
+from .rules import PoolRule
 from .series import Series
-from .shares import PoolShare
 from .tokens import TokenLifetime
 from .versions import PoolBookingVersion
 
@@ -25,9 +24,7 @@ __all__ = [
     "MaintenanceWindowNode",
     "PoolBookingVersion",
     "PoolCapacityRollup",
-    "PoolPolicy",
     "PoolRule",
-    "PoolShare",
     "Quota",
     "QuotaCharge",
     "QuotaLoad",

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from capacity.models import PoolShare, Quota, Reservation
+from capacity.models import Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.placement.fairqueue import Waiting, fair_order
 from capacity.placers.batch import _CLAIM_SQL, _FAIR_CLAIM_SQL
@@ -37,6 +37,7 @@ from capacity.services.fair_queue import queue_places, retry_order
 from capacity.services.release import PENDING_RETRY_BATCH, _round_robin
 from devtools.bench.placements import BUILD_CHUNK, _analyze_filled, _build_nodes, _pct
 from inventory.models import Node, Pool, Site, Tenant
+from policy.models import PoolShare
 
 SLUG = "bench-queue"
 BATCH = 64

@@ -13,9 +13,10 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.audit import audit, booking_drift
-from capacity.models import PoolShare, Reservation
+from capacity.models import Reservation
 from devtools.bench.placements import build_pool, requests_for
 from inventory.models import Tenant
+from policy.models import PoolShare
 
 DAYS = ("MO", "WE", "FR")
 # Past 52 weeks of three days a series would pass 366 days: longer ones are booked every day.

@@ -25,12 +25,12 @@ from capacity.models import (
     AnyReservation,
     BookedHours,
     BookedHoursChange,
-    PoolPolicy,
     Reservation,
 )
 from capacity.models.reservations import IDLE
 from capacity.models.rollups import GPU_HOUR
 from inventory.models import Device, Pool, Tenant
+from policy.models import PoolPolicy
 from usage.report import usage_report
 
 from booking import MS, NOW, ask, reserve

@@ -5,9 +5,10 @@ from django.db import connection, transaction
 
 from capacity import services
 from capacity.audit import audit
-from capacity.models import Allocation, DeviceBooking, PoolPolicy, Reservation
+from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Device, Pool
+from policy.models import PoolPolicy
 
 from booking import NOW, ask, reserve
 from racing import run_threads

@@ -11,11 +11,12 @@ from django.contrib.auth.models import User
 
 from capacity import services
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from capacity.placers.notice import finish_due
 from capacity.services.assignments import assignments
 from inventory.models import Device, DeviceSample, Pool
+from policy.models import PoolPolicy
 from webhooks.models import Event, Subscription
 
 from booking import NOW, ask, reserve
