@@ -81,6 +81,7 @@ FACE = {
     "capacity.models": (
         "AnyReservation",
         "MaintenanceWindow",
+        "Quota",
         "Reservation",
         "ReservationEvent",
         "Series",
@@ -97,6 +98,7 @@ FACE = {
         "preempt_at",
     ),
     "capacity.models.rules": ("switch_rule",),
+    "capacity.models.quota": ("DEFAULT_RESOURCE",),
     "capacity.models.rollups": ("GPU_HOUR",),
     "capacity.booked_today": ("BOOKING_KEYS_SQL", "TO_DATE_SQL", "to_date_params"),
     "capacity.access": (
@@ -121,7 +123,7 @@ FACE = {
     "capacity.views.common": ("visible_pool",),
     # Use cases another app runs: the idle check releases, reads pool policies, names atoms.
     "capacity.services.atoms": ("atoms_text",),
-    "capacity.services.inputs": ("duration_text", "parse_day", "parse_duration"),
+    "capacity.services.inputs": ("MAX_DURATION", "duration_text", "epoch_ms", "parse_day", "parse_duration"),
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get"),
     "capacity.services.release": ("MAX_REASON", "release"),
@@ -134,24 +136,19 @@ FACE = {
         "policy_of",
         "stored_policies",
     ),
-    # A team's quota rows, set and removed on the team page (policy.teams), and who has none for GPUs.
-    "capacity.services.quotas": (
-        "delete_quota",
-        "lacking_gpu_quota",
-        "quota_rows",
-        "set_quota",
-        "without_gpu_quota",
-    ),
     # What policy.shares reads a pool's share rows with: each tenant's decayed use and fair share.
     "capacity.placement.fairshare": ("decayed_gpu_hours", "fair_share"),
     "capacity.services.reclaim": ("lending_since",),
-    # The pool page's settings sections the pool's rules draw (Shares, Policy).
+    # The pool page's settings sections the pool's rules draw (Shares, Policy), and the quota cards
+    # policy draws on the booking and reservations pages.
     "capacity.views.pool_sections": ("Section", "register_section"),
+    "capacity.views.quota_cards": ("register_quota_cards",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base.
     "capacity.rules": ("Booking", "NoRoom", "Pending", "Rule", "register_rule"),
-    # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
+    # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline;
+    # the quota report (policy.quota_report) reads a tenant's peak use as the lock's reads count it.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
-    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON"),
+    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "Use", "report"),
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND"),
     "capacity.worker_jobs": ("LOST_DATABASE", "Job", "register", "survive"),
     "capacity.checks": ("register_check",),

@@ -3,13 +3,14 @@
 from django import forms
 from django.contrib import admin, messages
 
-from capacity.port import CapacityError, duration_text, without_gpu_quota
+from capacity.port import CapacityError, duration_text
 from trail.audited_admin import AuditedAdmin
 
 from .models import PoolPolicy, PoolShare
 from .outside_check import new_secret
 from .pool_policy import FIELDS as POLICY_FIELDS
 from .pool_policy import parse_policy, row_body
+from .quotas import without_gpu_quota
 from .shares import SHARE_FIELDS, check_guarantees, set_share
 
 

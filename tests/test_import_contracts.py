@@ -42,6 +42,8 @@ LAZY_ALLOWED = {
     },
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
+    ("policy.apps", "capacity.views.quota_cards"): "AppConfig.ready: registers the pages' quota cards",
+    ("policy.apps", "policy.quota_cards"): "AppConfig.ready: the quota cards read capacity's models",
     ("policy.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the approval expiry job",
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     **{
@@ -294,7 +296,7 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
     # attempt loop, commit and reads through the port too; a release's retry may repair, and a repair
     # keeps a booking's maintenance notice true (services.maintenance_notice); the team pages set
-    # quotas (capacity.services.quotas).
+    # quotas (policy.quotas).
     "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the

@@ -33,7 +33,6 @@ urlpatterns = [
     path("token/revoke", tokens.RevokeOwnTokenView.as_view(), name="api-token-revoke"),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
-    path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
     path("maintenance", maintenance.WindowsView.as_view(), name="api-maintenance"),
