@@ -2,7 +2,8 @@
 
 A reservation, allocation or booking added, changed or deleted here would bypass the placer, quota
 and the release path (its charges, the EXCLUDE constraint's partner rows): they are made and ended
-through the pages, the API, the CLI and the port. Quotas are the operators' to set.
+through the pages, the API, the CLI and the port. Quotas are the operators' to set, in the
+policy app's admin (policy.admin).
 """
 
 from django.contrib import admin, messages
@@ -11,7 +12,6 @@ from rest_framework.authtoken import admin as authtoken_admin
 from rest_framework.authtoken.models import TokenProxy
 
 from inventory.models import Node
-from trail.audited_admin import AuditedAdmin
 from trail.record import record
 
 from .models import (
@@ -20,7 +20,6 @@ from .models import (
     MaintenanceWindow,
     MaintenanceWindowNode,
     PoolCapacityRollup,
-    Quota,
     QuotaCharge,
     Reservation,
     ScalarClaim,
@@ -41,20 +40,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
-
-
-@admin.register(Quota)
-class QuotaAdmin(AuditedAdmin):
-    list_display = ["tenant", "resource", "limit"]
-    list_filter = ["resource"]
-    search_fields = ["tenant__slug", "resource"]
-    audit_kind = "quota"
-
-    def audit_object(self, obj) -> str:
-        return f"quota:{obj.tenant.slug}/{obj.resource}"
-
-    def audit_values(self, obj) -> dict:
-        return {"limit": obj.limit}
 
 
 @admin.register(QuotaCharge)
