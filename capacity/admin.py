@@ -2,12 +2,11 @@
 
 A reservation, allocation or booking added, changed or deleted here would bypass the placer, quota
 and the release path (its charges, the EXCLUDE constraint's partner rows): they are made and ended
-through the pages, the API, the CLI and the port. Quotas are the operators' to set.
+through the pages, the API, the CLI and the port. Quotas are the operators' to set, in the
+policy app's admin (policy.admin).
 """
 
 from django.contrib import admin
-
-from trail.audited_admin import AuditedAdmin
 
 from .models import (
     Allocation,
@@ -15,7 +14,6 @@ from .models import (
     MaintenanceWindow,
     MaintenanceWindowNode,
     PoolCapacityRollup,
-    Quota,
     QuotaCharge,
     Reservation,
     ScalarClaim,
@@ -33,20 +31,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
-
-
-@admin.register(Quota)
-class QuotaAdmin(AuditedAdmin):
-    list_display = ["tenant", "resource", "limit"]
-    list_filter = ["resource"]
-    search_fields = ["tenant__slug", "resource"]
-    audit_kind = "quota"
-
-    def audit_object(self, obj) -> str:
-        return f"quota:{obj.tenant.slug}/{obj.resource}"
-
-    def audit_values(self, obj) -> dict:
-        return {"limit": obj.limit}
 
 
 @admin.register(QuotaCharge)

@@ -108,8 +108,7 @@ FACE = {
         "AnyReservation",
         "MaintenanceWindow",
         "MaintenanceWindowNode",
-        "PoolPolicy",
-        "PoolShare",
+        "Quota",
         "Reservation",
         "ReservationEvent",
         "Series",
@@ -130,7 +129,8 @@ FACE = {
         "RECLAIMED",
         "preempt_at",
     ),
-    "capacity.models.policy": ("OnError", "switch_rule"),
+    "capacity.models.rules": ("switch_rule",),
+    "capacity.models.quota": ("DEFAULT_RESOURCE",),
     "capacity.access": (
         "EVERYONE",
         "Scope",
@@ -180,28 +180,22 @@ FACE = {
     # The pool rules' pages and API (policy.views, policy.api) decide held bookings, set policies and shares.
     "capacity.services.reservations": ("awaiting", "get", "lent_notices"),
     "capacity.services.release": ("MAX_REASON", "release", "release_together"),
-    # A pool's policy as booking reads it; the policy app (policy.pool_policy) writes it.
+    # A pool's policy as booking reads it; the policy app (policy.models, policy.pool_policy) writes it.
     "capacity.services.pool_policy": (
+        "APPROVAL_HOLD",
         "ATTRS",
         "Policy",
         "defaults",
-        "from_row",
         "policy_of",
         "stored_policies",
-    ),
-    # A team's quota rows, set and removed on the team page (policy.teams), and who has none for GPUs.
-    "capacity.services.quotas": (
-        "delete_quota",
-        "lacking_gpu_quota",
-        "quota_rows",
-        "set_quota",
-        "without_gpu_quota",
     ),
     # What the notice and reclaim rules (policy.notice, policy.reclaim) take work back with.
     "capacity.placers.take_back": ("take_back",),
     "capacity.placers.ending": ("end_allocations",),
-    # The pool page's settings sections the pool's rules draw (Shares, Policy).
+    # The pool page's settings sections the pool's rules draw (Shares, Policy), and the quota cards
+    # policy draws on the booking and reservations pages.
     "capacity.views.pool_sections": ("Panel", "Section", "register_panel", "register_section"),
+    "capacity.views.quota_cards": ("register_quota_cards",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base;
     # a node's report (agents.report) runs the REPORTED rules once committed.
     "capacity.rules": (
@@ -220,9 +214,10 @@ FACE = {
     ),
     # What the fair queue (policy.fair_queue) leaves out of a queue: work no node could ever take.
     "capacity.placement.satisfiable": ("UNSATISFIABLE",),
-    # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline.
+    # What a pool rule reads: the tenant's quota lock, the held-thread slots, the check's deadline;
+    # the quota report (policy.quota_report) reads a tenant's peak use as the lock's reads count it.
     "capacity.db.channels": ("QUOTA_LOCK_CLASS",),
-    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "refund"),
+    "capacity.placers.quota": ("LOCK_SQL", "QUOTA_EXCEEDED_REASON", "Use", "refund", "report"),
     # An agent's long-poll (agents.api) holds a slot too, and waits on the node watch until the process stops.
     "capacity.waits": ("CHECKS_PER_TENANT", "SLOTS", "TENANT_BOUND", "WATCH", "stopping"),
     "capacity.worker_jobs": (

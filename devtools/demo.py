@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group, User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from capacity.models import PoolPolicy, PoolShare, Quota
+from capacity.models import Quota
 from capacity.rollups import refresh_rollups
 from devtools.demo_bookings import ACTOR, DEMO_WINDOW_NODE, build_bookings, build_window
 from devtools.demo_samples import build_samples
@@ -36,6 +36,7 @@ from inventory.models import (
     Site,
     Tenant,
 )
+from policy.models import PoolPolicy, PoolShare
 from policy.pool_policy import parse_policy, set_policy
 from policy.shares import set_share
 from trail.models import AuditRecord

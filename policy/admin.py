@@ -1,14 +1,16 @@
-"""Admin for the pool's rules: shares and pool policies, set here as through the API and recorded."""
+"""Admin for the pool's rules: shares, pool policies and quotas, set here as through the API and recorded."""
 
 from django import forms
 from django.contrib import admin, messages
 
-from capacity.port import CapacityError, PoolPolicy, PoolShare, duration_text, without_gpu_quota
+from capacity.port import CapacityError, Quota, duration_text
 from trail.audited_admin import AuditedAdmin
 
+from .models import PoolPolicy, PoolShare
 from .outside_check import new_secret
 from .pool_policy import FIELDS as POLICY_FIELDS
 from .pool_policy import parse_policy, row_body
+from .quotas import without_gpu_quota
 from .shares import SHARE_FIELDS, check_guarantees, set_share
 
 
@@ -135,3 +137,19 @@ class PoolPolicyAdmin(AuditedAdmin):
 
     def audit_values(self, obj) -> dict:
         return row_body(obj)
+
+
+@admin.register(Quota)
+class QuotaAdmin(AuditedAdmin):
+    """Operators set a team's limits here as on its page (policy.quotas); the rows are capacity's."""
+
+    list_display = ["tenant", "resource", "limit"]
+    list_filter = ["resource"]
+    search_fields = ["tenant__slug", "resource"]
+    audit_kind = "quota"
+
+    def audit_object(self, obj) -> str:
+        return f"quota:{obj.tenant.slug}/{obj.resource}"
+
+    def audit_values(self, obj) -> dict:
+        return {"limit": obj.limit}

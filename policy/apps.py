@@ -3,8 +3,9 @@ from django.apps import AppConfig
 
 class PolicyConfig(AppConfig):
     """The pool's rules, one module each, registered with placement at its named points (capacity.rules);
-    its worker job releases bookings no operator approved in time, and its steps in the worker's round
-    end spot work whose notice ran out and take lent GPUs back."""
+    its worker job releases bookings no operator approved in time, its steps in the worker's round
+    end spot work whose notice ran out and take lent GPUs back; it draws the quota cards of
+    capacity's booking and reservations pages."""
 
     name = "policy"
     default_auto_field = "django.db.models.BigAutoField"
@@ -16,6 +17,7 @@ class PolicyConfig(AppConfig):
             Job,
             register,
             register_queue,
+            register_quota_cards,
             register_rule,
             register_section,
             register_step,
@@ -31,6 +33,7 @@ class PolicyConfig(AppConfig):
             notice,
             outside_check,
             policy_section,
+            quota_cards,
             reclaim,
             reclaim_processes,
             shares_section,
@@ -59,3 +62,4 @@ class PolicyConfig(AppConfig):
         register_step(BEFORE_EXPIRY, "notice-expiry", reclaim.expire_notices)
         register_step(AFTER_EXPIRY, "reclaim-processes", reclaim_processes.reclaim_for_processes)
         register_step(AFTER_EXPIRY, "reclaim-lapsed", reclaim.reclaim_lapsed)
+        register_quota_cards(quota_cards.booking_quota, quota_cards.quota_cards)

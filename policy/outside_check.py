@@ -35,7 +35,6 @@ from capacity.port import (
     TENANT_BOUND,
     CapacityError,
     Limits,
-    OnError,
     PoolRow,
     Reservation,
     Rule,
@@ -46,6 +45,7 @@ from config.outbound.signing import PREFIX, headers, new_secret
 from config.outbound.targets import Answer, TargetError, check_url, post, printable, resolve
 
 from .check_cap import busy, pool_slot
+from .models import OnError
 
 # Seconds for the lookup, connect, request and answer together: a URL's check, the check's call.
 DEADLINE = 2.0

@@ -1,8 +1,8 @@
 """A pool's policy as operators set it (docs/policy.md): parse a PUT, write the named fields, show it.
 
-The first write creates the pool's row from the defaults (capacity's read half,
-capacity.services.pool_policy), then applies what it names. Durations are written as the API writes
-them elsewhere ("2h"); null is off. The form (policy.policy_section), the API (policy.api.pool_policy)
+The first write creates the pool's row (policy.models.PoolPolicy) from the defaults (capacity's
+read half, capacity.services.pool_policy), then applies what it names. Durations are written as the
+API writes them elsewhere ("2h"); null is off. The form (policy.policy_section), the API (policy.api.pool_policy)
 and the admin (policy.admin) write through here.
 """
 
@@ -17,13 +17,10 @@ from capacity.port import (
     INVALID_INPUT,
     NOT_FOUND,
     CapacityError,
-    OnError,
     Policy,
-    PoolPolicy,
     Scope,
     defaults,
     duration_text,
-    from_row,
     parse_duration,
     policy_of,
     pool_for,
@@ -32,6 +29,7 @@ from inventory.models import Pool
 from trail.record import record
 
 from .check_cap import parse_cap
+from .models import OnError, PoolPolicy
 from .outside_check import check_secret, check_webhook_url, new_secret
 
 # API name -> (attribute, kind); kinds: "duration" (text or null), "bool", "int" (a positive whole
@@ -56,6 +54,11 @@ FIELDS: dict[str, tuple[str, str]] = {
 # Write-only: a PUT may set the outside check's secret; no GET shows it (policy.outside_check).
 SECRET = "policyWebhookSecret"
 MAX_GPU_HOURS = 10**9
+
+
+def from_row(row: PoolPolicy) -> Policy:
+    """Return a pool's policy row as booking reads it (capacity.services.pool_policy)."""
+    return Policy(**{name: getattr(row, name) for name in ATTRS}, stored=True)
 
 
 def row_body(row: PoolPolicy) -> dict[str, Any]:

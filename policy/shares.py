@@ -20,7 +20,6 @@ from capacity.port import (
     INVALID_INPUT,
     NOT_FOUND,
     CapacityError,
-    PoolShare,
     Scope,
     gpus_sql,
     gpus_text,
@@ -33,6 +32,7 @@ from inventory.models import Pool, Tenant
 from trail.record import record
 
 from .fairshare import HALF_LIVES_READ, decayed_gpu_hours, fair_share
+from .models import PoolShare
 
 
 @dataclass(frozen=True)

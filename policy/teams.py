@@ -19,18 +19,15 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from capacity.port import (
     CapacityError,
-    PoolShare,
-    delete_quota,
     may_manage_teams,
-    quota_rows,
-    set_quota,
-    without_gpu_quota,
 )
 from config.web import login_required, page, wants_partial
 from inventory.errors import InventoryError
 from inventory.models import Tenant
 from inventory.teams import add_member, create_team, remove_member, rename_team
 
+from .models import PoolShare
+from .quotas import delete_quota, quota_rows, set_quota, without_gpu_quota
 from .shares import delete_share, set_share
 from .team_forms import MemberForm, NameForm, QuotaForm, TeamForm, TeamShareForm, attach
 

@@ -28,8 +28,8 @@ def _loaded_after(statement: str) -> set[str]:
 
 
 def test_asking_the_services_face_for_a_name_loads_that_use_case_not_every_one() -> None:
-    loaded = _loaded_after("from capacity.services import quota_report")
-    assert "capacity.services.quota_report" in loaded
+    loaded = _loaded_after("from capacity.services import preview")
+    assert "capacity.services.preview" in loaded
     assert not {"capacity.services.reserve", "capacity.series_hooks", "capacity.views.booking"} & loaded
 
 

@@ -43,6 +43,8 @@ LAZY_ALLOWED = {
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
+    ("policy.apps", "capacity.views.quota_cards"): "AppConfig.ready: registers the pages' quota cards",
+    ("policy.apps", "policy.quota_cards"): "AppConfig.ready: the quota cards read capacity's models",
     ("policy.apps", "capacity.worker_jobs"): (
         "AppConfig.ready: registers the approval expiry job and the round's notice-expiry and reclaim steps"
     ),
@@ -86,7 +88,7 @@ LAZY_ALLOWED = {
     ("slurm.apps", "capacity.worker_jobs"): "AppConfig.ready: registers the bridge's reconcile job",
     ("slurm.apps", "capacity.rules"): "AppConfig.ready: registers the account rule in capacity's registry",
     ("slurm.apps", "slurm.accounts"): "AppConfig.ready: the account rule imports models, not loaded yet",
-    ("slurm.apps", "capacity.models.policy"): "a signal handler: the pool's rule follows its bridge (models)",
+    ("slurm.apps", "capacity.models.rules"): "a signal handler: the pool's rule follows its bridge (models)",
     ("slurm.apps", "slurm.jobs"): "AppConfig.ready: the job imports models, not loaded yet",
     ("slurm.apps", "slurm.models"): "AppConfig.ready: the bridge's models, not loaded yet",
     ("slurm.apps", "slurm.section"): "AppConfig.ready: registers the pool page's Slurm section (models)",
@@ -350,7 +352,7 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
     # attempt loop, commit and reads through the port too; a release's retry may repair; the team
-    # pages set quotas (capacity.services.quotas).
+    # pages set quotas (policy.quotas).
     "policy": (91, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the

@@ -1,6 +1,6 @@
 """An admin that records each change and delete an operator makes, in the admin's transaction.
 
-Quotas (capacity.admin), shares and pool policies (policy.admin) are the operators' to set in the
+Quotas, shares and pool policies (policy.admin) are the operators' to set in the
 admin; what they change there is recorded as the API's writes are (trail.record).
 """
 

@@ -2,16 +2,28 @@
 
 The baseline places under the pool's stored shares (none: as a pool without shares places); the
 changed side under the run's `--shares` when given (a tenant not named is guaranteed 0), else
-under the pool's too. Figures are whole GPUs, as PoolShare keeps them (docs/shares.md).
+under the pool's too. Figures are whole GPUs, as the pool's shares keep them (docs/shares.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from capacity.port import INVALID_INPUT, CapacityError, PoolShare, Share, gpus_text
+from django.db import connection
+
+from capacity.port import INVALID_INPUT, CapacityError, Share, gpus_text
 from inventory.models import Tenant
 
+# The pool's share rows by tenant. The policy app owns them (policy.models.PoolShare), which what if
+# may not import (tests/test_import_contracts.py): read by table name, as placement reads them.
+_STORED_SQL = """
+SELECT t.slug, s.guaranteed_gpus, s.borrowing_limit_gpus, s.lending_limit_gpus
+  FROM "capacity_poolshare" s
+  JOIN inventory_pool p ON p.id = s.pool_id
+  JOIN inventory_tenant t ON t.id = s.tenant_id
+ WHERE p.slug = %s
+ ORDER BY t.slug
+"""
 # (tenant, guaranteed, borrowing limit or None, lending limit or None), as the run keeps them.
 ShareSpec = tuple[str, int, int | None, int | None]
 MAX_SHARES = 100  # tenants one run may name
@@ -68,10 +80,9 @@ def check_shares(specs: tuple[ShareSpec, ...], capacity: float) -> None:
 
 def stored_specs(pool_slug: str) -> tuple[ShareSpec, ...]:
     """Return the pool's stored shares, by tenant."""
-    rows = PoolShare.objects.filter(pool__slug=pool_slug).order_by("tenant__slug")
-    return tuple(
-        rows.values_list("tenant__slug", "guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
-    )
+    with connection.cursor() as cur:
+        cur.execute(_STORED_SQL, [pool_slug])
+        return tuple(cur.fetchall())
 
 
 def as_shares(specs: tuple[ShareSpec, ...]) -> dict[str, Share] | None:

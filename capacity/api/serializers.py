@@ -266,22 +266,3 @@ PREVIEW_EXAMPLES = [
         status_codes=["200"],
     ),
 ]
-
-
-class QuotaUseSerializer(serializers.Serializer):
-    """One resource of a tenant over a window: its limit, the most held at once, and what is held now."""
-
-    resource = serializers.CharField(help_text="A device class, a scalar, or '*' for the default limit.")
-    limit = serializers.IntegerField(allow_null=True, help_text="None: no limit applies, so it is refused.")
-    peak = serializers.IntegerField(help_text="The most held at any one instant of the window.")
-    now = serializers.IntegerField(help_text="Held at the time of the request.")
-    default = serializers.BooleanField(help_text="The limit is the tenant's default ('*') row.")
-
-
-class QuotaReportSerializer(serializers.Serializer):
-    """A tenant's quota over a window."""
-
-    tenantId = serializers.CharField()
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
-    quota = QuotaUseSerializer(many=True)

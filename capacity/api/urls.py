@@ -19,7 +19,6 @@ urlpatterns = [
     ),
     path("capacity/preview", views.PreviewView.as_view(), name="api-capacity-preview"),
     path("capacity/earliest", earliest_view.EarliestView.as_view(), name="api-capacity-earliest"),
-    path("tenants/<str:slug>/quota", views.QuotaView.as_view(), name="api-tenant-quota"),
     path("pools", views.PoolsView.as_view(), name="api-pools"),
     path("pools/<str:slug>", views.PoolView.as_view(), name="api-pool"),
     path("nodes", nodes.NodesView.as_view(), name="api-nodes"),

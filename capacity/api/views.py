@@ -16,7 +16,6 @@ from rest_framework.response import Response
 
 from capacity import series_hooks, services
 from capacity.access import pool_for
-from capacity.db.literals import to_datetime
 from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.render import render_reservation, render_reservations
@@ -24,7 +23,7 @@ from capacity.rollups import capacity_by_pool
 from capacity.services import keep_when_idle
 from config.api.base import BerthAPIView
 from config.api.pages import list_source, position_of, queryset_source
-from config.api.params import bool_param, text_param
+from config.api.params import bool_param
 from config.api.schema import errors
 from config.replica import replica_reads
 from inventory.models import Node, Pool
@@ -36,7 +35,6 @@ from .serializers import (
     RESERVATION_EXAMPLES,
     PoolSerializer,
     PreviewSerializer,
-    QuotaReportSerializer,
     ReservationSerializer,
 )
 
@@ -305,41 +303,3 @@ class PoolView(BerthAPIView):
     @replica_reads
     def get(self, request, slug):
         return Response(render_pools([visible_pool(self.scope, slug)])[0])
-
-
-class QuotaView(BerthAPIView):
-    """A tenant's peak use against each quota limit over a window."""
-
-    @extend_schema(
-        operation_id="tenants_quota",
-        tags=["quota"],
-        summary="Get a tenant's quota use",
-        description=(
-            "Quota bounds what a tenant holds at any one instant. For each resource with a limit or"
-            " a charge in the window (a week from now by default): the limit, the most held at once"
-            " in the window, and what is held now. `start` and `end` take epoch milliseconds or ISO"
-            " 8601 times. A tenant the caller may not act for answers 404."
-        ),
-        parameters=[
-            OpenApiParameter("start", str, description="Window start (epoch ms or ISO 8601)."),
-            OpenApiParameter("end", str, description="Window end (epoch ms or ISO 8601)."),
-        ],
-        responses={200: QuotaReportSerializer, **errors(400, 401, 404)},
-    )
-    def get(self, request, slug):
-        bounds = {}
-        for name in ("start", "end"):
-            raw = text_param(request, name)
-            if raw is not None:
-                bounds[name] = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 16 else raw
-        tenant, start, end, uses = services.quota_report(slug, scope=self.scope, **bounds)
-        body = {
-            "tenantId": tenant.slug,
-            "start": to_datetime(start),
-            "end": to_datetime(end),
-            "quota": [
-                {"resource": u.resource, "limit": u.limit, "peak": u.peak, "now": u.now, "default": u.default}
-                for u in uses
-            ],
-        }
-        return Response(QuotaReportSerializer(body).data)

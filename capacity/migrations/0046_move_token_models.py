@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("capacity", "0044_pool_rule"),
+        ("capacity", "0045_move_policy_models"),
     ]
 
     operations = [

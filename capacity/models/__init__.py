@@ -2,12 +2,11 @@
 
 from .bookings import Allocation, AnyAllocation, AnyDeviceBooking, DeviceBooking, ScalarClaim
 from .maintenance import MaintenanceWindow, MaintenanceWindowNode
-from .policy import PoolPolicy, PoolRule
 from .quota import Quota, QuotaCharge, QuotaLoad
 from .reservations import AnyReservation, Reservation, ReservationEvent
 from .rollups import PoolCapacityRollup
+from .rules import PoolRule
 from .series import Series
-from .shares import PoolShare
 from .versions import PoolBookingVersion
 
 __all__ = [
@@ -20,9 +19,7 @@ __all__ = [
     "MaintenanceWindowNode",
     "PoolBookingVersion",
     "PoolCapacityRollup",
-    "PoolPolicy",
     "PoolRule",
-    "PoolShare",
     "Quota",
     "QuotaCharge",
     "QuotaLoad",

@@ -28,12 +28,10 @@ FACE = {
         "preempt_at",
     ),
     "capacity.placers.ending": ("end_allocations",),
-    "capacity.services.quotas": ("delete_quota", "quota_rows", "set_quota", "without_gpu_quota"),
     # Where a pending reservation stands in its pool's queue: the queue's rule answers (capacity.rules).
     "capacity.rules": ("STARTS_LATER", "queue_places", "queue_text"),
     "capacity.services.inputs": ("normalize", "parse_duration", "stored_input", "stored_request"),
     "capacity.services.preview": ("MAX_PREVIEW_CANDIDATES", "Preview", "preview"),
-    "capacity.services.quota_report": ("QUOTA_REPORT_WINDOW", "quota_report"),
     "capacity.services.release": ("expire_ended", "release", "retry_pending"),
     "capacity.services.reservations": (
         "allocations_for",

@@ -2,8 +2,10 @@
 
 A pool without a row reads the defaults, which are the site's settings (IDLE_AFTER,
 IDLE_RELEASE_AFTER): exactly what the idle check did before pools had policies. The policy app
-(policy.pool_policy) parses, writes and shows it; `lendIdle` is read by spot placement
-(policy.lending), `spotNotice` and `spotMinRuntime` by preemption (policy.notice).
+owns the rows (policy.models.PoolPolicy) and parses, writes and shows them (policy.pool_policy);
+booking reads the table by name, as the pool's lookup does (capacity.placers.loader), so capacity
+never imports that app. `lendIdle` is read by spot placement (policy.lending), `spotNotice` and
+`spotMinRuntime` by preemption (policy.notice).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connection
 
-from capacity.models import PoolPolicy
-from capacity.models.policy import APPROVAL_HOLD, OnError
 from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.models import Pool
+
+# How long a booking waits for an operator's decision when the pool's policy names no hold.
+APPROVAL_HOLD = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class Policy:
     approval_hold: timedelta = APPROVAL_HOLD
     policy_webhook: str | None = None
     policy_webhook_secret: str = ""
-    policy_webhook_on_error: str = OnError.DENY
+    policy_webhook_on_error: str = "deny"  # policy.models.OnError.DENY
     policy_webhook_concurrency: int | None = None
     stored: bool = False
 
@@ -48,23 +52,25 @@ def defaults() -> Policy:
 
 # The policy's fields as the model names them (every Policy field but `stored`).
 ATTRS = tuple(f.name for f in fields(Policy) if f.name != "stored")
+# The rows, one column per field (the table keeps its name from when capacity owned it).
+_ROWS_SQL = f'SELECT pool_id, {", ".join(ATTRS)} FROM "capacity_poolpolicy"'
 
 
-def from_row(row: PoolPolicy) -> Policy:
-    """Return a pool's policy row as read."""
-    return Policy(**{name: getattr(row, name) for name in ATTRS}, stored=True)
+def _read(where: str = "", params: tuple = ()) -> dict[int, Policy]:
+    with connection.cursor() as cur:
+        cur.execute(_ROWS_SQL + where, params)
+        return {pool: Policy(*values, stored=True) for pool, *values in cur.fetchall()}
 
 
 def policy_of(pool: Pool | int) -> Policy:
     """Return the pool's policy (the defaults when it has no row)."""
     pk = pool if isinstance(pool, int) else pool.pk
-    row = PoolPolicy.objects.filter(pool_id=pk).first()
-    return defaults() if row is None else from_row(row)
+    return _read(" WHERE pool_id = %s", (pk,)).get(pk) or defaults()
 
 
 def stored_policies() -> dict[int, Policy]:
     """Return pool pk -> policy for every pool with a row (the idle check reads them once a round)."""
-    return {row.pool_id: from_row(row) for row in PoolPolicy.objects.all()}
+    return _read()
 
 
 def check_keep_when_idle(pool: Pool | int, pool_slug: str) -> None:

@@ -36,7 +36,7 @@ from config.web import login_required, page, safe_next, wants_partial
 
 from .common import RESERVATIONS_PER_PAGE, asked_text, atom_labels, utc_message, utc_words, visible_tenants
 from .page_cache import all_versions, kept_fragments, page_query, page_url
-from .quota import quota_cards
+from .quota_cards import quota_cards
 from .usage_cells import fill_usage, usage_cell
 
 # --- reservations ----------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
 from devtools.bench.placements import _analyze_filled, _pct, build_pool
 from inventory.models import Tenant
+from policy.models import PoolPolicy
 from policy.pool_policy import set_policy
 from policy.reclaim import reclaim_lapsed
 from policy.reclaim_processes import reclaim_for_processes

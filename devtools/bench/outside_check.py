@@ -29,7 +29,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from capacity.audit import booking_drift
-from capacity.models import Allocation, DeviceBooking, PoolPolicy, Quota, Reservation
+from capacity.models import Allocation, DeviceBooking, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.rollups import refresh_rollups
 from capacity.services import lookups
@@ -38,6 +38,7 @@ from devtools.bench.placements import _build_nodes
 from devtools.bench.policy_check import _server
 from identity.tokens import issue_token
 from inventory.models import Node, Pool, Site, Tenant
+from policy.models import PoolPolicy
 from policy.pool_policy import set_policy
 
 CHECKED, OTHER = "oc-checked", "oc-other"

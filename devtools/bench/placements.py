@@ -18,7 +18,7 @@ from django.utils import timezone
 from capacity import services
 from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, MaintenanceWindow, PoolShare, Quota, Reservation
+from capacity.models import Allocation, DeviceBooking, MaintenanceWindow, Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import QUEUED
 from capacity.placers.batch import place_queued
@@ -28,6 +28,7 @@ from capacity.worker import serve
 from devtools.bench.cpu import Cpu, batch_figures, metric_values, settle
 from inventory.models import Device, DeviceLink, Node, NodeLabel, NodeResource, Pool, Site, Tenant
 from maintenance.windows import schedule
+from policy.models import PoolShare
 from policy.shares import bookable_gpus
 
 BENCH_QUOTA = 1_000_000_000

@@ -19,9 +19,10 @@ from django.test.utils import CaptureQueriesContext
 from capacity import services
 from capacity.audit import audit, booking_drift
 from capacity.conf import placer_config
-from capacity.models import Allocation, DeviceBooking, PoolPolicy, Reservation
+from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.services import lookups
 from devtools.bench.placements import build_pool, requests_for
+from policy.models import PoolPolicy
 from policy.pool_policy import set_policy
 
 

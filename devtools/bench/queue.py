@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from capacity.models import PoolShare, Quota, Reservation
+from capacity.models import Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.placers.batch import _CLAIM_SQL, ordered_claim_sql
 from capacity.rollups import refresh_rollups
@@ -36,6 +36,7 @@ from devtools.bench.placements import BUILD_CHUNK, _analyze_filled, _build_nodes
 from inventory.models import Node, Pool, Site, Tenant
 from policy.fair_order import Waiting, fair_order
 from policy.fair_queue import POOL_ORDER, half_life, pool_params, queue_places, read_fair_shares, retry_order
+from policy.models import PoolShare
 
 SLUG = "bench-queue"
 BATCH = 64

@@ -22,7 +22,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from capacity import services
-from capacity.models import PoolPolicy, Quota, Reservation
+from capacity.models import Quota, Reservation
 from capacity.models.quota import DEFAULT_RESOURCE
 from capacity.models.reservations import IDLE
 from capacity.rollups import refresh_rollups
@@ -30,6 +30,7 @@ from devtools.bench.load import LoadError, check_bounds, served
 from devtools.bench.placements import _pct
 from identity.tokens import issue_node_token, issue_token
 from inventory.models import Device, Node, Pool, Site, Tenant
+from policy.models import PoolPolicy
 
 POOL, NODE, OWNER, SPOT = "bench-lend", "bench-lend-a", "bench-owner", "bench-spot"
 MAX_ROUNDS = 1000

@@ -13,9 +13,10 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.audit import audit, booking_drift
-from capacity.models import PoolShare, Reservation
+from capacity.models import Reservation
 from devtools.bench.placements import build_pool, requests_for
 from inventory.models import Tenant
+from policy.models import PoolShare
 from series.book import reserve_series
 from series.release import release_series
 

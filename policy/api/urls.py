@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import approvals, pool_policy, reclaim, shares
+from . import approvals, pool_policy, quota, reclaim, shares
 
 urlpatterns = [
     path(
@@ -19,4 +19,5 @@ urlpatterns = [
     path("pools/<str:pool>/policy", pool_policy.PolicyView.as_view(), name="api-pool-policy"),
     path("pools/<str:pool>/shares", shares.SharesView.as_view(), name="api-pool-shares"),
     path("pools/<str:pool>/shares/<str:tenant>", shares.ShareView.as_view(), name="api-pool-share"),
+    path("tenants/<str:slug>/quota", quota.QuotaView.as_view(), name="api-tenant-quota"),
 ]

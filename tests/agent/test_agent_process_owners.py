@@ -15,9 +15,10 @@ from test_berth_agent import book
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import DeviceSample, Pool
+from policy.models import PoolPolicy
 
 PROCESS = (
     "<process_info><gpu_instance_id>N/A</gpu_instance_id><compute_instance_id>N/A</compute_instance_id>"

@@ -75,9 +75,10 @@ def reserve_as(client_for):
 @pytest.fixture
 def lent(as_acme, as_globex, make_node, deterministic_placement):
     """acme's idle 2-GPU booking on node-a, lent to globex's 4-hour spot work: (owner id, work)."""
-    from capacity.models import PoolPolicy, Reservation
+    from capacity.models import Reservation
     from capacity.models.reservations import IDLE
     from inventory.models import Pool
+    from policy.models import PoolPolicy
 
     make_node("node-a", gpus=2)
     PoolPolicy.objects.create(pool=Pool.objects.get(slug="lab-pool"), lend_idle=True)

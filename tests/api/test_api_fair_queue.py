@@ -1,7 +1,7 @@
 """A pending reservation in a pool with shares says where it stands in the fair queue (`queue`)."""
 
-from capacity.models import PoolShare
 from inventory.models import Pool, Tenant
+from policy.models import PoolShare
 
 
 def share(tenant, guaranteed):

@@ -4,7 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
+from policy.models import PoolPolicy
 
 POLICY = "/api/v1/pools/lab-pool/policy"
 

@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
+from policy.models import PoolPolicy
 
 POLICY = "/api/v1/pools/lab-pool/policy"
 DEFAULTS = {

@@ -9,10 +9,11 @@ from datetime import datetime, timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
 from capacity.models.reservations import IDLE
 from identity.tokens import issue_node_token
 from inventory.models import DeviceSample
+from policy.models import PoolPolicy
 
 
 @pytest.fixture

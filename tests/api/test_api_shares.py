@@ -1,6 +1,6 @@
 """A pool's shares per tenant over the API: operators set and remove, tenants read their own row."""
 
-from capacity.models import PoolShare
+from policy.models import PoolShare
 
 SHARES = "/api/v1/pools/lab-pool/shares"
 

@@ -5,9 +5,9 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from capacity.models import PoolShare
 from capacity.placement import CapacityError
 from inventory.models import Pool
+from policy.models import PoolShare
 from policy.shares import set_share
 
 pytestmark = pytest.mark.django_db(transaction=True)

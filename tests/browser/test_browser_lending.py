@@ -15,9 +15,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 
 def test_the_owner_reclaims_and_reads_until_when_its_gpus_are_shared(login, demo, tmp_path):
     from capacity import services
-    from capacity.models import PoolPolicy, Reservation
+    from capacity.models import Reservation
     from capacity.models.reservations import IDLE
     from inventory.models import DeviceSample, Node, Pool
+    from policy.models import PoolPolicy
 
     node = "sfo2-pcie-20"  # one no demo booking uses
     others = list(

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), rea
 
 def test_an_operator_saves_the_policy_in_place_and_sees_it(login, demo, tmp_path):
     from capacity import services
-    from capacity.models import PoolPolicy
+    from policy.models import PoolPolicy
 
     kept = services.reserve(
         {

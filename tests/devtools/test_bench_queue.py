@@ -5,7 +5,8 @@ import json
 
 from django.core.management import call_command
 
-from capacity.models import PoolShare, Reservation
+from capacity.models import Reservation
+from policy.models import PoolShare
 
 
 def test_the_queue_benchmark_times_each_part_with_shares_on_and_off_and_leaves_the_shares(db):

@@ -90,7 +90,7 @@ def test_a_share_set_in_the_admin_for_a_team_without_a_gpu_quota_warns(root, two
         "borrowing_limit_gpus": "",
         "lending_limit_gpus": "",
     }
-    answer = root.post("/admin/capacity/poolshare/add/", form, follow=True)
+    answer = root.post("/admin/policy/poolshare/add/", form, follow=True)
     assert (
         "No GPU quota for bare: its bookings are refused whatever its share says."
         " Set one on the team&#x27;s page, Teams → bare." in answer.content.decode()

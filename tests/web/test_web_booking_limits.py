@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
+from policy.models import PoolPolicy
 from policy.pool_policy import set_policy
 
 from web_helpers import HX, error_next_to

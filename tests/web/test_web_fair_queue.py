@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from capacity import services
 from capacity.conf import placer_config
-from capacity.models import PoolShare
 from inventory.models import Pool, Tenant
+from policy.models import PoolShare
 
 
 def queue_line(page: str) -> str | None:

@@ -7,9 +7,10 @@ import pytest
 from django.utils import timezone
 
 from capacity import services
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Pool
+from policy.models import PoolPolicy
 
 
 @pytest.fixture

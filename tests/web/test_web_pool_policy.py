@@ -2,7 +2,8 @@
 
 from datetime import timedelta
 
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
+from policy.models import PoolPolicy
 from policy.pool_policy import set_policy
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -124,11 +125,11 @@ def test_the_admin_takes_durations_as_the_api_writes_them(two_hosts, pool):
         "spot_notice": "",
         "spot_min_runtime": "",
     }
-    response = client.post("/admin/capacity/poolpolicy/add/", form)
+    response = client.post("/admin/policy/poolpolicy/add/", form)
     assert response.status_code == 200 and "idleReleaseAfter must look like 30m" in response.content.decode()
     assert not PoolPolicy.objects.exists()
     assert (
-        client.post("/admin/capacity/poolpolicy/add/", form | {"idle_release_after": "6h"}).status_code == 302
+        client.post("/admin/policy/poolpolicy/add/", form | {"idle_release_after": "6h"}).status_code == 302
     )
     row = PoolPolicy.objects.get()
     assert (row.idle_warn_after, row.idle_release_after, row.spot_notice) == (
@@ -136,7 +137,7 @@ def test_the_admin_takes_durations_as_the_api_writes_them(two_hosts, pool):
         timedelta(hours=6),
         None,
     )
-    page = client.get(f"/admin/capacity/poolpolicy/{row.pk}/change/").content.decode()
+    page = client.get(f"/admin/policy/poolpolicy/{row.pk}/change/").content.decode()
     assert 'value="90m"' in page and 'value="6h"' in page
 
 

@@ -1,6 +1,6 @@
 """The pool page's Shares section: operators see and edit every row in place, tenants their own."""
 
-from capacity.models import PoolShare
+from policy.models import PoolShare
 from policy.shares import set_share
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -97,10 +97,10 @@ def test_the_admin_refuses_guarantees_past_the_pool_and_saves_the_rest(two_hosts
         "borrowing_limit_gpus": "",
         "lending_limit_gpus": "",
     }
-    response = client.post("/admin/capacity/poolshare/add/", form)
+    response = client.post("/admin/policy/poolshare/add/", form)
     assert response.status_code == 200
     assert "would add up to 9 GPUs; it has 8 bookable GPUs" in response.content.decode()
     assert not PoolShare.objects.exists()
-    response = client.post("/admin/capacity/poolshare/add/", form | {"guaranteed_gpus": 8})
+    response = client.post("/admin/policy/poolshare/add/", form | {"guaranteed_gpus": 8})
     assert response.status_code == 302
     assert PoolShare.objects.get().guaranteed_gpus == 8

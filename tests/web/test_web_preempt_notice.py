@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 
 from capacity import services
-from capacity.models import PoolPolicy
 from inventory.models import Pool
+from policy.models import PoolPolicy
 
 
 @pytest.fixture

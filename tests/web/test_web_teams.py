@@ -3,8 +3,9 @@
 import pytest
 from django.contrib.auth.models import User
 
-from capacity.models import PoolShare, Quota, Reservation
+from capacity.models import Quota, Reservation
 from inventory.models import Tenant
+from policy.models import PoolShare
 from trail.models import AuditRecord
 
 from web_helpers import HX, error_next_to, is_full_page

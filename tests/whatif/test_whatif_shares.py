@@ -167,7 +167,7 @@ def test_a_run_with_shares_reports_each_tenant_booked_waits_reclaims_and_borrowe
 
 @pytest.mark.django_db
 def test_the_baseline_places_under_the_pools_stored_shares(four_nodes, tenant, pool):
-    from capacity.models import PoolShare
+    from policy.models import PoolShare
 
     PoolShare.objects.create(pool=pool, tenant=tenant, guaranteed_gpus=16, borrowing_limit_gpus=2)
     result = simulate(Inputs("lab-pool", synthetic=Synthetic(count=40, seed=3), changes=Changes(top_n=2)))

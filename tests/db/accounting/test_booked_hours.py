@@ -17,9 +17,10 @@ from capacity import services
 from capacity.access import EVERYONE
 from capacity.archive import move_history
 from capacity.audit import audit
-from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, PoolPolicy, Reservation
+from capacity.models import AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Device, Pool, Tenant
+from policy.models import PoolPolicy
 from usage.booked_hours import booked_hours_drift, fold_booked_hours
 from usage.booked_today import booked_to_date
 from usage.models import GPU_HOUR, BookedHours, BookedHoursChange

@@ -23,7 +23,7 @@ def superuser_client(demo, client):
     return client
 
 
-MODELS = [m for m in admin.site._registry if m._meta.app_label in {"inventory", "capacity", "auth"}]
+MODELS = [m for m in admin.site._registry if m._meta.app_label in {"inventory", "capacity", "policy", "auth"}]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m._meta.label)

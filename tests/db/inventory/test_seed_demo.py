@@ -73,8 +73,9 @@ def touched_state() -> dict:
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
-    from capacity.models import MaintenanceWindow, PoolPolicy, PoolShare, Quota, Reservation
+    from capacity.models import MaintenanceWindow, Quota, Reservation
     from inventory.models import NodeReport, Tenant
+    from policy.models import PoolPolicy, PoolShare
     from trail.models import AuditRecord
 
     def rows(model, *fields):

@@ -1,9 +1,10 @@
 """Lending idle GPUs: spot work runs on an Idle owner's booked GPUs, which the owner keeps."""
 
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Pool
+from policy.models import PoolPolicy
 
 from booking import ask, reserve
 

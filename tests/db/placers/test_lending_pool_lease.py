@@ -6,10 +6,11 @@ from django.db import connection
 
 from capacity import services
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from capacity.placers.batch import place_batch
 from inventory.models import Pool
+from policy.models import PoolPolicy
 
 from booking import NOW, ask, config
 

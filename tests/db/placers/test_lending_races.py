@@ -4,9 +4,10 @@ import pytest
 from django.db import connection, transaction
 
 from capacity.audit import audit
-from capacity.models import Allocation, DeviceBooking, PoolPolicy, Reservation
+from capacity.models import Allocation, DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Device, Pool
+from policy.models import PoolPolicy
 from policy.reclaim import reclaim
 
 from booking import NOW, ask, reserve

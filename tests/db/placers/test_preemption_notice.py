@@ -7,9 +7,10 @@ from django.contrib.auth.models import User
 
 from capacity import services
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.worker import run_round
 from inventory.models import Pool
+from policy.models import PoolPolicy
 from policy.notice import finish_due
 from webhooks.models import Event, Subscription
 

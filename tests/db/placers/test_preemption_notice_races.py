@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 
 from capacity.audit import audit
-from capacity.models import PoolPolicy, Reservation
+from capacity.models import Reservation
 from inventory.models import Pool
+from policy.models import PoolPolicy
 
 from booking import ask, reserve
 from racing import run_threads

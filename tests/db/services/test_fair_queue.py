@@ -10,10 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from capacity import services
-from capacity.models import PoolShare, Reservation
+from capacity.models import Reservation
 from capacity.placers.batch import place_batch, place_queued
 from policy.fair_order import Waiting, places
 from policy.fair_queue import read_fair_shares
+from policy.models import PoolShare
 from policy.shares import share_rows
 
 from booking import NOW, ask, config, from_real_now, reserve

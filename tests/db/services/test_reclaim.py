@@ -7,10 +7,11 @@ import pytest
 from capacity import services
 from capacity.access import Scope
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from capacity.placement import CapacityError
 from inventory.models import Pool
+from policy.models import PoolPolicy
 from policy.reclaim import reclaim, reclaim_lapsed
 
 from booking import NOW, ask, reserve

@@ -12,9 +12,10 @@ from django.contrib.auth.models import User
 from agents.assignments import assignments
 from capacity import services
 from capacity.audit import audit
-from capacity.models import DeviceBooking, PoolPolicy, Reservation
+from capacity.models import DeviceBooking, Reservation
 from capacity.models.reservations import IDLE
 from inventory.models import Device, DeviceSample, Pool
+from policy.models import PoolPolicy
 from policy.notice import finish_due
 from policy.reclaim import reclaim, reclaim_lapsed
 from policy.reclaim_processes import reclaim_for_processes

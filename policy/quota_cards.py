@@ -1,4 +1,9 @@
-"""A tenant's quota as the booking and reservations pages draw it: held now and the peak, per limit."""
+"""A tenant's quota as the booking and reservations pages draw it: held now and the peak, per limit.
+
+The pages are capacity's (capacity.views.booking, capacity.views.reservations, their partial
+capacity/quota_bars.html); they ask for the cards through capacity.views.quota_cards, where
+policy/apps.py registers these.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from capacity import services
-from capacity.models.quota import DEFAULT_RESOURCE
-from capacity.placement import CapacityError
+from capacity.port import DEFAULT_RESOURCE, CapacityError, parse_duration
+
+from .quota_report import QUOTA_REPORT_WINDOW, quota_report
 
 
 @dataclass
@@ -65,13 +70,11 @@ def quota_cards(
     """Return, per tenant, its quota over a window (a week from now by default): held now and the peak."""
     now = timezone.now()
     start = start or now
-    end = end or start + services.QUOTA_REPORT_WINDOW
+    end = end or start + QUOTA_REPORT_WINDOW
     cards = []
     for tenant in tenants:
         slug = getattr(tenant, "slug", tenant)
-        found, _start, _end, uses = services.quota_report(
-            slug, scope=scope, start=_ms(start), end=_ms(end), now=now
-        )
+        found, _start, _end, uses = quota_report(slug, scope=scope, start=_ms(start), end=_ms(end), now=now)
         lines = [
             QuotaLine(u.resource, u.limit, u.now, u.peak, u.default)
             for u in uses
@@ -98,7 +101,7 @@ def form_window(form) -> tuple[datetime, datetime]:
     else:
         start, duration = now, str(form["duration"].value() or "")
     try:
-        return start, start + services.parse_duration(duration or "1d")
+        return start, start + parse_duration(duration or "1d")
     except CapacityError:
         return start, start + timedelta(days=1)
 

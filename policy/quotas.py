@@ -1,7 +1,9 @@
 """A tenant's quota rows (docs/accounting.md): read, set and remove them; each change is in the audit.
 
-The team page (policy/teams.py) and the admin write through here. A resource without a row, and
-without a default row ('*'), is refused at booking: `NO_QUOTA_HINT` says where an operator sets one.
+The rows are capacity's (capacity.models.Quota: the booking path's quota lock reads them,
+capacity.placers.quota); administering them is the policy app's. The team page (policy/teams.py)
+writes through here; it, the pool page's Shares section and the shares' admin read here. A resource without a row, and
+without a default row ('*'), is refused at booking, with where an operator sets one (capacity.placers.quota).
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from collections.abc import Iterable
 from django.db import transaction
 from django.db.models import QuerySet
 
-from capacity.models import Quota
-from capacity.models.quota import DEFAULT_RESOURCE
-from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError
+from capacity.port import DEFAULT_RESOURCE, INVALID_INPUT, NOT_FOUND, CapacityError, Quota
 from inventory.models import Tenant
 from trail.record import record
 

@@ -4,9 +4,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity import services
-from capacity.db.literals import to_datetime
-from capacity.management.base import BerthCommand
+from capacity.port import BerthCommand, to_datetime
+from policy.quota_report import quota_report
 
 
 class Command(BerthCommand):
@@ -23,7 +22,7 @@ class Command(BerthCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant, start, end, uses = self.call(
-            services.quota_report,
+            quota_report,
             options["tenant"],
             scope=self.scope,
             start=options["start"],

@@ -1,11 +1,17 @@
-"""A pool's policy: idle rules, what spot work may do, booking limits, approvals and the outside check."""
+"""The pool rules' own rows: a pool's policy and the tenants' shares of a pool (docs/policy.md, docs/shares.md).
+
+Moved from capacity (migrations capacity 0045, policy 0001) with their tables kept: capacity's
+booking path reads them by table name (capacity_poolpolicy, capacity_poolshare) and never imports
+this app.
+"""
 
 from datetime import timedelta
 
 from django.db import models
 from django.db.models import Q
 
-from inventory.models import Pool
+from capacity.port import APPROVAL_HOLD
+from inventory.models import Pool, Tenant
 
 
 def _positive(field: str, api_name: str) -> models.CheckConstraint:
@@ -16,9 +22,6 @@ def _positive(field: str, api_name: str) -> models.CheckConstraint:
         name=f"poolpolicy_{field.removesuffix('_after')}_positive",
         violation_error_message=f"{api_name} must be more than 0.",
     )
-
-
-APPROVAL_HOLD = timedelta(hours=24)
 
 
 class OnError(models.TextChoices):
@@ -68,6 +71,7 @@ class PoolPolicy(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "capacity_poolpolicy"  # kept from capacity: its booking path reads it by name
         ordering = ["pool"]
         verbose_name_plural = "pool policies"
         # Each limit, when set, is more than 0: (field, its API name).
@@ -97,33 +101,47 @@ class PoolPolicy(models.Model):
         return f"policy of {self.pool}"
 
 
-class PoolRule(models.Model):
-    """A pool rule an app outside the pool's policy turned on for a pool (the Slurm bridge's `slurm`).
+class PoolShare(models.Model):
+    """A tenant's share of a pool: what it is guaranteed, may borrow and lends, in whole GPUs.
 
-    The pool's lookup reads the names with the pool (capacity.placers.loader, PoolRow.rules), so a
-    rule's `applies` costs no statement, and a pool without any runs none of them.
+    Whole-GPU equivalents: a MIG slice counts as its share of its GPU (inventory.gpu_share).
+    `borrowing_limit_gpus` null: no limit on borrowing; `lending_limit_gpus` null: all of the
+    guarantee may be lent. A pool without rows has no shares and places as before; once it has
+    some, a tenant without a row is guaranteed 0. The guarantees of a pool add up to at most its
+    bookable GPUs (policy.shares checks it under the pool's lock).
     """
 
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+")
-    rule = models.CharField(max_length=50)
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="shares")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="pool_shares")
+    guaranteed_gpus = models.IntegerField()
+    borrowing_limit_gpus = models.IntegerField(null=True, blank=True)
+    lending_limit_gpus = models.IntegerField(null=True, blank=True)
 
     class Meta:
-        ordering = ["pool", "rule"]
+        db_table = "capacity_poolshare"  # kept from capacity: its booking path reads it by name
+        ordering = ["pool", "tenant"]
         constraints = [
             models.UniqueConstraint(
-                fields=["pool", "rule"],
-                name="poolrule_once",
-                violation_error_message="A rule is on for a pool once.",
+                fields=["pool", "tenant"],
+                name="poolshare_unique",
+                violation_error_message="The tenant already has a share of this pool.",
+            ),
+            models.CheckConstraint(
+                condition=Q(guaranteed_gpus__gte=0),
+                name="poolshare_guaranteed_nonnegative",
+                violation_error_message="A guarantee cannot be negative.",
+            ),
+            models.CheckConstraint(
+                condition=Q(borrowing_limit_gpus__isnull=True) | Q(borrowing_limit_gpus__gte=0),
+                name="poolshare_borrowing_nonnegative",
+                violation_error_message="A borrowing limit cannot be negative.",
+            ),
+            models.CheckConstraint(
+                condition=Q(lending_limit_gpus__isnull=True) | Q(lending_limit_gpus__gte=0),
+                name="poolshare_lending_nonnegative",
+                violation_error_message="A lending limit cannot be negative.",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.pool_id}:{self.rule}"
-
-
-def switch_rule(pool_pk: int, rule: str, on: bool) -> None:
-    """Turn a rule on or off for a pool (the next lookup of the pool reads it)."""
-    if on:
-        PoolRule.objects.get_or_create(pool_id=pool_pk, rule=rule)
-    else:
-        PoolRule.objects.filter(pool_id=pool_pk, rule=rule).delete()
+        return f"{self.pool}:{self.tenant}={self.guaranteed_gpus}"

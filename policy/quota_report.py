@@ -1,4 +1,8 @@
-"""The quota report: a tenant's peak use against each limit over a window."""
+"""The quota report: a tenant's peak use against each limit over a window (the API, `quota`, the pages' cards).
+
+Read by the booking path's own quota reads (capacity.placers.quota.report), over a window checked
+as a booking's is.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,19 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from capacity.access import EVERYONE, Scope
-from capacity.placement import INVALID_INPUT, NOT_FOUND, CapacityError, Window
-from capacity.placers import quota
+from capacity.port import (
+    EVERYONE,
+    INVALID_INPUT,
+    MAX_DURATION,
+    NOT_FOUND,
+    CapacityError,
+    Scope,
+    Use,
+    Window,
+    epoch_ms,
+    report,
+)
 from inventory.models import Tenant
-
-from .inputs import MAX_DURATION, epoch_ms
 
 # A quota report covers a week from now unless the caller names a window.
 QUOTA_REPORT_WINDOW = timedelta(days=7)
@@ -24,7 +35,7 @@ def quota_report(
     start: object = None,
     end: object = None,
     now: datetime | None = None,
-) -> tuple[Tenant, int, int, list[quota.Use]]:
+) -> tuple[Tenant, int, int, list[Use]]:
     """Return the tenant, the window (epoch ms) and its peak use against each limit in that window.
 
     The window defaults to a week from now; `start` and `end` are epoch milliseconds or ISO 8601
@@ -42,4 +53,4 @@ def quota_report(
         raise CapacityError(INVALID_INPUT, "end must be after start")
     if last - first > MAX_DURATION.total_seconds() * 1000:
         raise CapacityError(INVALID_INPUT, "the window must be at most 366d")
-    return tenant, first, last, quota.report(tenant.pk, Window(first, last), now)
+    return tenant, first, last, report(tenant.pk, Window(first, last), now)
