@@ -87,7 +87,6 @@ FACE = {
     "capacity.placement.earliest": ("NodeTime",),
     "capacity.placement.freeindex": ("FreeIndex",),
     "capacity.placement.lease": ("plan_lease",),
-    "capacity.placement.shares": ("Share", "Verdict", "gpus_phrase", "gpus_text", "judge", "within"),
     "capacity.placement.validate": ("validate_request",),
     # The planner over the database's pool, as placement builds it (what if replays demand on it).
     "capacity.conf": ("placer_config",),

@@ -3,7 +3,7 @@
 The commit's lock statement says whether the pool has shares (read under the pool row's lock, so
 a share set meanwhile waits for this transaction). When it has, the pool's bookings over the
 window (the new one in them), its share rows and its bookable GPUs are read in one statement and
-judged (capacity.placement.shares): a booking that would break a borrowing limit, or borrow a
+judged (policy.share_verdict): a booking that would break a borrowing limit, or borrow a
 guarantee its tenant keeps, rolls back to the attempt's savepoint and stays pending with the
 reason; one that borrows records how much (`borrowed_gpus`, what a guaranteed booking may
 reclaim) and a Borrowed condition. A pool without shares costs nothing here.
@@ -28,17 +28,14 @@ from capacity.port import (
     PlacementRequest,
     PoolRow,
     Rule,
-    Share,
     Window,
-    gpus_phrase,
     gpus_sql,
-    gpus_text,
-    judge,
     prepared_cursor,
     window_literal,
-    within,
 )
 from inventory.gpu_share import gpu_share, gpu_share_sql
+
+from .share_verdict import Share, gpus_phrase, gpus_text, judge, within
 
 BORROWED_REASON = "BorrowedFromShares"
 

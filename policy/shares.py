@@ -22,7 +22,6 @@ from capacity.port import (
     CapacityError,
     Scope,
     gpus_sql,
-    gpus_text,
     pool_allows,
     pool_for,
     stored_rollups,
@@ -33,6 +32,7 @@ from trail.record import record
 
 from .fairshare import HALF_LIVES_READ, decayed_gpu_hours, fair_share
 from .models import PoolShare
+from .share_verdict import gpus_text
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from django.template.loader import render_to_string
 from capacity.port import (
     CapacityError,
     Section,
-    gpus_text,
     may_set_shares,
     scope_for,
 )
 from inventory.models import Tenant
 
 from .quotas import lacking_gpu_quota
+from .share_verdict import gpus_text
 from .shares import bookable_gpus, delete_share, holding_changes_at, pool_shares, set_share
 
 # Where the kept Shares section reads, per page, which teams with a share have no GPU quota: a quota

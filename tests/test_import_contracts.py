@@ -198,7 +198,7 @@ FORBIDDEN = [
 
 # What each app may import besides itself (standard library and third parties aside).
 MAY_IMPORT = {
-    "whatif": ("capacity", "inventory", "config"),
+    "whatif": ("capacity", "inventory", "config", "policy"),
     "series": ("capacity", "inventory", "config"),
     "maintenance": ("capacity", "inventory", "config", "trail"),
     "agents": ("capacity", "inventory", "config"),
@@ -297,7 +297,8 @@ def test_no_layer_imports_one_above_it() -> None:
 
 def test_whatif_imports_only_capacity_inventory_and_config() -> None:
     """What if, series and agents build on capacity and inventory (and the project's config), on nothing
-    else first-party; maintenance on those and the audit trail."""
+    else first-party (what if replays policy's pure shares' verdict too); maintenance on those and the
+    audit trail."""
     broken = sorted(
         f"{importer} -> {imported}"
         for app, allowed in MAY_IMPORT.items()
@@ -307,6 +308,17 @@ def test_whatif_imports_only_capacity_inventory_and_config() -> None:
         if not any(_under(imported, ok) for ok in (app, *allowed))
     )
     assert broken == []
+
+
+# The policy modules the simulator may reach: the shares' verdict it replays, pure (no Django, no
+# import of policy's rules or models), and the package above it.
+WHATIF_READS_OF_POLICY = {"policy", "policy.share_verdict"}
+
+
+def test_whatif_reaches_only_policys_pure_verdict() -> None:
+    """The simulator replays the borrowing rule's verdict and nothing else of policy: no rule, no model."""
+    seen = reach.reached(REACH, [m for m in REACH.modules if _under(m, "whatif")])
+    assert {m for m in seen if reach.app_of(m) == "policy"} == WHATIF_READS_OF_POLICY
 
 
 def test_every_lazy_import_has_its_reason() -> None:
@@ -337,9 +349,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # drain's nodes (placement), the pool and node pages its panel and drain are drawn on and its forms
     # answer with, and the node actions' API base and the node as the API shows it (cordon, drain).
     "maintenance": (83, ()),
-    # The simulator replays the real planner: the pure core (20 modules with the searches it runs),
-    # the planner's reads of the pool (13 with the database helpers) and the models (11).
-    "whatif": (48, ()),
+    # The simulator replays the real planner: the pure core (19 modules with the searches it runs),
+    # the planner's reads of the pool (12 with the database helpers) and the models (9); and the
+    # shares' verdict the borrowing rule judges with, policy's pure module (WHATIF_READS_OF_POLICY).
+    "whatif": (46, ("policy",)),
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).

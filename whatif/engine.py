@@ -7,7 +7,7 @@ booked there; a regular one that fits only over spot work takes it back (the vic
 start); anything else waits until its earliest start within the horizon, or is never placed.
 The book, its holds and each side's record are whatif.book's.
 
-Under shares (capacity.placement.shares) each booking is judged over its window with the run's
+Under shares (policy.share_verdict, the rule's own pure verdict) each booking is judged over its window with the run's
 bookings: one the shares refuse does not place there and waits as one that does not fit, and one
 that borrows records how much. A regular request that stays within its tenant's guarantee and
 does not fit takes back other tenants' borrowing bookings, the fewest GPU-hours first, as it takes
@@ -31,22 +31,19 @@ from capacity.port import (
     Planner,
     PoolIndex,
     PoolRow,
-    Share,
     Short,
-    Verdict,
     Window,
     WindowUse,
     earliest_in,
     horizon_of,
-    judge,
     node_times,
     plan_lease,
     plan_shortlist,
     uses_shortlist,
     views_for,
-    within,
 )
 from inventory.gpu_share import gpu_share
+from policy.share_verdict import Share, Verdict, judge, within
 
 from .book import Book, Booked, Side, next_end
 from .demand import Arrival

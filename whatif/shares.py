@@ -11,8 +11,12 @@ from collections.abc import Iterable, Mapping
 
 from django.db import connection
 
-from capacity.port import INVALID_INPUT, CapacityError, Share, gpus_text
+from capacity.port import (
+    INVALID_INPUT,
+    CapacityError,
+)
 from inventory.models import Tenant
+from policy.share_verdict import Share, gpus_text
 
 # The pool's share rows by tenant. The policy app owns them (policy.models.PoolShare), which what if
 # may not import (tests/test_import_contracts.py): read by table name, as placement reads them.

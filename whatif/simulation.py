@@ -23,7 +23,6 @@ from capacity.port import (
     PLACERS,
     AnyReservation,
     CapacityError,
-    Share,
     load_pool,
     placer_config,
     pool_index,
@@ -31,6 +30,7 @@ from capacity.port import (
 )
 from inventory.gpu_share import gpu_share
 from inventory.models import Tenant
+from policy.share_verdict import Share
 
 from .changes import Changes, bookable_index, changed_index, left_out, restored
 from .demand import HOUR, MINUTE, Arrival, Synthetic, synthetic

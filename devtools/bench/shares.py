@@ -14,10 +14,10 @@ import time
 from collections import defaultdict
 
 from capacity.conf import placer_config
-from capacity.placement.shares import Share
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from devtools.bench.placements import build_pool
+from policy.share_verdict import Share
 from whatif.changes import bookable_index
 from whatif.demand import HOUR, MINUTE, Arrival, Synthetic, synthetic
 from whatif.engine import Booked, Engine, Side

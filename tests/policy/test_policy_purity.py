@@ -1,4 +1,5 @@
-"""The fair queue's pure half stays pure: no Django, no I/O modules at import (as capacity.placement)."""
+"""Policy's pure halves stay pure (the fair queue's order and decay, the shares' verdict): no Django, no I/O
+modules at import (as capacity.placement)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The policy app's modules that read no database: their tests here need none.
-PURE = ("policy.fair_order", "policy.fairshare")
+PURE = ("policy.fair_order", "policy.fairshare", "policy.share_verdict")
 
 
 def test_importing_the_pure_policy_modules_loads_no_django_module() -> None:

@@ -16,10 +16,10 @@ from django.core.management.base import CommandError
 
 from capacity.conf import placer_config
 from capacity.placement import CapacityError, DeviceRequest, PlacementRequest, Window
-from capacity.placement.shares import Share
 from capacity.placers.index import pool_index
 from capacity.placers.loader import load_pool
 from devtools.bench.simulate import table_digests
+from policy.share_verdict import Share
 from whatif.changes import Changes
 from whatif.demand import HOUR, Arrival, Synthetic
 from whatif.engine import Booked, Engine

@@ -1,4 +1,4 @@
-"""The shares' verdict over a window (capacity.placement.shares), with no database.
+"""The shares' verdict over a window (policy.share_verdict), with no database.
 
 A pool of 10 GPUs; acme is guaranteed 6, globex 4 (lending at most 1 unless said otherwise):
 
@@ -7,7 +7,7 @@ A pool of 10 GPUs; acme is guaranteed 6, globex 4 (lending at most 1 unless said
     globex          |=== holds ===|
 """
 
-from capacity.placement.shares import Share, judge, within
+from policy.share_verdict import Share, judge, within
 
 SHARES = {"acme": Share(6), "globex": Share(4, lending_limit=1)}
 
