@@ -2,9 +2,12 @@
 
 from django.urls import path
 
-from . import api, report
+from . import accept, api, report
 
 urlpatterns = [
     path("nodes/<str:name>/report", report.ReportView.as_view(), name="api-node-report"),
     path("nodes/<str:name>/assignments", api.AssignmentsView.as_view(), name="api-node-assignments"),
+    path(
+        "nodes/<str:name>/devices/accept", accept.AcceptDevicesView.as_view(), name="api-node-accept-devices"
+    ),
 ]

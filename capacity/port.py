@@ -159,7 +159,14 @@ FACE = {
     "capacity.views.common": ("visible_node",),
     # Taking a node out of service (the maintenance app's cordon, uncordon, maintenance mode and
     # drain): capacity's node actions' API base and schema, and the node page's drain form.
-    "capacity.api.nodes": ("OperatorView", "action_body", "action_schema", "body_text"),
+    "capacity.api.nodes": (
+        "OperatorView",
+        "action_body",
+        "action_schema",
+        "body_text",
+        "existing_node",
+        "reason",
+    ),
     "capacity.forms": ("DrainForm",),
     # The maintenance windows' panel on the pool and node pages, the pages that answer its forms and
     # the pool's chart it redraws.

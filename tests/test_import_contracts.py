@@ -376,8 +376,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     "series": (89, ()),
     # The node agent's feed and report: the models it reads bookings from, who a node credential is
     # (capacity.access), the errors and a pool's idle policy, the long-polls' slots and node watch, and
-    # the REPORTED rules a report runs (capacity.rules).
-    "agents": (33, ()),
+    # the REPORTED rules a report runs (capacity.rules); the node actions' API base and the node as the
+    # API shows it, which accepting a report's new devices answers with.
+    "agents": (38, ()),
 }
 
 REACH_FORBIDDEN = {

@@ -3,7 +3,6 @@
 from django.urls import path
 
 from . import (
-    devices,
     earliest_view,
     nodes,
     views,
@@ -29,8 +28,5 @@ urlpatterns = [
     path("nodes/<str:name>/dedicate", nodes.DedicateView.as_view(), name="api-node-dedicate"),
     path("nodes/<str:name>/labels", nodes.LabelsView.as_view(), name="api-node-labels"),
     path("nodes/<str:name>/labels/<path:key>", nodes.LabelView.as_view(), name="api-node-label"),
-    path(
-        "nodes/<str:name>/devices/accept", devices.AcceptDevicesView.as_view(), name="api-node-accept-devices"
-    ),
     path("nodes/<str:name>/topology", nodes.TopologyView.as_view(), name="api-node-topology"),
 ]

@@ -1,15 +1,17 @@
-"""Accepting hardware a node reported: `POST /api/v1/nodes/NODE/devices/accept` (operators)."""
+"""Accepting hardware a node's agent reported: `POST /api/v1/nodes/NODE/devices/accept` (operators).
+
+A device first seen in a report after the node's first one waits unverified (inventory.trust) until
+an operator accepts it here; the answer is the node as the API shows it (capacity.render, through
+the port)."""
 
 from __future__ import annotations
 
 from rest_framework.response import Response
 
-from capacity.render import node_detail
+from capacity.port import OperatorView, action_body, action_schema, existing_node, node_detail, reason
 from inventory.api.serializers import AcceptDevicesInputSerializer, AcceptDevicesResultSerializer
 from inventory.errors import InventoryError
 from inventory.trust import accept_devices
-
-from .nodes import OperatorView, action_body, action_schema, existing_node, reason
 
 MAX_UUIDS = 256  # a node holds at most 256 devices
 
