@@ -9,6 +9,8 @@ The points, in a booking's order:
 
 - BEFORE_LOCK: every prepared request (reserve, preview, earliest start, the port) and each
   occurrence of a series, after validation, before any lock or row; may refuse (CapacityError).
+  A rule marked `reads_extra` is given capacity's own fields of the request too (keep_when_idle:
+  services.prepare.Prepared.extra; none for a series' later occurrences, its first was asked).
 - BEFORE_CREATE: a create (a booking, a series once, an instance), before any lock, with no
   transaction open: the one point where a rule may take time (an outside call); may refuse.
 - PLACED: in the booking's transaction, once its allocation is written; may refuse (the booking
@@ -162,7 +164,7 @@ class Rule:
 
     name: str
     applies: Callable[[PoolRow], bool]
-    before_lock: Callable[[PlacementRequest, PoolRow, datetime], None] | None = None
+    before_lock: Callable[..., None] | None = None  # (request, pool, now[, extra: see reads_extra])
     before_create: Callable[[Any, str], None] | None = None  # (services.prepare.Prepared, identity)
     reclaims: Callable[[PoolRow, PlacementRequest], bool] | None = None
     spares: Callable[[PoolRow, datetime], datetime | None] | None = None
@@ -177,6 +179,7 @@ class Rule:
     reported: Callable[[int], None] | None = None
     quota_lock: bool = False
     asked: Callable[[PoolRow], Hashable] | None = None
+    reads_extra: bool = False  # BEFORE_LOCK: called with the request's `extra` as a fourth argument
 
     @property
     def points(self) -> tuple[str, ...]:
@@ -220,10 +223,18 @@ def at(point: str, pool: PoolRow | None) -> tuple[Rule, ...]:
     return tuple(r for r in rules if r.applies(pool))
 
 
-def before_lock(request: PlacementRequest, pool: PoolRow, now: datetime) -> None:
-    """Run the pool's BEFORE_LOCK rules on a prepared request; a refusal raises CapacityError."""
+def before_lock(
+    request: PlacementRequest, pool: PoolRow, now: datetime, extra: Mapping[str, Any] | None = None
+) -> None:
+    """Run the pool's BEFORE_LOCK rules on a prepared request; a refusal raises CapacityError.
+
+    `extra`: capacity's own fields of the request, for the rules that read them (`reads_extra`).
+    """
     for rule in at(BEFORE_LOCK, pool):
-        rule.before_lock(request, pool, now)
+        if rule.reads_extra:
+            rule.before_lock(request, pool, now, extra or {})
+        else:
+            rule.before_lock(request, pool, now)
 
 
 def before_create(prepared: Any, identity: str, asked: tuple | None = None) -> tuple:

@@ -24,6 +24,5 @@ urlpatterns = [
     path("reservations/", views.reservations, name="reservations"),
     path("reservations/<int:pk>/", views.reservation_detail, name="reservation-detail"),
     path("reservations/<int:pk>/release/", views.release, name="reservation-release"),
-    path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("reservations/<int:pk>/rebook/", rebook, name="reservation-rebook"),
 ]

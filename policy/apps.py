@@ -5,7 +5,7 @@ class PolicyConfig(AppConfig):
     """The pool's rules, one module each, registered with placement at its named points (capacity.rules);
     its worker job releases bookings no operator approved in time, its steps in the worker's round
     end spot work whose notice ran out and take lent GPUs back; it draws the quota cards of
-    capacity's booking and reservations pages."""
+    capacity's booking and reservations pages and answers a reservation's PATCH (keepWhenIdle)."""
 
     name = "policy"
     default_auto_field = "django.db.models.BigAutoField"
@@ -18,6 +18,7 @@ class PolicyConfig(AppConfig):
             register,
             register_queue,
             register_quota_cards,
+            register_reservation_methods,
             register_rule,
             register_section,
             register_step,
@@ -28,6 +29,7 @@ class PolicyConfig(AppConfig):
             approvals,
             borrowing,
             fair_queue,
+            keep_when_idle,
             lending,
             limits,
             notice,
@@ -38,10 +40,12 @@ class PolicyConfig(AppConfig):
             reclaim_processes,
             shares_section,
         )
+        from .api import keep_when_idle as keep_when_idle_api
 
         # In this order at each point: the limits refuse before approval holds what they let through.
         for module in (
             limits,
+            keep_when_idle,
             approval,
             outside_check,
             borrowing,
@@ -63,3 +67,5 @@ class PolicyConfig(AppConfig):
         register_step(AFTER_EXPIRY, "reclaim-processes", reclaim_processes.reclaim_for_processes)
         register_step(AFTER_EXPIRY, "reclaim-lapsed", reclaim.reclaim_lapsed)
         register_quota_cards(quota_cards.booking_quota, quota_cards.quota_cards)
+        # One reservation's PATCH (keepWhenIdle), on capacity's endpoint of it.
+        register_reservation_methods(keep_when_idle_api.KeepWhenIdleMethods)

@@ -1,5 +1,5 @@
 """The pool rules' pages: the approval queue (docs/policy.md, Approvals), the teams (docs/browser.md)
-and the reservation page's reclaim of lent GPUs."""
+and the reservation page's reclaim of lent GPUs and its Keep when idle button."""
 
 from django.urls import path
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("approvals/<int:pk>/approve/", views.decide, {"decision": "approve"}, name="approval-approve"),
     path("approvals/<int:pk>/deny/", views.decide, {"decision": "deny"}, name="approval-deny"),
     path("reservations/<int:pk>/reclaim/", views.reclaim, name="reservation-reclaim"),
+    path("reservations/<int:pk>/keep-when-idle/", views.keep_when_idle, name="reservation-keep-when-idle"),
     path("teams/", teams.teams, name="teams"),
     path("teams/<slug:slug>/", teams.team, name="team"),
     path("teams/<slug:slug>/name/", teams.team_name, name="team-name"),

@@ -1,7 +1,10 @@
 """The approval queue (docs/policy.md, Approvals): operators approve or deny large bookings here;
-an owner reclaims its lent GPUs from its reservation's page (the button, policy.reclaim)."""
+an owner reclaims its lent GPUs from its reservation's page (the button, policy.reclaim) and keeps
+it when idle, or not (policy.keep_when_idle)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -9,10 +12,11 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from capacity.port import NOT_FOUND, CapacityError, get, may_approve, scope_for
+from capacity.port import NOT_FOUND, CapacityError, get, may_approve, reservation_detail, scope_for
 from config.web import login_required, page
 
 from .approvals import approval_queue, approve, deny
+from .keep_when_idle import set_keep_when_idle
 from .reclaim import reclaim as reclaim_lent
 
 
@@ -57,11 +61,28 @@ def decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
 @login_required
 def reclaim(request: HttpRequest, pk: int) -> HttpResponse:
     """Take the booking's lent GPUs back from the spot work running on them; the API's reclaim."""
+    reservation = _reservation_or_404(request, pk)
+    reclaim_lent(reservation.pk, scope=scope_for(request.user))
+    return redirect(reverse("reservation-detail", args=[pk]))
+
+
+@require_POST
+@login_required
+def keep_when_idle(request: HttpRequest, pk: int) -> HttpResponse:
+    """Keep the booking when idle (`keep=1`) or hand it back to its pool's idle release; the API's PATCH."""
+    reservation = _reservation_or_404(request, pk)
     try:
-        reservation = get(pk, scope=scope_for(request.user))
+        set_keep_when_idle(reservation.pk, request.POST.get("keep") == "1", scope=scope_for(request.user))
+    except CapacityError as err:
+        return reservation_detail(request, pk, keep_error=err.message, status=400)
+    return redirect(reverse("reservation-detail", args=[pk]))
+
+
+def _reservation_or_404(request: HttpRequest, pk: int) -> Any:
+    """Return the reservation the user may read; 404 for one it may not, as for none."""
+    try:
+        return get(pk, scope=scope_for(request.user))
     except CapacityError as err:
         if err.code == NOT_FOUND:
             raise Http404(err.message) from None
         raise
-    reclaim_lent(reservation.pk, scope=scope_for(request.user))
-    return redirect(reverse("reservation-detail", args=[pk]))

@@ -50,6 +50,10 @@ LAZY_ALLOWED = {
     ),
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     ("policy.apps", "policy.fair_queue"): "AppConfig.ready: registers the fair queue; it imports models",
+    ("policy.apps", "capacity.api.reservation_methods"): "AppConfig.ready: adds a reservation's PATCH",
+    ("policy.apps", "policy.api.keep_when_idle"): (
+        "AppConfig.ready: adds a reservation's PATCH to capacity's endpoint; its view imports models"
+    ),
     **{
         (
             "policy.apps",
@@ -58,6 +62,7 @@ LAZY_ALLOWED = {
         for rule in (
             "approval",
             "borrowing",
+            "keep_when_idle",
             "lending",
             "limits",
             "notice",
@@ -365,8 +370,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # policies and shares, and the pool page's Shares and Policy sections read what tenants hold and lend.
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
     # attempt loop, commit and reads through the port too; a release's retry may repair; the team
-    # pages set quotas (policy.quotas).
-    "policy": (91, ()),
+    # pages set quotas (policy.quotas). A reservation's PATCH (keepWhenIdle) is added to capacity's
+    # endpoint (capacity.api.reservation_methods), and the page's Keep when idle button answers a
+    # refusal with capacity's reservation page (capacity.views.reservations: 15 modules of its own).
+    "policy": (96, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
     # scrape's permission (capacity.access).

@@ -87,7 +87,7 @@ def test_the_policy_and_slurm_apps_register_their_rules_at_their_points():
     """The apps' ready() put each rule where docs/architecture.md says, in the order they run."""
     names = {point: [r.name for r in found] for point, found in rules.registered().items()}
     assert names == {
-        rules.BEFORE_LOCK: ["limits.window", "slurm.whole-nodes"],
+        rules.BEFORE_LOCK: ["limits.window", "keep-when-idle", "slurm.whole-nodes"],
         rules.BEFORE_CREATE: ["outside-check", "slurm.account"],
         rules.RECLAIMS: ["shares"],
         rules.SPARES: ["notice"],

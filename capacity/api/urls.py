@@ -7,10 +7,16 @@ from . import (
     nodes,
     views,
 )
+from .reservation_methods import with_methods
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
-    path("reservations/<str:reservation_id>", views.ReservationView.as_view(), name="api-reservation"),
+    # GET is capacity's; other apps add methods (policy: PATCH keepWhenIdle), capacity.api.reservation_methods.
+    path(
+        "reservations/<str:reservation_id>",
+        with_methods(views.ReservationView).as_view(),
+        name="api-reservation",
+    ),
     path(
         "reservations/<str:reservation_id>/release",
         views.ReleaseView.as_view(),

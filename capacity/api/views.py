@@ -9,7 +9,6 @@ from django.utils import timezone
 from django_filters import FilterSet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
-from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -20,7 +19,6 @@ from capacity.filtersets import DESCRIPTIONS, ReservationFilterSet, error_text
 from capacity.placement import NOT_FOUND, CapacityError
 from capacity.render import render_reservation, render_reservations
 from capacity.rollups import capacity_by_pool
-from capacity.services import keep_when_idle
 from config.api.base import BerthAPIView
 from config.api.pages import list_source, position_of, queryset_source
 from config.api.params import bool_param
@@ -138,14 +136,12 @@ class ReservationsView(BerthAPIView):
         return Response(body, status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK)
 
 
-class KeepWhenIdleSerializer(serializers.Serializer):
-    """The one field a reservation's PATCH may change."""
-
-    keepWhenIdle = serializers.BooleanField()
-
-
 class ReservationView(BerthAPIView):
-    """One reservation."""
+    """One reservation.
+
+    Its PATCH (keepWhenIdle) is the policy app's (policy.api.keep_when_idle, added through
+    capacity.api.reservation_methods).
+    """
 
     @extend_schema(
         operation_id="reservations_get",
@@ -157,27 +153,6 @@ class ReservationView(BerthAPIView):
     )
     def get(self, request, reservation_id):
         reservation = services.get(reservation_id, scope=self.scope)
-        return Response(
-            render_reservation(reservation, self.scope, queue=services.queue_places([reservation]))
-        )
-
-    @extend_schema(
-        operation_id="reservations_update",
-        tags=["reservations"],
-        summary="Keep a reservation when idle, or not",
-        description=(
-            "Only `keepWhenIdle` may be changed: true keeps the booking when idle (it is still marked"
-            " Idle, never released for idleness), where its pool's policy allows it (400 naming the"
-            " policy otherwise); false gives it back to the pool's idle release. Another tenant's"
-            " reservation answers 404; one that has ended, 400."
-        ),
-        parameters=[RESERVATION_ID],
-        request=KeepWhenIdleSerializer,
-        responses={200: ReservationSerializer, **errors(400, 401, 404)},
-    )
-    def patch(self, request, reservation_id):
-        keep = keep_when_idle.parse_changes(request.data)
-        reservation = keep_when_idle.set_keep_when_idle(reservation_id, keep, scope=self.scope)
         return Response(
             render_reservation(reservation, self.scope, queue=services.queue_places([reservation]))
         )

@@ -28,6 +28,8 @@ class PoolRow:
     tenant_pks: tuple[int, ...] = ()  # the tenants that may book here; none means any
     limits: Limits | None = None  # the booking limits of the pool's policy; None: no limit set
     rules: tuple[str, ...] = ()  # the rules other apps turned on for the pool (capacity.models.PoolRule)
+    # Owners may keep its bookings when idle (its policy's allowKeepWhenIdle; no row: they may).
+    allow_keep_when_idle: bool = True
 
     def allows(self, tenant_pk: int) -> bool:
         """Return whether the tenant may use the pool (placement.eligibility.may_use, named in access)."""
@@ -84,7 +86,7 @@ _LOOKUP_COLUMNS = """u.id, u.slug, u.name,
            ARRAY(SELECT pt.tenant_id FROM inventory_pool_tenants pt WHERE pt.pool_id = p.id ORDER BY 1),
            pp.max_duration, pp.max_lead_time, pp.max_future_gpu_hours,
            pp.approval_above_gpu_hours, pp.approval_hold, pp.policy_webhook, pp.policy_webhook_secret,
-           pp.policy_webhook_on_error, pp.policy_webhook_concurrency,
+           pp.policy_webhook_on_error, pp.policy_webhook_concurrency, pp.allow_keep_when_idle,
            ARRAY(SELECT pr.rule FROM capacity_poolrule pr WHERE pr.pool_id = p.id ORDER BY 1)"""
 _LOOKUP_FROM = """
       FROM (SELECT 1) AS one
@@ -125,10 +127,10 @@ def lookup(tenant: str, pool: str) -> Lookup:
         row = cur.fetchone()
     tenant_row = row[0:3] if row[0] is not None else None
     if row[3] is None:
-        return Lookup(tenant_row, None, row[21])
+        return Lookup(tenant_row, None, row[22])
     view = Pool(id=row[4], site_id=row[5], archived=row[6], owner_tenant_id=row[7])
-    # The policy's limits ride on the pool's lookup: no statement more, and a kept lookup goes stale
-    # (its digest differs) when an operator changes them.
+    # The policy's limits and allowKeepWhenIdle ride on the pool's lookup: no statement more, and a
+    # kept lookup goes stale (its digest differs) when an operator changes them.
     limits = Limits(*row[11:20]) if any(row[i] is not None for i in (11, 12, 13, 14, 16)) else None
     pool_row = PoolRow(
         row[3],
@@ -137,9 +139,10 @@ def lookup(tenant: str, pool: str) -> Lookup:
         owner_pk=row[9],
         tenant_pks=tuple(row[10]),
         limits=limits,
-        rules=tuple(row[20] or ()),
+        rules=tuple(row[21] or ()),
+        allow_keep_when_idle=row[20] is not False,
     )
-    return Lookup(tenant_row, pool_row, row[21])
+    return Lookup(tenant_row, pool_row, row[22])
 
 
 @dataclass

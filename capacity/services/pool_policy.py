@@ -16,7 +16,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import connection
 
-from capacity.placement import INVALID_INPUT, CapacityError
 from inventory.models import Pool
 
 # How long a booking waits for an operator's decision when the pool's policy names no hold.
@@ -71,12 +70,3 @@ def policy_of(pool: Pool | int) -> Policy:
 def stored_policies() -> dict[int, Policy]:
     """Return pool pk -> policy for every pool with a row (the idle check reads them once a round)."""
     return _read()
-
-
-def check_keep_when_idle(pool: Pool | int, pool_slug: str) -> None:
-    """Refuse keepWhenIdle in a pool whose policy does not allow keeping idle bookings (INVALID_INPUT)."""
-    if not policy_of(pool).allow_keep_when_idle:
-        raise CapacityError(
-            INVALID_INPUT,
-            f"keepWhenIdle: pool {pool_slug} does not allow keeping idle bookings (its policy's allowKeepWhenIdle is false)",
-        )

@@ -27,14 +27,14 @@ from inventory.models import Tenant
 
 from . import lookups
 from .inputs import normalize
-from .pool_policy import check_keep_when_idle
 
 
 @dataclass(frozen=True)
 class Prepared:
     """A request made ready once: its time, settings, core fields, validated request, tenant and pool.
 
-    `extra` holds capacity's own fields (idempotency_key, binding, wait_ms); `digest` is set when
+    `extra` holds capacity's own fields (idempotency_key, binding, wait_ms, keep_when_idle: the pool's
+    BEFORE_LOCK rules that ask read it); `digest` is set when
     the tenant and pool were kept from an earlier request and must still hold at the insert.
     """
 
@@ -78,16 +78,14 @@ def prepare(
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=kept)
     check_gang_size(request, pool)
     try:
-        rules.before_lock(request, pool, now)
+        rules.before_lock(request, pool, now, extra)
     except CapacityError:
         if digest is None:
             raise
         # A limit a kept lookup carried may have been lifted since: refuse only on one read now.
         lookups.forget(request.tenant_id, request.pool_id)
         tenant, pool, digest = lookups.kept_tenant_and_pool(request, scope, use_kept=False)
-        rules.before_lock(request, pool, now)
-    if extra["keep_when_idle"]:
-        check_keep_when_idle(pool.pk, request.pool_id)
+        rules.before_lock(request, pool, now, extra)
     return Prepared(now, config, core, extra, request, tenant, pool, digest)
 
 
@@ -99,7 +97,7 @@ def afresh(prepared: Prepared, scope: Scope) -> Prepared:
     lookups.forget(prepared.request.tenant_id, prepared.request.pool_id)
     tenant, pool, _ = lookups.kept_tenant_and_pool(prepared.request, scope, use_kept=False)
     check_gang_size(prepared.request, pool)
-    rules.before_lock(prepared.request, pool, prepared.now)
+    rules.before_lock(prepared.request, pool, prepared.now, prepared.extra)
     return dataclasses.replace(prepared, tenant=tenant, pool=pool, digest=None)
 
 

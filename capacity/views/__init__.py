@@ -12,7 +12,6 @@ FACE = {
     "capacity.views.nodes": ("node_action", "node_detail", "node_history_page"),
     "capacity.views.pools": ("node_row_action", "pool_detail", "pool_section", "pools"),
     "capacity.views.reservations": (
-        "keep_when_idle",
         "release",
         "reservation_detail",
         "reservations",

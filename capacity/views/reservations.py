@@ -26,7 +26,6 @@ from capacity.placement import (
 )
 from capacity.placement.reasons import format_groups
 from capacity.render import lent_from
-from capacity.services.keep_when_idle import set_keep_when_idle
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
@@ -323,7 +322,10 @@ def _reservation_or_404(request: HttpRequest, pk: int) -> Reservation:
 def reservation_detail(
     request: HttpRequest, pk: int, keep_error: str = "", status: int = 200
 ) -> HttpResponse:
-    """Show one reservation: status, window, where it landed or why it waits; its request, times, conditions."""
+    """Show one reservation: status, window, where it landed or why it waits; its request, times, conditions.
+
+    `keep_error`: why its Keep when idle button was refused (the policy app's, policy.views).
+    """
     reservation = _reservation_or_404(request, pk)
     scope = scope_for(request.user)
     row = reservation_rows([reservation], scope)[0]
@@ -358,18 +360,6 @@ def reservation_detail(
         },
         status=status,
     )
-
-
-@require_POST
-@login_required
-def keep_when_idle(request: HttpRequest, pk: int) -> HttpResponse:
-    """Keep the booking when idle (`keep=1`) or hand it back to its pool's idle release; the API's PATCH."""
-    reservation = _reservation_or_404(request, pk)
-    try:
-        set_keep_when_idle(reservation.pk, request.POST.get("keep") == "1", scope=scope_for(request.user))
-    except CapacityError as err:
-        return reservation_detail(request, pk, keep_error=err.message, status=400)
-    return redirect(reverse("reservation-detail", args=[pk]))
 
 
 @require_http_methods(["GET", "POST"])

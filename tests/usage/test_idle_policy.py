@@ -14,9 +14,9 @@ from agents.assignments import assignments
 from capacity import services
 from capacity.conf import placer_config
 from capacity.models import DeviceBooking, Reservation
-from capacity.services.keep_when_idle import set_keep_when_idle
 from inventory.models import DeviceSample, Pool
 from policy.approvals import approve
+from policy.keep_when_idle import set_keep_when_idle
 from policy.pool_policy import set_policy
 from usage.idle import IDLE, mark_idle
 

@@ -1,22 +1,49 @@
-"""Mark a booking to be kept when idle, or not: the owner's opt-out of its pool's idle release.
+"""Keep a booking when idle, or not: the owner's opt-out of its pool's idle release (docs/policy.md).
 
 A kept booking is still marked Idle (and its owner warned); it is never released for idleness.
 Only where the pool's policy allows it (allowKeepWhenIdle), and only while the booking is live.
+A create asking it is judged by a pool rule (capacity.rules) before any lock, on the pool's lookup
+(PoolRow.allow_keep_when_idle: no statement); a PATCH (policy.api.keep_when_idle) or the
+reservation page's button (policy.views) reads the policy afresh.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
-from capacity.access import EVERYONE, Scope
-from capacity.models import Reservation
-from capacity.placement import INVALID_INPUT, CapacityError
-
-from .pool_policy import check_keep_when_idle
-from .reservations import get
+from capacity.port import (
+    EVERYONE,
+    INVALID_INPUT,
+    CapacityError,
+    PlacementRequest,
+    PoolRow,
+    Reservation,
+    Rule,
+    Scope,
+    get,
+    policy_of,
+)
 
 FIELD = "keepWhenIdle"
+
+
+def refuse(pool_slug: str) -> None:
+    """Refuse keepWhenIdle in a pool whose policy does not allow keeping idle bookings (INVALID_INPUT)."""
+    raise CapacityError(
+        INVALID_INPUT,
+        f"keepWhenIdle: pool {pool_slug} does not allow keeping idle bookings (its policy's allowKeepWhenIdle is false)",
+    )
+
+
+def check_request(request: PlacementRequest, pool: PoolRow, now: datetime, extra: Mapping[str, Any]) -> None:
+    """Refuse a request that asks keepWhenIdle in a pool whose policy does not allow it."""
+    if extra.get("keep_when_idle"):
+        refuse(request.pool_id)
 
 
 def parse_changes(data: object) -> bool:
@@ -45,8 +72,8 @@ def set_keep_when_idle(reservation_id: int | str, keep: bool, *, scope: Scope = 
         Reservation.Status.PREEMPTED,
     ):
         raise CapacityError(INVALID_INPUT, f"keepWhenIdle: reservation {found.pk} has ended ({found.status})")
-    if keep:
-        check_keep_when_idle(found.pool_id, found.pool.slug)
+    if keep and not policy_of(found.pool_id).allow_keep_when_idle:
+        refuse(found.pool.slug)
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=found.pk)
         if reservation.keep_when_idle != keep:
@@ -55,3 +82,12 @@ def set_keep_when_idle(reservation_id: int | str, keep: bool, *, scope: Scope = 
             reservation.save(update_fields=["keep_when_idle", "updated_at"])
     reservation.tenant, reservation.pool = found.tenant, found.pool
     return reservation
+
+
+def _forbids(pool: PoolRow) -> bool:
+    return not pool.allow_keep_when_idle
+
+
+# Before any lock, where the pool's policy forbids it: a pool that allows it (the default) runs no code.
+KEEP_WHEN_IDLE = Rule("keep-when-idle", applies=_forbids, before_lock=check_request, reads_extra=True)
+RULES = (KEEP_WHEN_IDLE,)
