@@ -127,11 +127,6 @@ def _tenants(user) -> dict[str, int]:
     return user._berth_tenants
 
 
-def tenant_slugs(user) -> frozenset[str]:
-    """Return the slugs of the tenants the user belongs to."""
-    return frozenset(_tenants(user))
-
-
 def tenant_ids(user, slugs: Collection[str] | None = None) -> tuple[int, ...]:
     """Return the ids of the user's tenants (those of `slugs` only, when given), sorted.
 

@@ -128,7 +128,6 @@ class RequestForm(forms.Form):
     # whole nodes. The page's script disables the set not chosen, so the browser sends only one;
     # whatever is sent goes to the services, which refuse a lease given devices at the field.
     DEVICE_FIELDS = ("count", "device_class", "selector", "nvlink", "vcpu", "memory")
-    LEASE_FIELDS = ("nodes", "gang_key")
 
     tenant = forms.ChoiceField()
     pool = forms.ChoiceField()

@@ -200,11 +200,16 @@ FACE = {
     "capacity.placers.ending": ("end_allocations",),
     # The pool page's settings sections the pool's rules draw (Shares, Policy), and the quota cards
     # policy draws on the booking and reservations pages.
-    "capacity.views.pool_sections": ("Panel", "Section", "register_panel", "register_section"),
-    "capacity.views.quota_cards": ("register_quota_cards",),
+    "capacity.views.pool_sections": (
+        "Panel",
+        "Section",
+        "register_panel",
+        "register_quota_cards",
+        "register_section",
+    ),
     # One reservation's PATCH (keepWhenIdle, policy.api.keep_when_idle) on capacity's endpoint, and the
     # reservation page the page's button (policy.views) answers with when it refuses.
-    "capacity.api.reservation_methods": ("register_reservation_methods",),
+    "capacity.api.views": ("register_reservation_methods",),
     "capacity.views.reservations": ("reservation_detail",),
     # Where apps plug in: the pool rules (policy), the worker's jobs, usage's answers, the commands' base;
     # a node's report (agents.report) runs the REPORTED rules once committed.

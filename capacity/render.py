@@ -200,7 +200,7 @@ def reservation_data(
         "keepWhenIdle": getattr(reservation, "keep_when_idle", False),
         "preemptAt": _preempt_at(reservation),
         "awaitingApproval": _awaiting(reservation),
-        "maintenance": _maintenance(reservation),
+        "maintenance": maintenance_notice(reservation),
         "conditions": redacted_conditions(reservation.conditions, scope),
         "allocations": [{k: a[k] for k in ALLOCATION_KEYS} for a in allocations],
         "request": reservation.request.get("input", {}),
@@ -229,8 +229,11 @@ def _awaiting(reservation) -> dict | None:
     return {"holdUntil": datetime.fromisoformat(held["holdUntil"]), "gpuHours": float(held["gpuHours"])}
 
 
-def _maintenance(reservation) -> dict | None:
-    """Return the window that will take a placed reservation's GPUs (MaintenanceScheduled), else None."""
+def maintenance_notice(reservation) -> dict | None:
+    """Return the window that will take a placed reservation's GPUs (MaintenanceScheduled), else None.
+
+    The API's `maintenance` and the reservation page's Maintenance line (the maintenance app keeps
+    the condition: maintenance/notice.py)."""
     found = reservation.condition(MAINTENANCE_SCHEDULED) if reservation.status == "placed" else None
     if found is None or found.get("status") != "True":
         return None

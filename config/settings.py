@@ -276,8 +276,8 @@ SPECTACULAR_SETTINGS = {
         "DrainStateEnum": "maintenance.node_api.DRAIN_STATES",
         "MaintenanceWindowStateEnum": "maintenance.api.WINDOW_STATES",
         "NodeStateEnum": "inventory.states.NAMES",
-        "ReservationStatusEnum": "capacity.api.enums.RESERVATION_STATUSES",
-        "PriorityEnum": "capacity.api.enums.PRIORITIES",
+        "ReservationStatusEnum": "capacity.api.serializers.RESERVATION_STATUSES",
+        "PriorityEnum": "capacity.api.serializers.PRIORITIES",
         "WebhookEventEnum": "webhooks.models.EVENT_TYPES",
     },
 }

@@ -43,14 +43,13 @@ LAZY_ALLOWED = {
     ("policy.apps", "capacity.rules"): "AppConfig.ready: registers the pool rules in capacity's registry",
     ("series.apps", "series.hooks"): "AppConfig.ready: answers capacity.series_hooks (models)",
     ("policy.apps", "capacity.views.pool_sections"): "AppConfig.ready: registers the pool page's sections",
-    ("policy.apps", "capacity.views.quota_cards"): "AppConfig.ready: registers the pages' quota cards",
     ("policy.apps", "policy.quota_cards"): "AppConfig.ready: the quota cards read capacity's models",
     ("policy.apps", "capacity.worker_jobs"): (
         "AppConfig.ready: registers the approval expiry job and the round's notice-expiry and reclaim steps"
     ),
     ("policy.apps", "policy.approvals"): "AppConfig.ready: the expiry job imports models, not loaded yet",
     ("policy.apps", "policy.fair_queue"): "AppConfig.ready: registers the fair queue; it imports models",
-    ("policy.apps", "capacity.api.reservation_methods"): "AppConfig.ready: adds a reservation's PATCH",
+    ("policy.apps", "capacity.api.views"): "AppConfig.ready: adds a reservation's PATCH",
     ("policy.apps", "policy.api.keep_when_idle"): (
         "AppConfig.ready: adds a reservation's PATCH to capacity's endpoint; its view imports models"
     ),
@@ -345,15 +344,15 @@ APPS = reach.APPS
 SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # What webhooks send and the calendar lists: bookings and nodes as capacity.render words them (the
     # models, who may see what, the placement core's words); a place in the fair queue is the API's alone.
-    "webhooks": (34, ()),
+    "webhooks": (32, ()),
     # The Slurm bridge: the models it reads, the rule, job and pool-page registries it plugs into,
     # and the maintenance windows a hand-made Slurm reservation becomes (the maintenance app's:
     # scheduling one may move bookings off its nodes, placement).
-    "slurm": (75, ("maintenance",)),
+    "slurm": (63, ("maintenance",)),
     # Taking nodes out of service: the models, the repair that moves bookings off a window's or a
     # drain's nodes (placement), the pool and node pages its panel and drain are drawn on and its forms
     # answer with, and the node actions' API base and the node as the API shows it (cordon, drain).
-    "maintenance": (83, ()),
+    "maintenance": (80, ()),
     # The simulator replays the real planner: the pure core (19 modules with the searches it runs),
     # the planner's reads of the pool (12 with the database helpers) and the models (9); and the
     # shares' verdict the borrowing rule judges with, policy's pure module (WHATIF_READS_OF_POLICY).
@@ -361,9 +360,9 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).
-    "usage": (37, ()),
+    "usage": (35, ()),
     "identity": (0, ()),
-    "auditlog": (14, ("identity",)),  # the sign-in records it exports are identity's
+    "auditlog": (12, ("identity",)),  # the sign-in records it exports are identity's
     # The pool rules: what a rule reads (the models, the quota lock, the waits' slots) and the
     # registry they plug into (docs/architecture.md, Pool rules); the approval queue and API decide
     # held bookings (a denial releases, which retries the pool's pending work: placement), the API sets
@@ -371,16 +370,17 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # The rules that place (lending) and judge under the pool's lock (shares) read placement's own
     # attempt loop, commit and reads through the port too; a release's retry may repair; the team
     # pages set quotas (policy.quotas). A reservation's PATCH (keepWhenIdle) is added to capacity's
-    # endpoint (capacity.api.reservation_methods), and the page's Keep when idle button answers a
-    # refusal with capacity's reservation page (capacity.views.reservations: 15 modules of its own).
-    "policy": (96, ()),
+    # endpoint (capacity.api.views.register_reservation_methods), and the page's Keep when idle button
+    # answers a refusal with capacity's reservation page (capacity.views.reservations: 15 modules of
+    # its own).
+    "policy": (97, ()),
     # The metrics: the observer registry and, for the gauges read at scrape time, pools' capacity now
     # (capacity.rollups), the pending reasons' words (the placement core's) and the models; the
     # scrape's permission (capacity.access).
-    "metrics": (37, ()),
+    "metrics": (35, ()),
     # Series book each occurrence with a create's own steps (prepare, the outside check, the charged insert,
     # the inline placement) and release with release's retry pass; the API's input schema, the CLI's base.
-    "series": (89, ()),
+    "series": (79, ()),
     # The node agent's feed and report: the models it reads bookings from, who a node credential is
     # (capacity.access), the errors and a pool's idle policy, the long-polls' slots and node watch, and
     # the REPORTED rules a report runs (capacity.rules); the node actions' API base and the node as the

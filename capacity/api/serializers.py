@@ -1,7 +1,8 @@
 """JSON shapes of reservations, previews and pools, for rendering and for the OpenAPI schema.
 
 Requests are validated by the services, which name the field at fault; capacity.api.inputs holds
-their schema. Output serializers render plain dicts built by the views.
+their schema. Output serializers render plain dicts built by the views; a reservation's shape is
+capacity.render's, which webhooks share.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 
-# A reservation's shape lives with its rendering (capacity.render), which webhooks share.
+from capacity.models import Reservation
 from capacity.render import ReservationSerializer as ReservationSerializer
 from inventory.api.serializers import KeywordFieldsMixin
+
+# Choice sets the OpenAPI schema names once (settings.SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
+RESERVATION_STATUSES = Reservation.Status.choices
+PRIORITIES = Reservation.Priority.choices
 
 
 class CandidateSerializer(serializers.Serializer):

@@ -2,19 +2,14 @@
 
 from django.urls import path
 
-from . import (
-    earliest_view,
-    nodes,
-    views,
-)
-from .reservation_methods import with_methods
+from . import earliest_view, nodes, views
 
 urlpatterns = [
     path("reservations", views.ReservationsView.as_view(), name="api-reservations"),
-    # GET is capacity's; other apps add methods (policy: PATCH keepWhenIdle), capacity.api.reservation_methods.
+    # GET is capacity's; other apps add methods (policy: PATCH keepWhenIdle), capacity.api.views.register_reservation_methods.
     path(
         "reservations/<str:reservation_id>",
-        with_methods(views.ReservationView).as_view(),
+        views.with_methods(views.ReservationView).as_view(),
         name="api-reservation",
     ),
     path(

@@ -136,11 +136,31 @@ class ReservationsView(BerthAPIView):
         return Response(body, status=http.HTTP_201_CREATED if result.created else http.HTTP_200_OK)
 
 
+# The methods other apps answer on one reservation's endpoint: capacity answers GET (ReservationView);
+# an app adds a method with its schema as a class that defines it (policy: PATCH keepWhenIdle,
+# policy.api.keep_when_idle) in its AppConfig.ready, and the URLconf, loaded once every app is ready,
+# builds the view with them: one path, one URL name, one view. A method no app added answers 405.
+_METHODS: list[type] = []
+
+
+def register_reservation_methods(methods: type) -> None:
+    """Add the methods a class defines to one reservation's endpoint (again is harmless)."""
+    if methods not in _METHODS:
+        _METHODS.append(methods)
+
+
+def with_methods(view: type) -> type:
+    """Return `view` with the methods apps registered (theirs before its own)."""
+    if not _METHODS:
+        return view
+    return type(view.__name__, (*_METHODS, view), {"__module__": view.__module__, "__doc__": view.__doc__})
+
+
 class ReservationView(BerthAPIView):
     """One reservation.
 
     Its PATCH (keepWhenIdle) is the policy app's (policy.api.keep_when_idle, added through
-    capacity.api.reservation_methods).
+    register_reservation_methods).
     """
 
     @extend_schema(

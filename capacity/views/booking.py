@@ -33,7 +33,7 @@ from .common import (
     visible_pools,
     visible_tenants,
 )
-from .quota_cards import booking_quota
+from .pool_sections import booking_quota
 from .reservations import reservation_rows
 
 # --- preview and booking ---------------------------------------------------------------------------

@@ -8,6 +8,9 @@ page has no settings.
 A panel (the maintenance app's windows) is drawn by its app on a pool's page and a node's page
 alike, each in a kept fragment of its own, below capacity's sections; its forms post to the app's
 own views, which answer with capacity's page (views.pools.pool_page, views.nodes.node_page).
+
+The quota cards of the booking and reservations pages (capacity/quota_bars.html: what a card has)
+are read by the app that administers quotas (policy.quota_cards); with no reader, the pages draw none.
 """
 
 from __future__ import annotations
@@ -84,3 +87,23 @@ def register_panel(panel: Panel) -> None:
 def panels() -> tuple[Panel, ...]:
     """Return the panels in the order the pages draw them."""
     return tuple(_PANELS.values())
+
+
+_QUOTA_READERS: dict[str, Callable[[Any, Any], list]] = {}
+
+
+def register_quota_cards(booking: Callable[[Any, Any], list], listed: Callable[[Any, Any], list]) -> None:
+    """Set the quota cards' readers: `booking(form, scope)` for the booking form, `listed(tenants, scope)`."""
+    _QUOTA_READERS.update(booking=booking, listed=listed)
+
+
+def booking_quota(form, scope) -> list:
+    """Return the cards of the tenant the booking form is for, over the window it asks for."""
+    reader = _QUOTA_READERS.get("booking")
+    return reader(form, scope) if reader else []
+
+
+def quota_cards(tenants, scope) -> list:
+    """Return the cards of these tenants over a week from now."""
+    reader = _QUOTA_READERS.get("listed")
+    return reader(tenants, scope) if reader else []

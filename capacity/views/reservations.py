@@ -25,7 +25,7 @@ from capacity.placement import (
     CapacityError,
 )
 from capacity.placement.reasons import format_groups
-from capacity.render import lent_from
+from capacity.render import lent_from, maintenance_notice
 from capacity.services.rebook import Rebooked, rebook_earliest
 from capacity.services.repair import REPAIR_PENDING, REPAIRED
 from capacity.services.reservation_events import condition_history
@@ -35,7 +35,7 @@ from config.web import login_required, page, safe_next, wants_partial
 
 from .common import RESERVATIONS_PER_PAGE, asked_text, atom_labels, utc_message, utc_words, visible_tenants
 from .page_cache import all_versions, kept_fragments, page_query, page_url
-from .quota_cards import quota_cards
+from .pool_sections import quota_cards
 from .usage_cells import fill_usage, usage_cell
 
 # --- reservations ----------------------------------------------------------------------------------
@@ -59,6 +59,11 @@ class ReservationRow:
     never: str = ""  # why no node of the pool could ever take it (the Unsatisfiable condition)
     usage: dict | None = None  # its GPU use so far (services.usage_for), None before any sample
     queue: str = ""  # where it waits in its pool's fair queue, in words (detail page only)
+
+    @property
+    def maintenance(self) -> dict | None:
+        """Return the maintenance window that will take its GPUs, as the API shows it, else None."""
+        return maintenance_notice(self.reservation)
 
     @property
     def more_text(self) -> str:

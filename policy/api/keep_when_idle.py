@@ -1,5 +1,5 @@
 """Keep a reservation when idle, or not (docs/policy.md, Keeping an idle booking): the PATCH of one
-reservation's endpoint, added to capacity's view of it (capacity.api.reservation_methods)."""
+reservation's endpoint, added to capacity's view of it (capacity.api.views.register_reservation_methods)."""
 
 from __future__ import annotations
 
