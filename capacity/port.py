@@ -247,7 +247,6 @@ FACE = {
         "survive",
     ),
     "capacity.checks": ("register_check", "register_drift"),
-    # The directory every process shares its counters in (the Slurm bridge counts its passes there too).
     "capacity.services": ("usage_hooks",),
     "capacity.command": ("PENDING", "BerthCommand", "refused"),
     # What booking tells its observers (the metrics app counts it); pools' capacity now (its gauges),

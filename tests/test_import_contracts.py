@@ -354,9 +354,10 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # answer with, and the node actions' API base and the node as the API shows it (cordon, drain).
     "maintenance": (80, ()),
     # The simulator replays the real planner: the pure core (19 modules with the searches it runs),
-    # the planner's reads of the pool (12 with the database helpers) and the models (9); and the
+    # the planner and its reading of the pool (10 with the database helpers; never a window's
+    # bookings, which it keeps itself) and the models (9); and the
     # shares' verdict the borrowing rule judges with, policy's pure module (WHATIF_READS_OF_POLICY).
-    "whatif": (46, ("policy",)),
+    "whatif": (44, ("policy",)),
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).

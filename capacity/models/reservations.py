@@ -22,7 +22,7 @@ AWAITING = "AwaitingApproval"
 APPROVED = "Approved"
 # What a booking borrowed past its tenant's guarantee in a pool with shares (policy.borrowing).
 BORROWED = "Borrowed"
-# Under notice (capacity.placers.notice): when its GPUs are taken back.
+# Under notice (policy.notice; capacity.placers.take_back gives it): when its GPUs are taken back.
 PREEMPT_AT = "PreemptAt"
 # A maintenance window will take GPUs this booking holds (the maintenance app, maintenance/notice.py):
 # status True names the window; False says a window that would have was cancelled.
@@ -150,7 +150,7 @@ class Reservation(Conditions, models.Model):
                 condition=Q(status="placed", conditions__contains=[{"type": "AwaitingApproval"}]),
                 name="reservation_awaiting_idx",
             ),
-            # Spot work running on lent GPUs (capacity.services.reclaim): an owner's reservation page
+            # Spot work running on lent GPUs (policy.reclaim): an owner's reservation page
             # and every reclaim look for the work lent from it; scanned, a year of rows took 164 ms.
             models.Index(
                 fields=["id"],

@@ -6,7 +6,7 @@ from inventory.models import Pool
 class PoolCapacityRollup(models.Model):
     """Atom counts of one device class in one pool: inventory only, refreshed when inventory changes.
 
-    What is booked is read from the bookings at the time asked (see capacity.rollups.booked_counts),
+    What is booked is read from the bookings at the time asked (capacity.rollups.live_counts),
     so an ended booking stops counting at its end with no process running. A GPU split into MIG
     slices is not an atom: its slices are counted in their own classes.
     """

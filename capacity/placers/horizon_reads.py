@@ -19,8 +19,8 @@ from .horizon import Horizon, earliest_in, horizon_of
 from .index import PoolIndex, pool_index
 from .lease_reads import plan_lease_now
 from .loader import PoolRow
-from .planning import Planner, plan_request, plan_shortlist, planner, uses_shortlist
-from .reads import plan_reads
+from .planning import Planner, plan_shortlist, planner, uses_shortlist
+from .reads import plan_reads, plan_request
 from .sql import key_in
 
 # The pool's bookings' bounds in epoch milliseconds as three arrays in one row (parsed in C; grouping

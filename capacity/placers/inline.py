@@ -11,9 +11,9 @@ from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
 from .attempt import Way, attempt, commit_members
 from .commit import Committed, Owner
 from .loader import NodeIndex, PoolRow, load_pool
-from .planning import Planner, plan_request
+from .planning import Planner
 from .preempt import find_preemption
-from .reads import Reads
+from .reads import Reads, plan_request
 from .types import Outcome, PlacerConfig
 
 

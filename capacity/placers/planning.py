@@ -1,4 +1,4 @@
-"""Plan a request on plain reads: the pure planner bound to the settings, the SQL shortlist first.
+"""Plan a request: the pure planner bound to the settings, the shortlist first (on reads.py's reads).
 
 The planner is built once per request (it reads the nodes whose image cache holds the request's
 image) and handed to everything that plans the request again: a replan after a lost race, the
@@ -24,9 +24,8 @@ from capacity.placement import (
     weight_for,
 )
 
-from .index import PoolIndex, Reach, Used, pool_index, shortlist_order, views_for
-from .loader import NodeIndex, PoolRow, load_node_views
-from .reads import Reads, plan_reads
+from .index import PoolIndex, Reach, Used, shortlist_order, views_for
+from .loader import NodeIndex, PoolRow
 from .types import PlacerConfig
 
 # Nodes a shortlist plans first: twice the guarded top N, at least this many. The placer's reads
@@ -106,49 +105,6 @@ def planner(
 ) -> BoundPlan:
     """Return the pure planner for this request, bound to the settings: plan(index, memo)."""
     return Planner.of(request, pool, config, built).bind(request)
-
-
-def plan_request(
-    request: PlacementRequest,
-    pool: PoolRow,
-    config: PlacerConfig,
-    *,
-    shortlist: bool | None = None,
-    protect: int = 0,
-    reads: Reads | None = None,
-    built: Planner | None = None,
-) -> tuple[Plan, NodeIndex]:
-    """Plan on plain reads: the shortlist when it gives the same top N, else every node of the pool.
-
-    `protect` widens what the shortlist must get right to the best `protect` nodes when that is
-    more than top N (a preview shows its first ten candidates). `reads`, sent ahead by the caller,
-    are used when they are this plan's (else dropped and read again). `built`: the request's planner.
-    """
-    plan = planner(request, pool, config, built)
-
-    if shortlist is None:
-        shortlist = uses_shortlist(request, config)
-    if pool.view.archived:
-        if reads is not None:
-            reads.close()
-        index = load_node_views(pool.pk, request.during)
-        return plan(index), index
-    static = pool_index(pool)
-    if reads is not None and reads.answers(static, request.during, request.resources):
-        taken, short, used = reads.take()
-    else:
-        if reads is not None:
-            reads.close()
-        taken, short, used = plan_reads(static, request.during, request.resources)
-    if shortlist:
-        found = plan_shortlist(request, pool, config, static, taken, short, used, plan, protect=protect)
-        if found is not None:
-            return found
-    # Every node (no shortlist, or nothing fits and the pending reason needs them all), planned from
-    # the pool's cached index and the window's reads: loading every node's rows again cost a
-    # 1,000-node pool's preview with `explain` 0.27 s (bench_scale).
-    index = views_for(static, [v.id for v in static.nodes.views], taken, used)
-    return plan(index, static.memo()), index
 
 
 def plan_shortlist(

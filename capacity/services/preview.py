@@ -15,8 +15,9 @@ from capacity.access import EVERYONE, Scope, visible_reservations
 from capacity.models import Reservation
 from capacity.placement import Plan, Window
 from capacity.placers.lease_reads import plan_lease_now
-from capacity.placers.planning import Planner, plan_request
+from capacity.placers.planning import Planner
 from capacity.placers.preempt import find_lease_preemption, find_preemption
+from capacity.placers.reads import plan_request
 from capacity.placers.types import PlacerConfig
 
 from .hints import Alternatives, alternatives, smaller_hints

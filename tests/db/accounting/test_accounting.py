@@ -133,7 +133,7 @@ def test_the_guarded_commit_refuses_a_claim_that_overlaps_one_made_since_the_pla
     from capacity.placement import validate_request
     from capacity.placers.commit import LostRace, Owner, commit_member
     from capacity.placers.loader import load_pool
-    from capacity.placers.planning import plan_request
+    from capacity.placers.reads import plan_request
 
     with_limits_label(make_node("node-a", gpus=2, vcpu=8))
     request = validate_request(

@@ -14,7 +14,7 @@ from capacity import services
 from capacity.placement import define_scheduler_plugin, validate_request
 from capacity.placers.commit import LostRace, Owner, commit_member
 from capacity.placers.loader import load_pool
-from capacity.placers.planning import plan_request
+from capacity.placers.reads import plan_request
 from inventory import services as nodes
 from inventory.models import Device, NodeLabel, NodeResource
 from maintenance.windows import schedule

@@ -12,7 +12,7 @@ from capacity.placers.batch import place_batch, place_queued, plan_from_ledger
 from capacity.placers.index import pool_index
 from capacity.placers.ledger import Ledger
 from capacity.placers.loader import load_pool
-from capacity.placers.planning import plan_request
+from capacity.placers.reads import plan_request
 from inventory import services as nodes
 from inventory.models import Pool
 

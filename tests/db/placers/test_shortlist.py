@@ -8,8 +8,8 @@ import pytest
 from capacity.placement import validate_request
 from capacity.placers.index import pool_index, shortlist_order
 from capacity.placers.loader import load_pool
-from capacity.placers.planning import plan_request, reach, shortlist_size
-from capacity.placers.reads import plan_reads
+from capacity.placers.planning import reach, shortlist_size
+from capacity.placers.reads import plan_reads, plan_request
 from inventory import services as nodes
 
 from booking import NOW, ask, config, reserve

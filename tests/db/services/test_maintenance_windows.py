@@ -225,7 +225,7 @@ def test_a_plan_made_before_the_window_loses_its_commit(tenant, make_node):
     guarded commit sees the window and answers a lost race (the replan then keeps off the node)."""
     from capacity.placers.commit import LostRace, Owner, commit_member
     from capacity.placers.loader import load_pool
-    from capacity.placers.planning import plan_request
+    from capacity.placers.reads import plan_request
     from capacity.services.inputs import normalize
 
     make_node("node-a", gpus=2)
