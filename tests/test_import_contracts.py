@@ -357,7 +357,7 @@ SIBLINGS: dict[str, tuple[int, tuple[str, ...]]] = {
     # the planner and its reading of the pool (10 with the database helpers; never a window's
     # bookings, which it keeps itself) and the models (9); and the
     # shares' verdict the borrowing rule judges with, policy's pure module (WHATIF_READS_OF_POLICY).
-    "whatif": (44, ("policy",)),
+    "whatif": (43, ("policy",)),
     # The models, who may see what, pools' policies, the report's SQL and the commands' base. The idle
     # check releases bookings through config.actions (capacity registers its release), so usage never
     # reaches the pool's pending work a release retries (placement).

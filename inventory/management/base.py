@@ -4,12 +4,19 @@ Every change a command makes is the command's in the audit: its actor is `comman
 (`command:accept_devices`), never `system`.
 """
 
+import getpass
+import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.errors import BerthError
 from inventory.changelog import recording
+
+REFUSED = 2  # the exit code of a refused command
+T = TypeVar("T")
 
 
 class CodedErrorCommand(BaseCommand):
@@ -34,3 +41,31 @@ class CodedErrorCommand(BaseCommand):
                 raise
             self.stderr.write(f"error: {exc}")
             sys.exit(exc.returncode)
+
+
+def refused(code: str, message: str) -> CommandError:
+    """Return the error a refused command ends with: `error: CODE: message`, exit REFUSED."""
+    return CommandError(f"{code}: {message}", returncode=REFUSED)
+
+
+def os_user() -> str:
+    """Return the login running the command ("unknown" when the system cannot say)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+class CodedCommand(CodedErrorCommand):
+    """A command that reports a service's refusal (any BerthError) as `error: CODE: message`, exit 2."""
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call a service as this command (its actor); its refusal becomes the command's error."""
+        try:
+            with recording(actor=self.actor()):
+                return fn(*args, **kwargs)
+        except BerthError as err:
+            raise refused(err.code, err.message) from None
+
+    def print_json(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))

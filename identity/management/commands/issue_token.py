@@ -5,11 +5,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
 
-from identity.management.command import TokenCommand, refused
 from identity.tokens import issue_node_token, issue_token, node_key_works, replaced_key_note, token_expiry
+from inventory.management.base import CodedCommand, refused
 
 
-class Command(TokenCommand):
+class Command(CodedCommand):
     help = (
         "Issue a new API token for USER, or with --node NODE the node's own credential (it may only "
         "report for that node and read its assignments); the old one stops working. Prints the key. "

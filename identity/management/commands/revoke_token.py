@@ -5,11 +5,11 @@ from typing import Any
 from django.core.management.base import CommandParser
 from rest_framework.authtoken.models import Token
 
-from identity.management.command import TokenCommand, os_user, refused
 from identity.tokens import revoke_token
+from inventory.management.base import CodedCommand, os_user, refused
 
 
-class Command(TokenCommand):
+class Command(CodedCommand):
     help = "Revoke the API token of each USER (or of --key KEY). Revoking twice is fine."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -13,14 +13,15 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from capacity.port import INVALID_INPUT, BerthCommand, CapacityError
+from capacity.port import INVALID_INPUT, CapacityError
+from inventory.management.base import CodedCommand
 from whatif.changes import Changes
 from whatif.demand import Synthetic
 from whatif.shares import parse_shares
 from whatif.simulation import FIGURES, Inputs, parse_add, parse_mix, parse_weights, simulate
 
 
-class Command(BerthCommand):
+class Command(CodedCommand):
     help = (
         "Replay a pool's demand (the reservations created --from/--to, or --synthetic N drawn from --seed) "
         "through the real planner on an in-memory copy of the pool, as it is and with the changes asked "
