@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from rest_framework.response import Response
 
-from capacity.port import OperatorView, action_body, action_schema, existing_node, node_detail, reason
+from capacity.port import OperatorView, action_body, action_schema, node_detail, reason
+from inventory.api.nodes import existing_node
 from inventory.api.serializers import AcceptDevicesInputSerializer, AcceptDevicesResultSerializer
 from inventory.errors import InventoryError
 from inventory.trust import accept_devices

@@ -4,7 +4,7 @@ owners), with the node's own credential; operators may post one for any node."""
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from capacity.port import node_of, reported
 from config.api.base import BerthAPIView
 from config.api.schema import errors
+from inventory.api.nodes import NODE_NAME, existing_node
 from inventory.api.serializers import NodeReportInputSerializer, ReportResultSerializer
-from inventory.errors import IngestError, InventoryError
+from inventory.errors import IngestError
 from inventory.ingest import apply_node_report
-from inventory.models import Node
 from inventory.trust import Reporter, record_refusal
 
 from .permissions import IsOperatorOrTheNode
@@ -35,14 +35,12 @@ class ReportView(BerthAPIView):
         tags=["nodes"],
         summary=SUMMARY,
         description=f"{SUMMARY}. Operators only.",
-        parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="Node name.")],
+        parameters=[NODE_NAME],
         request=NodeReportInputSerializer,
         responses={200: ReportResultSerializer, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request, name):
-        node = Node.objects.filter(name=name).first()
-        if node is None:
-            raise InventoryError("NOT_FOUND", f"no node {name}")
+        node = existing_node(name)
         # The node's own credential is untrusted (inventory.trust); an operator has full rights.
         agent = node_of(request.user) is not None
         by = (Reporter.node_credential if agent else Reporter.operator)(request.user.get_username())

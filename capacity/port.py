@@ -164,7 +164,6 @@ FACE = {
         "action_body",
         "action_schema",
         "body_text",
-        "existing_node",
         "reason",
     ),
     "capacity.forms": ("DrainForm",),

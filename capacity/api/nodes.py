@@ -28,6 +28,7 @@ from config.api.parsers import PlainTextParser, StrictJSONParser
 from config.api.schema import errors
 from config.replica import replica_reads
 from inventory import services as inventory
+from inventory.api.nodes import NODE_NAME, existing_node
 from inventory.api.serializers import (
     DedicateInputSerializer,
     LabelInputSerializer,
@@ -77,13 +78,6 @@ def summaries_renderer(scope: services.Scope):
     return render
 
 
-def existing_node(node_name: str) -> Node:
-    node = Node.objects.filter(name=node_name).first()
-    if node is None:
-        raise InventoryError("NOT_FOUND", f"no node {node_name}")
-    return node
-
-
 def body_object(data: Any) -> dict:
     if not isinstance(data, dict):
         raise InventoryError("INVALID_INPUT", "the request must be a JSON object")
@@ -115,7 +109,6 @@ def body_text(data: dict, name: str, *, required: bool = True, default: str = ""
     return value
 
 
-NODE_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="Node name.")
 KEY = OpenApiParameter("key", str, OpenApiParameter.PATH, description="Taint or label key (may contain '/').")
 
 

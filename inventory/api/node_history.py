@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 
 from config.api.auth import IsOperator
@@ -10,13 +10,10 @@ from config.api.base import BerthAPIView
 from config.api.pages import plain
 from config.api.schema import errors
 from config.replica import replica_reads
-from inventory.errors import InventoryError
-from inventory.models import Node
 from inventory.node_changelog import entries, node_history
 
+from .nodes import NODE_NAME, existing_node
 from .serializers import HistoryEntrySerializer
-
-NODE_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="Node name.")
 
 
 class NodeHistoryView(BerthAPIView):
@@ -37,9 +34,7 @@ class NodeHistoryView(BerthAPIView):
     )
     @replica_reads
     def get(self, request, name):
-        node = Node.objects.filter(name=name).first()
-        if node is None:
-            raise InventoryError("NOT_FOUND", f"no node {name}")
+        node = existing_node(name)
 
         def source(position, backwards, limit):
             return list(node_history(node, position, older=not backwards)[:limit])
