@@ -13,10 +13,12 @@ def create_functions(using="default", **kwargs):
     """Create the server-side functions the services call, made from their SQL as it is now."""
     from django.db import connections
 
+    from .placers.commit import COMMIT
     from .services.insert import CHARGED
 
     with connections[using].cursor() as cur:
         cur.execute(CHARGED.create_sql)
+        cur.execute(COMMIT.create_sql)
 
 
 class CapacityConfig(AppConfig):

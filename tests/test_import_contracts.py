@@ -26,6 +26,7 @@ PACKAGES = reach.APPS
 LAZY_ALLOWED = {
     ("capacity.apps", "capacity.receivers"): "AppConfig.ready: receivers import models, not loaded yet",
     ("capacity.apps", "capacity.services.insert"): "post_migrate handler: services import models",
+    ("capacity.apps", "capacity.placers.commit"): "post_migrate handler: the commit imports models",
     ("capacity.apps", "capacity.access"): "AppConfig.ready: answers config.access; access imports models",
     ("capacity.apps", "capacity.placers.index"): "AppConfig.ready: registers the pool indexes' warm-up",
     ("capacity.apps", "capacity.services.release"): "AppConfig.ready: does config.actions' release (models)",

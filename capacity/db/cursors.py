@@ -9,63 +9,31 @@ exceptions and query logging (and counting in tests and benchmarks) sees them.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from psycopg import pq
 
-# psycopg keeps a statement's parsed form (where its %(name)s placeholders are) only for statements
-# of at most 4,096 bytes (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH); a longer one is split by a
-# regular expression again on every execute (the commit's 5.8 KB statement: ~0.3 ms a placement).
+# A service's %(name)s parameter, or a %% escape. (A function's call stays short: psycopg parses a
+# statement's placeholders again at every execute past 4,096 bytes, as the commit's 5.8 KB were.)
 _PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s")
 
 
-@dataclass(frozen=True)
-class Numbered:
-    """A statement written with %(name)s placeholders, sent with PostgreSQL's own $1, $2, ...
-
-    Numbered once when the module loads; its cursor (`prepared_cursor(numbered=True)`) sends it as
-    it is, so psycopg parses nothing however long it is. `args` orders a dict of values to match.
-    """
-
-    sql: str
-    names: tuple[str, ...]
-
-    @classmethod
-    def of(cls, sql: str) -> Numbered:
-        """Return `sql` numbered: the first name met is $1, a name met again keeps its number."""
-        names: list[str] = []
-
-        def number(match: re.Match) -> str:
-            if match[1] is None:
-                return "%"
-            if match[1] not in names:
-                names.append(match[1])
-            return f"${names.index(match[1]) + 1}"
-
-        return cls(_PLACEHOLDER.sub(number, sql), tuple(names))
-
-    def args(self, values: Mapping[str, object]) -> list[object]:
-        """Return the values in the statement's order (a missing name raises KeyError)."""
-        return [values[name] for name in self.names]
-
-
-def prepared_cursor(*, binary: bool = False, numbered: bool = False):
+def prepared_cursor(*, binary: bool = False):
     """Return a Django cursor whose statements are bound on the server and prepared.
 
     `binary` asks for results in binary: large arrays of numbers come faster than as text (the
     ledger read of a full bench pool, 5,442 bookings and 4,128 claims: 12.9 → 11.2 ms).
-    `numbered` takes statements with $1, $2, ... placeholders (a `Numbered`'s) and a list of values.
     """
     # `connection` is a proxy that finds this thread's connection at every attribute: once here
     # instead of five times (four cursors a placement, 3 µs each time).
     db = connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
     db.validate_thread_sharing()
-    raw = (psycopg.RawCursor if numbered else psycopg.Cursor)(db.connection)
+    raw = psycopg.Cursor(db.connection)
     if binary:
         raw.format = pq.Format.BINARY
     if db.queries_logged:
@@ -108,3 +76,52 @@ class Listener:
                 if note.channel in self.channels:
                     return note.channel
         return None
+
+
+def as_body(sql: str) -> str:
+    """Return `sql` with its %(name)s parameters as the function's a_name arguments."""
+    return _PLACEHOLDER.sub(lambda m: "%" if m[1] is None else f"a_{m[1]}", sql)
+
+
+class ServerFunction:
+    """A service's SQL as a VOLATILE PL/pgSQL function, named by its text's digest (a process never
+    calls one made from other code), made by `migrate` and by a process that finds it missing.
+
+    Each statement of such a function takes a fresh snapshot: one call can take a lock, then read
+    what the transaction it waited for committed (one Bind/Execute, not a pipeline and a Sync).
+    """
+
+    def __init__(
+        self, prefix: str, arguments: str | Sequence[tuple[str, str]], result: str, body: str, *sql: str
+    ):
+        if isinstance(arguments, str):  # "name type, name type, ..."
+            arguments = [(a.split()[0], a.split()[1]) for a in arguments.split(",")]
+        declared = {name for name, _ in arguments}
+        used = set(_PLACEHOLDER.findall("".join(sql))) - {""}
+        if not used <= declared:
+            raise ValueError(f"the SQL uses undeclared parameters: {sorted(used - declared)}")
+        # Arguments are prefixed so that none is taken for a column of the same name.
+        declaration = ", ".join(f"a_{name} {kind}" for name, kind in arguments)
+        digest = hashlib.sha256(f"{declaration}|{result}|{body}".encode()).hexdigest()[:12]
+        self.name = f"{prefix}_{digest}"
+        self.signature = f"{self.name}({', '.join(kind for _, kind in arguments)})"
+        self.create_sql = (
+            f"CREATE OR REPLACE FUNCTION {self.name}({declaration}) RETURNS TABLE ({result})"
+            f" LANGUAGE plpgsql VOLATILE AS $berth$\n{body}\n$berth$"
+        )
+        placeholders = ", ".join(f"%({name})s::{kind}" for name, kind in arguments)
+        self.call_sql = f"SELECT * FROM {self.name}({placeholders})"
+        self._known = False
+
+    def ensure(self) -> None:
+        """Create the function when this database lacks it (checked once per process)."""
+        if self._known:
+            return
+        with connection.cursor() as cur:
+            cur.execute("SELECT to_regprocedure(%s) IS NOT NULL", [self.signature])
+            if cur.fetchone()[0]:
+                self._known = True
+                return
+            cur.execute(self.create_sql)
+        # Made inside a caller's transaction, the function is there only once that commits.
+        self._known = not connection.in_atomic_block

@@ -43,6 +43,7 @@ class Way:
     charge: Callable[[Sequence[Ranked], NodeIndex], None] | None = None
     waits: bool = True
     pool: PoolRow | None = None  # judged against its shares after the commit, when it has some
+    preset: str | None = None  # the first attempt's savepoint, set already by the caller
 
 
 def attempt(
@@ -71,9 +72,10 @@ def attempt(
             placing = dataclasses.replace(request, during=noticed.during)
         members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
         savepoint = f"{way.savepoint}_{number}"
-        # The first commit sets the savepoint in its own round trip, unless something comes before it.
-        early = preemption is not None or way.charge is not None
-        if early:
+        # The first commit sets the savepoint in its own round trip, unless something comes before
+        # it or the caller set it (with the window's reads).
+        early = preemption is not None or way.charge is not None or savepoint == way.preset
+        if early and savepoint != way.preset:
             with connection.cursor() as cur:
                 cur.execute(f"SAVEPOINT {savepoint}")
         try:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
-from capacity.db.cursors import Numbered, prepared_cursor
+from capacity.db.cursors import ServerFunction, as_body, prepared_cursor
 from capacity.db.literals import int_array, text_array, to_datetime, window_literal
 from capacity.gpu_hours import gpu_model_sql, held_sevenths_sql
 from capacity.models.bookings import LENT_LAYER, OWNER_LAYER
@@ -144,48 +144,43 @@ WITH labels AS (
   RETURNING id
 )
 -- Every CTE is read here, left to right: that is what runs them in the lock order above.
-SELECT (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
-       (SELECT count(*) FROM booked), ARRAY(SELECT resource FROM claimed), (SELECT count(*) FROM placed)
+SELECT v_archived, v_schedulable, v_shared, (SELECT ok FROM labels), (SELECT count(*) FROM devices), (SELECT id FROM allocation),
+       (SELECT count(*) FROM booked), ARRAY(SELECT resource::text FROM claimed), (SELECT count(*) FROM placed)
 """
-# Sent with $n placeholders (cursors.Numbered): psycopg would parse its 5.8 KB at every commit.
-_WRITE = Numbered.of(_WRITE_SQL)
+
+# The commit's parameters and their types, in the function's argument order.
+_ARGUMENTS = """pool bigint, node bigint, tenant text, label_keys text[], label_values text[],
+    system_prefix text, picked bigint[], booked bigint[], reservation bigint, instance text,
+    start timestamptz, end timestamptz, during tstzrange, resources jsonb, claim_names text[],
+    claim_amounts bigint[], lenders bigint[], layer smallint, mark_placed bigint, now timestamptz"""
+_RESULT = (
+    "o_archived boolean, o_schedulable boolean, o_shared boolean, o_labels boolean, o_devices bigint,"
+    " o_allocation bigint, o_booked bigint, o_claimed text[], o_placed bigint"
+)
+# The locks, then the writes in a statement of their own (a VOLATILE function's statements each
+# take a fresh snapshot: the writes see every commit the locks waited for). A node no longer
+# schedulable, or a pool archived, is a lost race before anything is written.
+_BODY = f"""#variable_conflict use_column
+DECLARE
+  v_archived boolean;
+  v_schedulable boolean;
+  v_shared boolean;
+BEGIN
+  SELECT l.* INTO v_archived, v_schedulable, v_shared FROM ({as_body(_LOCK_SQL).strip()}) AS l;
+  IF v_archived IS NOT false OR NOT v_schedulable THEN
+    RETURN QUERY SELECT v_archived, v_schedulable, v_shared, false, 0::bigint, NULL::bigint, 0::bigint, '{{}}'::text[], 0::bigint;
+    RETURN;
+  END IF;
+  RETURN QUERY {as_body(_WRITE_SQL).strip()};
+END"""
+COMMIT = ServerFunction("capacity_commit_member", _ARGUMENTS, _RESULT, _BODY, _LOCK_SQL, _WRITE_SQL)
 
 
 class ArchivedMeanwhile(Exception):
     """The pool was archived between the plan and the commit."""
 
 
-@dataclass
-class Sent:
-    """One member's commit, sent and not yet read: what read_member checks the answer against."""
-
-    node: str
-    atoms: tuple[str, ...]
-    picked: list[int]
-    booked: list[int]
-    claims: list[tuple[str, int]]
-    lock: object  # the cursors that carry the two answers
-    write: object
-
-    def close(self) -> None:
-        """Close the cursors without reading them."""
-        self.lock.close()
-        self.write.close()
-
-
-def commit_member(*args, **kwargs) -> Committed:
-    """Write one node's share of a plan (send_member's arguments) in one round trip.
-
-    Raise LostRace for the caller to roll back to the savepoint, or ArchivedMeanwhile when the
-    locked pool row says archived.
-    """
-    # The pipeline's own Sync (on leaving it) raises psycopg's errors: Django's wrapper makes them
-    # Django's, as its cursors' are (a deadlock is then retried, a lost connection answers 503).
-    with connection.wrap_database_errors, connection.connection.pipeline():
-        return read_member(send_member(*args, **kwargs))
-
-
-def send_member(
+def commit_member(
     request: PlacementRequest,
     ranked: Ranked,
     pool: PoolRow,
@@ -198,76 +193,72 @@ def send_member(
     also_book: tuple[str, ...] = (),
     lease_claims: dict[str, int] | None = None,
     lenders: tuple[int, ...] = (),
-) -> Sent:
-    """Send one member's savepoint, locks and writes without waiting (inside the caller's pipeline).
+) -> Committed:
+    """Write one node's share of a plan in one call: its locks, then its guarded writes.
 
-    `savepoint`, when given, is set first. The last member of a plan also marks the owning
-    reservation placed (as of `now`). The writes run after the locks are granted whatever the lock
-    statement found; read_member says what came up short, and the caller rolls back to the savepoint.
-    A lease books `also_book` too (devices it holds whatever their health) and claims `lease_claims`
-    instead of the request's resources. With `lenders`, the devices are booked lent (layer 1) on
-    those reservations' idle GPUs, which must hold every one of them over the whole window.
+    `savepoint`, when given, is set first, in the same round trip. The last member of a plan also
+    marks the owning reservation placed (as of `now`). A lease books `also_book` too (devices it
+    holds whatever their health) and claims `lease_claims` instead of the request's resources.
+    With `lenders`, the devices are booked lent (layer 1) on those reservations' idle GPUs, which
+    must hold every one of them over the whole window. Raise LostRace for the caller to roll back
+    to the savepoint, or ArchivedMeanwhile when the locked pool row says archived.
     """
     node = ranked.node_id
-    node_pk = index.node_pk[node]
     atoms, picked, booked = member_devices(ranked, index, also_book)
     wanted = request.resources if lease_claims is None else lease_claims
     claims = sorted((r, n) for r, n in wanted.items() if n > 0)  # zero takes nothing
     labels = sorted(request.node_labels.items())
-    if savepoint is not None:
-        with connection.cursor() as plain:
-            plain.execute(f"SAVEPOINT {savepoint}")
-    lock = prepared_cursor()
-    lock.execute(_LOCK_SQL, {"pool": pool.pk, "node": node_pk, "tenant": request.tenant_id})
-    cur = prepared_cursor(numbered=True)
-    cur.execute(
-        _WRITE.sql,
-        _WRITE.args(
-            {
-                "node": node_pk,
-                # Lists and the window as literals (literals.py): cheaper to send.
-                "label_keys": text_array(k for k, _ in labels),
-                "label_values": text_array(v for _, v in labels),
-                "system_prefix": SYSTEM_LABEL_PREFIX + "%",
-                "picked": int_array(picked),
-                "booked": int_array(booked),
-                "reservation": owner.reservation_pk,
-                "instance": owner.instance_id,
-                "start": to_datetime(request.during.start),
-                "end": to_datetime(request.during.end),
-                "during": window_literal(request.during),
-                "resources": json_text(dict(wanted)),
-                "claim_names": text_array(r for r, _ in claims),
-                "claim_amounts": int_array(n for _, n in claims),
-                "lenders": int_array(sorted(lenders)),
-                "layer": LENT_LAYER if lenders else OWNER_LAYER,
-                "mark_placed": owner.reservation_pk if last else None,
-                "now": now or datetime.now(UTC),
-            }
-        ),
-    )
-    return Sent(node, atoms, picked, booked, claims, lock, cur)
-
-
-def read_member(sent: Sent) -> Committed:
-    """Read a sent member's answers: the allocation written, or LostRace (ArchivedMeanwhile) raised."""
-    try:
-        archived, schedulable, shared = sent.lock.fetchone()
-        labels_ok, devices_ok, allocation_pk, booked_count, claimed, _placed = sent.write.fetchone()
-    finally:
-        sent.close()
+    args = {
+        "pool": pool.pk,
+        "node": index.node_pk[node],
+        "tenant": request.tenant_id,
+        # Lists and the window as literals (literals.py): cheaper to send.
+        "label_keys": text_array(k for k, _ in labels),
+        "label_values": text_array(v for _, v in labels),
+        "system_prefix": SYSTEM_LABEL_PREFIX + "%",
+        "picked": int_array(picked),
+        "booked": int_array(booked),
+        "reservation": owner.reservation_pk,
+        "instance": owner.instance_id,
+        "start": to_datetime(request.during.start),
+        "end": to_datetime(request.during.end),
+        "during": window_literal(request.during),
+        "resources": json_text(dict(wanted)),
+        "claim_names": text_array(r for r, _ in claims),
+        "claim_amounts": int_array(n for _, n in claims),
+        "lenders": int_array(sorted(lenders)),
+        "layer": LENT_LAYER if lenders else OWNER_LAYER,
+        "mark_placed": owner.reservation_pk if last else None,
+        "now": now or datetime.now(UTC),
+    }
+    COMMIT.ensure()
+    if savepoint is None:
+        with prepared_cursor() as cur:
+            cur.execute(COMMIT.call_sql, args)
+            row = cur.fetchone()
+    else:
+        # The pipeline's own Sync (on leaving it) raises psycopg's errors: Django's wrapper makes
+        # them Django's, as its cursors' are (a deadlock is then retried, a lost connection answers 503).
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            with connection.cursor() as plain:
+                plain.execute(f"SAVEPOINT {savepoint}")
+            cur = prepared_cursor()
+            cur.execute(COMMIT.call_sql, args)
+            row = cur.fetchone()
+            cur.close()
+    archived, schedulable, shared, labels_ok, devices_ok, allocation_pk, booked_count, claimed, _ = row
     if archived:
         raise ArchivedMeanwhile
     lost = shortfall(
-        sent.node,
-        schedulable and labels_ok,
-        devices_ok == len(sent.picked),
-        booked_count == len(sent.booked),
-        [r for r, _amount in sent.claims if r not in claimed],
+        node,
+        bool(schedulable and labels_ok),
+        devices_ok == len(picked),
+        booked_count == len(booked),
+        [r for r, _amount in claims if r not in claimed],
     )
     if lost is not None:
         raise lost
-    return Committed(allocation_pk=allocation_pk, node=sent.node, atoms=sent.atoms, shared=shared)
+    return Committed(allocation_pk=allocation_pk, node=node, atoms=atoms, shared=shared)
 
 
 def member_devices(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from django.db import connection
+
 from capacity import rules
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
 
@@ -13,8 +15,22 @@ from .commit import Committed, Owner
 from .loader import NodeIndex, PoolRow, load_pool
 from .planning import Planner
 from .preempt import find_preemption
-from .reads import Reads, plan_request
+from .reads import Reads, plan_request, send_reads
 from .types import Outcome, PlacerConfig
+
+SAVEPOINT = "capacity_place"  # each attempt's is SAVEPOINT_<number>
+
+
+def send_ahead(index, window, claims) -> Reads:
+    """Send a request's window reads, then its first attempt's savepoint (inside the caller's pipeline).
+
+    The commit is then one call of its own, outside any pipeline.
+    """
+    reads = send_reads(index, window, claims)
+    with connection.cursor() as plain:
+        plain.execute(f"SAVEPOINT {SAVEPOINT}_1")
+    reads.savepoint = f"{SAVEPOINT}_1"
+    return reads
 
 
 def place(
@@ -58,7 +74,8 @@ def place(
         return commit_members(req, members, pool, index, owner, now, savepoint)
 
     way = Way(
-        savepoint="capacity_place",
+        savepoint=SAVEPOINT,
+        preset=reads.savepoint if reads is not None else None,
         plan=plan,
         preemption=lambda req: find_preemption(req, pool, built.bind(req)),
         commit=commit,

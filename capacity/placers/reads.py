@@ -52,6 +52,7 @@ class Reads:
         self.window = window
         self.claims = dict(claims)
         self.claimed = sorted(r for r, n in claims.items() if n > 0)
+        self.savepoint: str | None = None  # set after the reads were sent (inline.send_ahead)
         self.cursor = prepared_cursor(binary=True)
         self.cursor.execute(
             _READS_SQL, {**index.keys, "during": window_literal(window), "names": text_array(self.claimed)}

@@ -25,8 +25,9 @@ from capacity.models import Reservation
 from capacity.placement import ARCHIVED_REASON, INVALID_INPUT, CapacityError, run_admit
 from capacity.placement.errors import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_IN_FLIGHT
 from capacity.placers.index import pool_index
+from capacity.placers.inline import send_ahead
 from capacity.placers.planning import Planner, uses_shortlist
-from capacity.placers.reads import Reads, send_reads
+from capacity.placers.reads import Reads
 from capacity.placers.types import POOL_LEASE, Outcome, PlacerConfig
 from trail.context import stamp
 
@@ -210,7 +211,8 @@ def reservation_fields(prepared: Prepared) -> dict[str, Any]:
 def insert_routed(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> Reservation | None:
     """Insert the reservation (with its charges when routed so); None when its key was taken meanwhile.
 
-    An inline placement's window reads travel in the insert's pipeline: one round trip fewer.
+    An inline placement's window reads and its first savepoint travel in the insert's pipeline: the
+    commit is then one statement of its own.
     """
     if not stage.charged:
         reservation = insert.insert_uncharged(fields)
@@ -219,7 +221,7 @@ def insert_routed(stage: Stage, prepared: Prepared, fields: dict[str, Any]) -> R
         reads: list[Reads] = []
 
         def send() -> None:
-            reads.append(send_reads(pool_index(pool), request.during, request.resources))
+            reads.append(send_ahead(pool_index(pool), request.during, request.resources))
 
         ahead = stage.route == INLINE_ROUTE and uses_shortlist(request, stage.config)
         try:

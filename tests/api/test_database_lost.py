@@ -15,6 +15,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from capacity.models import Reservation
+from capacity.placers.commit import COMMIT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,8 +134,8 @@ def test_a_connection_terminated_mid_commit_answers_a_json_503_and_the_retry_boo
     booking = threading.Thread(target=book)
     booking.start()
     try:
-        # The commit's lock statement (capacity/placers/commit.py), nothing before it.
-        pid = waiting_backend("FOR SHARE OF n")
+        # The commit's call (capacity/placers/commit.py: its lock comes first), nothing before it.
+        pid = waiting_backend(COMMIT.name)
         with connection.cursor() as cur:
             cur.execute("SELECT pg_terminate_backend(%s)", [pid])
         booking.join(20)
