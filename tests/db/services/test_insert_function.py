@@ -76,3 +76,42 @@ def insert_queued() -> Reservation:
     from capacity import services
 
     return services.reserve(ask(1), config=config(placer="pool-lease"), now=NOW).reservation
+
+
+@pytest.fixture
+def commit_dropped():
+    """Drop the commit's function (capacity/placers/commit.py) and forget that this process saw it."""
+    from capacity.placers.commit import COMMIT
+
+    with connection.cursor() as cur:
+        cur.execute(f"DROP FUNCTION {COMMIT.signature}")
+    COMMIT._known = False
+    assert not exists(COMMIT)
+    yield COMMIT
+    COMMIT.ensure()
+    assert exists(COMMIT)
+
+
+def test_migrate_makes_the_commit_function_too(commit_dropped):
+    call_command("migrate", verbosity=0)
+    assert exists(commit_dropped) and commit_dropped.name.startswith("capacity_commit_member_")
+
+
+def test_a_placement_that_finds_the_commit_function_missing_makes_it_and_places(
+    commit_dropped, tenant, make_node
+):
+    from capacity import services
+
+    make_node("node-a", gpus=2)
+    placed = services.reserve(ask(2), config=config(), now=NOW).reservation
+    assert placed.status == "placed" and exists(commit_dropped)
+    assert services.allocations_of(placed)[0]["nodeId"] == "node-a"
+
+
+def test_a_commit_sql_with_an_undeclared_parameter_is_refused():
+    from capacity.db.cursors import ServerFunction
+
+    with pytest.raises(ValueError, match=r"undeclared parameters: \['surprise'\]"):
+        ServerFunction(
+            "test_commit", "node bigint", "ok boolean", "BEGIN END", "SELECT %(node)s, %(surprise)s"
+        )
