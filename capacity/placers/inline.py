@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from django.db import connection
 
 from capacity import rules
-from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked
+from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked, Window
 
 from .attempt import Way, attempt, commit_members
 from .commit import Committed, Owner
+from .index import PoolIndex
 from .loader import NodeIndex, PoolRow, load_pool
 from .planning import Planner
 from .preempt import find_preemption
@@ -21,7 +22,7 @@ from .types import Outcome, PlacerConfig
 SAVEPOINT = "capacity_place"  # each attempt's is SAVEPOINT_<number>
 
 
-def send_ahead(index, window, claims) -> Reads:
+def send_ahead(index: PoolIndex, window: Window, claims: Mapping[str, int]) -> Reads:
     """Send a request's window reads, then its first attempt's savepoint (inside the caller's pipeline).
 
     The commit is then one call of its own, outside any pipeline.
