@@ -71,7 +71,8 @@ def booking_version_at_once(request):
             "SET CONSTRAINTS devicebooking_booking_version, scalarclaim_booking_version,"
             " devicebooking_booking_version_delete, scalarclaim_booking_version_delete,"
             " nodetaint_booking_version, reservation_reservation_version,"
-            " reservation_reservation_version_update, maintenancewindownode_booking_version IMMEDIATE"
+            " reservation_reservation_version_update, maintenancewindownode_booking_version,"
+            " allocation_booking_version IMMEDIATE"
         )
         # One transaction holds the whole test: bump again after each write, not once.
         cur.execute("SELECT set_config('berth.booking_version_every_row', 'on', true)")

@@ -171,7 +171,10 @@ BEGIN
     RETURN QUERY SELECT v_archived, v_schedulable, v_shared, false, 0::bigint, NULL::bigint, 0::bigint, '{{}}'::text[], 0::bigint;
     RETURN;
   END IF;
+  -- The allocation bumps the pool's booking version, its bookings and claims do not (0049).
+  PERFORM set_config('berth.bookings_bumped_by_allocation', 'on', true);
   RETURN QUERY {as_body(_WRITE_SQL).strip()};
+  PERFORM set_config('berth.bookings_bumped_by_allocation', '', true);
 END"""
 COMMIT = ServerFunction("capacity_commit_member", _ARGUMENTS, _RESULT, _BODY, _LOCK_SQL, _WRITE_SQL)
 

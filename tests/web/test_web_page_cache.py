@@ -56,6 +56,22 @@ def test_a_commit_bumps_the_booking_version_and_a_rollback_does_not(two_hosts, b
     assert pool_versions(pool.pk) == (generation, second)
 
 
+
+@pytest.mark.django_db(transaction=True)
+def test_each_placement_bumps_the_booking_version_through_its_allocation_alone(two_hosts, book):
+    """A commit's device bookings and claims queue no bump of their own (capacity 0049): its
+    allocation's one event bumps the pool, at every placement, whole GPUs or one."""
+    pool = Pool.objects.get(slug="lab-pool")
+    book("acme", gpus=1)  # the pool's version row exists from here
+    seen = [pool_versions(pool.pk)[1]]
+    for gpus in (2, 1, 2):
+        book("acme", gpus=gpus)
+        seen.append(pool_versions(pool.pk)[1])
+    assert None not in seen and len(set(seen)) == 4
+    with connection.cursor() as cur:
+        cur.execute("SELECT current_setting('berth.bookings_bumped_by_allocation', true)")
+        assert cur.fetchone()[0] in (None, "")  # the commit leaves the setting off behind it
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("first", ["globex", "acme"])
 def test_a_tenant_never_reads_another_tenants_kept_section(two_hosts, book, alice, bob, first):
