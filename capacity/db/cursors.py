@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
@@ -91,25 +90,23 @@ class ServerFunction:
     what the transaction it waited for committed (one Bind/Execute, not a pipeline and a Sync).
     """
 
-    def __init__(
-        self, prefix: str, arguments: str | Sequence[tuple[str, str]], result: str, body: str, *sql: str
-    ):
-        if isinstance(arguments, str):  # "name type, name type, ..."
-            arguments = [(a.split()[0], a.split()[1]) for a in arguments.split(",")]
-        declared = {name for name, _ in arguments}
+    def __init__(self, prefix: str, arguments: str, result: str, body: str, *sql: str):
+        """Make `body` a function of `arguments` ("name type, ..."), checked against `sql`'s parameters."""
+        pairs = [tuple(a.split()) for a in arguments.split(",")]  # (name, type)
+        declared = {name for name, _ in pairs}
         used = set(_PLACEHOLDER.findall("".join(sql))) - {""}
         if not used <= declared:
             raise ValueError(f"the SQL uses undeclared parameters: {sorted(used - declared)}")
         # Arguments are prefixed so that none is taken for a column of the same name.
-        declaration = ", ".join(f"a_{name} {kind}" for name, kind in arguments)
+        declaration = ", ".join(f"a_{name} {kind}" for name, kind in pairs)
         digest = hashlib.sha256(f"{declaration}|{result}|{body}".encode()).hexdigest()[:12]
         self.name = f"{prefix}_{digest}"
-        self.signature = f"{self.name}({', '.join(kind for _, kind in arguments)})"
+        self.signature = f"{self.name}({', '.join(kind for _, kind in pairs)})"
         self.create_sql = (
             f"CREATE OR REPLACE FUNCTION {self.name}({declaration}) RETURNS TABLE ({result})"
             f" LANGUAGE plpgsql VOLATILE AS $berth$\n{body}\n$berth$"
         )
-        placeholders = ", ".join(f"%({name})s::{kind}" for name, kind in arguments)
+        placeholders = ", ".join(f"%({name})s::{kind}" for name, kind in pairs)
         self.call_sql = f"SELECT * FROM {self.name}({placeholders})"
         self._known = False
 

@@ -46,6 +46,11 @@ class Way:
     preset: str | None = None  # the first attempt's savepoint, set already by the caller
 
 
+def savepoint_of(prefix: str, number: int) -> str:
+    """Return the savepoint an attempt commits behind."""
+    return f"{prefix}_{number}"
+
+
 def attempt(
     request: PlacementRequest, way: Way, owner: Owner, config: PlacerConfig, now: datetime | None
 ) -> Outcome:
@@ -71,7 +76,7 @@ def attempt(
             plan, index = with_preempted(plan, preemption), preemption.index
             placing = dataclasses.replace(request, during=noticed.during)
         members = [m for m in (plan.gang if request.gang is not None else (plan.choice,)) if m is not None]
-        savepoint = f"{way.savepoint}_{number}"
+        savepoint = savepoint_of(way.savepoint, number)
         # The first commit sets the savepoint in its own round trip, unless something comes before
         # it or the caller set it (with the window's reads).
         early = preemption is not None or way.charge is not None or savepoint == way.preset

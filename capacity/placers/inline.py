@@ -10,7 +10,7 @@ from django.db import connection
 from capacity import rules
 from capacity.placement import ARCHIVED_REASON, PlacementRequest, Ranked, Window
 
-from .attempt import Way, attempt, commit_members
+from .attempt import Way, attempt, commit_members, savepoint_of
 from .commit import Committed, Owner
 from .index import PoolIndex
 from .loader import NodeIndex, PoolRow, load_pool
@@ -19,7 +19,7 @@ from .preempt import find_preemption
 from .reads import Reads, plan_request, send_reads
 from .types import Outcome, PlacerConfig
 
-SAVEPOINT = "capacity_place"  # each attempt's is SAVEPOINT_<number>
+SAVEPOINT = "capacity_place"  # each attempt's: attempt.savepoint_of
 
 
 def send_ahead(index: PoolIndex, window: Window, claims: Mapping[str, int]) -> Reads:
@@ -28,9 +28,9 @@ def send_ahead(index: PoolIndex, window: Window, claims: Mapping[str, int]) -> R
     The commit is then one call of its own, outside any pipeline.
     """
     reads = send_reads(index, window, claims)
+    reads.savepoint = savepoint_of(SAVEPOINT, 1)
     with connection.cursor() as plain:
-        plain.execute(f"SAVEPOINT {SAVEPOINT}_1")
-    reads.savepoint = f"{SAVEPOINT}_1"
+        plain.execute(f"SAVEPOINT {reads.savepoint}")
     return reads
 
 

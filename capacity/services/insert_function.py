@@ -12,29 +12,10 @@ from __future__ import annotations
 from capacity.db.cursors import ServerFunction, as_body
 
 # Each of the insert's parameters and its type, in the function's argument order.
-ARGUMENTS = (
-    ("class", "int"),
-    ("tenant", "bigint"),
-    ("pool", "bigint"),
-    ("request", "jsonb"),
-    ("conditions", "jsonb"),
-    ("key", "text"),
-    ("priority", "text"),
-    ("binding", "text"),
-    ("starts_at", "timestamptz"),
-    ("ends_at", "timestamptz"),
-    ("now", "timestamptz"),
-    ("queued", "boolean"),
-    ("resources", "text[]"),
-    ("amounts", "bigint[]"),
-    ("during", "tstzrange"),
-    ("digest", "text"),
-    ("tenant_slug", "text"),
-    ("pool_slug", "text"),
-    ("keep", "boolean"),
-    ("actor", "text"),
-    ("request_id", "text"),
-)
+ARGUMENTS = """class int, tenant bigint, pool bigint, request jsonb, conditions jsonb, key text,
+    priority text, binding text, starts_at timestamptz, ends_at timestamptz, now timestamptz,
+    queued boolean, resources text[], amounts bigint[], during tstzrange, digest text,
+    tenant_slug text, pool_slug text, keep boolean, actor text, request_id text"""
 # What the insert's last SELECT returns, as the function declares it.
 RESULT = (
     "id bigint, fresh boolean, notified bigint, resources text[], requested bigint[], used numeric[],"
