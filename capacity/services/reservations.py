@@ -3,6 +3,7 @@ approval; what is booked on a node and a drained node's state (the node page's r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +13,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from capacity.access import EVERYONE, Scope
-from capacity.models import Allocation, AnyAllocation, AnyDeviceBooking, AnyReservation, Reservation
+from capacity.models import Allocation, AnyReservation, Reservation
 from capacity.models.reservations import AWAITING
 from capacity.placement import NOT_FOUND, CapacityError
 from inventory.models import Node, Pool, Tenant
@@ -72,34 +73,45 @@ def allocations_of(reservation: Reservation) -> list[dict]:
     return allocations_for([reservation])[reservation.pk]
 
 
+# A reservation's allocations, live or in history, with their node and the atoms the request asked
+# for: a slice booked only because its parent GPU is booked by the same allocation is left out.
+_ALLOCATIONS_SQL = """
+SELECT a.id, a.reservation_id, n.name, a.resources::text, a.starts_at, a.ends_at, a.released_at,
+       ARRAY(SELECT d.uuid FROM capacity_devicebooking_all b JOIN inventory_device d ON d.id = b.device_id
+              WHERE b.allocation_id = a.id
+                AND NOT EXISTS (SELECT 1 FROM capacity_devicebooking_all pb
+                                  JOIN inventory_device pd ON pd.id = pb.device_id
+                                 WHERE pb.allocation_id = a.id AND pd.id = d.parent_id)
+              ORDER BY d.index, d.uuid)
+  FROM capacity_allocation_all a JOIN inventory_node n ON n.id = a.node_id
+ WHERE a.reservation_id = ANY(%(reservations)s::bigint[])
+ ORDER BY a.id
+"""
+
+
 def allocations_for(reservations: Iterable[Reservation]) -> dict[int, list[dict]]:
-    """Return the allocations of many reservations, by reservation pk, in two queries.
+    """Return the allocations of many reservations, by reservation pk, in one statement.
 
     Each has its node, the atoms the request asked for (slices booked only because their parent
     GPU was booked whole are left out), scalar claims, window and release time.
     """
     pks = [r.pk for r in reservations]
-    allocations = list(
-        AnyAllocation.objects.filter(reservation__in=pks).select_related("node").order_by("pk")
-    )
-    booked: dict[int, list[tuple[str, str | None]]] = {}
-    rows = AnyDeviceBooking.objects.filter(allocation__in=allocations).values_list(
-        "allocation_id", "device__uuid", "device__parent__uuid"
-    )
-    for allocation_id, uuid, parent in rows.order_by("device__index", "device__uuid"):
-        booked.setdefault(allocation_id, []).append((uuid, parent))
     result: dict[int, list[dict]] = {pk: [] for pk in pks}
-    for a in allocations:
-        uuids = {uuid for uuid, _ in booked.get(a.pk, [])}
-        result[a.reservation_id].append(
+    if not pks:
+        return result
+    with connection.cursor() as cur:
+        cur.execute(_ALLOCATIONS_SQL, {"reservations": pks})
+        rows = cur.fetchall()
+    for pk, reservation_pk, node, resources, start, end, released_at, atoms in rows:
+        result[reservation_pk].append(
             {
-                "id": a.pk,
-                "nodeId": a.node.name,
-                "atoms": [uuid for uuid, parent in booked.get(a.pk, []) if parent not in uuids],
-                "resources": a.resources,
-                "start": a.starts_at,
-                "end": a.ends_at,
-                "releasedAt": a.released_at,
+                "id": pk,
+                "nodeId": node,
+                "atoms": atoms,
+                "resources": json.loads(resources),
+                "start": start,
+                "end": end,
+                "releasedAt": released_at,
             }
         )
     return result

@@ -23,7 +23,7 @@ from policy.pool_policy import set_policy
 from policy.shares import holding_gpus, set_share
 from usage.booked_hours import booked_hours_drift
 
-from booking import NOW, ask, reserve
+from booking import NOW, ask, partitioned_node, reserve
 from hours import kept, recount
 
 pytestmark = pytest.mark.django_db
@@ -43,28 +43,6 @@ def lease(hours=1, **extra):
     data = ask(1, hours=hours, binding="node", **extra)
     del data["devices"]
     return data
-
-
-def partitioned_node(make_node, name="node-a"):
-    """An 8-GPU node whose GPU 0 is split into 3g, 3g and GPU 1 into 4g, 2g, 1g (6/7 and 7/7 of a GPU)."""
-    from capacity.rollups import refresh_rollups
-
-    node = make_node(name, gpus=8)
-    for parent_index, kinds in (
-        (0, ("mig-3g.40gb", "mig-3g.40gb")),
-        (1, ("mig-4g.40gb", "mig-2g.20gb", "mig-1g.10gb")),
-    ):
-        parent = Device.objects.get(node=node, index=parent_index)
-        for i, kind in enumerate(kinds):
-            Device.objects.create(
-                node=node,
-                uuid=f"MIG-{name}-{parent_index}-{i}",
-                device_class=kind,
-                parent=parent,
-                index=10 * (parent_index + 1) + i,
-            )
-    refresh_rollups([node.pool_id])
-    return node
 
 
 def test_a_whole_gpu_holds_one_gpu_hour_an_hour():
