@@ -63,7 +63,12 @@ def release(
     reservation = get(reservation_id, scope=scope)
     if not isinstance(reservation, Reservation):
         return reservation  # moved to history: released or preempted long ago
-    reservation = Reservation.objects.select_for_update(of=("self",)).get(pk=reservation.pk)
+    # Tenant and pool come with the row (not locked): the answer renders them.
+    reservation = (
+        Reservation.objects.select_related("tenant", "pool")
+        .select_for_update(of=("self",))
+        .get(pk=reservation.pk)
+    )
     if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
         return reservation  # already ended: a preempted reservation keeps its status and reason
     # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,

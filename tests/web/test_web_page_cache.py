@@ -56,7 +56,6 @@ def test_a_commit_bumps_the_booking_version_and_a_rollback_does_not(two_hosts, b
     assert pool_versions(pool.pk) == (generation, second)
 
 
-
 @pytest.mark.django_db(transaction=True)
 def test_each_placement_bumps_the_booking_version_through_its_allocation_alone(two_hosts, book):
     """A commit's device bookings and claims queue no bump of their own (capacity 0049): its
@@ -71,6 +70,7 @@ def test_each_placement_bumps_the_booking_version_through_its_allocation_alone(t
     with connection.cursor() as cur:
         cur.execute("SELECT current_setting('berth.bookings_bumped_by_allocation', true)")
         assert cur.fetchone()[0] in (None, "")  # the commit leaves the setting off behind it
+
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("first", ["globex", "acme"])
