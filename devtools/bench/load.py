@@ -1,7 +1,7 @@
 """Load benchmark (bench_load): signed-in readers and API writers at once, over loopback only.
 
 `readers` threads each ask for pool pages and node pages back to back (a signed-in operator's
-session, no pause) while `writers` threads each book one GPU through the API and release it again,
+session, no pause; `people` operators share them out, one by default) while `writers` threads each book one GPU through the API and release it again,
 for `seconds`. Every answer is timed from the client's side, connect to last byte read, each on a
 connection of its own as a reverse proxy sends them. The server is Berth under gunicorn as `make
 run` serves it (2 processes of 8 threads), started on a free loopback port for the run, or one
@@ -52,9 +52,10 @@ class LoadError(ValueError):
 
 @dataclass
 class Plan:
-    """Who asks what: the readers' session cookie and paths, the writers' token, tenant and pool."""
+    """Who asks what: the readers' session cookies (one per operator) and paths, the writers' token,
+    tenant and pool."""
 
-    cookie: str
+    cookies: list[str]
     paths: list[str]
     token: str
     tenant: str
@@ -75,10 +76,12 @@ class Tally:
             self.why.append(reason)
 
 
-def check_bounds(readers: int, writers: int, seconds: float, url: str | None) -> None:
+def check_bounds(readers: int, writers: int, seconds: float, url: str | None, people: int = 1) -> None:
     """Refuse a run past the bounds or off loopback."""
     if readers < 0 or writers < 0 or not 0 < readers + writers <= MAX_CLIENTS:
         raise LoadError(f"readers + writers: from 1 to {MAX_CLIENTS}")
+    if not 1 <= people <= max(readers, 1):
+        raise LoadError("people: from 1 to the number of readers")
     if not 0 < seconds <= MAX_SECONDS:
         raise LoadError(f"seconds: more than 0, at most {MAX_SECONDS}")
     if url is not None:
@@ -89,17 +92,21 @@ def check_bounds(readers: int, writers: int, seconds: float, url: str | None) ->
             )
 
 
-def plan(max_paths: int = 400) -> Plan:
-    """Make (or reuse) the reader, the writer and their credentials; pick the pages to read."""
+def plan(max_paths: int = 400, people: int = 1) -> Plan:
+    """Make (or reuse) the readers (`people` operators), the writer and their credentials; pick the
+    pages to read."""
     group, _ = Group.objects.get_or_create(name="operators")
-    reader, _ = User.objects.get_or_create(username="load-reader")
-    reader.groups.add(group)
-    store = import_module(settings.SESSION_ENGINE).SessionStore()
-    store[SESSION_KEY] = str(reader.pk)
-    # The backend a password sign-in records (the first that signs anyone in: not axes' guard).
-    store[BACKEND_SESSION_KEY] = next(b for b in settings.AUTHENTICATION_BACKENDS if "Password" in b)
-    store[HASH_SESSION_KEY] = reader.get_session_auth_hash()
-    store.create()
+    cookies = []
+    for n in range(1, people + 1):
+        reader, _ = User.objects.get_or_create(username="load-reader" if n == 1 else f"load-reader-{n}")
+        reader.groups.add(group)
+        store = import_module(settings.SESSION_ENGINE).SessionStore()
+        store[SESSION_KEY] = str(reader.pk)
+        # The backend a password sign-in records (the first that signs anyone in: not axes' guard).
+        store[BACKEND_SESSION_KEY] = next(b for b in settings.AUTHENTICATION_BACKENDS if "Password" in b)
+        store[HASH_SESSION_KEY] = reader.get_session_auth_hash()
+        store.create()
+        cookies.append(f"{settings.SESSION_COOKIE_NAME}={store.session_key}")
     pools = list(Pool.objects.filter(archived=False, owner_tenant__isnull=True).order_by("slug"))
     if not pools:
         raise LoadError("no open pool to read and book: run `make seed` (or bench_scale) first")
@@ -109,7 +116,7 @@ def plan(max_paths: int = 400) -> Plan:
     writer, _ = User.objects.get_or_create(username="load-writer")
     tenant.users.add(writer)
     return Plan(
-        cookie=f"{settings.SESSION_COOKIE_NAME}={store.session_key}",
+        cookies=cookies,
         paths=[f"/pools/{p.slug}/" for p in pools] + [f"/nodes/{name}/" for name in nodes],
         token=issue_token(writer, days=1).key,
         tenant=tenant.slug,
@@ -207,7 +214,7 @@ def _timed(tally: Tally, client: _Client, method: str, path: str, headers: dict,
 
 def _read(url: str, p: Plan, stop: threading.Event, tally: Tally, seed: int) -> None:
     client, pick = _Client(url), random.Random(seed)
-    headers = {"Cookie": p.cookie, "Host": "127.0.0.1"}
+    headers = {"Cookie": p.cookies[seed % len(p.cookies)], "Host": "127.0.0.1"}
     while not stop.is_set():
         _timed(tally, client, "GET", pick.choice(p.paths), headers)
 
@@ -247,10 +254,15 @@ def _figures(tally: Tally, seconds: float) -> dict:
     }
 
 
-def run_load(readers: int, writers: int, seconds: float, url: str | None = None) -> dict:
-    """Run the load against `url` (or a gunicorn of its own); return figures per kind."""
-    check_bounds(readers, writers, seconds, url)
-    p = plan()
+def run_load(readers: int, writers: int, seconds: float, url: str | None = None, people: int = 1) -> dict:
+    """Run the load against `url` (or a gunicorn of its own); return figures per kind.
+
+    The readers are `people` operators, reader i the (i mod people)-th: each operator keeps at most
+    PAGE_VARIANTS_PER_READER pages in the page cache, so one operator reading every page has most
+    of them drawn again, as 32 people each reading their own would not.
+    """
+    check_bounds(readers, writers, seconds, url, people)
+    p = plan(people=people)
     with served() if url is None else _given(url) as base:
         stop = threading.Event()
         reads, writes = Tally(), Tally()
@@ -268,6 +280,7 @@ def run_load(readers: int, writers: int, seconds: float, url: str | None = None)
         took = time.perf_counter() - t0
     return {
         "readers": readers,
+        "people": people,
         "writers": writers,
         "seconds": round(took, 1),
         "reads": _figures(reads, took),

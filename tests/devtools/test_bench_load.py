@@ -25,6 +25,22 @@ def test_readers_and_writers_are_timed_and_nothing_is_double_booked(live_server,
     assert made.exists() and not made.filter(status="placed").exists()
 
 
+def test_readers_shared_out_over_several_operators_each_sign_in_as_their_own(live_server, make_node, tenant):
+    from django.contrib.auth.models import User
+
+    make_node("node-a", gpus=4)
+    out = io.StringIO()
+    call_command("bench_load", readers=3, writers=0, seconds=1, url=live_server.url, people=3, stdout=out)
+    f = json.loads(out.getvalue().splitlines()[-1])
+    assert f["people"] == 3 and f["reads"]["requests"] > 0 and f["reads"]["errors"] == 0, f["reads"]["why"]
+    readers = User.objects.filter(username__startswith="load-reader", groups__name="operators")
+    assert sorted(readers.values_list("username", flat=True)) == [
+        "load-reader",
+        "load-reader-2",
+        "load-reader-3",
+    ]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -33,6 +49,8 @@ def test_readers_and_writers_are_timed_and_nothing_is_double_booked(live_server,
         ({"readers": 300}, "readers + writers: from 1 to 256"),
         ({"readers": 0, "writers": 0}, "readers + writers: from 1 to 256"),
         ({"seconds": 601}, "seconds: more than 0, at most 600"),
+        ({"readers": 2, "people": 3}, "people: from 1 to the number of readers"),
+        ({"people": 0}, "people: from 1 to the number of readers"),
     ],
 )
 def test_a_run_off_loopback_or_past_its_bounds_is_refused(options, message, db):

@@ -165,5 +165,5 @@ from identity.tokens import issue_token
 from devtools.bench.load import plan
 p = plan()
 operator = issue_token(User.objects.get(username="load-reader"), days=1).key
-print(json.dumps({"token": p.token, "operator_token": operator, "tenant": p.tenant, "pool": p.pool, "cookie": p.cookie}))
+print(json.dumps({"token": p.token, "operator_token": operator, "tenant": p.tenant, "pool": p.pool, "cookie": p.cookies[0]}))
 """

@@ -20,13 +20,21 @@ class Command(BaseCommand):
         parser.add_argument("--writers", type=int, default=8)
         parser.add_argument("--seconds", type=float, default=30)
         parser.add_argument("--url", help="A Berth already serving on loopback, e.g. http://127.0.0.1:8000")
+        parser.add_argument(
+            "--people",
+            type=int,
+            default=1,
+            help="How many operators the readers are (reader i signs in as the i mod PEOPLE-th; default 1)",
+        )
 
-    def handle(self, *args, readers, writers, seconds, url, **options):
+    def handle(self, *args, readers, writers, seconds, url, people, **options):
         try:
-            f = run_load(readers, writers, seconds, url)
+            f = run_load(readers, writers, seconds, url, people)
         except LoadError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"{readers} readers and {writers} writers for {f['seconds']} s")
+        self.stdout.write(
+            f"{readers} readers ({people} operators) and {writers} writers for {f['seconds']} s"
+        )
         self.stdout.write(
             f"{'kind':<8}{'answers':>9}{'per s':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'errors':>8}"
         )
