@@ -261,10 +261,12 @@ def pools_for(scope: Scope):
 def pool_for(scope: Scope, slug: str) -> Pool | None:
     """Return the pool with this slug if the caller may read it, else None (only that pool is read)."""
     pools = Pool.objects.select_related("site", "owner_tenant").prefetch_related("tenants").filter(slug=slug)
-    if scope.sees_every_tenant:
-        return next(iter(pools), None)
-    ids = _scope_ids(scope)
-    return next((p for p in pools if any(_pool_allows_id(p, pk) for pk in ids)), None)
+    return next((p for p in pools if may_read_pool(scope, p)), None)
+
+
+def may_read_pool(scope: Scope, pool: Pool) -> bool:
+    """Return whether a caller may read a pool loaded with its tenants (prefetched)."""
+    return scope.sees_every_tenant or any(_pool_allows_id(pool, pk) for pk in _scope_ids(scope))
 
 
 def visible_pool(user, slug: str) -> Pool:

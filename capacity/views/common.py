@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from capacity import access
-from capacity.access import visible_pool
+from capacity.access import visible_pool as visible_pool  # the pool pages import it from here
 from capacity.models import AnyDeviceBooking, DeviceBooking, Reservation
 from capacity.models.reservations import AWAITING
 from inventory.models import Device, Node, Pool, Tenant
@@ -48,12 +48,17 @@ def visible_tenants(user) -> list[Tenant]:
 
 def visible_node(user, name: str) -> Node:
     """Return the node if the user may read it (its pool, and not another tenant's), else raise 404."""
-    node = get_object_or_404(Node.objects.select_related("pool", "owner_tenant"), name=name)
+    # The pool comes with its site, owner and tenants, which the check and the rows read.
+    node = get_object_or_404(
+        Node.objects.select_related("pool__site", "pool__owner_tenant", "owner_tenant").prefetch_related(
+            "pool__tenants"
+        ),
+        name=name,
+    )
     owner = node.owner_tenant.slug if node.owner_tenant_id else None
-    if not access.may_read_node(access.scope_for(user), owner):
+    scope = access.scope_for(user)
+    if not access.may_read_node(scope, owner) or not access.may_read_pool(scope, node.pool):
         raise Http404(f"no node {name}")
-    # The visible pool comes with its site and owner loaded, which the rows read.
-    node.pool = visible_pool(user, node.pool.slug)
     return node
 
 
