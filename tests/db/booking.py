@@ -87,6 +87,13 @@ def iso_at(offset_hours):
     return (NOW + timedelta(hours=offset_hours)).isoformat()
 
 
+def lease(hours=1, **extra):
+    """Return a whole-node lease's input (binding node, no devices) of `hours` from NOW."""
+    data = ask(1, hours=hours, binding="node", **extra)
+    del data["devices"]
+    return data
+
+
 def partitioned_node(make_node, name="node-a"):
     """An 8-GPU node whose GPU 0 is split into 3g, 3g and GPU 1 into 4g, 2g, 1g (6/7 and 7/7 of a GPU)."""
     from capacity.rollups import refresh_rollups

@@ -23,7 +23,7 @@ from policy.pool_policy import set_policy
 from policy.shares import holding_gpus, set_share
 from usage.booked_hours import booked_hours_drift
 
-from booking import NOW, ask, partitioned_node, reserve
+from booking import NOW, ask, lease, partitioned_node, reserve
 from hours import kept, recount
 
 pytestmark = pytest.mark.django_db
@@ -37,12 +37,6 @@ PROFILES = {
     "mig-7g.80gb": 7,
     "mig-1c.3g.40gb": 3,
 }
-
-
-def lease(hours=1, **extra):
-    data = ask(1, hours=hours, binding="node", **extra)
-    del data["devices"]
-    return data
 
 
 def test_a_whole_gpu_holds_one_gpu_hour_an_hour():

@@ -13,15 +13,9 @@ from capacity import services
 from capacity.models import DeviceBooking
 from inventory.models import Device
 
-from booking import ask, partitioned_node, reserve
+from booking import ask, lease, partitioned_node, reserve
 
 pytestmark = pytest.mark.django_db
-
-
-def lease():
-    data = ask(1, binding="node")
-    del data["devices"]
-    return data
 
 
 def test_a_lease_of_a_partitioned_node_names_each_gpu_once_and_no_slice(tenant, make_node):
