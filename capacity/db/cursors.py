@@ -92,7 +92,7 @@ class ServerFunction:
 
     def __init__(self, prefix: str, arguments: str, result: str, body: str, *sql: str):
         """Make `body` a function of `arguments` ("name type, ..."), checked against `sql`'s parameters."""
-        pairs = [tuple(a.split()) for a in arguments.split(",")]  # (name, type)
+        pairs = [a.split(None, 1) for a in arguments.split(",")]  # [name, type], a type may hold spaces
         declared = {name for name, _ in pairs}
         used = set(_PLACEHOLDER.findall("".join(sql))) - {""}
         if not used <= declared:

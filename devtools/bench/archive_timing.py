@@ -21,7 +21,7 @@ from capacity.archive import move_history
 from capacity.audit import booking_drift
 from capacity.conf import placer_config
 from capacity.models import AnyReservation, Reservation
-from devtools.bench.placements import _pct
+from devtools.bench.placements import _analyze_filled, _pct
 from devtools.bench.scale import POOLS, TENANTS, _ms, build_fleet, fill_bookings
 
 TABLES = (
@@ -103,19 +103,19 @@ def run_history(nodes: int, history: int, live: int, placements: int, progress=N
     move_s = time.perf_counter() - t0
     # What autovacuum does after a move: the freed room is reused by new bookings (the files keep
     # their size until a VACUUM FULL, which Berth does not run).
-    # (VACUUM cannot run in a transaction: a test's, around a small run, gets ANALYZE alone.)
-    with connection.cursor() as cur:
-        if not connection.in_atomic_block:
-            cur.execute(
-                "VACUUM (ANALYZE) capacity_devicebooking, capacity_scalarclaim, capacity_allocation,"
-                " capacity_reservation, capacity_quotacharge, capacity_devicebookinghistory,"
-                " capacity_allocationhistory, capacity_reservationhistory"
-            )
-        else:
-            cur.execute(
-                "ANALYZE capacity_devicebooking, capacity_scalarclaim, capacity_allocation, capacity_reservation,"
-                " capacity_devicebookinghistory, capacity_allocationhistory, capacity_reservationhistory"
-            )
+    _analyze_filled(
+        [
+            "capacity_devicebooking",
+            "capacity_scalarclaim",
+            "capacity_allocation",
+            "capacity_reservation",
+            "capacity_quotacharge",
+            "capacity_devicebookinghistory",
+            "capacity_allocationhistory",
+            "capacity_reservationhistory",
+        ],
+        vacuum=True,
+    )
     after = time_placements(placements)
     return {
         "nodes": nodes,

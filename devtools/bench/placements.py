@@ -95,7 +95,7 @@ def build_pool(nodes: int, clients: int, *, progress=None, shares: int = 0) -> P
 
 def _analyze_filled(tables: list[str] | None = None, *, vacuum: bool = False) -> None:
     """ANALYZE (or VACUUM ANALYZE) the tables (default: all of Berth's) that hold rows; leave empty
-    ones never analyzed.
+    ones never analyzed. VACUUM cannot run in a transaction: inside a test's, ANALYZE alone.
 
     Analyzed while empty, a table is planned as empty: the placer's generic plans and foreign-key
     checks, made in its first milliseconds, then scanned the bookings a fresh database's first run
