@@ -2,10 +2,15 @@
 
 from datetime import timedelta
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from capacity import services
 from capacity.models import Reservation
 
 from booking import NOW, ask, reserve
+
+FAIR_SHARES = "FROM capacity_poolshare ps"  # policy.fair_queue's figures, and only they
 
 
 def test_one_tenants_pile_of_never_fitting_requests_does_not_starve_another(tenant, other_tenant, make_node):
@@ -24,3 +29,29 @@ def test_one_tenants_pile_of_never_fitting_requests_does_not_starve_another(tena
     theirs.refresh_from_db()
     assert theirs.status == "placed"
     assert Reservation.objects.filter(tenant=tenant, status="pending").count() == 20
+
+
+def test_a_retry_with_nothing_pending_sends_one_statement_and_reads_no_fair_share(tenant, make_node):
+    """node-a: 4 GPUs, one booking of 1 GPU and nothing pending: a retry asks once whether work
+    waits, and reads no fair-share figures (the pool has no shares to order by anyway)."""
+    make_node("node-a", gpus=4)
+    placed = reserve(ask(1)).reservation
+    with CaptureQueriesContext(connection) as statements:
+        assert services.retry_pending([placed.pool_id], now=NOW, limit=8) == 0
+    assert len(statements.captured_queries) == 1
+    assert FAIR_SHARES not in statements.captured_queries[0]["sql"]
+
+
+def test_a_retry_with_work_pending_reads_the_fair_shares_once(tenant, make_node):
+    """node-a: 4 GPUs, all held; one 1-GPU request pending. The retry asks what waits, reads the
+    figures once, tries the request (still no room) and leaves it pending."""
+    make_node("node-a", gpus=4)
+    reserve(ask(4))
+    waiting = reserve(ask(1)).reservation
+    assert waiting.status == "pending"
+    with CaptureQueriesContext(connection) as statements:
+        assert services.retry_pending([waiting.pool_id], now=NOW, limit=8) == 0
+    sql = [q["sql"] for q in statements.captured_queries]
+    assert sum(FAIR_SHARES in s for s in sql) == 1
+    waiting.refresh_from_db()
+    assert waiting.status == "pending"
