@@ -59,7 +59,9 @@ def shares_context(
     if may_set_shares(request.user):
         context["share_form"] = form or ShareForm(prefix="share")
         context["bookable_gpus"] = gpus_text(float(bookable_gpus(pool)))
-        if placeholder:
+        if not has_shares:
+            context["no_quota"] = []  # no team has a share to lack quota for: nothing to read per page
+        elif placeholder:
             context["no_quota_placeholder"] = placeholder
         else:
             context["no_quota"] = teams_without_quota(pool)

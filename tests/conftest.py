@@ -72,7 +72,7 @@ def booking_version_at_once(request):
             " devicebooking_booking_version_delete, scalarclaim_booking_version_delete,"
             " nodetaint_booking_version, reservation_reservation_version,"
             " reservation_reservation_version_update, maintenancewindownode_booking_version,"
-            " allocation_booking_version IMMEDIATE"
+            " allocation_booking_version, poolshare_booking_version, poolpolicy_booking_version IMMEDIATE"
         )
         # One transaction holds the whole test: bump again after each write, not once.
         cur.execute("SELECT set_config('berth.booking_version_every_row', 'on', true)")

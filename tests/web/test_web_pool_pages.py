@@ -275,18 +275,19 @@ def test_the_pool_page_runs_the_same_queries_for_10_and_60_nodes(request, make_n
     # bridge (none here, so nothing more, and nothing read again on a kept page).
     # And for the five fragments kept in the cache (the nodes section, the chart, the Shares, Policy
     # and Slurm sections, the filter form, the windows): the pool's versions, one read of the five and
-    # one store of the five (config/cache.py; Django's database cache took five statements a key). An
-    # operator's page reads, fresh, which teams with a share have no GPU quota (one statement more).
-    assert small == {"op": 19, "alice": 17}[who] + 1 + 1 + 1 + 1 + 1 + (who == "op")
+    # one store of the five (config/cache.py; Django's database cache took five statements a key).
+    # The pool has no shares, so no team lacks quota for one: nothing more is read for the warning.
+    assert small == {"op": 19, "alice": 17}[who] + 1 + 1 + 1 + 1 + 1
     # Again, nothing changed: all five are the kept ones. The pool's versions and one cache read
     # instead of count, nodes, generation, devices, labels, resources, taints, bookings and claims,
     # the chart's pool, (tenant keys) and bookings, the shares (the form's tenants, the rollups) and
-    # the policy. An operator's bookings kept when idle are still read, and its teams without a GPU
-    # quota; a tenant's tenants come with the session (their ids too, so the pool's check reads no
-    # tenant rows): 7 for an operator (9 before the session read them), 5 for a tenant (9).
+    # the policy. An operator's bookings kept when idle are still read (its teams without a GPU quota
+    # only in a pool with shares); a tenant's tenants come with the session (their ids too, so the
+    # pool's check reads no tenant rows): 6 for an operator (9 before the session read them, 7 while
+    # a pool without shares read its teams without quota), 5 for a tenant (9).
     _queries(client, "/pools/lab-pool/?state=schedulable&page=2")
     _queries(client, "/pools/lab-pool/?state=schedulable&page=2")  # a minute may end between
-    assert _queries(client, "/pools/lab-pool/?state=schedulable&page=2") == {"op": 7, "alice": 5}[who]
+    assert _queries(client, "/pools/lab-pool/?state=schedulable&page=2") == {"op": 6, "alice": 5}[who]
 
 
 def test_the_row_action_keeps_the_labels_the_page_shows_once(op, make_node):

@@ -64,6 +64,17 @@ def test_an_operator_makes_a_team_that_books_once_it_has_a_quota(two_hosts, op, 
     assert op.get("/audit/?object=quota:lab3/gpu").status_code == 200
 
 
+def test_a_pool_page_kept_before_its_first_share_warns_of_the_team_without_quota(two_hosts, op):
+    """lab-pool has no shares when its page is first drawn and kept, so nothing is read for the
+    warning; a share for a team without quota changes the kept page, which then warns of it."""
+    assert 'id="share-no-quota"' not in op.get("/pools/lab-pool/").text
+    assert op.post("/teams/", {"slug": "lab3", "name": "Lab Three"}).status_code == 302
+    share = {"share-pool": "lab-pool", "share-guaranteed": "4", "share-borrowing": "", "share-lending": ""}
+    assert op.post("/teams/lab3/shares/", share).status_code == 302
+    page = op.get("/pools/lab-pool/").text
+    assert 'id="share-no-quota"' in page and 'href="/teams/lab3/#quotas"' in page
+
+
 def _client_for(username):
     from django.test import Client
 
