@@ -10,14 +10,24 @@ from django.db import connection
 from capacity.models import Allocation
 
 
-def end_allocations(allocations: Iterable[Allocation], now: datetime, *, mark_released: bool = True) -> None:
-    """End allocations at `now`: future bookings and claims go, running ones are cut short.
+def live_allocations(reservation_pks: Iterable[int]) -> list[int]:
+    """Return the ids of these reservations' allocations not yet released (the ORM's query: 0.5 ms more)."""
+    with connection.cursor() as cur:
+        cur.execute(_LIVE_SQL, [list(reservation_pks)])
+        return [pk for (pk,) in cur.fetchall()]
+
+
+_LIVE_SQL = "SELECT id FROM capacity_allocation WHERE reservation_id = ANY(%s) AND released_at IS NULL"
+
+
+def end_allocations(allocations: Iterable[Allocation | int], now: datetime, *, mark_released=True) -> None:
+    """End allocations (or their ids) at `now`: future bookings and claims go, running ones are cut short.
 
     Nothing else follows: pool capacity and scalar room are read from these rows when asked.
     Without `mark_released` the allocations stay live (spot work under notice, policy.notice):
     a release meanwhile still ends them.
     """
-    ids = sorted(a.pk for a in allocations)
+    ids = sorted(a if isinstance(a, int) else a.pk for a in allocations)
     if not ids:
         return
     with connection.cursor() as cur:

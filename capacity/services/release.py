@@ -14,11 +14,11 @@ from capacity import rules
 from capacity.access import EVERYONE, Scope
 from capacity.conf import placer_config
 from capacity.db.retry import retry_on_conflict
-from capacity.models import Allocation, Reservation
+from capacity.models import Reservation
 from capacity.models.reservations import NO_FIT, QUEUED, QUEUED_CONDITION
 from capacity.placement import POLICY_LIMIT, QUOTA_EXCEEDED, CapacityError
 from capacity.placers import quota
-from capacity.placers.ending import end_allocations
+from capacity.placers.ending import end_allocations, live_allocations
 from capacity.placers.quota import QUOTA_EXCEEDED_REASON
 from capacity.placers.types import PlacerConfig
 from trail.context import stamp
@@ -58,22 +58,18 @@ def release(
     """
     now = now or timezone.now()
     stamp()  # the release's event names who released, and in which request
-    reservation = get(reservation_id, scope=scope)
-    if not isinstance(reservation, Reservation):
-        return reservation  # moved to history: released or preempted long ago
-    # Tenant and pool come with the row (not locked): the answer renders them.
-    reservation = (
-        Reservation.objects.select_related("tenant", "pool")
-        .select_for_update(of=("self",))
-        .get(pk=reservation.pk)
-    )
+    reservation = _locked(reservation_id, scope)
+    if reservation is None:  # not live, or not the caller's
+        found = get(reservation_id, scope=scope)  # NOT_FOUND, or what history keeps of it
+        if not isinstance(found, Reservation) or (reservation := _locked(found.pk, EVERYONE)) is None:
+            return found  # released or preempted long ago (or moved to history just now)
     if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
         return reservation  # already ended: a preempted reservation keeps its status and reason
     # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,
     # once released, no longer sees it queued. Either way what lies after now is given back.
     quota.refund([reservation.pk], now)
     if reservation.status == Reservation.Status.PLACED:
-        end_allocations(reservation.allocations.filter(released_at__isnull=True), now)
+        end_allocations(live_allocations([reservation.pk]), now)
         # Spot work lent its GPUs lives within its booking: it ends too; lent work ending counts
         # the hours it ran on lent GPUs (an ENDED rule: policy.reclaim).
         rules.ended([reservation.pk], [reservation.pk] if reservation.lent_from else [], now)
@@ -96,6 +92,21 @@ def release(
     )
     reservation.save(update_fields=["status", "released_at", "conditions", "updated_at"])
     return reservation
+
+
+def _locked(reservation_id: int | str, scope: Scope) -> Reservation | None:
+    """Lock and return the live reservation, with its tenant and pool, if the caller may see it.
+
+    One statement: the scope is in its condition, so a row the caller may not see is never locked.
+    """
+    rows = Reservation.objects.select_related("tenant", "pool").select_for_update(of=("self",))
+    if not scope.sees_every_tenant:
+        by_id = scope.ids is not None
+        rows = rows.filter(tenant_id__in=scope.ids) if by_id else rows.filter(tenant__slug__in=scope.tenants)
+    try:
+        return rows.filter(pk=int(reservation_id)).first()
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 def release_together(reservations: QuerySet[Reservation], *, now: datetime) -> list[int]:
@@ -124,9 +135,7 @@ def release_together(reservations: QuerySet[Reservation], *, now: datetime) -> l
     quota.refund(pks, now)  # queued rows' charge too, as `release` gives it back
     if placed:
         ended = [pk for pk, _pool, _lent in placed]
-        end_allocations(
-            Allocation.objects.filter(reservation_id__in=ended, released_at__isnull=True).only("pk"), now
-        )
+        end_allocations(live_allocations(ended), now)
         rules.ended(ended, [pk for pk, _pool, lent in placed if lent], now)
         pools = sorted({pool for _pk, pool, _lent in placed})
         transaction.on_commit(lambda: _retry_after_release(pools))
@@ -137,11 +146,8 @@ def release_together(reservations: QuerySet[Reservation], *, now: datetime) -> l
 
 
 def _retry_after_release(pool_ids: list[int]) -> None:
-    """Retry a few pending reservations of these pools in the request; wake the worker for the rest.
-
-    The worker's round retries every pool's pending work (up to PENDING_RETRY_BATCH): woken, it
-    does so at once rather than at its next housekeeping interval.
-    """
+    """Retry a few pending reservations of these pools in the request; wake the worker for the rest
+    (its round retries every pool's, up to PENDING_RETRY_BATCH: woken, at once)."""
     retry_pending(pool_ids, limit=RELEASE_RETRY_BATCH)
     if _round_robin(pool_ids, timezone.now(), 1):  # some still wait (tried or not)
         wake_worker(pool_ids)
@@ -173,10 +179,9 @@ def retry_pending(
     Fair across tenants: each tenant's oldest first, then each tenant's second oldest, and so on,
     so one tenant's pile of requests that never fit cannot starve another's. A pool with shares
     tries its work in fair order instead (lowest fair share first: capacity.rules' queue, which
-    policy.fair_queue fills), its n-th in turn n. `fair` is the round's figures, else read here,
-    only when some work waits: a release in a pool with nothing pending sends one statement. These
-    are the system's own re-placements: not admitted again. Rows another transaction holds are
-    skipped; windows that have ended stay pending. Returns how many were placed.
+    policy.fair_queue fills), its n-th in turn n. `fair` is the round's figures, else read here if
+    work waits. These are the system's own re-placements: not admitted again. Rows another
+    transaction holds are skipped; windows that have ended stay pending. Returns how many were placed.
     """
     config = config or placer_config()
     now = now or timezone.now()
@@ -220,20 +225,15 @@ def retry_pending(
     return placed
 
 
-# Pending work of pools without shares in retry order: each tenant's turn (its oldest first, then
-# its second oldest, across the pools), then oldest first. Not the pool-lease placer's queued rows,
-# nor work no node could ever take. Plain SQL: the ORM's window query cost 1 ms of Python to build.
+# Pending work in retry order, each tenant's turn then oldest; not the pool-lease placer's queued
+# rows, nor work no node could ever take. Plain SQL: the ORM's window query cost 1 ms to build.
 _ROUND_ROBIN_SQL = f"""
-SELECT id FROM (
-  SELECT r.id, r.created_at,
-         row_number() OVER (PARTITION BY r.tenant_id ORDER BY r.created_at, r.id) AS turn
+SELECT id FROM (SELECT r.id, r.created_at, row_number() OVER (PARTITION BY r.tenant_id ORDER BY r.created_at, r.id) AS turn
     FROM capacity_reservation r
    WHERE r.pool_id = ANY(%(pools)s::bigint[]) AND r.status = 'pending' AND r.ends_at > %(now)s
      AND NOT r.conditions @> '[{{"type": "{QUEUED_CONDITION}"}}]'::jsonb
-     AND NOT r.conditions @> '[{{"type": "{UNSATISFIABLE}"}}]'::jsonb
-) q
- ORDER BY turn, created_at, id
- LIMIT %(limit)s
+     AND NOT r.conditions @> '[{{"type": "{UNSATISFIABLE}"}}]'::jsonb) q
+ ORDER BY turn, created_at, id LIMIT %(limit)s
 """
 
 
