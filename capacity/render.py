@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.db.models import Prefetch
@@ -256,9 +256,10 @@ def _preempt_at(reservation) -> datetime | None:
 def render_reservation(
     reservation: Reservation, scope: Scope = EVERYONE, *, queue: Mapping[int, Place] | None = None
 ) -> dict:
-    """Return a reservation as the caller reads it; with `queue` (services.queue_places), its place in
-    a fair queue if any."""
-    usage = services.usage_for([reservation.pk]).get(reservation.pk)
+    """Return a reservation as the caller reads it; with `queue` (services.queue_places), its place."""
+    # Samples are of minutes past: a reservation starting over a minute from now has none to read.
+    ran = [] if reservation.starts_at > timezone.now() + timedelta(minutes=1) else [reservation.pk]
+    usage = services.usage_for(ran).get(reservation.pk)
     data = reservation_data(reservation, services.allocations_of(reservation), scope, usage)
     if queue:
         _with_queue([data], [reservation], queue)

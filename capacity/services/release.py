@@ -225,8 +225,7 @@ def retry_pending(
     return placed
 
 
-# Pending work in retry order, each tenant's turn then oldest; not the pool-lease placer's queued
-# rows, nor work no node could ever take. Plain SQL: the ORM's window query cost 1 ms to build.
+# Pending work, each tenant's turn then oldest, but queued or unsatisfiable (the ORM's: 1 ms to build).
 _ROUND_ROBIN_SQL = f"""
 SELECT id FROM (SELECT r.id, r.created_at, row_number() OVER (PARTITION BY r.tenant_id ORDER BY r.created_at, r.id) AS turn
     FROM capacity_reservation r
