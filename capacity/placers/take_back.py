@@ -12,12 +12,11 @@ from datetime import datetime
 
 from django.db import connection
 
-from capacity.models import Allocation
 from capacity.rules import Notice
 
 from . import quota
 from .commit import Owner
-from .ending import end_allocations
+from .ending import end_allocations, live_allocations
 
 PREEMPTED = "Preempted"
 PREEMPTED_REASON = "PreemptedByRegular"
@@ -88,7 +87,7 @@ def take_back(
     if notice is not None:
         notice.give(locked, taken, at, now)
         return True
-    end_allocations(Allocation.objects.filter(reservation__in=locked, released_at__isnull=True), at)
+    end_allocations(live_allocations(locked), at)
     quota.refund(locked, at)
     conditions = [json.dumps([c]) for c in taken]
     with connection.cursor() as cur:

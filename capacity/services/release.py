@@ -61,8 +61,9 @@ def release(
     reservation = _locked(reservation_id, scope)
     if reservation is None:  # not live, or not the caller's
         found = get(reservation_id, scope=scope)  # NOT_FOUND, or what history keeps of it
+        # Live and the caller's by get's check (its tenant slugs) though not by the lock's (ids).
         if not isinstance(found, Reservation) or (reservation := _locked(found.pk, EVERYONE)) is None:
-            return found  # released or preempted long ago (or moved to history just now)
+            return found  # released or preempted long ago
     if reservation.status in (Reservation.Status.RELEASED, Reservation.Status.PREEMPTED):
         return reservation  # already ended: a preempted reservation keeps its status and reason
     # Queued rows hold the quota charged at admission; the placer skips a row this lock holds and,

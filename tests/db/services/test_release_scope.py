@@ -9,7 +9,7 @@ from capacity.placement import CapacityError
 from capacity.services.release import _locked
 
 from booking import ask, reserve
-from racing import Background
+from racing import Background, run_threads
 
 GLOBEX, ACME = Scope(tenants=frozenset({"globex"})), Scope(tenants=frozenset({"acme"}))
 
@@ -55,3 +55,22 @@ def test_a_release_by_a_tenant_who_may_not_see_the_reservation_is_not_found_and_
     theirs.refresh_from_db()
     assert theirs.status == "placed"
     assert services.release(theirs.pk, scope=ACME).status == "released"
+
+
+def test_four_connections_releasing_one_reservation_as_its_tenant_end_it_once(
+    transactional_db, tenant, make_node
+):
+    """node-a: 2 GPUs, acme books one; four connections release it at once, all as acme: each
+    answers it released, with the one release time the first wrote (check_capacity runs after)."""
+    make_node("node-a", gpus=2)
+    theirs = reserve(ask(1)).reservation
+    answers = {}
+
+    def release(i):
+        answers[i] = services.release(theirs.pk, scope=ACME)
+
+    assert run_threads(4, release) == []
+    assert {a.status for a in answers.values()} == {"released"}
+    theirs.refresh_from_db()
+    assert {a.released_at for a in answers.values()} == {theirs.released_at}
+    assert not theirs.allocations.filter(released_at__isnull=True).exists()
