@@ -19,7 +19,7 @@ from config.api.base import BerthAPIView
 from config.api.negotiation import CsvOnly
 from config.api.schema import NO_FORMAT, json_errors
 from config.replica import replica_reads
-from usage.report import BUCKETS, GROUPS, usage_period, usage_report
+from usage.report import BUCKETS, GROUPS, KEY_NAMES, usage_period, usage_report
 
 COLUMNS = (
     "tenantId",
@@ -44,14 +44,24 @@ class CSVRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         out = io.StringIO()
         if isinstance(data, dict) and "rows" in data:
-            write_rows(out, data["rows"])
+            write_rows(out, data["rows"], group_by(renderer_context["request"]))
         return out.getvalue().encode()
 
 
-def write_rows(out, rows: list[dict]) -> None:
-    """Write usage rows as CSV to `out`: the columns they have, one header line."""
-    present = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS)
-    writer = csvcells.DictWriter(out, fieldnames=present, extrasaction="ignore", lineterminator="\n")
+def columns(groups: list[str]) -> list[str]:
+    """Name the columns of a report grouped by `groups`, whether or not it has rows."""
+    keys = {KEY_NAMES[g] for g in groups}
+    return [c for c in COLUMNS if c in keys or c not in KEY_NAMES.values()]
+
+
+def group_by(request) -> list[str]:
+    """Read `groupBy` (usage_report checks the names)."""
+    return [g for g in request.query_params.get("groupBy", "tenant").split(",") if g]
+
+
+def write_rows(out, rows: list[dict], groups: list[str]) -> None:
+    """Write usage rows as CSV to `out`, one header line: the groups' columns, then the figures."""
+    writer = csvcells.DictWriter(out, fieldnames=columns(groups), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
 
@@ -112,9 +122,8 @@ class UsageView(BerthAPIView):
         first, last = usage_period(
             request.query_params.get("from"), request.query_params.get("to"), now=now, days=DEFAULT_DAYS
         )
-        group_by = [g for g in request.query_params.get("groupBy", "tenant").split(",") if g]
         bucket = request.query_params.get("bucket", "day")
-        rows = usage_report(first, last, group_by, bucket, self.scope, now=now)
+        rows = usage_report(first, last, group_by(request), bucket, self.scope, now=now)
         return Response(
             {"from": first.isoformat(), "to": last.isoformat(), "rows": [r.as_dict() for r in rows]}
         )

@@ -36,6 +36,8 @@ GROUPS = {
     # The model each booking kept when booked (capacity.gpu_hours), as the booked-hours rollup keys it.
     "model": "bk.gpu_model",
 }
+# Each group's column in a row, the API's and the CSV's.
+KEY_NAMES = {"tenant": "tenantId", "pool": "poolId", "model": "gpuModel"}
 # The same groups over the booked-hours rollup's rows (`k`).
 KEPT_GROUPS = {**GROUPS, "model": "k.gpu_model"}
 BUCKETS = ("day", "week", "month")
@@ -185,9 +187,8 @@ class UsageRow:
     lent: float = 0.0  # of `booked`, the hours spot work ran on idle owners' lent GPUs
 
     def as_dict(self) -> dict:
-        names = {"tenant": "tenantId", "pool": "poolId", "model": "gpuModel"}
         return {
-            **{names[k]: v for k, v in self.keys.items()},
+            **{KEY_NAMES[k]: v for k, v in self.keys.items()},
             "bucket": self.bucket.date().isoformat(),
             "gpuHoursBooked": round(self.booked, 3),
             "gpuHoursUsed": round(self.used, 3),

@@ -137,10 +137,14 @@ def test_a_generated_client_books_reads_and_exports(served):
     refused = api("reservations.reservations_approve").sync(client=operator, reservation_id=held.id)
     assert isinstance(refused, Error) and refused.code == "CONFLICT"
 
-    usage = api("usage.usage_report").sync(client=tenant, group_by="tenant,pool")
+    # The period names its days: by default it ends today, and after 20:00 UTC these bookings are tomorrow's.
+    today = timezone.now().date()
+    period = {"from_": today.isoformat(), "to": (today + timedelta(days=2)).isoformat()}
+    usage = api("usage.usage_report").sync(client=tenant, group_by="tenant,pool", **period)
     assert usage.rows[0].tenant_id == "acme" and usage.rows[0].gpu_hours_booked_ahead > 0
-    csv = api("usage.usage_report_csv").sync(client=tenant, group_by="tenant")
+    csv = api("usage.usage_report_csv").sync(client=tenant, group_by="tenant", **period)
     assert csv.splitlines()[0].startswith("tenantId,bucket,gpuHoursBooked")
+    assert csv.splitlines()[1].startswith("acme,")
 
     hook = api("webhooks.webhooks_create").sync(
         client=tenant,

@@ -82,6 +82,32 @@ def test_tenants_see_only_their_own_rows_and_csv_has_the_same_columns(as_acme, a
     assert lines[1].startswith("acme,")
 
 
+def test_an_empty_reports_csv_header_follows_group_by(as_acme, lab):
+    import io
+
+    from django.core.management import call_command
+
+    figures = "bucket,gpuHoursBooked,gpuHoursUsed,gpuHoursBookedAhead,gpuHoursLent"
+    quiet = "from=2020-01-01&to=2020-01-31"  # a month nothing was booked in
+    for group_by, keys in [
+        ("tenant", "tenantId"),
+        ("pool,model", "poolId,gpuModel"),
+        ("model,tenant", "tenantId,gpuModel"),
+    ]:
+        text = as_acme.get(f"/api/v1/usage.csv?{quiet}&groupBy={group_by}").content.decode()
+        assert text == f"{keys},{figures}\n", group_by
+        out = io.StringIO()
+        call_command(
+            "usage_report",
+            "--from=2020-01-01",
+            "--to=2020-01-31",
+            f"--group-by={group_by}",
+            "--csv",
+            stdout=out,
+        )
+        assert out.getvalue() == text
+
+
 def test_a_bad_period_or_grouping_is_refused_with_the_reason(as_acme, lab):
     for query, message in [
         ("from=2026-12-10&to=2026-12-01", "to: must be on or after from (2026-12-10)"),

@@ -7,7 +7,7 @@ import json
 from django.utils import timezone
 
 from capacity.port import EVERYONE, BerthCommand
-from usage.api import COLUMNS, DEFAULT_DAYS, write_rows
+from usage.api import DEFAULT_DAYS, columns, write_rows
 from usage.report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
 
@@ -40,9 +40,9 @@ class Command(BerthCommand):
                 json.dumps({"from": first.isoformat(), "to": last.isoformat(), "rows": rows}, indent=2)
             )
         elif as_csv:
-            write_rows(self.stdout, rows)
+            write_rows(self.stdout, rows, groups)
         else:
-            present = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS)
+            present = columns(groups)
             heads = {c: heading(c, bucket) for c in present}
             widths = {c: max([len(heads[c]), *(len(str(r.get(c, ""))) for r in rows)]) for c in present}
             self.stdout.write(f"{first} to {last} (UTC, both whole days)")
