@@ -8,6 +8,11 @@ here, whatever day CI runs. Each day's database is stopped and removed afterward
 
 Tests that take their clock as an argument do not need this; it catches the ones that read the
 real one (an API request, the database's now()).
+
+A test marked `dates` must not wait with a timeout: under Debian's libfaketime 0.9.10 Python's timed
+waits (Event.wait, a lock's timeout, the pool-lease placer's wait, long polls) never return, and
+FAKETIME_DONT_FAKE_MONOTONIC breaks time.sleep instead (EINVAL). Found running the whole suite at
+01:10 UTC: the 28 tests that failed there were all such waits.
 """
 
 from __future__ import annotations
