@@ -137,7 +137,10 @@ class UsageCsvView(UsageView):
         operation_id="usage_report_csv",
         tags=["usage"],
         summary="The usage report as CSV: one header line, a line per row",
-        description="The columns are the JSON rows' keys, in the JSON's order; `bucket` is a day, YYYY-MM-DD.",
+        description=(
+            "The columns are the groupBy's keys (in the order tenantId, poolId, gpuModel), then the figures,"
+            " also when no row falls in the period; `bucket` is a day, YYYY-MM-DD."
+        ),
         parameters=PARAMETERS,
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The rows as CSV."),

@@ -19,7 +19,7 @@ from django.utils.http import urlencode
 from capacity.port import CapacityError, scope_for
 from config.replica import replica_reads
 from config.web import login_required, page
-from usage.api import COLUMNS
+from usage.api import columns as report_columns
 from usage.report import BUCKETS, GROUPS, heading, usage_period, usage_report
 
 PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568")
@@ -127,7 +127,7 @@ def usage(request: HttpRequest) -> HttpResponse:
         error = exc.message
         # The error sits next to the field it names; a period too long or backwards is the `to`'s.
         error_field = "from" if error.startswith("from:") else "to"
-    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    columns = report_columns(group_by)
     context = {
         "nav": "usage",
         "rows": rows,
